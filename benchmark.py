@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""benchmark.py: one point (or several) of the guide's sequence-length sweep.
+
+DeepSpeed training step (fwd + bwd + optimizer step) of a causal LM on random tokens,
+timed per step; writes JSON lines: a `header`, a `step` per step, a `summary` per sequence
+length, and an `error` (oom -> exit 3, anything else -> exit 1) if a point fails. Defaults
+are the guide's long-context config: Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU
+AdamW offload, Liger.
+
+    deepspeed --num_gpus=8 benchmark.py                 # the guide's config at 8K
+    SEQ_LEN="8192 32768" deepspeed --num_gpus=8 benchmark.py
+    MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
+"""
+import math
+import sys
+import time
+
+from upgrade_bench import engine, flops, settings
+from upgrade_bench.records import RecordWriter
+from upgrade_bench.timing import summarize
+
+SCRIPT = "benchmark.py"
+VARS = settings.TRAINING_VARS
+
+
+def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
+    import torch
+
+    s = rc.settings
+    generator = torch.Generator().manual_seed(s["SEED"] + seq_len)
+    batch = engine.make_batch(s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
+                              engine.token_limit(rc.hf_config), rc.device, generator)
+    step_flops = flops.step_flops(rc.dims, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
+                                  s["GRAD_CHECKPOINT"])
+    tokens = s["BATCH_SIZE"] * seq_len
+    if rc.device.type == "cuda":
+        torch.cuda.empty_cache()  # so this point's peak is its own, not the last point's cache
+        torch.cuda.reset_peak_memory_stats(rc.device)
+    times_ms, peaks = [], []
+    total = s["WARMUP_STEPS"] + s["STEPS"]
+    for step in range(total):
+        warmup = step < s["WARMUP_STEPS"]
+        engine.sync_all(rc.device)
+        start = time.perf_counter()
+        loss = engine.train_step(eng, batch, probe if step == 0 else None)
+        loss_value = loss.item()  # waits for the step's device work
+        engine.sync_all(rc.device)
+        step_ms = (time.perf_counter() - start) * 1e3
+        if step == 0 and snapshot:
+            snapshot()
+        if not math.isfinite(loss_value):
+            raise NonFiniteLoss(f"loss is {loss_value} at step {step} (seq_len {seq_len})")
+        peak = engine.worst_rank_peak_gib(rc.device)
+        step_tflops = flops.tflops(step_flops.model, step_ms)
+        writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
+                     tokens=tokens, tflops_per_gpu=step_tflops,
+                     mfu=flops.mfu(step_tflops, rc.peak_tflops), loss=loss_value, peak_mem_gib=peak)
+        if not warmup:
+            times_ms.append(step_ms)
+            peaks.append(peak)
+    stats = summarize(times_ms)
+    median_ms = stats["median"]
+    tflops_per_gpu = flops.tflops(step_flops.model, median_ms)
+    hfu_tflops = flops.tflops(step_flops.hardware, median_ms)
+    writer.write("summary", seq_len=seq_len, batch_size=s["BATCH_SIZE"],
+                 packed_doc_len=s["PACKED_DOC_LEN"], steps=stats["n"],
+                 step_ms=median_ms, step_ms_min=stats["min"], step_ms_max=stats["max"],
+                 step_ms_spread=stats["spread"], tflops_per_gpu=tflops_per_gpu,
+                 mfu=flops.mfu(tflops_per_gpu, rc.peak_tflops),
+                 hfu=flops.mfu(hfu_tflops, rc.peak_tflops),
+                 tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
+                 attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
+                 peak_mem_gib=None if peaks[0] is None else max(peaks), loss=loss_value,
+                 attn_backend=rc.backend, world_size=rc.world_size)
+
+
+class NonFiniteLoss(RuntimeError):
+    pass
+
+
+def main() -> int:
+    s = settings.load(VARS, __doc__)
+    engine.prepare_process_env()
+    try:
+        rc = engine.resolve(s)
+    except engine.BadConfig as err:
+        engine.fail_bad_config(err)
+    writer = RecordWriter(SCRIPT, s["OUTPUT"], enabled=rc.rank == 0)
+    writer.write("header", **engine.header_fields(rc))
+    for warning in rc.warnings:
+        if rc.rank == 0:
+            sys.stderr.write(f"warning: {warning}\n")
+    probe = snapshot = None
+    if s["MEM_DEBUG"]:
+        probe, snapshot = engine.memory_debug(rc, writer)
+    seq_len = None
+    try:
+        eng, _keep_alive = engine.build_engine(rc, probe)
+        for seq_len in s["SEQ_LEN"]:
+            run_point(eng, rc, writer, seq_len, probe, snapshot)
+    except Exception as err:  # one record per failure, then an exit code the sweep reads
+        fields = engine.error_fields(err)
+        if isinstance(err, NonFiniteLoss):
+            fields["error"] = "nonfinite_loss"
+        writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)
+        sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
+        return engine.exit_code_for(err)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Attention backends for the training step: what is installed, and which one `auto` picks.
+
+The guide lets HF pick per GPU: Hopper -> FA3, Blackwell -> FA4. Here `auto` is a pure
+function of (compute capability, installed backends), so it is testable without a GPU.
+An explicitly requested backend that is missing fails at start with the install hint: never
+a silent fallback, and never transformers' late download of a hub kernel.
+"""
+import importlib
+import importlib.metadata as md
+
+# Our name -> transformers' attn_implementation.
+HF_IMPLEMENTATION = {"fa3": "flash_attention_3", "fa4": "flash_attention_4",
+                     "fa2": "flash_attention_2", "sdpa": "sdpa", "eager": "eager"}
+
+INSTALL_HINT = {
+    "fa3": "install flash-attn-3 (Hopper): ./install.sh --force fa3",
+    "fa4": "install flash-attn-4 (Hopper SM90 / Blackwell SM100): ./install.sh --force fa4",
+    "fa2": "install flash-attn 2.x: pip install flash-attn --no-build-isolation",
+}
+
+# Which backends need a CUDA GPU at all.
+_NEEDS_GPU = {"fa3", "fa4", "fa2"}
+
+
+class BackendUnavailable(RuntimeError):
+    pass
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+        return True
+    except Exception:  # ImportError, or a CUDA/ABI error raised while importing
+        return False
+
+
+def installed_backends() -> set:
+    """Backends whose package is installed and imports (GPU-ness is checked separately)."""
+    found = {"sdpa", "eager"}
+    if _dist_version("flash-attn-3") and _importable("flash_attn_interface"):
+        found.add("fa3")
+    if _dist_version("flash-attn-4") and _importable("flash_attn.cute"):
+        found.add("fa4")
+    fa2 = _dist_version("flash-attn")
+    if fa2 and fa2.startswith("2.") and _importable("flash_attn"):
+        found.add("fa2")
+    return found
+
+
+def resolve(requested: str, capability: tuple | None, installed: set) -> tuple[str, str]:
+    """(backend, why) for a request; raises BackendUnavailable with the install hint.
+
+    capability: (major, minor) of the GPU, None without one.
+    """
+    if requested != "auto":
+        if requested in _NEEDS_GPU and capability is None:
+            raise BackendUnavailable(f"ATTN_BACKEND={requested} needs a CUDA GPU; on CPU use sdpa or eager")
+        if requested not in installed:
+            raise BackendUnavailable(f"ATTN_BACKEND={requested} is not installed: {INSTALL_HINT[requested]}")
+        if requested == "fa3" and capability[0] != 9:
+            raise BackendUnavailable(f"ATTN_BACKEND=fa3 runs on Hopper (sm_90) only, this GPU is "
+                                     f"sm_{capability[0]}{capability[1]}")
+        return requested, "requested"
+    if capability is None:
+        return "sdpa", "auto: no GPU"
+    major = capability[0]
+    if major == 9:
+        for backend in ("fa3", "fa4"):
+            if backend in installed:
+                return backend, f"auto: Hopper, {backend} installed"
+        return "sdpa", "auto: Hopper, neither fa3 nor fa4 installed"
+    if major >= 10:
+        if "fa4" in installed:
+            return "fa4", "auto: Blackwell, fa4 installed"
+        return "sdpa", "auto: Blackwell, fa4 not installed"
+    return "sdpa", f"auto: sm_{major}{capability[1]} has no FA3/FA4 path"
+
+
+def versions() -> dict:
+    return {name: _dist_version(dist) for name, dist in
+            (("fa2", "flash-attn"), ("fa3", "flash-attn-3"), ("fa4", "flash-attn-4"))}

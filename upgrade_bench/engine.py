@@ -1,0 +1,326 @@
+"""The training step both benchmark.py and bench_decompose.py time: DeepSpeed setup, the
+resolved run configuration, random batches (dense or document-packed) and one
+fwd + bwd + optimizer step.
+"""
+import os
+import re
+import socket
+import sys
+from dataclasses import dataclass
+
+from . import attention, fingerprint, flops, gpus, model
+
+EXIT_OOM = 3
+EXIT_ERROR = 1
+
+
+class BadConfig(ValueError):
+    """A combination of settings that cannot run; reported as one line, exit 2."""
+
+
+def sanitize_arch_list(value: str) -> str:
+    """TORCH_CUDA_ARCH_LIST without 'a'/'f' suffixes ('9.0a' -> '9.0').
+
+    DeepSpeed's JIT op builder cannot parse them, and 9.0a is common on Hopper boxes that
+    built FA3. The ops it builds (CPU/fused Adam) use no arch-specific instructions.
+    """
+    return re.sub(r"(\d+\.\d+)[af]\b", r"\1", value)
+
+
+def prepare_process_env(environ=os.environ) -> None:
+    """Environment fixes that must precede importing DeepSpeed; single-process defaults."""
+    if environ.get("TORCH_CUDA_ARCH_LIST"):
+        environ["TORCH_CUDA_ARCH_LIST"] = sanitize_arch_list(environ["TORCH_CUDA_ARCH_LIST"])
+    if "RANK" not in environ:  # run as plain `python script.py`: a world of one
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # Keep transformers from fetching hub kernels: a missing FA package is our error to report.
+    environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+
+def is_oom(err: BaseException) -> bool:
+    import torch
+
+    if isinstance(err, torch.OutOfMemoryError):
+        return True
+    text = str(err)
+    # CPU allocations fail with a plain RuntimeError; NCCL/cuBLAS report OOM in text.
+    return isinstance(err, RuntimeError) and ("out of memory" in text.lower()
+                                              or "can't allocate memory" in text)
+
+
+@dataclass
+class RunConfig:
+    """Settings resolved against this machine: what actually runs."""
+    settings: dict
+    world_size: int
+    rank: int
+    local_rank: int
+    device: object
+    use_liger: bool
+    backend: str
+    backend_why: str
+    weights: str
+    weights_path: object
+    hf_config: object
+    dims: flops.ModelDims
+    peak_tflops: float | None
+    peak_source: str | None
+    warnings: list
+
+    def header_config(self) -> dict:
+        s = dict(self.settings)
+        s.update(USE_LIGER=self.use_liger, world_size=self.world_size)
+        return s
+
+
+def resolve(settings: dict) -> RunConfig:
+    """Check every setting against this machine before any model or GPU work.
+
+    Raises BadConfig with one line on anything that cannot run.
+    """
+    import torch
+
+    has_gpu = torch.cuda.is_available()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device("cuda", local_rank) if has_gpu else torch.device("cpu")
+    warnings = []
+
+    use_liger = settings["USE_LIGER"] == "1" or (settings["USE_LIGER"] == "auto" and has_gpu)
+    if use_liger and not has_gpu:
+        raise BadConfig("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
+                        "use USE_LIGER=0 or auto on CPU")
+    if use_liger and fingerprint.package_version("liger-kernel") is None:
+        if settings["USE_LIGER"] == "1":
+            raise BadConfig("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
+        use_liger = False
+        warnings.append("liger-kernel not installed: USE_LIGER=auto resolved to off")
+    if settings["USE_LIGER"] == "auto" and not has_gpu:
+        warnings.append("no GPU: USE_LIGER=auto resolved to off")
+
+    cap = fingerprint.capability()
+    try:
+        backend, why = attention.resolve(settings["ATTN_BACKEND"], cap, attention.installed_backends())
+    except attention.BackendUnavailable as err:
+        raise BadConfig(str(err)) from None
+
+    try:
+        hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"])
+    except ValueError as err:
+        raise BadConfig(str(err)) from None
+    except OSError:
+        raise BadConfig(f"MODEL={settings['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), "
+                        f"a local config folder or a cached hub id") from None
+    try:
+        weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
+    except FileNotFoundError as err:
+        raise BadConfig(str(err)) from None
+
+    doc_len = settings["PACKED_DOC_LEN"]
+    shortest = min(settings["SEQ_LEN"])
+    if doc_len and doc_len >= shortest:
+        raise BadConfig(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQ_LEN "
+                        f"(shortest {shortest}), or 0 for dense sequences")
+    if doc_len and backend == "eager":
+        raise BadConfig("PACKED_DOC_LEN with ATTN_BACKEND=eager: use sdpa or a flash backend")
+
+    peak, source, warning = gpus.resolve_peak(fingerprint.gpu_name(), "bf16", settings["PEAK_TFLOPS"])
+    if warning:
+        warnings.append(warning)
+    return RunConfig(settings, world, rank, local_rank, device, use_liger, backend, why, weights,
+                     path, hf_config, model.dims(hf_config), peak, source, warnings)
+
+
+def deepspeed_config(s: dict, on_gpu: bool) -> dict:
+    """The DeepSpeed config for one point of the guide's sweep."""
+    zero = {"stage": s["ZERO_STAGE"], "overlap_comm": True, "contiguous_gradients": True}
+    if s["OFFLOAD_OPTIMIZER"]:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": on_gpu}
+    config = {
+        "train_micro_batch_size_per_gpu": s["BATCH_SIZE"],
+        "gradient_accumulation_steps": 1,
+        "gradient_clipping": 1.0,
+        "bf16": {"enabled": True},
+        "zero_optimization": zero,
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+    if s["OFFLOAD_OPTIMIZER"] or on_gpu:
+        # DeepSpeed's own AdamW: CPU Adam when offloaded, fused Adam on the GPU (as the guide).
+        config["optimizer"] = {"type": "AdamW", "params": {
+            "lr": 1e-5, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.0}}
+    else:
+        config["zero_allow_untested_optimizer"] = True
+    return config
+
+
+def build_engine(rc: RunConfig, probe=None):
+    """(DeepSpeed engine, hf_ds_config keep-alive) with the model built as resolved."""
+    import deepspeed
+    import torch
+
+    on_gpu = rc.device.type == "cuda"
+    if on_gpu:
+        torch.cuda.set_device(rc.device)
+    deepspeed.init_distributed(dist_backend="nccl" if on_gpu else "gloo", verbose=False)
+    ds_config = deepspeed_config(rc.settings, on_gpu)
+    keep_alive = None
+    if rc.settings["ZERO_STAGE"] == 3:
+        from transformers.integrations import HfDeepSpeedConfig
+
+        keep_alive = HfDeepSpeedConfig(ds_config)  # must outlive model construction
+    if rc.use_liger:
+        model.apply_liger(rc.hf_config.model_type)
+    torch.manual_seed(rc.settings["SEED"])
+    net = model.build(rc.hf_config, attention.HF_IMPLEMENTATION[rc.backend], rc.weights,
+                      rc.weights_path, rc.device, torch.bfloat16)
+    if rc.settings["GRAD_CHECKPOINT"]:
+        net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    net.train()
+    if probe:
+        probe("model_built")
+    optimizer = None
+    if "optimizer" not in ds_config:
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-5, betas=(0.9, 0.95))
+    engine, *_ = deepspeed.initialize(model=net, optimizer=optimizer, config=ds_config,
+                                      model_parameters=None if optimizer else net.parameters())
+    if probe:
+        probe("engine_ready")
+    return engine, keep_alive
+
+
+def token_limit(hf_config) -> int:
+    """Random tokens stay below the special-token range (Llama-3's starts at bos=128000)."""
+    ids = [getattr(hf_config, name, None) for name in ("bos_token_id", "eos_token_id")]
+    ids = [i for x in ids for i in (x if isinstance(x, list) else [x]) if isinstance(i, int)]
+    return min([hf_config.vocab_size] + ids)
+
+
+def make_batch(batch: int, seq_len: int, doc_len: int, vocab_limit: int, device, generator) -> dict:
+    """Random tokens; with doc_len, documents packed into each sequence.
+
+    Packed documents are told apart by position_ids that restart at 0: transformers' flash
+    paths run varlen attention from them, and its SDPA path builds the block-diagonal mask
+    from them (only with use_cache=False, hence that flag). The first token of each document
+    after the first gets label -100, so no loss term crosses a document boundary.
+    """
+    import torch
+
+    ids = torch.randint(0, vocab_limit, (batch, seq_len), generator=generator).to(device)
+    labels = ids.clone()
+    positions = torch.cat([torch.arange(n) for n in flops.doc_lengths(seq_len, doc_len)])
+    if doc_len:
+        starts = torch.nonzero(positions == 0).flatten()[1:]
+        labels[:, starts.to(device)] = -100
+    position_ids = positions.unsqueeze(0).expand(batch, -1).to(device)
+    return {"input_ids": ids, "labels": labels, "position_ids": position_ids, "use_cache": False}
+
+
+def train_step(engine, batch: dict, probe=None):
+    """One fwd + bwd + optimizer step; returns the loss tensor."""
+    loss = engine(**batch).loss
+    if probe:
+        probe("forward")
+    engine.backward(loss)
+    if probe:
+        probe("backward")
+    engine.step()
+    if probe:
+        probe("step")
+    return loss
+
+
+def worst_rank_peak_gib(device) -> float | None:
+    """max_memory_reserved over all ranks, GiB (the guide's peak); None on CPU."""
+    import torch
+    import torch.distributed as dist
+
+    if device.type != "cuda":
+        return None
+    peak = torch.tensor([torch.cuda.max_memory_reserved(device)], dtype=torch.float64, device=device)
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+    return peak.item() / 2**30
+
+
+def memory_probe(device) -> dict:
+    import torch
+
+    if device.type != "cuda":
+        return {"allocated_gib": None, "reserved_gib": None, "max_allocated_gib": None}
+    return {"allocated_gib": torch.cuda.memory_allocated(device) / 2**30,
+            "reserved_gib": torch.cuda.memory_reserved(device) / 2**30,
+            "max_allocated_gib": torch.cuda.max_memory_allocated(device) / 2**30}
+
+
+def error_fields(err: BaseException) -> dict:
+    import traceback
+
+    tail = "".join(traceback.format_exception(type(err), err, err.__traceback__))[-2000:]
+    return {"error": "oom" if is_oom(err) else "exception", "exception": type(err).__name__,
+            "message": str(err)[:500], "traceback_tail": tail}
+
+
+def exit_code_for(err: BaseException) -> int:
+    return EXIT_OOM if is_oom(err) else EXIT_ERROR
+
+
+def fail_bad_config(err: BadConfig) -> None:
+    sys.stderr.write(f"error: {err}\n")
+    sys.exit(2)
+
+
+def header_fields(rc: RunConfig) -> dict:
+    """The header record of any script that runs the training step."""
+    return {"software": fingerprint.software(), "hardware": fingerprint.hardware(),
+            "config": rc.header_config(), "attn_backend": rc.backend, "attn_backend_why": rc.backend_why,
+            "attn_versions": attention.versions(), "weights": rc.weights,
+            "model_type": rc.hf_config.model_type, "num_layers": rc.dims.layers,
+            "n_dense_params": flops.dense_params(rc.dims), "peak_tflops": rc.peak_tflops,
+            "peak_source": rc.peak_source, "warnings": rc.warnings, "notes": rc.settings["NOTES"]}
+
+
+def sync_all(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def memory_debug(rc: RunConfig, writer):
+    """MEM_DEBUG=1: (probe(stage), snapshot()) closures.
+
+    probe writes a `memory` record (allocated / reserved / max allocated on this rank) at each
+    stage: model built, engine ready, and after fwd / bwd / step of each point's first step.
+    snapshot dumps torch.cuda.memory's allocation history once, on rank 0, after the first
+    step: load it at https://pytorch.org/memory_viz.
+    """
+    import torch
+
+    on_gpu = rc.device.type == "cuda"
+    if on_gpu and rc.rank == 0:
+        torch.cuda.memory._record_memory_history(max_entries=200_000)
+    done = []
+
+    def probe(stage: str) -> None:
+        writer.write("memory", stage=stage, rank=rc.rank, **memory_probe(rc.device))
+
+    def snapshot() -> None:
+        if done or rc.rank != 0:
+            return
+        done.append(True)
+        if not on_gpu:
+            writer.write("memory_snapshot", path=None, note="no GPU: no torch.cuda.memory snapshot")
+            return
+        out_dir = os.path.dirname(os.path.abspath(rc.settings["OUTPUT"])) if rc.settings["OUTPUT"] else "."
+        path = os.path.join(out_dir, f"mem_snapshot_rank0_{writer.run_id}.pickle")
+        torch.cuda.memory._dump_snapshot(path)
+        torch.cuda.memory._record_memory_history(enabled=None)
+        writer.write("memory_snapshot", path=path)
+
+    return probe, snapshot

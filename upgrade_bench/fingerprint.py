@@ -1,0 +1,87 @@
+"""The software and hardware stack a run used, for the header record.
+
+The guide's caveat 2: the stack alone moves results by double-digit percent, so every
+header says exactly which versions ran. Nothing here may fail a run: a probe that cannot
+answer records null.
+"""
+import importlib.metadata as md
+import os
+import platform
+import socket
+
+# Distribution names; FA2 and FA4 both install the `flash_attn` module, so the
+# distribution tells them apart.
+PACKAGES = ("torch", "transformers", "deepspeed", "liger-kernel", "flash-attn", "flash-attn-3",
+            "flash-attn-4", "nvidia-cutlass-dsl", "triton", "numpy", "nvidia-ml-py")
+
+
+def package_version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def software() -> dict:
+    import torch
+
+    stack = {"python": platform.python_version()}
+    stack.update({name: package_version(name) for name in PACKAGES})
+    stack["cuda"] = torch.version.cuda
+    stack["hip"] = getattr(torch.version, "hip", None)
+    try:
+        stack["cudnn"] = torch.backends.cudnn.version() if torch.cuda.is_available() else None
+    except Exception:
+        stack["cudnn"] = None
+    try:
+        stack["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None
+    except Exception:
+        stack["nccl"] = None
+    return stack
+
+
+def _nvml_info() -> dict:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return {}
+    info = {}
+    try:
+        info["driver"] = pynvml.nvmlSystemGetDriverVersion()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        info["power_limit_w"] = pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000
+        info["max_sm_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        info["max_mem_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+    except Exception:
+        pass
+    return info
+
+
+def hardware() -> dict:
+    import torch
+
+    hw = {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(),
+          "gpu_name": None, "gpu_count": 0, "compute_capability": None, "hbm_gib": None,
+          "driver": None, "power_limit_w": None, "max_sm_clock_mhz": None}
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        hw.update(gpu_name=props.name, gpu_count=torch.cuda.device_count(),
+                  compute_capability=f"{props.major}.{props.minor}",
+                  hbm_gib=round(props.total_memory / 2**30, 1),
+                  sm_count=props.multi_processor_count)
+        hw.update(_nvml_info())
+    return hw
+
+
+def gpu_name() -> str | None:
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+def capability() -> tuple | None:
+    import torch
+
+    return torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None

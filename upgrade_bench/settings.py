@@ -1,0 +1,170 @@
+"""Environment-variable settings: one declarative table per script, validated up front.
+
+A script lists its `Var`s, calls `load(VARS, __doc__)`, and gets a plain dict. Any bad
+value stops the script with exit code 2 and one line naming the variable, the value and
+what is allowed, before a model or a GPU is touched. `--help` prints the table.
+"""
+import os
+import sys
+from dataclasses import dataclass, replace
+
+EXIT_BAD_INPUT = 2
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    kind: str  # int | float | bool | choice | str | int_list | str_list
+    default: object
+    help: str
+    choices: tuple = ()
+    min: float | None = None
+    max: float | None = None
+
+    def allowed(self) -> str:
+        if self.kind == "bool":
+            return "0 or 1"
+        if self.kind == "choice":
+            return "one of " + "|".join(self.choices)
+        if self.kind in ("int", "float", "int_list"):
+            what = {"int": "an integer", "float": "a number",
+                    "int_list": "space- or comma-separated integers"}[self.kind]
+            lo = "" if self.min is None else f" >= {self.min:g}"
+            hi = "" if self.max is None else f" <= {self.max:g}"
+            return what + (f"{lo} and{hi}" if lo and hi else lo or hi)
+        return "text"
+
+
+class SettingsError(ValueError):
+    """A value outside what a Var allows; str() is the one line the user sees."""
+
+
+def _check_range(var: Var, value: float, raw: str) -> None:
+    if (var.min is not None and value < var.min) or (var.max is not None and value > var.max):
+        raise SettingsError(f"{var.name}={raw!r}: expected {var.allowed()}")
+
+
+def parse_value(var: Var, raw: str):
+    """Turn one raw string into the Var's type, or raise SettingsError."""
+    text = raw.strip()
+    bad = SettingsError(f"{var.name}={raw!r}: expected {var.allowed()}")
+    if var.kind == "int":
+        try:
+            value = int(text)
+        except ValueError:
+            raise bad from None
+        _check_range(var, value, raw)
+        return value
+    if var.kind == "float":
+        try:
+            value = float(text)
+        except ValueError:
+            raise bad from None
+        if value != value:  # NaN
+            raise bad
+        _check_range(var, value, raw)
+        return value
+    if var.kind == "bool":
+        low = text.lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise bad
+    if var.kind == "choice":
+        if text not in var.choices:
+            raise bad
+        return text
+    if var.kind == "int_list":
+        parts = text.replace(",", " ").split()
+        if not parts:
+            raise bad
+        try:
+            values = [int(p) for p in parts]
+        except ValueError:
+            raise bad from None
+        for v in values:
+            _check_range(var, v, raw)
+        return values
+    if var.kind == "str_list":
+        return text.replace(",", " ").split()
+    return raw
+
+
+def parse(variables, environ=None) -> dict:
+    """Resolve every Var from `environ` (default os.environ); unset or empty -> default."""
+    environ = os.environ if environ is None else environ
+    out = {}
+    for var in variables:
+        raw = environ.get(var.name, "")
+        out[var.name] = var.default if raw == "" else parse_value(var, raw)
+    return out
+
+
+def with_defaults(variables, **defaults):
+    """The same table with some defaults changed (bench_decompose's right-sized 8K)."""
+    return [replace(v, default=defaults[v.name]) if v.name in defaults else v for v in variables]
+
+
+def help_text(variables, doc: str) -> str:
+    lines = [doc.strip(), "", "Environment variables:"]
+    width = max(len(v.name) for v in variables)
+    for v in variables:
+        default = " ".join(map(str, v.default)) if isinstance(v.default, list) else v.default
+        if isinstance(default, bool):
+            default = int(default)
+        lines.append(f"  {v.name:<{width}}  {v.help} [{v.allowed()}; default: {default}]")
+    return "\n".join(lines)
+
+
+def load(variables, doc: str, argv=None) -> dict:
+    """Entry point for scripts: --help, then parse or exit 2 with one clear line."""
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(help_text(variables, doc))
+        sys.exit(0)
+    # The DeepSpeed launcher appends --local_rank=N; anything else is a mistake.
+    unknown = [a for a in argv if not a.startswith("--local_rank")]
+    if unknown:
+        sys.stderr.write(f"error: unexpected argument {unknown[0]!r}: this script is configured "
+                         f"by environment variables (see --help)\n")
+        sys.exit(EXIT_BAD_INPUT)
+    try:
+        return parse(variables)
+    except SettingsError as err:
+        sys.stderr.write(f"error: {err}\n")
+        sys.exit(EXIT_BAD_INPUT)
+
+
+# Variables shared by the scripts that run a training step (benchmark.py, bench_decompose.py).
+# Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
+TRAINING_VARS = [
+    Var("MODEL", "str", "llama-3.1-8b",
+        "model: preset llama-3.1-8b | tiny (CPU, seconds), or a local path / hub id of a causal-LM config"),
+    Var("WEIGHTS", "choice", "auto", "auto: real weights when staged locally, else random init "
+        "(same FLOPs and memory)", choices=("auto", "pretrained", "random")),
+    Var("NUM_LAYERS", "int", 0, "cut the model to this many layers (0 = all)", min=0),
+    Var("SEQ_LEN", "int_list", [8192], "sequence length(s); several run one after another in one "
+        "process, sharing model and engine start-up", min=1),
+    Var("BATCH_SIZE", "int", 1, "micro-batch size per GPU", min=1),
+    Var("STEPS", "int", 10, "timed steps per sequence length (after warm-up)", min=1),
+    Var("WARMUP_STEPS", "int", 2, "warm-up steps, excluded from the summary", min=0),
+    Var("ZERO_STAGE", "int", 3, "DeepSpeed ZeRO stage", min=0, max=3),
+    Var("OFFLOAD_OPTIMIZER", "bool", True, "AdamW states and step on the CPU (DeepSpeed CPU Adam)"),
+    Var("GRAD_CHECKPOINT", "bool", True, "activation checkpointing of every decoder layer"),
+    Var("USE_LIGER", "choice", "auto", "Liger kernels (fused RMSNorm/RoPE/SwiGLU/linear-CE); "
+        "auto = on with a GPU, off on CPU", choices=("auto", "0", "1")),
+    Var("ATTN_BACKEND", "choice", "auto", "attention: auto = Hopper FA3>FA4>SDPA, Blackwell "
+        "FA4>SDPA, CPU SDPA", choices=("auto", "fa3", "fa4", "fa2", "sdpa", "eager")),
+    Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "
+        "inside each sequence (0 = one dense sequence)", min=0),
+    Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",
+        min=0),
+    Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
+    Var("SEED", "int", 0, "random seed for weights and tokens", min=0),
+    Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    Var("NOTES", "str", "", "free text copied into the header"),
+]
