@@ -11,9 +11,7 @@ AdamW offload, Liger.
     SEQ_LEN="8192 32768" deepspeed --num_gpus=8 benchmark.py
     MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
 """
-import math
 import sys
-import time
 
 from upgrade_bench import engine, flops, settings
 from upgrade_bench.records import RecordWriter
@@ -40,16 +38,9 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
     total = s["WARMUP_STEPS"] + s["STEPS"]
     for step in range(total):
         warmup = step < s["WARMUP_STEPS"]
-        engine.sync_all(rc.device)
-        start = time.perf_counter()
-        loss = engine.train_step(eng, batch, probe if step == 0 else None)
-        loss_value = loss.item()  # waits for the step's device work
-        engine.sync_all(rc.device)
-        step_ms = (time.perf_counter() - start) * 1e3
+        step_ms, loss_value = engine.timed_step(eng, batch, rc.device, probe if step == 0 else None)
         if step == 0 and snapshot:
             snapshot()
-        if not math.isfinite(loss_value):
-            raise NonFiniteLoss(f"loss is {loss_value} at step {step} (seq_len {seq_len})")
         peak = engine.worst_rank_peak_gib(rc.device)
         step_tflops = flops.tflops(step_flops.model, step_ms)
         writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
@@ -74,10 +65,6 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
                  attn_backend=rc.backend, world_size=rc.world_size)
 
 
-class NonFiniteLoss(RuntimeError):
-    pass
-
-
 def main() -> int:
     s = settings.load(VARS, __doc__)
     engine.prepare_process_env()
@@ -100,8 +87,6 @@ def main() -> int:
             run_point(eng, rc, writer, seq_len, probe, snapshot)
     except Exception as err:  # one record per failure, then an exit code the sweep reads
         fields = engine.error_fields(err)
-        if isinstance(err, NonFiniteLoss):
-            fields["error"] = "nonfinite_loss"
         writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)
         sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
         return engine.exit_code_for(err)

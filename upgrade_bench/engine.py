@@ -111,11 +111,12 @@ def resolve(settings: dict) -> RunConfig:
 
     try:
         hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"])
-    except ValueError as err:
+    except model.LayerCountError as err:
         raise BadConfig(str(err)) from None
-    except OSError:
+    except Exception as err:  # OSError for a missing path, validation errors for a bad config
         raise BadConfig(f"MODEL={settings['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), "
-                        f"a local config folder or a cached hub id") from None
+                        f"a local config folder or a cached hub id ({type(err).__name__}: "
+                        f"{str(err).splitlines()[0][:200]})") from None
     try:
         weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
     except FileNotFoundError as err:
@@ -235,6 +236,29 @@ def train_step(engine, batch: dict, probe=None):
     return loss
 
 
+class NonFiniteLoss(RuntimeError):
+    pass
+
+
+def timed_step(eng, batch: dict, device, probe=None) -> tuple[float, float]:
+    """(wall ms, loss) of one synchronized step; a NaN/inf loss raises NonFiniteLoss.
+
+    Host clock around a step that starts and ends with a device sync: a training step
+    ends in a host sync anyway (the loss is read), so events would add nothing here.
+    """
+    import math
+    import time
+
+    sync_all(device)
+    start = time.perf_counter()
+    loss = train_step(eng, batch, probe).item()  # waits for the step's device work
+    sync_all(device)
+    step_ms = (time.perf_counter() - start) * 1e3
+    if not math.isfinite(loss):
+        raise NonFiniteLoss(f"loss is {loss}")
+    return step_ms, loss
+
+
 def worst_rank_peak_gib(device) -> float | None:
     """max_memory_reserved over all ranks, GiB (the guide's peak); None on CPU."""
     import torch
@@ -262,7 +286,8 @@ def error_fields(err: BaseException) -> dict:
     import traceback
 
     tail = "".join(traceback.format_exception(type(err), err, err.__traceback__))[-2000:]
-    return {"error": "oom" if is_oom(err) else "exception", "exception": type(err).__name__,
+    kind = "oom" if is_oom(err) else "nonfinite_loss" if isinstance(err, NonFiniteLoss) else "exception"
+    return {"error": kind, "exception": type(err).__name__,
             "message": str(err)[:500], "traceback_tail": tail}
 
 

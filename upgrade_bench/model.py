@@ -23,6 +23,10 @@ def model_dir() -> Path:
     return Path(os.environ.get("MODEL_DIR", REPO / "models"))
 
 
+class LayerCountError(ValueError):
+    pass
+
+
 def load_config(model: str, num_layers: int = 0):
     """A transformers config from a preset name, a local path or a hub id."""
     from transformers import AutoConfig
@@ -31,7 +35,7 @@ def load_config(model: str, num_layers: int = 0):
     config = AutoConfig.from_pretrained(str(source))
     if num_layers:
         if num_layers > config.num_hidden_layers:
-            raise ValueError(f"NUM_LAYERS={num_layers}: the model has only {config.num_hidden_layers} layers")
+            raise LayerCountError(f"NUM_LAYERS={num_layers}: the model has only {config.num_hidden_layers} layers")
         config.num_hidden_layers = num_layers
         if getattr(config, "layer_types", None):
             config.layer_types = config.layer_types[:num_layers]

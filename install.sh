@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# install.sh: the identical pinned stack on every node, then the attention package for this GPU.
+#
+#   ./install.sh                     # GPU node: .venv, pinned stack, FA3 (Hopper) / FA4 (Blackwell)
+#   ./install.sh --cpu               # no GPU: CPU torch, no FlashAttention / Liger (tests, CI)
+#   ./install.sh --force fa3|fa4|none  # override the attention package choice
+#   ./install.sh --wheelhouse DIR    # offline: every wheel from DIR (air-gapped clusters)
+#   ./install.sh --no-verify         # skip the final check
+#
+# Idempotent: re-running reuses .venv and installs only what is missing or differs.
+# Environment: PYTHON (interpreter for the venv, default python3), TORCH_INDEX_URL (default
+# the PyTorch cu130 index on GPU nodes, the default index with --cpu), FA3_VERSION,
+# FA4_VERSION, HF_HOME (where staged weights are looked for), MODEL_DIR (where they go).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+FA3_VERSION=${FA3_VERSION:-3.0.0}      # the guide's H200 runs
+# The guide's B200 ran 4.0.0b22; b36 is the release seen working here on an H200 (SM90 path).
+FA4_VERSION=${FA4_VERSION:-4.0.0b36}
+CU130_INDEX=https://download.pytorch.org/whl/cu130
+
+die() { echo "install.sh: error: $*" >&2; exit "${2:-2}"; }
+say() { echo "install.sh: $*" >&2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+
+cpu=0; force=""; wheelhouse=""; verify=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cpu) cpu=1 ;;
+    --force) [ $# -ge 2 ] || die "--force needs fa3, fa4 or none"; force=$2; shift ;;
+    --wheelhouse) [ $# -ge 2 ] || die "--wheelhouse needs a folder"; wheelhouse=$2; shift ;;
+    --no-verify) verify=0 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown option '$1' (allowed: --cpu, --force fa3|fa4|none, --wheelhouse DIR, --no-verify, --help)" ;;
+  esac
+  shift
+done
+case "$force" in ""|fa3|fa4|none) ;; *) die "--force '$force': expected fa3, fa4 or none" ;; esac
+[ -z "$wheelhouse" ] || [ -d "$wheelhouse" ] || die "--wheelhouse '$wheelhouse': no such folder"
+[ $cpu = 1 ] && [ -n "$force" ] && [ "$force" != none ] && die "--force $force needs a GPU; --cpu installs no FlashAttention"
+
+PYTHON=${PYTHON:-python3}
+command -v "$PYTHON" >/dev/null || die "no '$PYTHON' on PATH: install Python 3.10 or newer (or set PYTHON)"
+pyver=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || die "'$PYTHON' does not run"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "Python $pyver found; the suite needs 3.10 or newer (set PYTHON)"
+
+# --- which GPU, which attention package -------------------------------------------------
+attn=none
+if [ $cpu = 0 ]; then
+  command -v nvidia-smi >/dev/null && gpu=$(nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader 2>/dev/null | head -n1) || gpu=""
+  [ -n "$gpu" ] || die "no NVIDIA GPU found (nvidia-smi); use --cpu for a CPU-only install"
+  cc=${gpu##*, }; major=${cc%%.*}
+  say "GPU: $gpu"
+  case "$major" in
+    9) attn=fa3 ;;
+    10) attn=fa4 ;;
+    8) attn=none; say "compute capability $cc has no FA3/FA4 build: the suite will use SDPA" ;;
+    *) [ -n "$force" ] || die "compute capability $cc is not supported (FA3 needs 9.0, FA4 9.0/10.x); pass --force fa4|none to try anyway" ;;
+  esac
+  [ -n "$force" ] && attn=$force
+fi
+
+# --- venv and the pinned stack ---------------------------------------------------------
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys' 2>/dev/null; then
+  if command -v uv >/dev/null; then uv venv --python "$PYTHON" .venv >&2; else "$PYTHON" -m venv .venv; fi
+fi
+PY=.venv/bin/python
+pip_install() {
+  if command -v uv >/dev/null; then uv pip install --python "$PY" "$@"; else "$PY" -m pip install -q "$@"; fi
+}
+offline=()
+[ -n "$wheelhouse" ] && offline=(--no-index --find-links "$wheelhouse")
+"$PY" -m pip --version >/dev/null 2>&1 || "$PY" -m ensurepip -q
+torch_index=()
+if [ -z "$wheelhouse" ]; then
+  if [ -n "${TORCH_INDEX_URL:-}" ]; then torch_index=(--extra-index-url "$TORCH_INDEX_URL")
+  elif [ $cpu = 0 ]; then torch_index=(--extra-index-url "$CU130_INDEX"); fi
+fi
+say "installing the pinned stack (requirements.txt) into .venv"
+pip_install "${offline[@]}" "${torch_index[@]}" -r requirements.txt || die "pinned stack install failed (see pip's message above)" 1
+[ $cpu = 0 ] && { pip_install "${offline[@]}" -r requirements-gpu.txt || die "liger-kernel install failed" 1; }
+
+# --- attention package -----------------------------------------------------------------
+fa_index=()
+[ -z "$wheelhouse" ] && fa_index=(--extra-index-url "$CU130_INDEX")
+case "$attn" in
+  fa3) say "installing flash-attn-3==$FA3_VERSION (Hopper)"
+       pip_install "${offline[@]}" "${fa_index[@]}" "flash-attn-3==$FA3_VERSION" ||
+         die "flash-attn-3 install failed: retry, or ./install.sh --force fa4 (FA4 has an SM90 path) or --force none (SDPA)" 1 ;;
+  fa4) say "installing flash-attn-4==$FA4_VERSION"
+       pip_install "${offline[@]}" "flash-attn-4[cu13]==$FA4_VERSION" ||
+         die "flash-attn-4 install failed: retry, or ./install.sh --force none (SDPA)" 1 ;;
+esac
+
+# --- stage real weights from the HF cache, when present ---------------------------------
+"$PY" - <<'PY' >&2
+import os, shutil
+from pathlib import Path
+from upgrade_bench import model
+repo_id = model.STAGED["llama-3.1-8b"]
+dest = model.model_dir() / Path(repo_id).name
+try:
+    from huggingface_hub import snapshot_download
+    src = Path(snapshot_download(repo_id, local_files_only=True))
+except Exception:
+    print(f"install.sh: no {repo_id} in the HF cache: benchmarks use random weights (same FLOPs and memory)")
+else:
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in src.iterdir():
+        if f.suffix in (".json", ".safetensors") and not (dest / f.name).exists():
+            shutil.copy(f.resolve(), dest / f.name)
+    print(f"install.sh: staged {repo_id} at {dest} (WEIGHTS=auto uses it)")
+PY
+
+# --- verify ----------------------------------------------------------------------------
+if [ $verify = 1 ]; then
+  "$PY" - <<'PY' >&2
+from upgrade_bench import fingerprint
+for name, version in fingerprint.software().items():
+    print(f"  {name:20s} {version}")
+PY
+  if [ $cpu = 1 ]; then
+    say "verify: one tiny benchmark step on CPU"
+    MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 GRAD_CHECKPOINT=0 STEPS=1 WARMUP_STEPS=0 SEQ_LEN=64 \
+      "$PY" benchmark.py >/dev/null || die "verify failed: the tiny CPU benchmark step did not run" 1
+  else
+    say "verify: a tiny attention call with $attn"
+    ATTN=$attn "$PY" - <<'PY' >&2 || die "verify failed: the attention package does not run on this GPU" 1
+import os, torch
+q = torch.randn(1, 256, 4, 128, device="cuda", dtype=torch.bfloat16)
+attn = os.environ["ATTN"]
+if attn == "fa3":
+    from flash_attn_interface import flash_attn_func
+elif attn == "fa4":
+    from flash_attn.cute import flash_attn_func
+else:
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+    flash_attn_func = lambda q, k, v, causal: sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal)
+out = flash_attn_func(q, q, q, causal=True)
+out = out[0] if isinstance(out, tuple) else out
+torch.cuda.synchronize()
+print(f"  {attn}: ok, output {tuple(out.shape)}, finite={bool(torch.isfinite(out.float()).all())}")
+PY
+  fi
+  say "done: run ./run_sweep.sh (see README.md)"
+fi

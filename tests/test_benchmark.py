@@ -1,0 +1,128 @@
+"""benchmark.py run for real on the CPU with the tiny preset (DeepSpeed, gloo)."""
+import json
+
+import pytest
+
+from conftest import REPO, TINY_FAST, launcher, parse_jsonl
+from upgrade_bench import settings
+
+
+def kinds(records):
+    return [r["kind"] for r in records]
+
+
+def test_zero2_two_seqlens_in_one_process(run, tmp_path):
+    out = tmp_path / "log.jsonl"
+    rc, recs, err = run("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "STEPS": "3",
+                                          "OUTPUT": str(out), "PEAK_TFLOPS": "0.5"})
+    assert rc == 0, err
+    assert kinds(recs) == ["header"] + ["step"] * 4 + ["summary"] + ["step"] * 4 + ["summary"]
+    assert parse_jsonl(out.read_text()) == recs  # the file holds exactly what stdout showed
+    header = recs[0]
+    assert header["attn_backend"] == "sdpa" and header["weights"] == "random"
+    assert header["config"]["ZERO_STAGE"] == 2 and header["config"]["USE_LIGER"] is False
+    assert header["software"]["torch"] and header["software"]["deepspeed"]
+    assert header["peak_tflops"] == 0.5 and header["peak_source"] == "PEAK_TFLOPS"
+    assert len({r["run_id"] for r in recs}) == 1
+    steps = [r for r in recs if r["kind"] == "step" and r["seq_len"] == 64]
+    assert [s["warmup"] for s in steps] == [True, False, False, False]
+    summary = [r for r in recs if r["kind"] == "summary"][0]
+    timed = sorted(s["step_ms"] for s in steps[1:])
+    assert summary["step_ms"] == timed[1] and summary["steps"] == 3  # median of the timed steps
+    assert summary["tflops_per_gpu"] == pytest.approx(summary["model_tflop_per_step"] / (summary["step_ms"] / 1e3))
+    assert summary["mfu"] == pytest.approx(summary["tflops_per_gpu"] / 0.5)
+    assert summary["hfu"] == pytest.approx(summary["mfu"])  # no checkpointing: no recompute
+    assert summary["tokens_per_s_per_gpu"] == pytest.approx(64 / (summary["step_ms"] / 1e3))
+    assert summary["peak_mem_gib"] is None  # no GPU: no reserved-memory figure
+
+
+def test_zero3_under_the_deepspeed_launcher_two_ranks(run, tmp_path):
+    rc, recs, err = run([launcher(), "--num_gpus", "2", str(REPO / "benchmark.py")],
+                        {**TINY_FAST, "ZERO_STAGE": "3", "GRAD_CHECKPOINT": "1"})
+    assert rc == 0, err[-3000:]
+    assert kinds(recs).count("header") == 1  # rank 0 alone writes
+    summary = recs[-1]
+    assert summary["kind"] == "summary" and summary["world_size"] == 2
+    assert recs[0]["config"]["ZERO_STAGE"] == 3
+
+
+def test_the_guides_default_config_runs_on_cpu(run):
+    # ZeRO-3 + checkpointing + CPU AdamW offload (DeepSpeed CPU Adam, JIT-built once).
+    rc, recs, err = run("benchmark.py", {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1",
+                                         "SEQ_LEN": "64", "PEAK_TFLOPS": "1"})
+    assert rc == 0, err[-3000:]
+    config = recs[0]["config"]
+    assert (config["ZERO_STAGE"], config["OFFLOAD_OPTIMIZER"], config["GRAD_CHECKPOINT"]) == (3, True, True)
+    summary = recs[-1]
+    assert summary["kind"] == "summary"
+    assert summary["hfu"] > summary["mfu"]  # recompute counted in HFU only
+
+
+def test_real_oom_is_an_error_record_and_exit_3(run):
+    # Packed documents make SDPA build an s x s mask: 2^20 squared bytes cannot be allocated.
+    rc, recs, err = run("benchmark.py", {**TINY_FAST, "SEQ_LEN": "1048576", "PACKED_DOC_LEN": "4096"})
+    assert rc == 3, err[-2000:]
+    assert recs[-1]["kind"] == "error" and recs[-1]["error"] == "oom"
+    assert recs[-1]["seq_len"] == 1048576 and recs[-1]["config"]["ZERO_STAGE"] == 2
+
+
+def test_injected_cuda_oom_is_an_error_record_and_exit_3(run, tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(
+        "import torch\n"
+        "def oom(*args, **kwargs):\n"
+        "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB (injected)')\n"
+        "torch.autograd.backward = oom\n")
+    rc, recs, err = run("benchmark.py", {**TINY_FAST, "PYTHONPATH": f"{tmp_path}:{REPO}"})
+    assert rc == 3, err[-2000:]
+    error = recs[-1]
+    assert error["error"] == "oom" and error["exception"] == "OutOfMemoryError"
+    assert "injected" in error["message"] and error["seq_len"] == 64
+
+
+def test_nonfinite_loss_is_an_error(run, tmp_path):
+    config = json.loads((REPO / "configs" / "tiny.json").read_text())
+    config["rope_theta"] = -10000.0  # a negative RoPE base gives NaN angles: a NaN loss
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    rc, recs, err = run("benchmark.py", {**TINY_FAST, "MODEL": str(tmp_path)})
+    assert rc == 1
+    assert recs[-1]["kind"] == "error" and recs[-1]["error"] == "nonfinite_loss"
+
+
+def test_mem_debug_writes_staged_probes(run):
+    rc, recs, err = run("benchmark.py", {**TINY_FAST, "MEM_DEBUG": "1"})
+    assert rc == 0, err[-2000:]
+    stages = [r["stage"] for r in recs if r["kind"] == "memory"]
+    assert stages == ["model_built", "engine_ready", "forward", "backward", "step"]
+    assert [r for r in recs if r["kind"] == "memory_snapshot"][0]["path"] is None  # CPU: none
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"SEQ_LEN": "abc"}, "SEQ_LEN='abc': expected"),
+    ({"ZERO_STAGE": "5"}, "ZERO_STAGE='5': expected an integer >= 0 and <= 3"),
+    ({"STEPS": "0"}, "STEPS='0': expected an integer >= 1"),
+    ({"ATTN_BACKEND": "flash"}, "ATTN_BACKEND='flash': expected one of auto|fa3|fa4|fa2|sdpa|eager"),
+    ({"USE_LIGER": "1"}, "USE_LIGER=1: Liger kernels need a GPU"),
+    ({"ATTN_BACKEND": "fa4"}, "ATTN_BACKEND=fa4 needs a CUDA GPU"),
+    ({"MODEL": "/nonexistent/model"}, "MODEL='/nonexistent/model': not a preset"),
+    ({"NUM_LAYERS": "9"}, "NUM_LAYERS=9: the model has only 2 layers"),
+    ({"MODEL": str(REPO / "tests")}, "not a preset"),
+    ({"PACKED_DOC_LEN": "64"}, "PACKED_DOC_LEN=64: must be shorter than every SEQ_LEN"),
+    ({"MODEL": "llama-3.1-8b", "WEIGHTS": "pretrained", "MODEL_DIR": "/nonexistent"},
+     "WEIGHTS=pretrained: no *.safetensors"),
+])
+def test_bad_input_is_one_line_and_exit_2(run, env, message):
+    rc, recs, err = run("benchmark.py", {**TINY_FAST, **env}, timeout=120)
+    assert rc == 2 and recs == []
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
+
+
+def test_help_lists_every_variable(run):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(REPO / "benchmark.py"), "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    for var in settings.TRAINING_VARS:
+        assert f"  {var.name} " in proc.stdout

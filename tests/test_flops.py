@@ -1,0 +1,97 @@
+"""FLOP accounting against hand-computed numbers and against torch's FLOP counter."""
+import pytest
+import torch
+import transformers
+from torch.utils.flop_counter import FlopCounterMode
+
+from upgrade_bench import flops, model
+
+LLAMA_8B = flops.ModelDims(hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8,
+                           head_dim=128, vocab=128256)
+
+
+def test_llama_8b_dense_params_by_hand():
+    # per layer: MLP 3*4096*14336 = 176,160,768; attention 4096*(4096+1024+1024+4096)
+    # = 41,943,040; 32 layers = 6,979,321,856; lm_head 128256*4096 = 525,336,576.
+    assert flops.dense_params(LLAMA_8B) == 7_504_658_432
+
+
+def test_shipped_8b_config_has_the_guide_dims():
+    assert model.dims(model.load_config("llama-3.1-8b")) == LLAMA_8B
+
+
+@pytest.mark.parametrize("seq_len, share", [(8192, 0.125), (262144, 0.82)])
+def test_attention_share_matches_the_guide(seq_len, share):
+    step = flops.step_flops(LLAMA_8B, 1, seq_len)
+    assert step.attn_share == pytest.approx(share, abs=0.005)
+
+
+def test_step_flops_8k_by_hand():
+    step = flops.step_flops(LLAMA_8B, 1, 8192)
+    assert step.dense == 6 * 7_504_658_432 * 8192
+    assert step.attention == 6 * 8192**2 * 128 * 32 * 32
+    assert step.recompute == 0
+
+
+def test_hfu_adds_one_forward_of_the_layers():
+    plain = flops.step_flops(LLAMA_8B, 1, 8192)
+    ckpt = flops.step_flops(LLAMA_8B, 1, 8192, grad_checkpoint=True)
+    layer_params = 7_504_658_432 - 128256 * 4096
+    assert ckpt.model == plain.model
+    assert ckpt.recompute == 2 * layer_params * 8192 + 2 * 8192**2 * 128 * 32 * 32
+    # ~1.3x, as the guide says of HFU vs MFU
+    assert ckpt.hardware / ckpt.model == pytest.approx(1.32, abs=0.02)
+
+
+def test_packed_documents_cut_attention_by_seq_over_doc():
+    # The guide's example: 8K documents packed into 256K -> attention FLOPs / 32.
+    dense = flops.step_flops(LLAMA_8B, 1, 262144)
+    packed = flops.step_flops(LLAMA_8B, 1, 262144, doc_len=8192)
+    assert dense.attention / packed.attention == 32
+    assert packed.dense == dense.dense
+    assert packed.attn_share == pytest.approx(flops.step_flops(LLAMA_8B, 1, 8192).attn_share)
+
+
+def test_doc_lengths_keep_the_remainder():
+    assert flops.doc_lengths(10, 4) == [4, 4, 2]
+    assert flops.doc_lengths(8, 4) == [4, 4]
+    assert flops.doc_lengths(8, 0) == [8]
+    assert flops.sum_sq_len(2, 10, 4) == 2 * (16 + 16 + 4)
+
+
+def test_tflops_and_mfu():
+    assert flops.tflops(1e15, 1000.0) == pytest.approx(1000.0)
+    assert flops.mfu(494.5, 989) == pytest.approx(0.5)
+    assert flops.mfu(100.0, None) is None
+
+
+def test_isolated_attention_kernel_flops_by_hand():
+    # causal fwd at 8K, 32 heads x 128: 4*8192^2*32*128/2
+    fwd = 4 * 8192**2 * 32 * 128 / 2
+    assert flops.attention_kernel_flops(1, 8192, 32, 128) == fwd
+    assert flops.attention_kernel_flops(1, 8192, 32, 128, pass_="bwd") == 2.5 * fwd
+    assert flops.attention_kernel_flops(1, 8192, 32, 128, pass_="fwd_bwd") == 3.5 * fwd
+    assert flops.attention_kernel_flops(1, 8192, 32, 128, causal=False) == 2 * fwd
+
+
+def _counted(attn_implementation: str, batch: int, seq_len: int) -> dict:
+    config = model.load_config("tiny")
+    torch.manual_seed(0)
+    net = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
+    ids = torch.randint(0, 1000, (batch, seq_len))
+    with FlopCounterMode(display=False) as counter:
+        net(input_ids=ids, labels=ids, use_cache=False).loss.backward()
+    return {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+
+
+def test_formulas_match_torch_flop_counter_on_the_tiny_model():
+    batch, seq_len = 2, 64
+    dims = model.dims(model.load_config("tiny"))
+    eager = _counted("eager", batch, seq_len)
+    sdpa = _counted("sdpa", batch, seq_len)  # CPU SDPA kernel is not counted: only RoPE's bmm
+    # Every dense matmul (MLP, projections, lm_head) fwd+bwd is exactly 6*N*tokens.
+    assert eager["aten.mm"] == flops.dense_flops(dims, batch * seq_len)
+    # Eager attention computes the full s x s scores: the non-causal count, twice our causal one.
+    eager_attention = eager["aten.bmm"] - sdpa["aten.bmm"]
+    assert eager_attention == flops.attention_flops(dims, batch * seq_len**2, causal=False)
+    assert eager_attention == 2 * flops.step_flops(dims, batch, seq_len).attention

@@ -1,0 +1,97 @@
+"""JSONL records, backend resolution and the engine's pure helpers."""
+import io
+import json
+
+import pytest
+import torch
+
+from upgrade_bench import attention, engine, records
+from upgrade_bench.attention import BackendUnavailable
+
+
+def test_every_record_has_the_contract_fields_and_is_appended(tmp_path):
+    out = tmp_path / "sub" / "log.jsonl"
+    stream = io.StringIO()
+    writer = records.RecordWriter("x.py", str(out), run_id="r1", stream=stream)
+    writer.write("step", step_ms=float("nan"), vals=[float("inf"), 1.0])
+    writer.write("summary", tflops_per_gpu=1.5)
+    lines = out.read_text().splitlines()
+    assert stream.getvalue().splitlines() == lines
+    first = json.loads(lines[0])
+    assert {k: first[k] for k in ("kind", "schema", "script", "run_id")} == {
+        "kind": "step", "schema": records.SCHEMA, "script": "x.py", "run_id": "r1"}
+    assert first["step_ms"] is None and first["vals"] == [None, 1.0]  # JSON has no NaN
+
+
+def test_disabled_writer_writes_nothing(tmp_path):
+    stream = io.StringIO()
+    records.RecordWriter("x.py", str(tmp_path / "log"), enabled=False, stream=stream).write("step")
+    assert stream.getvalue() == "" and not (tmp_path / "log").exists()
+
+
+def test_reader_skips_garbage_and_counts_it():
+    lines = ['{"kind": "header", "schema": 1, "run_id": "a"}', "not json", '{"kind": "st',
+             "[1, 2]", "", '{"kind": "summary", "schema": 1, "run_id": "a"}']
+    recs, skipped = records.read_lines(lines, "f.jsonl")
+    assert [r["kind"] for r in recs] == ["header", "summary"] and skipped == 3
+
+
+def test_reader_refuses_a_newer_schema():
+    with pytest.raises(records.SchemaTooNew, match="f.jsonl:1: record schema 99"):
+        records.read_lines(['{"kind": "summary", "schema": 99}'], "f.jsonl")
+
+
+ALL = {"fa3", "fa4", "fa2", "sdpa", "eager"}
+
+
+@pytest.mark.parametrize("cap, installed, expected", [
+    ((9, 0), ALL, "fa3"),
+    ((9, 0), {"fa4", "sdpa", "eager"}, "fa4"),
+    ((9, 0), {"sdpa", "eager"}, "sdpa"),
+    ((10, 0), ALL, "fa4"),
+    ((10, 0), {"fa3", "sdpa", "eager"}, "sdpa"),
+    ((8, 0), ALL, "sdpa"),
+    (None, ALL, "sdpa"),
+])
+def test_auto_backend_rule(cap, installed, expected):
+    assert attention.resolve("auto", cap, installed)[0] == expected
+
+
+def test_explicit_backend_missing_fails_with_install_hint():
+    with pytest.raises(BackendUnavailable, match="install.sh --force fa4"):
+        attention.resolve("fa4", (9, 0), {"sdpa", "eager"})
+    with pytest.raises(BackendUnavailable, match="needs a CUDA GPU"):
+        attention.resolve("fa3", None, ALL)
+    with pytest.raises(BackendUnavailable, match="Hopper"):
+        attention.resolve("fa3", (10, 0), ALL)
+    assert attention.resolve("sdpa", None, {"sdpa", "eager"}) == ("sdpa", "requested")
+
+
+def test_arch_list_loses_suffixes_deepspeed_cannot_parse():
+    assert engine.sanitize_arch_list("9.0a") == "9.0"
+    assert engine.sanitize_arch_list("8.0;9.0a;10.0a+PTX") == "8.0;9.0;10.0+PTX"
+    assert engine.sanitize_arch_list("10.0f 12.0") == "10.0 12.0"
+
+
+def test_oom_classification():
+    assert engine.is_oom(torch.OutOfMemoryError("CUDA out of memory"))
+    assert engine.is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
+    assert not engine.is_oom(RuntimeError("shape mismatch"))
+    assert engine.exit_code_for(torch.OutOfMemoryError("x")) == 3
+    assert engine.exit_code_for(ValueError("x")) == 1
+
+
+def test_packed_batch_positions_and_labels():
+    batch = engine.make_batch(2, 10, 4, 50, torch.device("cpu"), torch.Generator().manual_seed(0))
+    assert batch["position_ids"][0].tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
+    # the first token of documents 2 and 3 is never predicted from the previous document
+    assert (batch["labels"][:, [4, 8]] == -100).all()
+    assert (batch["labels"][:, [0, 1, 5, 9]] == batch["input_ids"][:, [0, 1, 5, 9]]).all()
+    assert batch["use_cache"] is False and int(batch["input_ids"].max()) < 50
+
+
+def test_token_limit_stays_below_special_tokens():
+    from upgrade_bench import model
+
+    assert engine.token_limit(model.load_config("llama-3.1-8b")) == 128000
+    assert engine.token_limit(model.load_config("tiny")) == 1000

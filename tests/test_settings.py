@@ -1,0 +1,76 @@
+"""Settings: parsing, validation messages, --help, and the GPU table lookup."""
+import pytest
+
+from upgrade_bench import gpus, settings
+from upgrade_bench.settings import TRAINING_VARS, SettingsError
+
+
+def parse(**env):
+    return settings.parse(TRAINING_VARS, {k: str(v) for k, v in env.items()})
+
+
+def test_defaults_are_the_guides_long_context_config():
+    s = parse()
+    assert (s["ZERO_STAGE"], s["OFFLOAD_OPTIMIZER"], s["GRAD_CHECKPOINT"], s["USE_LIGER"]) == (3, True, True, "auto")
+    assert s["MODEL"] == "llama-3.1-8b" and s["SEQ_LEN"] == [8192] and s["BATCH_SIZE"] == 1
+
+
+def test_values_are_typed():
+    s = parse(SEQ_LEN="8192, 32768", ZERO_STAGE="2", OFFLOAD_OPTIMIZER="off", GRAD_CHECKPOINT="yes")
+    assert s["SEQ_LEN"] == [8192, 32768] and s["ZERO_STAGE"] == 2
+    assert s["OFFLOAD_OPTIMIZER"] is False and s["GRAD_CHECKPOINT"] is True
+
+
+@pytest.mark.parametrize("name, value, allowed", [
+    ("SEQ_LEN", "abc", "integers >= 1"),
+    ("SEQ_LEN", "0", ">= 1"),
+    ("ZERO_STAGE", "5", ">= 0 and <= 3"),
+    ("STEPS", "0", ">= 1"),
+    ("ATTN_BACKEND", "fa5", "auto|fa3|fa4|fa2|sdpa|eager"),
+    ("OFFLOAD_OPTIMIZER", "maybe", "0 or 1"),
+    ("PEAK_TFLOPS", "nan", "a number"),
+])
+def test_bad_values_name_variable_value_and_allowed(name, value, allowed):
+    with pytest.raises(SettingsError) as err:
+        parse(**{name: value})
+    assert str(err.value).startswith(f"{name}={value!r}: expected ")
+    assert allowed in str(err.value)
+
+
+def test_help_lists_every_variable():
+    text = settings.help_text(TRAINING_VARS, "doc")
+    for var in TRAINING_VARS:
+        assert f"  {var.name} " in text
+
+
+def test_with_defaults_changes_only_named_defaults():
+    changed = settings.with_defaults(TRAINING_VARS, ZERO_STAGE=2)
+    assert settings.parse(changed, {})["ZERO_STAGE"] == 2
+    assert settings.parse(changed, {})["STEPS"] == 10
+
+
+@pytest.mark.parametrize("device, name, bf16", [
+    ("NVIDIA H200", "H200 SXM", 989),
+    ("NVIDIA H100 80GB HBM3", "H100 SXM", 989),
+    ("NVIDIA H100 PCIe", "H100 PCIe", 756),
+    ("NVIDIA GH200 480GB", "GH200", 989),
+    ("NVIDIA B200", "B200 SXM", 2250),
+    ("NVIDIA B300 SXM6 AC", "B300 SXM", 2250),
+    ("NVIDIA A100-SXM4-80GB", "A100 SXM", 312),
+    ("AMD Instinct MI300X", "MI300X", 1300),
+])
+def test_gpu_lookup(device, name, bf16):
+    spec = gpus.lookup(device)
+    assert spec.name == name and spec.peak_tflops("bf16") == bf16
+
+
+@pytest.mark.parametrize("device", ["NVIDIA H200 NVL", "NVIDIA L4", None])
+def test_unknown_gpu_gets_no_peak_and_a_warning(device):
+    peak, source, warning = gpus.resolve_peak(device)
+    assert peak is None and source is None and "PEAK_TFLOPS" in warning
+
+
+def test_peak_override_wins():
+    assert gpus.resolve_peak("NVIDIA L4", override=121.0) == (121.0, "PEAK_TFLOPS", None)
+    assert gpus.resolve_peak("NVIDIA H200", "fp8")[0] == 1979
+    assert gpus.resolve_peak("NVIDIA H200", "fp4")[0] is None
