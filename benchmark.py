@@ -22,18 +22,9 @@ VARS = settings.TRAINING_VARS
 
 
 def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
-    import torch
-
     s = rc.settings
-    generator = torch.Generator().manual_seed(s["SEED"] + seq_len)
-    batch = engine.make_batch(s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
-                              engine.token_limit(rc.hf_config), rc.device, generator)
-    step_flops = flops.step_flops(rc.dims, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
-                                  s["GRAD_CHECKPOINT"])
+    batch, step_flops = engine.prepare_point(rc, seq_len)
     tokens = s["BATCH_SIZE"] * seq_len
-    if rc.device.type == "cuda":
-        torch.cuda.empty_cache()  # so this point's peak is its own, not the last point's cache
-        torch.cuda.reset_peak_memory_stats(rc.device)
     times_ms, peaks = [], []
     total = s["WARMUP_STEPS"] + s["STEPS"]
     for step in range(total):

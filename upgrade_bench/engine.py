@@ -222,6 +222,24 @@ def make_batch(batch: int, seq_len: int, doc_len: int, vocab_limit: int, device,
     return {"input_ids": ids, "labels": labels, "position_ids": position_ids, "use_cache": False}
 
 
+def prepare_point(rc: RunConfig, seq_len: int):
+    """(batch, StepFlops) for one sequence length, with the peak-memory counter reset.
+
+    The allocator cache is emptied first so a point's peak is its own, not the last point's.
+    """
+    import torch
+
+    s = rc.settings
+    generator = torch.Generator().manual_seed(s["SEED"] + seq_len)
+    batch = make_batch(s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"], token_limit(rc.hf_config),
+                       rc.device, generator)
+    if rc.device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(rc.device)
+    return batch, flops.step_flops(rc.dims, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
+                                   s["GRAD_CHECKPOINT"])
+
+
 def train_step(engine, batch: dict, probe=None):
     """One fwd + bwd + optimizer step; returns the loss tensor."""
     loss = engine(**batch).loss

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""bench_decompose.py: one-clock step decomposition, attention vs GEMMs vs the rest.
+
+The guide's deep dive into why the step speeds up less than the hardware: the same DeepSpeed
+training step as benchmark.py, (1) timed with the profiler off (median of TIME_STEPS steps,
+after WARMUP_STEPS), then (2) profiled for PROFILE_STEPS steps; (3) every device kernel is
+classified (attention / gemm / other, NCCL as comm; rules in upgrade_bench/decompose.py) and
+(4) the measured wall step is split by each bucket's share of compute kernel time, so the
+buckets sum to the step by construction; NCCL overlaps the backward and is reported as a
+share of kernel time, not added. Attention gets the model's attention FLOPs, gemm the dense
+FLOPs, so each gets TFLOPS and MFU. On CPU there are no kernels: aten ops are classified by
+name, by self CPU time. Each SEQ_LEN gets its own `decomposition` record (one engine start-up).
+Records: `header`, `decomposition` per sequence length, `error` (oom -> exit 3, else exit 1);
+rank 0 writes. Defaults are the guide's right-sized 8K: ZeRO-2, no checkpointing, no offload,
+no Liger.
+
+    deepspeed --num_gpus=8 bench_decompose.py                 # the guide's decomposition
+    USE_LIGER=1 NUM_LAYERS=8 ATTN_BACKEND=fa4 python bench_decompose.py   # one GPU
+    MODEL=tiny SEQ_LEN=256 TIME_STEPS=2 PROFILE_STEPS=1 python bench_decompose.py   # CPU
+"""
+import statistics
+import sys
+
+from upgrade_bench import decompose, engine, settings
+from upgrade_bench.records import RecordWriter
+
+SCRIPT = "bench_decompose.py"
+# Every training variable but STEPS, which TIME_STEPS replaces here.
+VARS = [v for v in settings.with_defaults(settings.TRAINING_VARS, ZERO_STAGE=2, GRAD_CHECKPOINT=False,
+                                          OFFLOAD_OPTIMIZER=False, USE_LIGER="0")
+        if v.name != "STEPS"] + [
+    settings.Var("TIME_STEPS", "int", 10, "steps timed with the profiler off (median)", min=1),
+    settings.Var("PROFILE_STEPS", "int", 3, "steps profiled for the kernel split", min=1),
+]
+
+
+def profiled_kernel_us(eng, batch, device, steps: int) -> dict:
+    """{kernel name: total microseconds} over `steps` profiled steps.
+
+    GPU: every device activity (kernels, memcpy, memset) by its duration; user annotations
+    (ProfilerStep#, record_function ranges mirrored on the GPU timeline) are spans, not work.
+    CPU: no kernels, so every op by its self CPU time (children excluded: no double count).
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    on_gpu = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            engine.train_step(eng, batch)
+        engine.sync_all(device)  # every kernel ends inside the window
+    out = {}
+    for evt in prof.events():
+        on_device = evt.device_type != DeviceType.CPU
+        if evt.is_user_annotation or on_device != on_gpu:
+            continue
+        us = evt.time_range.elapsed_us() if on_gpu else evt.self_cpu_time_total
+        out[evt.name] = out.get(evt.name, 0.0) + us
+    return out
+
+
+def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
+    s = rc.settings
+    batch, step_flops = engine.prepare_point(rc, seq_len)
+    for step in range(s["WARMUP_STEPS"]):  # FA4 JIT-compiles its kernels on first use
+        engine.train_step(eng, batch, probe if step == 0 else None).item()
+        if step == 0 and snapshot:
+            snapshot()
+    times_ms = [engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"])]
+    peak = engine.worst_rank_peak_gib(rc.device)  # a collective: every rank calls it
+    kernel_us = profiled_kernel_us(eng, batch, rc.device, s["PROFILE_STEPS"])
+    fields = decompose.decompose(statistics.median(times_ms), kernel_us, s["PROFILE_STEPS"],
+                                 step_flops, rc.peak_tflops)
+    record = writer.write("decomposition", seq_len=seq_len, batch_size=s["BATCH_SIZE"],
+                          packed_doc_len=s["PACKED_DOC_LEN"], time_steps=len(times_ms),
+                          wall_step_ms_min=min(times_ms), wall_step_ms_max=max(times_ms),
+                          profile_steps=s["PROFILE_STEPS"],
+                          source="cuda kernels" if rc.device.type == "cuda" else "cpu ops (self time)",
+                          peak_mem_gib=peak, attn_backend=rc.backend, use_liger=rc.use_liger,
+                          world_size=rc.world_size, profiled_rank=rc.rank, **fields)
+    if rc.rank == 0:
+        sys.stderr.write(decompose.table(record) + "\n")
+
+
+def main() -> int:
+    s = settings.load(VARS, __doc__)
+    engine.prepare_process_env()
+    try:
+        rc = engine.resolve(s)
+    except engine.BadConfig as err:
+        engine.fail_bad_config(err)
+    writer = RecordWriter(SCRIPT, s["OUTPUT"], enabled=rc.rank == 0)
+    writer.write("header", **engine.header_fields(rc))
+    for warning in rc.warnings:
+        if rc.rank == 0:
+            sys.stderr.write(f"warning: {warning}\n")
+    probe = snapshot = None
+    if s["MEM_DEBUG"]:
+        probe, snapshot = engine.memory_debug(rc, writer)
+    seq_len = None
+    try:
+        eng, _keep_alive = engine.build_engine(rc, probe)
+        for seq_len in s["SEQ_LEN"]:
+            run_point(eng, rc, writer, seq_len, probe, snapshot)
+    except Exception as err:  # one record per failure, then an exit code a sweep reads
+        fields = engine.error_fields(err)
+        writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)
+        sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
+        return engine.exit_code_for(err)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

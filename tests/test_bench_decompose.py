@@ -1,0 +1,250 @@
+"""bench_decompose.py: the kernel classifier on real kernel names, the wall-time split, and a
+tiny CPU run end to end."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from upgrade_bench import decompose
+from upgrade_bench.flops import StepFlops
+from upgrade_bench.records import read_lines
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Real names as torch's profiler reports them (demangled; long template arguments shortened
+# where they add nothing the rules look at).
+KERNELS = [
+    # cuDNN SDPA: carry `flash`, `sm90` and `wgmma`, and must not land in gemm.
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x128x128_4x1x1_kernel0_0", "attention"),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_7_64x128x128_4x1x1_kernel0_0", "attention"),
+    ("cudnn_generated_fort_native_sdpa_sm90_knob_26_64x64x128_1x4x1_kernel0_0", "attention"),
+    # torch's FA2 (template arguments name cutlass types).
+    ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+     "cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, "
+     "false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)", "attention"),
+    ("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, "
+     "128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t>, false, true>(pytorch_flash::Flash_bwd_params)",
+     "attention"),
+    ("void pytorch_flash::flash_bwd_dot_do_o_kernel<true, Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, "
+     "2, false, false, cutlass::bfloat16_t> >(pytorch_flash::Flash_bwd_params)", "attention"),
+    ("void pytorch_flash::flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, "
+     "false, false, cutlass::bfloat16_t> >(pytorch_flash::Flash_bwd_params, int)", "attention"),
+    # memory-efficient attention
+    ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::"
+     "bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)", "attention"),
+    ("fmha_cutlassB_bf16_aligned_128x64_k128_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<"
+     "cutlass::arch::Sm80, cutlass::bfloat16_t, true, false, true, 128, 64, 128, false>::Params)", "attention"),
+    # FA3: CUTLASS device kernels in the flash:: namespace.
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::"
+     "CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<"
+     "cute::C<128>, cute::C<176>, cute::C<128> >, 128, cutlass::bfloat16_t, float, cutlass::arch::Sm90, "
+     "true>, flash::CollectiveEpilogueFwd<...>, flash::StaticPersistentTileScheduler<false> > > >"
+     "(flash::enable_sm90_or_later<...>::Params)", "attention"),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnBwdSm90<flash::"
+     "CollectiveMainloopBwdSm90<2, cute::tuple<cute::C<1>, cute::C<2>, cute::C<1> > > > > >(...)", "attention"),
+    ("void cutlass::device_kernel<flash::FlashAttnBwdPreprocess<cute::tuple<cute::C<64>, cute::C<128> >, "
+     "cutlass::bfloat16_t, float, cutlass::arch::Sm90, true, false> >(flash::FlashAttnBwdPreprocess<"
+     "cute::tuple<cute::C<64>, cute::C<128> >, cutlass::bfloat16_t, float>::Params)", "attention"),
+    ("void cutlass::device_kernel<flash::FlashAttnBwdPostprocessConvertdQ<cute::tuple<cute::C<64>, "
+     "cute::C<128> >, cutlass::bfloat16_t, float, cutlass::arch::Sm90, 256> >(...)", "attention"),
+    ("void flash::prepare_varlen_num_blocks_kernel<1, false>(int, int, int, int const*, int const*, "
+     "int const*, int const*, int const*, int const*, int, int, int, int, int, cutlass::FastDivmod, "
+     "cutlass::FastDivmod, int*, int*, bool)", "attention"),
+    # FA4, CuTe DSL (SM90 and SM100 paths): names start with kernel_cutlass_kernel.
+    ("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90_object_at__"
+     "tensorptrbf16gmemalign16odiv8_tensorptrbf16gmemalign16odiv8_0", "attention"),
+    ("kernel_cutlass_kernel_flash_attncuteflash_bwd_sm90FlashAttentionBackwardSm90_object_at__"
+     "tensorptrbf16gmemalign16odiv8_0", "attention"),
+    ("kernel_cutlass_kernel_flash_attncuteflash_bwd_preprocessFlashAttentionBackwardPreprocess_object_at__"
+     "tensorptrbf16gmemalign16odiv8_0", "attention"),
+    ("kernel_cutlass_kernel_flash_attncuteflash_bwd_postprocessFlashAttentionBackwardPostprocess_object_at__"
+     "tensorptrf32gmemalign16odiv4_0", "attention"),
+    ("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm100FlashAttentionForwardSm100_object_at__"
+     "tensorptrbf16gmemalign16odiv8_0", "attention"),
+    ("kernel_cutlass_kernel_flash_attncuteflash_bwd_sm100FlashAttentionBackwardSm100_object_at__"
+     "tensorptrbf16gmemalign16odiv8_0", "attention"),
+    # GEMMs: cuBLAS (Hopper xmma, nvjet, Ampere), CUTLASS inside cuBLAS, split-K, gemv.
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off"
+     "_kernel__5x_cublas", "gemm"),
+    ("nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNN", "gemm"),
+    ("nvjet_hsh_256x128_64x4_2x1_v_bz_coopB_NNT", "gemm"),
+    ("cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8", "gemm"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>"
+     "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)", "gemm"),
+    ("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_32x6_tn", "gemm"),
+    ("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, false, "
+     "false, false>(cublasLt::cublasSplitKParams<float>, float const*, __nv_bfloat16 const*)", "gemm"),
+    ("void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4, false, false>"
+     "(...)", "gemm"),
+    # NCCL
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "comm"),
+    ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "comm"),
+    ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "comm"),
+    # everything else
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, "
+     "c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, "
+     "3ul> >(int, at::native::BinaryFunctor<...>, std::array<char*, 3ul>)", "other"),
+    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, "
+     "float, float>, unsigned int, float, 4, 4> >(at::native::ReduceOp<...>)", "other"),
+    ("_rms_norm_forward_kernel", "other"),
+    ("_rms_norm_backward_kernel", "other"),
+    ("_swiglu_forward_kernel", "other"),
+    ("_swiglu_backward_kernel", "other"),
+    ("_triton_rope", "other"),
+    ("liger_cross_entropy_kernel", "other"),
+    ("triton_poi_fused_add_mul_0", "other"),
+    ("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float, float>, float, float, "
+     "float, float, float, float, adamMode_t, float>(long, int volatile*, TensorListMetadata<4>, "
+     "AdamFunctor<float, float>, float, float, float, float, float, float, adamMode_t, float)", "other"),
+    ("Memcpy HtoD (Pageable -> Device)", "other"),
+    ("Memcpy DtoD (Device -> Device)", "other"),
+    ("Memset (Device)", "other"),
+    # CPU ops (a CPU run has no kernels)
+    ("aten::scaled_dot_product_attention", "attention"),
+    ("aten::_scaled_dot_product_flash_attention_for_cpu", "attention"),
+    ("aten::_scaled_dot_product_flash_attention_for_cpu_backward", "attention"),
+    ("aten::_efficient_attention_forward", "attention"),
+    ("aten::mm", "gemm"),
+    ("aten::addmm", "gemm"),
+    ("aten::bmm", "gemm"),
+    ("aten::matmul", "gemm"),
+    ("aten::linear", "gemm"),
+    ("aten::mul", "other"),
+    ("c10d::allreduce_", "comm"),
+]
+
+
+@pytest.mark.parametrize("name,bucket", KERNELS, ids=[k[0][:60] for k in KERNELS])
+def test_classifier_on_real_kernel_names(name, bucket):
+    assert decompose.classify(name) == bucket
+    assert decompose.match(name) is not None  # every family here is known: none unclassified
+
+
+def test_attention_rules_precede_the_gemm_rules_that_also_match():
+    fa3 = "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...> > >(...)"
+    fa4 = "kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90_object_at__x"
+    cudnn = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_kernel0_0"
+    gemm_rules = [r for r in decompose.RULES if r.bucket == "gemm"]
+    # The names do contain what a GEMM rule looks for; only the order keeps them attention.
+    assert any(r.pattern.search(fa3) for r in gemm_rules)
+    assert any(r.pattern.search(fa4) for r in gemm_rules)
+    assert not any(r.pattern.search(cudnn) for r in gemm_rules)  # sm90/wgmma alone are not a GEMM
+    for name in (fa3, fa4, cudnn):
+        assert decompose.match(name).bucket == "attention"
+    assert "FA3" in decompose.match(fa3).family and "FA4" in decompose.match(fa4).family
+
+
+def test_unknown_kernel_goes_to_other_unmatched():
+    name = "void brand_new_vendor::fused_thing_kernel<128>(float*)"
+    assert decompose.match(name) is None
+    assert decompose.classify(name) == "other"
+
+
+def test_split_wall_sums_to_wall_and_excludes_comm():
+    per_bucket = {"attention": 200.0, "gemm": 500.0, "other": 300.0, "comm": 400.0}
+    ms = decompose.split_wall(123.0, per_bucket)
+    assert ms == pytest.approx({"attention": 24.6, "gemm": 61.5, "other": 36.9}, rel=1e-12)
+    assert sum(ms.values()) == pytest.approx(123.0, rel=1e-12)
+    # More NCCL time moves nothing: comm is overlapped, not part of the split.
+    assert decompose.split_wall(123.0, {**per_bucket, "comm": 9e9}) == ms
+    with pytest.raises(ValueError):
+        decompose.split_wall(10.0, {"attention": 0.0, "gemm": 0.0, "other": 0.0, "comm": 5.0})
+
+
+def test_decompose_on_a_synthetic_profile():
+    # Two profiled steps; wall step 100 ms. Compute kernels: attention 40 ms, gemm 100 ms,
+    # other 60 ms over the 2 steps (200 ms), NCCL 50 ms. Shares 20/50/30 -> 20/50/30 ms.
+    unknown = "some_new_family_kernel_" + "x" * 300
+    kernel_us = {
+        "kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90_object_at__a": 10_000.0,
+        "kernel_cutlass_kernel_flash_attncuteflash_bwd_sm90FlashAttentionBackwardSm90_object_at__b": 30_000.0,
+        "nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNN": 100_000.0,
+        "_rms_norm_forward_kernel": 20_000.0,
+        unknown: 40_000.0,
+        "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)": 50_000.0,
+    }
+    step = StepFlops(dense=6e12, attention=2e12, recompute=0.0)
+    rec = decompose.decompose(100.0, kernel_us, steps=2, step_flops=step, peak_tflops=1000.0, top_n=3)
+    b = rec["buckets"]
+    assert b["attention"]["ms"] == pytest.approx(20.0)
+    assert b["gemm"]["ms"] == pytest.approx(50.0)
+    assert b["other"]["ms"] == pytest.approx(30.0)
+    assert sum(x["ms"] for x in b.values()) == pytest.approx(rec["wall_step_ms"], rel=1e-12)
+    assert b["attention"]["tflops"] == pytest.approx(100.0)  # 2 TFLOP in 20 ms
+    assert b["attention"]["mfu"] == pytest.approx(0.1)
+    assert b["gemm"]["tflops"] == pytest.approx(120.0)  # 6 TFLOP in 50 ms
+    assert b["other"]["tflop"] is None and b["other"]["tflops"] is None and b["other"]["mfu"] is None
+    assert b["gemm"]["time_share"] == pytest.approx(0.5)
+    assert b["attention"]["kernel_ms_per_step"] == pytest.approx(20.0)
+    assert rec["everything_else"]["tflops"] == pytest.approx(75.0)  # 6 TFLOP in 80 ms
+    assert rec["total"] == pytest.approx({"tflop": 8.0, "ms": 100.0, "tflops": 80.0, "mfu": 0.08})
+    assert rec["comm_share"] == pytest.approx(50 / 250)
+    assert rec["comm_kernel_ms_per_step"] == pytest.approx(25.0)
+    assert rec["kernel_busy_share"] == pytest.approx(1.0)  # 100 ms of compute kernels per step
+    assert rec["attn_flop_share"] == pytest.approx(0.25)
+    assert [k["ms"] for k in rec["top_kernels"]] == pytest.approx([50.0, 25.0, 20.0])
+    assert [k["bucket"] for k in rec["top_kernels"]] == ["gemm", "comm", "other"]
+    assert rec["top_kernels"][2]["name"] == unknown[:decompose.NAME_CHARS]
+    assert rec["unclassified_top"] == [{"name": unknown[:decompose.NAME_CHARS], "ms": pytest.approx(20.0)}]
+
+
+def test_table_lists_every_bucket():
+    step = StepFlops(dense=6e12, attention=2e12, recompute=0.0)
+    rec = decompose.decompose(100.0, {"flash_fwd_kernel": 1.0, "aten::mm": 3.0, "aten::mul": 1.0},
+                              1, step, None)
+    rec.update(seq_len=8192, attn_backend="fa4", use_liger=True)
+    text = decompose.table(rec)
+    for label in ("attention", "gemm", "other", "everything else", "total", "seq_len 8192", "fa4"):
+        assert label in text
+    assert "60.00" in text  # gemm: 3/5 of 100 ms
+
+
+def _run(env_extra, timeout=240):
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env.update(PYTHONPATH=str(REPO), **env_extra)
+    return subprocess.run([sys.executable, str(REPO / "bench_decompose.py")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_bad_input_exits_2_naming_the_variable():
+    proc = _run({"PROFILE_STEPS": "0"})
+    assert proc.returncode == 2
+    assert "PROFILE_STEPS='0'" in proc.stderr and ">= 1" in proc.stderr
+
+
+def test_config_that_cannot_run_here_exits_2_before_any_record():
+    proc = _run({"MODEL": "tiny", "USE_LIGER": "1"})  # Liger needs a GPU
+    assert proc.returncode == 2
+    assert "USE_LIGER=1" in proc.stderr
+    assert '"kind"' not in proc.stdout
+
+
+def test_tiny_cpu_run_end_to_end(tmp_path):
+    out = tmp_path / "decompose.jsonl"
+    proc = _run({"MODEL": "tiny", "SEQ_LEN": "256", "TIME_STEPS": "2", "PROFILE_STEPS": "1",
+                 "WARMUP_STEPS": "1", "OUTPUT": str(out)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records, _ = read_lines(out.read_text().splitlines())
+    assert [r["kind"] for r in records] == ["header", "decomposition"]
+    header, rec = records
+    config = header["config"]
+    assert (config["ZERO_STAGE"], config["GRAD_CHECKPOINT"], config["OFFLOAD_OPTIMIZER"]) == (2, False, False)
+    assert (config["TIME_STEPS"], config["PROFILE_STEPS"]) == (2, 1) and "STEPS" not in config
+    assert rec["seq_len"] == 256 and rec["source"].startswith("cpu ops")
+    assert rec["attn_backend"] == "sdpa" and rec["use_liger"] is False
+    buckets = rec["buckets"]
+    assert set(buckets) == {"attention", "gemm", "other"}
+    assert buckets["attention"]["ms"] > 0 and buckets["gemm"]["ms"] > 0  # aten ops by name
+    assert sum(b["ms"] for b in buckets.values()) == pytest.approx(rec["wall_step_ms"], rel=1e-9)
+    assert rec["wall_step_ms_min"] <= rec["wall_step_ms"] <= rec["wall_step_ms_max"]
+    assert buckets["attention"]["tflop"] == pytest.approx(6 * 256**2 * 16 * 4 * 2 / 1e12)
+    assert rec["total"]["tflop"] == pytest.approx(header["n_dense_params"] * 6 * 256 / 1e12
+                                                   + buckets["attention"]["tflop"])
+    assert rec["peak_mem_gib"] is None and rec["total"]["mfu"] is None  # CPU: no peak, no HBM
+    names = {k["name"]: k["bucket"] for k in rec["top_kernels"]}
+    assert names.get("aten::mm") == "gemm"
+    assert any(b == "attention" for b in names.values())
+    assert isinstance(rec["unclassified_top"], list)
+    assert "everything else" in proc.stderr and "total" in proc.stderr  # the human table
