@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""bench_flash_attn.py: isolated attention kernels, every backend, fwd / bwd / fwd+bwd TFLOPS.
+
+The guide's isolated attention table: how fast attention alone runs on this GPU, per backend
+(fa3, fa4, fa2, and torch SDPA's cudnn / flash / efficient / math kernels), sequence length
+and pass. Before any timing each backend runs a small shape against a float64 reference;
+every record carries that check's max_abs_err and ok, so a kernel that is fast but wrong is
+visible. Timing: CUDA events around each iteration, the L2 cache flushed and the GPU queue
+primed between iterations (outside the timed region), a first call plus WARMUP untimed calls
+(FA4 JIT-compiles each configuration), median/min/max of ITERS. `bwd` times the backward
+alone: each iteration runs its forward before the timed region.
+
+Writes JSON lines: a `header`, then one `attention` record per backend x seq_len x pass
+(status ok | oom | error), or one per backend that cannot run (status unavailable/error, with
+the reason); a table on stderr at the end. Exit 1 if a check failed (ok false) or a point
+errored (OOM is a result, not a failure), 2 on bad input.
+
+    python bench_flash_attn.py                                   # Llama-3.1-8B heads, 1K..128K
+    BACKENDS="fa4 sdpa-cudnn" SEQLENS=32768 python bench_flash_attn.py
+    PACKED_DOC_LEN=8192 SEQLENS="32768 131072" python bench_flash_attn.py
+"""
+import sys
+import time
+from dataclasses import replace
+
+from upgrade_bench import attn_kernels, engine, fingerprint, flops, gpus, settings, timing
+from upgrade_bench.records import RecordWriter
+
+SCRIPT = "bench_flash_attn.py"
+PASSES = ("fwd", "bwd", "fwd_bwd")
+# Which check errors each pass's `ok` covers.
+CHECKED = {"fwd": ("out",), "bwd": ("dq", "dk", "dv"), "fwd_bwd": ("out", "dq", "dk", "dv")}
+# Before each timed iteration a ~2 ms spin kernel (at ~2 GHz SM clock) holds the GPU while the
+# host enqueues the start event and the kernel's launches (FA4's Python front end costs
+# ~0.1 ms per call): the events then time GPU work, never a GPU waiting for the host.
+SPIN_CYCLES = 4_000_000
+REPEAT_KV_NOTE = ("kernel refused enable_gqa: K/V heads repeated to the query heads before "
+                  "the call, outside the timed region")
+MASK_NOTE = ("packed as a block-diagonal mask: the kernel still does the full s^2 work; "
+             "tflops counts the useful sum(len^2) work")
+
+VARS = [
+    settings.Var("BACKENDS", "str_list", ["auto"], "auto (every backend importable and supported "
+                 "here) or a list of " + " ".join(attn_kernels.REGISTRY)),
+    settings.Var("SEQLENS", "int_list", [1024 * 2**i for i in range(8)], "sequence lengths; OOM "
+                 "at the long ones becomes a record", min=1),
+    settings.Var("MODEL", "str", "llama-3.1-8b", "take head shapes from this model preset "
+                 "(llama-3.1-8b | tiny), local config folder or cached hub id"),
+    settings.Var("NHEADS", "int", 0, "query heads (0 = from MODEL)", min=0),
+    settings.Var("NHEADS_KV", "int", 0, "key/value heads, GQA when fewer (0 = from MODEL)", min=0),
+    settings.Var("HEAD_DIM", "int", 0, "head dimension (0 = from MODEL)", min=0),
+    settings.Var("BATCH", "int", 1, "sequences per call", min=1),
+    settings.Var("CAUSAL", "bool", True, "causal mask (the FLOP count halves)"),
+    settings.Var("DTYPE", "choice", "bf16", "compute dtype", choices=("bf16", "fp16")),
+    settings.Var("PACKED_DOC_LEN", "int", 0, "documents of this many tokens packed inside each "
+                 "sequence (varlen; 0 = one document); FLOPs count sum(len^2)", min=0),
+    settings.Var("PASSES", "str_list", list(PASSES), "passes to time: " + " ".join(PASSES)),
+    settings.Var("ITERS", "int", 20, "timed iterations per point (median, min, max)", min=1),
+    settings.Var("WARMUP", "int", 3, "untimed iterations after the first (JIT) call", min=1),
+    settings.Var("PEAK_TFLOPS", "float", 0.0, "dense peak TFLOPS of DTYPE for the mfu field "
+                 "(0 = from the GPU table)", min=0),
+    settings.Var("SEED", "int", 0, "random seed of the inputs", min=0),
+    settings.Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    settings.Var("NOTES", "str", "", "free text copied into the header"),
+]
+
+
+def validate(s: dict, registry: dict) -> None:
+    """Cross-variable rules settings.Var cannot express; raises SettingsError (exit 2)."""
+    names = s["BACKENDS"]
+    if names != ["auto"] and (not names or any(n not in registry for n in names)):
+        raise settings.SettingsError(f"BACKENDS={' '.join(names)!r}: expected auto or a list of "
+                                     f"{'|'.join(registry)}")
+    if not s["PASSES"] or any(p not in PASSES for p in s["PASSES"]):
+        raise settings.SettingsError(f"PASSES={' '.join(s['PASSES'])!r}: expected a list of "
+                                     f"{'|'.join(PASSES)}")
+    doc_len, shortest = s["PACKED_DOC_LEN"], min(s["SEQLENS"])
+    if doc_len and doc_len >= shortest:
+        raise settings.SettingsError(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQLENS "
+                                     f"value (shortest {shortest}), or 0 for one document")
+
+
+def resolve_heads(s: dict) -> tuple[int, int, int]:
+    """(heads, kv_heads, head_dim): explicit settings win over the MODEL preset."""
+    explicit = s["NHEADS"], s["NHEADS_KV"], s["HEAD_DIM"]
+    if all(explicit):
+        heads, kv_heads, head_dim = explicit
+    else:
+        from upgrade_bench import model
+
+        try:
+            dims = model.dims(model.load_config(s["MODEL"]))
+        except Exception as err:  # OSError for a missing path, validation errors for a bad config
+            raise settings.SettingsError(
+                f"MODEL={s['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), a local config "
+                f"folder or a cached hub id ({type(err).__name__}: {str(err).splitlines()[0][:200]}); "
+                f"or set NHEADS, NHEADS_KV and HEAD_DIM") from None
+        preset = dims.heads, dims.kv_heads, dims.head_dim
+        heads, kv_heads, head_dim = (mine or theirs for mine, theirs in zip(explicit, preset))
+    if heads % kv_heads:
+        raise settings.SettingsError(f"NHEADS={heads}, NHEADS_KV={kv_heads}: query heads must be a "
+                                     f"multiple of key/value heads")
+    return heads, kv_heads, head_dim
+
+
+def pass_calls(forward, leaves, dout, pass_: str):
+    """(before, timed) for one pass: `timed` is exactly the work the pass's time covers."""
+    import torch
+
+    if pass_ == "fwd":
+        return None, forward
+    if pass_ == "fwd_bwd":
+        return None, lambda: torch.autograd.grad(forward(), leaves, dout)
+    graph = {}
+
+    def before():  # bwd: a fresh forward each iteration, outside the timed region
+        graph["out"] = forward()
+
+    return before, lambda: torch.autograd.grad(graph.pop("out"), leaves, dout)
+
+
+def between_iterations(before, flush, device):
+    """Untimed work before each iteration: the pass's own, an L2 flush, then the spin."""
+    import torch
+
+    spin = getattr(torch.cuda, "_sleep", None) if device.type == "cuda" else None
+
+    def run():
+        if before:
+            before()
+        flush()
+        if spin:
+            spin(SPIN_CYCLES)
+    return run
+
+
+def time_pass(forward, leaves, dout, pass_, flush, device, s) -> dict:
+    before, timed = pass_calls(forward, leaves, dout, pass_)
+    prepare = between_iterations(before, flush, device)
+    start = time.perf_counter()
+    prepare()
+    timed()  # the first call compiles (FA4 JIT) and is never timed
+    timing.sync(device)
+    first_call_ms = (time.perf_counter() - start) * 1e3
+    stats = timing.summarize(timing.time_iterations(timed, device, s["ITERS"], s["WARMUP"], prepare))
+    return {"ms": stats["median"], "ms_min": stats["min"], "ms_max": stats["max"],
+            "iters": stats["n"], "first_call_ms": first_call_ms}
+
+
+def free_memory(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_check(backend, base: attn_kernels.Shape, s: dict, dtype, device):
+    """(gqa mode, Check), or the fields of the one record a backend gets when it cannot run."""
+    try:
+        return attn_kernels.check_backend(backend, attn_kernels.check_shape(base), dtype, device,
+                                          s["SEED"])
+    except attn_kernels.NoKernel as err:
+        return {"status": "unavailable", "reason": f"torch has no {backend.name} kernel for these "
+                f"inputs: {err}"}
+    except Exception as err:
+        fields = _failure(err)
+        return {"status": "error", "reason": f"correctness check failed: {fields['reason']}"}
+
+
+def prepare(backend, shape, mode: str, dtype, device, seed: int):
+    """(forward, leaves, dout) for timing `shape`, or failure fields (OOM at long seq_len)."""
+    import torch
+
+    torch.manual_seed(seed + shape.seq_len)
+    try:
+        args = attn_kernels.make_args(backend, shape, dtype, device, mode)
+        leaves = attn_kernels.random_inputs(backend, shape, dtype, device, mode)
+        forward = lambda: backend.run(*leaves, args)  # noqa: E731
+        return forward, leaves, torch.randn_like(forward())  # dout strided like the real output
+    except Exception as err:
+        return _failure(err)
+
+
+def measure(inputs, shape, pass_, verdict: dict, check, flush, device, s, peak) -> dict:
+    """The fields of one point's record; never raises."""
+    if pass_ != "fwd" and check.backward_error:
+        return {**verdict, "status": "error",
+                "reason": f"backward failed in the correctness check: {check.backward_error}"}
+    try:
+        measured = time_pass(*inputs, pass_, flush, device, s)
+    except Exception as err:
+        return {**verdict, **_failure(err)}
+    work = shape.flops(pass_)
+    achieved = flops.tflops(work, measured["ms"])
+    return {**verdict, **measured, "tflop": work / 1e12, "tflops": achieved,
+            "mfu": flops.mfu(achieved, peak), "status": "ok", "reason": None}
+
+
+def run_backend(backend, base: attn_kernels.Shape, s: dict, dtype, device, flush, peak, write):
+    """The check, then every seq_len x pass of one backend; every outcome is a record."""
+    checked = run_check(backend, base, s, dtype, device)
+    if isinstance(checked, dict):
+        write(backend.name, base, None, **checked)
+        return
+    mode, check = checked
+    tol = attn_kernels.TOLERANCE[s["DTYPE"]]
+    notes = [REPEAT_KV_NOTE if mode == "repeat_kv" else "",
+             MASK_NOTE if base.doc_len and backend.packed == "mask" else ""]
+    common = {"gqa": mode, "tol": tol, "note": "; ".join(n for n in notes if n) or None}
+    for seq_len in s["SEQLENS"]:
+        shape = replace(base, seq_len=seq_len)
+        inputs = prepare(backend, shape, mode, dtype, device, s["SEED"])
+        for pass_ in s["PASSES"]:
+            names = CHECKED[pass_] if pass_ == "fwd" or not check.backward_error else ("out",)
+            verdict = attn_kernels.judge(check.errors, names, tol)
+            fields = {**verdict, **inputs} if isinstance(inputs, dict) else measure(
+                inputs, shape, pass_, verdict, check, flush, device, s, peak)
+            write(backend.name, shape, pass_, **common, **fields)
+            free_memory(device)  # after an OOM, and so the next point starts from a clean cache
+        del inputs
+        free_memory(device)
+
+
+def _failure(err: BaseException) -> dict:
+    fields = engine.error_fields(err)
+    status = "oom" if fields["error"] == "oom" else "error"
+    return {"status": status, "reason": f"{fields['exception']}: {fields['message']}"}
+
+
+def format_table(records: list) -> str:
+    """backend x pass rows, seq_len columns, TFLOPS (or the status) in each cell."""
+    points = [r for r in records if r.get("pass")]
+    seq_lens = sorted({r["seq_len"] for r in points})
+    rows = {}
+    for r in points:
+        cell = f"{r['tflops']:.1f}" if r["status"] == "ok" else r["status"]
+        if r["status"] == "ok" and not r["ok"]:
+            cell += "!"
+        rows.setdefault((r["backend"], r["pass"]), {})[r["seq_len"]] = cell
+    head = ["backend", "pass"] + [f"{n // 1024}K" if n % 1024 == 0 else str(n) for n in seq_lens]
+    lines = [head] + [[b, p] + [cells.get(n, "-") for n in seq_lens] for (b, p), cells in rows.items()]
+    for r in records:
+        if not r.get("pass"):
+            lines.append([r["backend"], r["status"]] + [""] * len(seq_lens))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    text = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths)))
+            for line in lines]
+    return "\n".join(["TFLOPS (! = failed the correctness check)"] + text + [
+        f"{r['backend']}: {r['reason']}" for r in records if not r.get("pass") and r.get("reason")])
+
+
+def main() -> int:
+    s = settings.load(VARS, __doc__)
+    registry = attn_kernels.REGISTRY
+    try:
+        validate(s, registry)
+        heads, kv_heads, head_dim = resolve_heads(s)
+    except settings.SettingsError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return settings.EXIT_BAD_INPUT
+    import torch
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
+    base = attn_kernels.Shape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
+                              s["CAUSAL"], s["PACKED_DOC_LEN"])
+    chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.capability(),
+                                   attn_kernels.import_problems(registry), bool(base.doc_len))
+    warnings = []
+    peak, peak_source, warning = gpus.resolve_peak(fingerprint.gpu_name(), s["DTYPE"], s["PEAK_TFLOPS"])
+    if warning:
+        warnings.append(warning)
+    if device.type != "cuda":
+        warnings.append("no GPU: CPU wall-clock timings, for testing the script only")
+    if not chosen:
+        warnings.append("BACKENDS=auto found no backend that runs here")
+    writer = RecordWriter(SCRIPT, s["OUTPUT"])
+    writer.write("header", software=fingerprint.software(), hardware=fingerprint.hardware(),
+                 config={**s, "NHEADS": heads, "NHEADS_KV": kv_heads, "HEAD_DIM": head_dim},
+                 backends={name: reason or "available" for name, reason in chosen},
+                 peak_tflops=peak, peak_source=peak_source, warnings=warnings, notes=s["NOTES"])
+    for warning in warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    records = []
+
+    def write(backend, shape, pass_, **fields):
+        """One `attention` record; fields a point did not reach are null."""
+        for key in ("ms", "ms_min", "ms_max", "iters", "tflops", "mfu", "ok", "max_abs_err"):
+            fields.setdefault(key, None)
+        records.append(writer.write(
+            "attention", backend=backend, seq_len=shape.seq_len if pass_ else None, **{"pass": pass_},
+            batch=shape.batch, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=shape.head_dim,
+            causal=shape.causal, dtype=s["DTYPE"], packed_doc_len=shape.doc_len, **fields))
+
+    flush = timing.L2Flusher(device)
+    for name, reason in chosen:
+        if reason:
+            write(name, base, None, status="unavailable", reason=reason)
+            continue
+        run_backend(registry[name], base, s, dtype, device, flush, peak, write)
+    sys.stderr.write(format_table(records) + "\n")
+    failed = [r for r in records if r["status"] == "error" or r["ok"] is False]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,337 @@
+"""bench_flash_attn.py and upgrade_bench.attn_kernels, on CPU.
+
+FLOP counts against hand-computed numbers, discovery with faked imports and capabilities,
+the script run for real (subprocess) with torch's CPU SDPA kernels, and test-double
+backends registered in-process: a wrong kernel must come out ok: false, a kernel that
+refuses GQA gets K/V repeated, an OOM at a long sequence is a record and the run goes on.
+"""
+import math
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from upgrade_bench import attn_kernels as ak
+from upgrade_bench.records import read_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import bench_flash_attn as bench  # noqa: E402
+
+TINY = {"NHEADS": "4", "NHEADS_KV": "2", "HEAD_DIM": "16"}
+
+
+# --- FLOP counts -----------------------------------------------------------------------------
+
+def shape(**kw):
+    base = dict(batch=1, seq_len=1024, heads=32, kv_heads=8, head_dim=128, causal=True)
+    return ak.Shape(**{**base, **kw})
+
+
+def test_flops_causal_gqa_8b_heads():
+    # 4 * 1 * 1024^2 * 32 * 128 / 2 = 8,589,934,592
+    assert shape().flops("fwd") == 8_589_934_592
+    assert shape().flops("bwd") == 21_474_836_480      # 2.5x
+    assert shape().flops("fwd_bwd") == 30_064_771_072  # 3.5x
+    # GQA shares K/V, not work: the count depends on the query heads only.
+    assert shape(kv_heads=32).flops("fwd") == shape(kv_heads=1).flops("fwd") == 8_589_934_592
+
+
+def test_flops_non_causal_and_batch():
+    # 4 * 2 * 1000^2 * 4 * 64 = 2,048,000,000 (no halving)
+    assert shape(batch=2, seq_len=1000, heads=4, kv_heads=4, head_dim=64, causal=False).flops("fwd") \
+        == 2_048_000_000
+
+
+def test_flops_packed_documents():
+    # seq 10 in documents of 4: 4, 4, 2 -> sum len^2 = 36; batch 2 -> 72; fwd = 4 * 72 / 2
+    packed = shape(batch=2, seq_len=10, heads=1, kv_heads=1, head_dim=1, doc_len=4)
+    assert packed.flops("fwd") == 144
+    assert packed.flops("fwd_bwd") == 504
+    # 32K in 8K documents: a quarter of the dense work
+    assert shape(seq_len=32768, doc_len=8192).flops("fwd") * 4 == shape(seq_len=32768).flops("fwd")
+
+
+def test_flops_to_tflops_matches_the_probe():
+    # The H200 probe: FA4 fwd 650.5 TFLOPS at 32K causal 32 heads x 128 = 13.52 ms per call.
+    work = shape(seq_len=32768).flops("fwd")
+    assert work == 8_796_093_022_208
+    assert bench.flops.tflops(work, 13.522) == pytest.approx(650.5, rel=1e-3)
+
+
+# --- pure helpers ----------------------------------------------------------------------------
+
+def test_check_shape_is_small_and_keeps_packing():
+    big = shape(batch=4, seq_len=32768, doc_len=8192)
+    small = ak.check_shape(big)
+    assert (small.batch, small.seq_len, small.doc_len) == (2, 512, 200)
+    assert (small.heads, small.kv_heads, small.head_dim, small.causal) == (32, 8, 128, True)
+    assert ak.check_shape(shape(doc_len=64)).doc_len == 64
+    assert ak.check_shape(shape()).doc_len == 0
+
+
+def test_doc_offsets_and_mask():
+    assert ak.doc_offsets(2, 10, 4) == [0, 4, 8, 10, 14, 18, 20]
+    assert ak.doc_offsets(1, 8, 0) == [0, 8]
+    allowed = ak.packed_mask(5, 3, True, torch.float32, "cpu") == 0
+    expected = torch.tensor([[1, 0, 0, 0, 0],
+                             [1, 1, 0, 0, 0],
+                             [1, 1, 1, 0, 0],
+                             [0, 0, 0, 1, 0],
+                             [0, 0, 0, 1, 1]], dtype=torch.bool)
+    assert torch.equal(allowed, expected)
+    both_ways = ak.packed_mask(5, 3, False, torch.float32, "cpu") == 0
+    assert torch.equal(both_ways, expected | expected.T)
+
+
+def test_judge_scales_by_the_reference_and_nan_fails():
+    errors = {"out": (0.01, 3.0), "dq": (0.05, 10.0), "dk": (0.0, 1.0), "dv": (0.0, 1.0)}
+    fwd = ak.judge(errors, ("out",), 2e-2)
+    assert fwd["max_abs_err"] == 0.01 and fwd["max_rel_err"] == pytest.approx(0.01 / 3) and fwd["ok"]
+    both = ak.judge(errors, ("out", "dq"), 2e-2)
+    assert both["max_abs_err"] == 0.05 and both["max_rel_err"] == pytest.approx(0.005)
+    assert not ak.judge({"out": (0.07, 3.0)}, ("out",), 2e-2)["ok"]
+    nan = ak.judge({"out": (float("nan"), 1.0), "dq": (0.0, 1.0)}, ("out", "dq"), 2e-2)
+    assert nan["ok"] is False and math.isnan(nan["max_abs_err"])
+
+
+# --- discovery -------------------------------------------------------------------------------
+
+NOTHING_MISSING = {name: None for name in ak.REGISTRY}
+
+
+def names(chosen):
+    return [n for n, _ in chosen]
+
+
+def test_auto_on_hopper_blackwell_ampere_and_cpu():
+    problems = {**NOTHING_MISSING, "fa2": "flash-attn is not installed"}
+    sdpa = ["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]
+    hopper = ak.discover(["auto"], ak.REGISTRY, (9, 0), problems, packed=False)
+    assert names(hopper) == ["fa3", "fa4"] + sdpa and all(r is None for _, r in hopper)
+    assert names(ak.discover(["auto"], ak.REGISTRY, (10, 0), problems, False)) == ["fa4"] + sdpa
+    ampere = ak.discover(["auto"], ak.REGISTRY, (8, 0), NOTHING_MISSING, False)
+    assert names(ampere) == ["fa2"] + sdpa
+    assert names(ak.discover(["auto"], ak.REGISTRY, (7, 0), NOTHING_MISSING, False)) == \
+        ["sdpa-efficient", "sdpa-math"]
+    assert names(ak.discover(["auto"], ak.REGISTRY, None, NOTHING_MISSING, False)) == \
+        ["sdpa-flash", "sdpa-math"]
+
+
+def test_named_backends_keep_their_reason():
+    problems = {**NOTHING_MISSING, "fa2": "flash-attn is not installed: pip install ..."}
+    chosen = dict(ak.discover(["fa3", "fa2", "sdpa-math"], ak.REGISTRY, (10, 0), problems, False))
+    assert "sm_100" in chosen["fa3"] and "Hopper" in chosen["fa3"]
+    assert chosen["fa2"] == problems["fa2"]
+    assert chosen["sdpa-math"] is None
+    on_cpu = dict(ak.discover(["fa4", "sdpa-efficient"], ak.REGISTRY, None, NOTHING_MISSING, False))
+    assert on_cpu == {"fa4": "fa4 needs a CUDA GPU", "sdpa-efficient": "sdpa-efficient needs a CUDA GPU"}
+
+
+def test_packed_documents_exclude_mask_less_sdpa_kernels():
+    auto = ak.discover(["auto"], ak.REGISTRY, (9, 0), NOTHING_MISSING, packed=True)
+    assert names(auto) == ["fa3", "fa4", "fa2", "sdpa-efficient", "sdpa-math"]
+    named = dict(ak.discover(["sdpa-cudnn"], ak.REGISTRY, (9, 0), NOTHING_MISSING, packed=True))
+    assert "document mask" in named["sdpa-cudnn"]
+
+
+def test_import_probes_with_faked_packages(monkeypatch):
+    versions = {"flash-attn-4": "4.0.0b36", "flash-attn": "1.0.9"}
+    monkeypatch.setattr(ak.fingerprint, "package_version", versions.get)
+    fake_cute = types.SimpleNamespace(flash_attn_varlen_func=object())
+
+    def fake_import(module):
+        if module == "flash_attn.cute":
+            return fake_cute
+        raise ImportError(f"No module named {module!r}")
+
+    monkeypatch.setattr(ak.importlib, "import_module", fake_import)
+    problems = ak.import_problems(ak.REGISTRY)
+    assert problems["fa4"] is None
+    assert problems["fa3"].startswith("flash-attn-3 is not installed")
+    assert problems["fa2"].startswith("flash-attn 1.0.9 is not 2.x")
+    assert problems["sdpa-math"] is None
+    monkeypatch.setattr(ak.importlib, "import_module", lambda m: types.SimpleNamespace())
+    assert "import flash_attn.cute failed" in ak.import_problems(ak.REGISTRY)["fa4"]
+
+
+# --- the correctness check -------------------------------------------------------------------
+
+def test_check_repeat_kv_reduces_grads_per_kv_head():
+    small = ak.Shape(1, 64, 4, 2, 16, True)
+    result = ak.check(ak.REGISTRY["sdpa-math"], small, torch.bfloat16, "cpu", "repeat_kv", 0)
+    assert result.backward_error is None
+    verdict = ak.judge(result.errors, ("out", "dq", "dk", "dv"), ak.TOLERANCE["bf16"])
+    assert verdict["ok"], result.errors
+
+
+def _gqa_refusing(q, k, v, a):
+    if a.enable_gqa:
+        raise RuntimeError("No available kernel. Aborting execution.")
+    return ak.sdpa_math(q, k, v, a)
+
+
+def test_check_backend_falls_back_to_repeated_kv():
+    double = ak.Backend("no-gqa", _gqa_refusing, ak.BHSD, cpu=True)
+    mode, result = ak.check_backend(double, ak.Shape(1, 64, 4, 2, 16, True), torch.bfloat16, "cpu", 0)
+    assert mode == "repeat_kv"
+    assert ak.judge(result.errors, ("out", "dq", "dk", "dv"), 2e-2)["ok"]
+
+
+# --- the script, in-process with test doubles ------------------------------------------------
+
+def run_main(monkeypatch, capsys, **env):
+    for var in bench.VARS:
+        monkeypatch.delenv(var.name, raising=False)
+    for key, value in {**TINY, "ITERS": "2", "WARMUP": "1", **env}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(sys, "argv", ["bench_flash_attn.py"])
+    code = bench.main()
+    out = capsys.readouterr()
+    records, skipped = read_lines(out.out.splitlines())
+    assert skipped == 0
+    return code, records, out.err
+
+
+def _ignores_causal(q, k, v, a):
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=a.enable_gqa)
+
+
+class _BrokenBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("backward kernel exploded")
+
+
+def _broken_backward(q, k, v, a):
+    return _BrokenBackward.apply(ak.sdpa_math(q, k, v, a))
+
+
+def test_wrong_backend_is_reported_not_ok(monkeypatch, capsys):
+    monkeypatch.setitem(ak.REGISTRY, "wrong", ak.Backend("wrong", _ignores_causal, ak.BHSD, cpu=True))
+    code, records, err = run_main(monkeypatch, capsys, BACKENDS="wrong sdpa-math", SEQLENS="32")
+    points = {(r["backend"], r["pass"]): r for r in records if r["kind"] == "attention"}
+    for pass_ in bench.PASSES:
+        wrong, right = points["wrong", pass_], points["sdpa-math", pass_]
+        assert wrong["status"] == "ok" and wrong["ok"] is False and wrong["max_rel_err"] > 0.1
+        assert right["ok"] is True and right["max_rel_err"] < 0.01
+    assert code == 1
+    assert "!" in err  # the table marks the failed check
+
+
+def test_backward_failure_is_a_record_and_forward_still_timed(monkeypatch, capsys):
+    monkeypatch.setitem(ak.REGISTRY, "no-bwd", ak.Backend("no-bwd", _broken_backward, ak.BHSD, cpu=True))
+    code, records, _ = run_main(monkeypatch, capsys, BACKENDS="no-bwd", SEQLENS="32")
+    points = {r["pass"]: r for r in records if r["kind"] == "attention"}
+    assert points["fwd"]["status"] == "ok" and points["fwd"]["ok"] is True
+    assert points["fwd"]["tflops"] > 0
+    for pass_ in ("bwd", "fwd_bwd"):
+        assert points[pass_]["status"] == "error"
+        assert "backward kernel exploded" in points[pass_]["reason"]
+    assert code == 1
+
+
+def test_backend_refusing_the_inputs_is_unavailable(monkeypatch, capsys):
+    def refuses(q, k, v, a):
+        raise RuntimeError("No available kernel. Aborting execution.")
+
+    monkeypatch.setitem(ak.REGISTRY, "refuses", ak.Backend("refuses", refuses, ak.BHSD, cpu=True))
+    code, records, _ = run_main(monkeypatch, capsys, BACKENDS="refuses sdpa-math", SEQLENS="32",
+                                PASSES="fwd")
+    (refused,) = [r for r in records if r.get("backend") == "refuses"]
+    assert refused["status"] == "unavailable" and "No available kernel" in refused["reason"]
+    assert [r["status"] for r in records if r.get("backend") == "sdpa-math"] == ["ok"]
+    assert code == 0
+
+
+def test_oom_at_a_long_sequence_is_a_record_and_the_run_goes_on(monkeypatch, capsys):
+    def oom_at_128(q, k, v, a):
+        if q.shape[2] == 128:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
+        return ak.sdpa_math(q, k, v, a)
+
+    monkeypatch.setitem(ak.REGISTRY, "oomy", ak.Backend("oomy", oom_at_128, ak.BHSD, cpu=True))
+    code, records, err = run_main(monkeypatch, capsys, BACKENDS="oomy", SEQLENS="32 128 64")
+    status = {(r["seq_len"], r["pass"]): r["status"] for r in records if r["kind"] == "attention"}
+    assert status == {(n, p): "oom" if n == 128 else "ok" for n in (32, 128, 64) for p in bench.PASSES}
+    assert code == 0  # OOM is a result, not a failure
+    assert "oom" in err
+
+
+def test_named_unavailable_backend_and_packed_documents(monkeypatch, capsys):
+    code, records, _ = run_main(monkeypatch, capsys, BACKENDS="fa4 sdpa-flash sdpa-math",
+                                PACKED_DOC_LEN="16", SEQLENS="40", PASSES="fwd bwd", DTYPE="fp16")
+    assert code == 0
+    by_backend = {}
+    for r in records[1:]:
+        by_backend.setdefault(r["backend"], []).append(r)
+    (fa4,) = by_backend["fa4"]
+    assert fa4["status"] == "unavailable" and fa4["reason"] == "fa4 needs a CUDA GPU"
+    (flash,) = by_backend["sdpa-flash"]
+    assert flash["status"] == "unavailable" and "document mask" in flash["reason"]
+    math_points = by_backend["sdpa-math"]
+    assert [r["pass"] for r in math_points] == ["fwd", "bwd"]
+    for r in math_points:
+        assert r["status"] == "ok" and r["ok"] is True and r["packed_doc_len"] == 16
+        assert "block-diagonal" in r["note"]
+    # 40 tokens in documents of 16: 16^2 + 16^2 + 8^2 = 576; fwd = 4 * 576 * 4 * 16 / 2
+    assert math_points[0]["tflop"] * 1e12 == pytest.approx(73_728)
+
+
+# --- the script as a subprocess --------------------------------------------------------------
+
+def run_script(tmp_path, **env):
+    full = {k: v for k, v in os.environ.items() if k not in {var.name for var in bench.VARS}}
+    full.update(PYTHONPATH=str(ROOT), ITERS="3", WARMUP="1", **env)
+    proc = subprocess.run([sys.executable, str(ROOT / "bench_flash_attn.py")], env=full,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    records, skipped = read_lines(proc.stdout.splitlines())
+    assert skipped == 0
+    return proc, records
+
+
+SCHEMA = {"backend", "seq_len", "pass", "ms", "ms_min", "ms_max", "iters", "tflops", "batch", "heads",
+          "kv_heads", "head_dim", "causal", "dtype", "packed_doc_len", "ok", "max_abs_err", "status",
+          "reason"}
+
+
+def test_auto_on_cpu_runs_sdpa_flash_and_math_from_the_model_preset(tmp_path):
+    out = tmp_path / "attn.jsonl"
+    proc, records = run_script(tmp_path, MODEL="tiny", SEQLENS="32 64", OUTPUT=str(out))
+    assert proc.returncode == 0, proc.stderr
+    header, *points = records
+    assert header["kind"] == "header" and header["config"]["NHEADS"] == 4
+    assert header["backends"] == {"sdpa-flash": "available", "sdpa-math": "available"}
+    assert len(points) == 2 * 2 * 3
+    for r in points:
+        assert r["kind"] == "attention" and SCHEMA <= set(r)
+        assert r["status"] == "ok" and r["ok"] is True and r["max_abs_err"] < 0.05
+        assert (r["heads"], r["kv_heads"], r["head_dim"], r["batch"]) == (4, 2, 16, 1)
+        assert r["iters"] == 3 and r["ms_min"] <= r["ms"] <= r["ms_max"] and r["tflops"] > 0
+        assert r["gqa"] == "native" and r["causal"] is True and r["dtype"] == "bf16"
+    assert {(r["backend"], r["seq_len"], r["pass"]) for r in points} == {
+        (b, n, p) for b in ("sdpa-flash", "sdpa-math") for n in (32, 64) for p in bench.PASSES}
+    assert out.read_text().splitlines() == proc.stdout.splitlines()
+    assert "sdpa-math" in proc.stderr and "TFLOPS" in proc.stderr
+
+
+@pytest.mark.parametrize("env, needle", [
+    ({"BACKENDS": "fa9"}, "BACKENDS='fa9'"),
+    ({"PASSES": "fwd back"}, "PASSES='fwd back'"),
+    ({**TINY, "NHEADS": "5"}, "NHEADS=5"),
+    ({**TINY, "PACKED_DOC_LEN": "64", "SEQLENS": "64 128"}, "PACKED_DOC_LEN=64"),
+    ({"DTYPE": "fp8"}, "DTYPE='fp8'"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, env, needle):
+    proc, records = run_script(tmp_path, **env)
+    assert proc.returncode == 2 and records == []
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

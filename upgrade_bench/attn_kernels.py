@@ -1,0 +1,388 @@
+"""Isolated attention kernels for bench_flash_attn.py: one adapter per backend, discovery,
+inputs in each backend's layout, and the float64 reference of the correctness check.
+
+Layouts: the flash APIs (fa2/fa3/fa4) take (batch, seq, heads, dim) and run GQA natively;
+SDPA takes (batch, heads, seq, dim) and runs GQA natively where the kernel accepts
+`enable_gqa` (else the caller repeats the KV heads before the call). Packed documents run
+through the flash APIs' varlen entry points (cu_seqlens); SDPA math/efficient get a
+block-diagonal mask instead, and still do the full s^2 work; SDPA flash/cuDNN do not run
+packed here. Discovery is a pure function of (requested names, compute capability, import
+problems, packed?), so it is testable without a GPU.
+"""
+import importlib
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from . import attention, fingerprint, flops
+
+BSHD, BHSD = "bshd", "bhsd"
+# The check runs each kernel on this many tokens before any timing: several 128-row tiles
+# (so tile edges and the causal diagonal are crossed), small enough for a float64 reference.
+CHECK_SEQ_LEN = 512
+# Packed documents in the check: 200 + 200 + 112 tokens, boundaries that are not tile-aligned.
+CHECK_DOC_LEN = 200
+# max |x - ref| / max(1, max |ref|) allowed, per dtype. bf16 has 8 significant bits (eps
+# 2^-7 = 0.0078): rounding the output alone costs up to half an ulp of the largest value, and
+# with unit-normal inputs dv reaches ~10, so an absolute 2e-2 would fail a perfect kernel. A
+# kernel accumulating in fp32 lands near 1e-3 (FA4 on H200: 0.0039 abs on outputs of ~3);
+# torch's CPU flash backward reaches 1.4% (dv); a wrong mask, scale or layout is off by >10%.
+# fp16 has 3 more bits, hence the tighter bound (CPU flash backward: 0.23%).
+TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2}
+
+
+@dataclass(frozen=True)
+class Shape:
+    batch: int
+    seq_len: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    causal: bool
+    doc_len: int = 0  # packed documents of this length inside each sequence (0 = one document)
+
+    def flops(self, pass_: str) -> float:
+        """The guide's convention: query heads count (GQA shares K/V, not work)."""
+        return flops.attention_kernel_flops(self.batch, self.seq_len, self.heads, self.head_dim,
+                                            self.causal, self.doc_len, pass_)
+
+
+def check_shape(shape: Shape) -> Shape:
+    """The small shape of the correctness check: same heads, dims, mask kind and packing."""
+    return replace(shape, batch=min(shape.batch, 2), seq_len=CHECK_SEQ_LEN,
+                   doc_len=min(shape.doc_len, CHECK_DOC_LEN))
+
+
+@dataclass
+class Args:
+    """Per-shape arguments of a call, built outside the timed region."""
+    causal: bool
+    cu_seqlens: object = None  # varlen: int32 document offsets over the flattened batch
+    max_doc_len: int = 0
+    mask: object = None        # SDPA packed: additive (s, s) mask in the compute dtype
+    enable_gqa: bool = False   # SDPA: K/V with fewer heads than Q, handled by the kernel
+
+
+# --- adapters: run(q, k, v, args) -> out, everything in the backend's layout ---------------
+
+def _out(result):
+    """FA3 3.x returns out; older FA3 and FA4 return (out, lse): keep out."""
+    return result[0] if isinstance(result, tuple) else result
+
+
+def _flash(func, varlen_func, q, k, v, a: Args):
+    if a.cu_seqlens is None:
+        return _out(func(q, k, v, causal=a.causal))
+    b, s, h, d = q.shape
+    out = varlen_func(q.reshape(b * s, h, d), k.reshape(b * s, -1, d), v.reshape(b * s, -1, d),
+                      cu_seqlens_q=a.cu_seqlens, cu_seqlens_k=a.cu_seqlens,
+                      max_seqlen_q=a.max_doc_len, max_seqlen_k=a.max_doc_len, causal=a.causal)
+    return _out(out).reshape(b, s, h, d)
+
+
+def fa3(q, k, v, a: Args):
+    import flash_attn_interface as fa
+
+    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
+
+
+def fa4(q, k, v, a: Args):
+    from flash_attn import cute as fa
+
+    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
+
+
+def fa2(q, k, v, a: Args):
+    import flash_attn as fa
+
+    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
+
+
+def _sdpa(kernel: str, q, k, v, a: Args):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(getattr(SDPBackend, kernel)):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=a.mask,
+                                              is_causal=a.causal and a.mask is None,
+                                              enable_gqa=a.enable_gqa)
+
+
+def sdpa_cudnn(q, k, v, a: Args):
+    return _sdpa("CUDNN_ATTENTION", q, k, v, a)
+
+
+def sdpa_flash(q, k, v, a: Args):
+    return _sdpa("FLASH_ATTENTION", q, k, v, a)
+
+
+def sdpa_efficient(q, k, v, a: Args):
+    return _sdpa("EFFICIENT_ATTENTION", q, k, v, a)
+
+
+def sdpa_math(q, k, v, a: Args):
+    return _sdpa("MATH", q, k, v, a)
+
+
+# --- the registry and discovery --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    run: Callable              # run(q, k, v, Args) -> out, in `layout`
+    layout: str
+    min_major: int = 0         # compute capability majors it runs on (max None = no limit)
+    max_major: int | None = None
+    arch_note: str = ""
+    cpu: bool = False          # also runs without a GPU
+    packed: str = ""           # how packed documents run: "varlen", "mask" or "" (not at all)
+    probe: Callable | None = None  # () -> why it cannot be imported, or None
+
+
+def _flash_probe(name: str, dist: str, module: str, version_prefix: str = ""):
+    def probe() -> str | None:
+        version = fingerprint.package_version(dist)
+        if version is None:
+            return f"{dist} is not installed: {attention.INSTALL_HINT[name]}"
+        if not version.startswith(version_prefix):
+            return f"{dist} {version} is not {version_prefix}x: {attention.INSTALL_HINT[name]}"
+        try:
+            importlib.import_module(module).flash_attn_varlen_func
+        except Exception as err:  # ImportError, or a CUDA/ABI error raised while importing
+            return f"import {module} failed: {type(err).__name__}: {err}"
+        return None
+    return probe
+
+
+def _sdpa_probe(kernel: str):
+    def probe() -> str | None:
+        from torch.nn.attention import SDPBackend
+
+        return None if hasattr(SDPBackend, kernel) else f"this torch has no SDPBackend.{kernel}"
+    return probe
+
+
+REGISTRY = {b.name: b for b in (
+    Backend("fa3", fa3, BSHD, 9, 9, "FA3 runs on Hopper (sm_90) only", packed="varlen",
+            probe=_flash_probe("fa3", "flash-attn-3", "flash_attn_interface")),
+    Backend("fa4", fa4, BSHD, 9, 11, "FA4 has SM90 (Hopper) and SM100 (Blackwell) paths",
+            packed="varlen", probe=_flash_probe("fa4", "flash-attn-4", "flash_attn.cute")),
+    Backend("fa2", fa2, BSHD, 8, None, "FA2 needs Ampere (sm_80) or newer", packed="varlen",
+            probe=_flash_probe("fa2", "flash-attn", "flash_attn", "2.")),
+    Backend("sdpa-cudnn", sdpa_cudnn, BHSD, 8, None, "cuDNN attention needs sm_80 or newer",
+            probe=_sdpa_probe("CUDNN_ATTENTION")),
+    Backend("sdpa-flash", sdpa_flash, BHSD, 8, None, "torch's flash kernel needs sm_80 or newer",
+            cpu=True, probe=_sdpa_probe("FLASH_ATTENTION")),
+    Backend("sdpa-efficient", sdpa_efficient, BHSD, 5, None, "needs sm_50 or newer",
+            packed="mask", probe=_sdpa_probe("EFFICIENT_ATTENTION")),
+    Backend("sdpa-math", sdpa_math, BHSD, cpu=True, packed="mask", probe=_sdpa_probe("MATH")),
+)}
+
+NO_PACKED = ("takes no document mask here; packed documents run on fa2/fa3/fa4 (varlen) or "
+             "sdpa-efficient/sdpa-math (block-diagonal mask)")
+
+
+def import_problems(registry: dict) -> dict:
+    """{name: why it cannot be imported, or None}: the only impure part of discovery."""
+    return {name: b.probe() if b.probe else None for name, b in registry.items()}
+
+
+def unavailable_reason(b: Backend, capability: tuple | None, import_problem: str | None,
+                       packed: bool) -> str | None:
+    """Why `b` cannot run here, or None. capability: (major, minor) of the GPU, None on CPU."""
+    if capability is None and not b.cpu:
+        return f"{b.name} needs a CUDA GPU"
+    if import_problem:
+        return import_problem
+    if capability is not None:
+        major, minor = capability
+        if major < b.min_major or (b.max_major is not None and major > b.max_major):
+            return f"{b.name} does not run on sm_{major}{minor}: {b.arch_note}"
+    if packed and not b.packed:
+        return f"{b.name} {NO_PACKED}"
+    return None
+
+
+def discover(requested: list, registry: dict, capability: tuple | None, problems: dict,
+             packed: bool) -> list:
+    """[(name, reason or None)]: `auto` keeps what runs here, a named list keeps every name
+    (an unavailable one with its reason, to become a record)."""
+    auto = requested == ["auto"]
+    chosen = []
+    for name in (registry if auto else requested):
+        reason = unavailable_reason(registry[name], capability, problems.get(name), packed)
+        if reason is None or not auto:
+            chosen.append((name, reason))
+    return chosen
+
+
+# --- inputs, masks and the reference ---------------------------------------------------------
+
+def doc_offsets(batch: int, seq_len: int, doc_len: int) -> list[int]:
+    """cu_seqlens of the varlen path: document starts over the flattened batch, then the end."""
+    offsets = [0]
+    for _ in range(batch):
+        for n in flops.doc_lengths(seq_len, doc_len):
+            offsets.append(offsets[-1] + n)
+    return offsets
+
+
+def packed_mask(seq_len: int, doc_len: int, causal: bool, dtype, device):
+    """Additive (s, s) mask: 0 inside each document (lower triangle when causal), -inf across.
+
+    Built block by block so the peak is one (s, s) tensor in `dtype` (32 GiB in bf16 at 128K).
+    """
+    import torch
+
+    mask = torch.full((seq_len, seq_len), float("-inf"), dtype=dtype, device=device)
+    start = 0
+    for n in flops.doc_lengths(seq_len, doc_len):
+        block = mask[start:start + n, start:start + n]
+        block.zero_()
+        if causal:
+            block.masked_fill_(torch.ones(n, n, dtype=torch.bool, device=device).triu_(1), float("-inf"))
+        start += n
+    return mask
+
+
+def gqa_mode(backend: Backend, shape: Shape, native: bool) -> str:
+    """mha (equal heads), native (the kernel shares K/V heads) or repeat_kv (copied before)."""
+    if shape.heads == shape.kv_heads:
+        return "mha"
+    return "native" if native or backend.layout == BSHD else "repeat_kv"
+
+
+def make_args(backend: Backend, shape: Shape, dtype, device, mode: str) -> Args:
+    import torch
+
+    args = Args(causal=shape.causal, enable_gqa=backend.layout == BHSD and mode == "native")
+    if shape.doc_len and backend.packed == "varlen":
+        args.cu_seqlens = torch.tensor(doc_offsets(shape.batch, shape.seq_len, shape.doc_len),
+                                       dtype=torch.int32, device=device)
+        args.max_doc_len = max(flops.doc_lengths(shape.seq_len, shape.doc_len))
+    elif shape.doc_len:
+        args.mask = packed_mask(shape.seq_len, shape.doc_len, shape.causal, dtype, device)
+    return args
+
+
+def to_layout(q, k, v, backend: Backend, mode: str) -> list:
+    """(b, s, h, d) tensors -> leaves in the backend's layout (K/V repeated for repeat_kv)."""
+    if mode == "repeat_kv":
+        group = q.shape[2] // k.shape[2]
+        k, v = k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
+    tensors = (q, k, v) if backend.layout == BSHD else (t.transpose(1, 2) for t in (q, k, v))
+    return [t.detach().contiguous().requires_grad_() for t in tensors]
+
+
+def random_inputs(backend: Backend, shape: Shape, dtype, device, mode: str) -> list:
+    """Unit-normal leaves for timing, allocated directly in the backend's layout."""
+    import torch
+
+    kv = shape.heads if mode == "repeat_kv" else shape.kv_heads
+    b, s, d = shape.batch, shape.seq_len, shape.head_dim
+    heads = (shape.heads, kv, kv)
+    sizes = [(b, s, h, d) if backend.layout == BSHD else (b, h, s, d) for h in heads]
+    return [torch.randn(size, dtype=dtype, device=device, requires_grad=True) for size in sizes]
+
+
+def reference(q, k, v, dout, shape: Shape):
+    """float64 math SDPA with K/V heads expanded: (out, [dq, dk, dv]), all (b, s, h, d)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    group = shape.heads // shape.kv_heads
+    q64, k64, v64 = (t.double().transpose(1, 2).detach().requires_grad_() for t in (q, k, v))
+    mask = None
+    if shape.doc_len:
+        mask = packed_mask(shape.seq_len, shape.doc_len, shape.causal, torch.float64, q.device)
+    with sdpa_kernel(SDPBackend.MATH):
+        out = F.scaled_dot_product_attention(q64, k64.repeat_interleave(group, 1),
+                                             v64.repeat_interleave(group, 1), attn_mask=mask,
+                                             is_causal=shape.causal and mask is None)
+    grads = torch.autograd.grad(out, (q64, k64, v64), dout.double().transpose(1, 2))
+    return out.transpose(1, 2), [g.transpose(1, 2) for g in grads]
+
+
+@dataclass
+class Check:
+    errors: dict  # {"out"|"dq"|"dk"|"dv": (max abs error, max(1, max |ref|))}
+    backward_error: str | None  # why the backward could not run, if it raised
+
+
+def check(backend: Backend, shape: Shape, dtype, device, mode: str, seed: int) -> Check:
+    """Run the kernel on `shape` (a check_shape) and compare with the float64 reference.
+
+    Inputs are rounded to `dtype` once and the reference sees the rounded values, so the
+    error is the kernel's alone. Raises whatever the forward raises.
+    """
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    b, s, d = shape.batch, shape.seq_len, shape.head_dim
+    q, k, v, dout = (torch.randn(b, s, h, d, generator=gen).to(dtype).to(device)
+                     for h in (shape.heads, shape.kv_heads, shape.kv_heads, shape.heads))
+    ref_out, ref_grads = reference(q, k, v, dout, shape)
+    leaves = to_layout(q, k, v, backend, mode)
+    out = backend.run(*leaves, make_args(backend, shape, dtype, device, mode))
+    bshd = (lambda t: t) if backend.layout == BSHD else (lambda t: t.transpose(1, 2))
+    errors = {"out": _error(bshd(out), ref_out)}
+    try:
+        grads = torch.autograd.grad(out, leaves, bshd(dout).contiguous())
+    except Exception as err:
+        return Check(errors, f"{type(err).__name__}: {err}"[:500])
+    grads = [bshd(g) for g in grads]
+    if mode == "repeat_kv":  # each KV head's gradient is the sum over its query-head group
+        group = shape.heads // shape.kv_heads
+        grads[1:] = [g.reshape(b, s, shape.kv_heads, group, d).sum(3) for g in grads[1:]]
+    errors.update({name: _error(g, r) for name, g, r in zip(("dq", "dk", "dv"), grads, ref_grads)})
+    return Check(errors, None)
+
+
+def _error(x, ref) -> tuple[float, float]:
+    return (x.double() - ref).abs().max().item(), max(1.0, ref.abs().max().item())
+
+
+def judge(errors: dict, names, tol: float) -> dict:
+    """max_abs_err, max_rel_err (scaled as TOLERANCE says) and ok over the named tensors.
+
+    NaN anywhere makes ok false (NaN <= tol is false).
+    """
+    picked = [errors[n] for n in names]
+    abs_err = max(e for e, _ in picked)
+    rel_err = max(e / scale for e, scale in picked)
+    if any(e != e for e, _ in picked):
+        abs_err = rel_err = float("nan")
+    return {"max_abs_err": abs_err, "max_rel_err": rel_err, "ok": rel_err <= tol}
+
+
+class NoKernel(RuntimeError):
+    """torch's SDPA has no kernel of the requested kind for these inputs."""
+
+
+def _no_kernel_reason(err: RuntimeError, caught) -> str | None:
+    if "No available kernel" not in str(err):
+        return None
+    why = "; ".join(str(w.message) for w in caught if issubclass(w.category, UserWarning))
+    return (why or str(err))[:500]
+
+
+def check_backend(backend: Backend, shape: Shape, dtype, device, seed: int) -> tuple[str, Check]:
+    """(gqa mode, Check): native GQA first; SDPA kernels that refuse it get K/V repeated.
+
+    Raises NoKernel when the kernel refuses the inputs either way.
+    """
+    import warnings
+
+    modes = ["native", "repeat_kv"] if backend.layout == BHSD and shape.heads != shape.kv_heads else [None]
+    reason = None
+    for native in modes:
+        mode = gqa_mode(backend, shape, native == "native")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return mode, check(backend, shape, dtype, device, mode, seed)
+            except RuntimeError as err:
+                reason = _no_kernel_reason(err, caught)
+                if reason is None:
+                    raise
+    raise NoKernel(reason)
