@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""check_capabilities.py: can this GPU, with this software stack, do X? (the guide's first question)
+
+Probes GPU 0 of this node with tiny real operations, not spec tables, and answers every
+item with ok | unsupported_hardware | unsupported_stack | unavailable | error. The first
+two differ for a purchase decision: hardware support no update will bring; stack
+support an upgrade may (the error text says what failed).
+
+  dtype         matmul in bf16, fp16, tf32, fp8 e4m3/e5m2 (torch._scaled_mm with per-tensor
+                and row-wise scales), MX block-scaled fp8/fp4 and NVFP4
+  attention     FA4, FA3, FA2 and the SDPA backends: installed, and a causal GQA fwd+bwd
+                that matches an fp32 reference
+  memory        HBM total, the largest single allocation, and the largest sequence length
+                the guide's long-context config should fit (from a `capacity` record in
+                CAPACITY_LOG, else the guide's estimate, labelled as such)
+  interconnect  GPU count, NVLink/PCIe topology (NVML, nvidia-smi topo -m), NCCL version
+
+Writes a `header` and one `capability` record per item (JSON lines), a table on stderr.
+The memory probe briefly allocates nearly all free GPU memory: run it on an idle GPU.
+Two nodes' logs side by side: python plot_results.py caps_h200.jsonl caps_b200.jsonl
+
+    python check_capabilities.py
+    OUTPUT=results/caps_h200.jsonl CAPACITY_LOG=results/sweep_h200.jsonl python check_capabilities.py
+"""
+import sys
+import time
+
+from upgrade_bench import attention, fingerprint, settings
+from upgrade_bench import capabilities as caps
+from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines
+
+SCRIPT = "check_capabilities.py"
+VARS = [
+    settings.Var("CAPACITY_LOG", "str", "", "a JSONL log with a `capacity` record (run_sweep's "
+                 "max-seqlen search) of this GPU: its max_fit_seq_len replaces the estimate"),
+    settings.Var("SKIP_MEMORY_PROBE", "bool", False, "skip the largest-allocation bisection (for a "
+                 "GPU in use); the sequence-length estimate then uses total HBM"),
+    settings.Var("MEMORY_PROBE_S", "float", 20.0, "time bound of the largest-allocation bisection, "
+                 "seconds", min=1),
+    settings.Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    settings.Var("NOTES", "str", "", "free text copied into the header"),
+]
+
+
+def load_capacity_log(path: str):
+    """Records of CAPACITY_LOG (None when unset); exit 2 if it cannot be read."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            records, _ = read_lines(f, path)
+    except (OSError, SchemaTooNew) as err:
+        sys.stderr.write(f"error: CAPACITY_LOG={path!r}: cannot be read ({err})\n")
+        sys.exit(settings.EXIT_BAD_INPUT)
+    return records
+
+
+# SDPA backends first, beta kernel packages last.
+ATTENTION_ORDER = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "sdpa_math", "fa2", "fa3", "fa4")
+PACKAGES = {"fa2": "flash-attn 2.x", "fa3": "flash-attn-3", "fa4": "flash-attn-4"}
+
+
+def attention_verdict(name: str, device: caps.Device, dev) -> caps.Verdict:
+    import torch
+
+    from upgrade_bench import capability_probes as p
+
+    if name.startswith("sdpa_"):
+        version = torch.__version__
+        if name == "sdpa_cudnn" and device.capability:
+            version += f", cudnn {torch.backends.cudnn.version()}"
+    else:
+        version = attention.versions()[name]
+        if name == "fa2" and version and not version.startswith("2."):
+            version = None  # the flash-attn distribution, but not a 2.x release
+        verdict = caps.install_gate(device, version, PACKAGES[name], attention.INSTALL_HINT[name])
+        if verdict:
+            return verdict
+    return caps.evaluate(f"attention:{name}", device, lambda: p.attention(name, dev, version))
+
+
+def plan(s: dict, device: caps.Device, dev, gpu_name, gpu_count: int, capacity_records, done: dict):
+    """(item, category, needs a working CUDA context, make_verdict) in run order. Attention
+    runs last: a kernel package that crashes the process takes no other item with it.
+    `done` holds the verdicts so far (max_seq_len reads the memory items)."""
+    from upgrade_bench import capability_probes as p
+
+    def probe(item, fn):
+        return lambda: caps.evaluate(item, device, fn)
+
+    def usable():
+        if s["SKIP_MEMORY_PROBE"] and device.capability:
+            return caps.Verdict("unavailable", "skipped (SKIP_MEMORY_PROBE=1)")
+        return caps.evaluate("memory:usable", device, lambda: p.usable_memory(dev, s["MEMORY_PROBE_S"]))
+
+    def max_seq_len():
+        gib = {k: (v.value if v.status == "ok" else None) for k, v in done.items()}
+        return caps.max_seq_len_verdict(gpu_name, capacity_records, gib["memory:usable"], gib["memory:hbm"])
+
+    matmuls = [
+        ("matmul:bf16", lambda: p.matmul_dense("bf16", dev)),
+        ("matmul:fp16", lambda: p.matmul_dense("fp16", dev)),
+        ("matmul:tf32", lambda: p.matmul_tf32(dev)),
+        ("matmul:fp8_e4m3:tensorwise", lambda: p.matmul_fp8("e4m3", "tensorwise", dev)),
+        ("matmul:fp8_e5m2:tensorwise", lambda: p.matmul_fp8("e5m2", "tensorwise", dev)),
+        ("matmul:fp8_e4m3:rowwise", lambda: p.matmul_fp8("e4m3", "rowwise", dev)),
+        ("matmul:mxfp8:block32", lambda: p.matmul_block_scaled("mxfp8", dev)),
+        ("matmul:mxfp4:block32", lambda: p.matmul_block_scaled("mxfp4", dev)),
+        ("matmul:nvfp4:block16", lambda: p.matmul_block_scaled("nvfp4", dev)),
+    ]
+    return ([(item, "dtype", True, probe(item, fn)) for item, fn in matmuls] + [
+        ("memory:hbm", "memory", True, probe("memory:hbm", lambda: p.hbm(dev))),
+        ("memory:usable", "memory", True, usable),
+        ("memory:max_seq_len", "memory", False, max_seq_len),
+        ("interconnect:gpu_count", "interconnect", False, probe(
+            "interconnect:gpu_count", lambda: caps.Passed(f"{gpu_count} x {gpu_name}", gpu_count))),
+        ("interconnect:topology", "interconnect", False, probe("interconnect:topology", p.topology)),
+        ("interconnect:nccl", "interconnect", False, probe("interconnect:nccl", p.nccl_version)),
+    ] + [(f"attention:{name}", "attention", True,
+          lambda name=name: attention_verdict(name, device, dev)) for name in ATTENTION_ORDER])
+
+
+def main() -> int:
+    s = settings.load(VARS, __doc__)
+    capacity_records = load_capacity_log(s["CAPACITY_LOG"])
+    import torch
+
+    from upgrade_bench import capability_probes as p
+
+    on_gpu = torch.cuda.is_available()
+    dev = torch.device("cuda", 0) if on_gpu else torch.device("cpu")
+    device = caps.Device(torch.cuda.get_device_capability(0) if on_gpu else None,
+                         bool(getattr(torch.version, "hip", None)))
+    gpu_name = torch.cuda.get_device_name(0) if on_gpu else None
+    writer = RecordWriter(SCRIPT, s["OUTPUT"])
+    writer.write("header", software=fingerprint.software(), hardware=fingerprint.hardware(),
+                 config=s, device_arch=device.arch, warnings=[], notes=s["NOTES"])
+    done = {}
+    broken_after = None  # the item after which the CUDA context stopped working
+    gpu_count = torch.cuda.device_count() if on_gpu else 0
+    for item, category, uses_cuda, make_verdict in plan(s, device, dev, gpu_name, gpu_count,
+                                                         capacity_records, done):
+        start = time.perf_counter()
+        if uses_cuda and broken_after:
+            verdict = caps.Verdict("error", f"not run: the CUDA context broke after {broken_after} failed")
+        else:
+            verdict = make_verdict()
+        probe_s = time.perf_counter() - start
+        if (uses_cuda and on_gpu and not broken_after and verdict.status in ("error", "unsupported_stack")
+                and not p.cuda_ok(dev)):
+            broken_after = item
+        writer.write("capability", item=item, category=category, status=verdict.status,
+                     detail=verdict.detail, value=verdict.value, probe_s=round(probe_s, 3))
+        done[item] = verdict
+    sys.stderr.write(f"\ncapabilities of {gpu_name or 'this node (no GPU)'} ({device.arch}):\n")
+    sys.stderr.write(caps.text_table(list(done.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

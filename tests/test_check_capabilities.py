@@ -1,0 +1,297 @@
+"""check_capabilities.py: classification, the memory rule, topology parsing, the side-by-side
+table, the probes themselves where torch has CPU kernels, and the script run for real on CPU."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from upgrade_bench import capabilities as caps
+from upgrade_bench import capability_probes as probes
+
+REPO = Path(__file__).resolve().parent.parent
+HOPPER = caps.Device((9, 0))
+BLACKWELL = caps.Device((10, 0))
+AMPERE = caps.Device((8, 0))
+NO_GPU = caps.Device(None)
+
+
+# ---- gate + classification, with fake probes ---------------------------------------------
+
+def test_capability_below_the_format_need_is_hardware_and_the_probe_does_not_run():
+    calls = []
+    verdict = caps.evaluate("matmul:nvfp4:block16", HOPPER, lambda: calls.append(1))
+    assert verdict.status == "unsupported_hardware"
+    assert "sm_100" in verdict.detail and "sm_90" in verdict.detail
+    assert calls == []
+    fp8 = caps.evaluate("matmul:fp8_e4m3:tensorwise", AMPERE, lambda: calls.append(1))
+    assert fp8.status == "unsupported_hardware" and "sm_89" in fp8.detail and "sm_80" in fp8.detail
+    assert calls == []
+
+
+def test_a_failing_probe_on_capable_hardware_is_the_stack():
+    def probe():
+        raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED when calling cublasLtMatmul\nsecond line")
+
+    verdict = caps.evaluate("matmul:nvfp4:block16", BLACKWELL, probe)
+    assert verdict.status == "unsupported_stack"
+    assert verdict.detail == ("RuntimeError: CUBLAS_STATUS_NOT_SUPPORTED when calling cublasLtMatmul "
+                              "second line")
+
+
+def test_a_dtype_missing_from_torch_is_the_stack():
+    def probe():
+        return torch.float4_e9m9_x7  # no such dtype in any torch
+
+    verdict = caps.evaluate("matmul:nvfp4:block16", BLACKWELL, probe)
+    assert verdict.status == "unsupported_stack" and verdict.detail.startswith("AttributeError")
+
+
+def test_a_passing_probe_is_ok_with_its_detail_and_value():
+    passed = caps.Passed("ran", {"max_rel_err": 0.001})
+    verdict = caps.evaluate("matmul:fp8_e4m3:rowwise", HOPPER, lambda: passed)
+    assert verdict == caps.Verdict("ok", "ran", {"max_rel_err": 0.001})
+
+
+def test_wrong_results_and_oom_are_errors_not_missing_features():
+    wrong = caps.evaluate("matmul:bf16", HOPPER, lambda: caps.check_close(
+        torch.ones(4), torch.full((4,), 2.0), 1e-2, "bf16 matmul"))
+    assert wrong.status == "error" and "wrong result" in wrong.detail and "0.5" in wrong.detail
+
+    def oom():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    assert caps.evaluate("memory:usable", HOPPER, oom).status == "error"
+
+
+def test_warnings_raised_by_a_refused_call_explain_it():
+    import warnings
+
+    def probe():
+        warnings.warn("Flash attention requires sm80 or newer")
+        raise RuntimeError("No available kernel. Aborting execution.")
+
+    verdict = caps.evaluate("attention:sdpa_efficient", HOPPER, probe)
+    assert verdict.status == "unsupported_stack"
+    assert "No available kernel" in verdict.detail and "requires sm80" in verdict.detail
+
+
+def test_no_gpu_is_unavailable_before_anything_else():
+    assert caps.evaluate("matmul:fp16", NO_GPU, lambda: 1 / 0) == caps.Verdict("unavailable", "no GPU")
+    assert caps.install_gate(NO_GPU, None, "flash-attn-4") == caps.Verdict("unavailable", "no GPU")
+    missing = caps.install_gate(HOPPER, None, "flash-attn-3", "./install.sh --force fa3")
+    assert missing.status == "unavailable" and "flash-attn-3 is not installed" in missing.detail
+    assert caps.install_gate(HOPPER, "4.0.0b36", "flash-attn-4") is None
+
+
+def test_a_verdict_only_takes_the_five_answers():
+    with pytest.raises(ValueError, match="maybe"):
+        caps.Verdict("maybe", "")
+
+
+def test_rocm_is_never_gated_by_the_nvidia_capability():
+    mi300 = caps.Device((9, 4), is_hip=True)
+    assert caps.gate(caps.NEEDS["matmul:mxfp8:block32"], mi300) is None
+
+
+# ---- the probes, run for real where torch has CPU kernels ----------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda: probes.matmul_dense("bf16", "cpu"),
+    lambda: probes.matmul_fp8("e4m3", "tensorwise", "cpu"),
+    lambda: probes.matmul_fp8("e5m2", "tensorwise", "cpu"),
+    lambda: probes.matmul_fp8("e4m3", "rowwise", "cpu"),
+], ids=["bf16", "fp8_e4m3_tensorwise", "fp8_e5m2_tensorwise", "fp8_e4m3_rowwise"])
+def test_matmul_probes_pass_on_cpu_kernels(make):
+    result = make()
+    assert isinstance(result, caps.Passed) and result.value["max_rel_err"] < probes.BF16_RTOL
+
+
+def test_tf32_probe_notices_when_tf32_did_not_run():
+    # CPU matmul ignores allow_tf32: the probe must not call that TF32.
+    with pytest.raises(caps.NotEngaged, match="TF32 not engaged"):
+        probes.matmul_tf32("cpu")
+    assert torch.backends.cuda.matmul.allow_tf32 is False  # restored
+
+
+def test_sdpa_math_attention_probe_checks_fwd_and_bwd_against_the_reference():
+    result = probes.attention("sdpa_math", "cpu", torch.__version__)
+    assert result.value["out_max_abs_err"] < probes.ATTN_OUT_ATOL
+    assert result.value["grad_max_rel_err"] < probes.ATTN_GRAD_RTOL
+
+
+def test_fp4_packing_puts_the_even_element_in_the_low_nibble():
+    codes = torch.tensor([[2, 7, 0, 15]], dtype=torch.uint8)  # 1.0, 6.0, 0.0, -6.0
+    assert probes.pack_e2m1(codes).tolist() == [[0x72, 0xF0]]
+    assert [probes.E2M1_VALUES[c] for c in (2, 7, 15)] == [1.0, 6.0, -6.0]
+
+
+def test_block_scaled_operands_have_the_shapes_torch_checks():
+    # torch: scale numel = round_up(rows, 128) * round_up(ceil(K / block), 4)
+    assert probes.blocked_scale_numel(128, 128, 32) == 128 * 4
+    assert probes.blocked_scale_numel(128, 128, 16) == 128 * 8
+    assert probes.blocked_scale_numel(129, 40, 16) == 256 * 4
+    a, b, a_ref, b_ref, scale_a, scale_b, _ = probes.block_scaled_operands("nvfp4", "cpu")
+    assert a.dtype == torch.float4_e2m1fn_x2 and a.shape == (128, 64)
+    assert scale_a.dtype == torch.float8_e4m3fn and scale_a.shape == (1024,)
+    low = a.view(torch.uint8) & 15
+    assert torch.equal(torch.tensor(probes.E2M1_VALUES)[low.long()], a_ref[:, 0::2])
+    a, _, _, _, scale_a, _, _ = probes.block_scaled_operands("mxfp8", "cpu")
+    assert a.dtype == torch.float8_e4m3fn and scale_a.dtype == torch.float8_e8m0fnu
+    assert scale_a.shape == (512,)
+
+
+# ---- memory rule of thumb and capacity records --------------------------------------------
+
+def test_max_seq_len_estimate_follows_the_guide():
+    # (141 - 12.6) / 0.00043 = 298604.65; 125.3 GiB is the guide's 256K point
+    assert caps.estimate_max_seq_len(141) == 298604
+    assert caps.estimate_max_seq_len(125.3) == 262093
+    assert caps.estimate_max_seq_len(10) == 0
+    v = caps.max_seq_len_verdict("NVIDIA H200", None, 139, 140.4)
+    assert v.value == caps.estimate_max_seq_len(139) and v.detail.startswith("estimate")
+    assert "12.6 GiB" in v.detail and "0.00043" in v.detail
+    by_total = caps.max_seq_len_verdict("NVIDIA H200", None, None, 140.4)
+    assert by_total.value == caps.estimate_max_seq_len(140.4) and "total HBM" in by_total.detail
+
+
+def _log():
+    return [
+        {"kind": "header", "run_id": "h", "hardware": {"gpu_name": "NVIDIA H200"}},
+        {"kind": "capacity", "run_id": "h", "max_fit_seq_len": 262144, "min_fail_seq_len": 294912,
+         "peak_mem_gib_at_max": 124.5, "seq_len_step": 32768},
+        {"kind": "header", "run_id": "b", "hardware": {"gpu_name": "NVIDIA B200"}},
+        {"kind": "capacity", "run_id": "b", "max_fit_seq_len": 360448, "min_fail_seq_len": 393216},
+    ]
+
+
+def test_a_capacity_record_of_this_gpu_beats_the_estimate():
+    v = caps.max_seq_len_verdict("NVIDIA H200", _log(), 139, 140.4)
+    assert v.value == 262144 and v.detail.startswith("measured") and "294912" in v.detail
+    assert caps.max_seq_len_verdict("NVIDIA B200", _log(), 178, 179).value == 360448
+    other = caps.max_seq_len_verdict("NVIDIA GB200", _log(), 180, 184)
+    assert other.detail.startswith("estimate") and "no capacity record for NVIDIA GB200" in other.detail
+    assert caps.max_seq_len_verdict(None, _log(), None, None).status == "unavailable"
+    headerless = [{"kind": "capacity", "run_id": "x", "max_fit_seq_len": 196608}]
+    v = caps.max_seq_len_verdict("NVIDIA H200", headerless, 139, 140.4)
+    assert v.value == 196608 and "does not say which GPU" in v.detail
+    assert caps.max_seq_len_verdict("NVIDIA H200", _log() + headerless, 139, 140.4).value == 262144
+
+
+# ---- topology ------------------------------------------------------------------------------
+
+TOPO_2GPU = """\
+\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID
+GPU0\t X \tNV18\tPIX\t0-55,112-167\t0\t\tN/A
+GPU1\tNV18\t X \tSYS\t0-55,112-167\t0\t\tN/A
+NIC0\tPIX\tSYS\t X
+
+Legend:
+
+  X    = Self
+  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes
+  NV#  = Connection traversing a bonded set of # NVLinks
+"""
+
+
+def test_topo_matrix_parsing_keeps_gpu_pairs_only():
+    assert caps.parse_topo_matrix(TOPO_2GPU) == (2, {"0-1": "NV18"})
+    assert caps.parse_topo_matrix("") == (0, {})
+    one = "\x1b[4m\tGPU0\tCPU Affinity\tNUMA Affinity\x1b[0m\nGPU0\t X \t0-31\t0\n"
+    assert caps.parse_topo_matrix(one) == (1, {})
+    four = ("\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\n"
+            "GPU0\t X \tNV4\tSYS\tSYS\t0-15\nGPU1\tNV4\t X \tSYS\tSYS\t0-15\n"
+            "GPU2\tSYS\tSYS\t X \tNV4\t16-31\nGPU3\tSYS\tSYS\tNV4\t X \t16-31\n")
+    assert caps.parse_topo_matrix(four) == (4, {"0-1": "NV4", "0-2": "SYS", "0-3": "SYS",
+                                                 "1-2": "SYS", "1-3": "SYS", "2-3": "NV4"})
+
+
+def test_topology_summary():
+    pairs = {"0-1": "NV18", "0-2": "SYS", "1-2": "SYS"}
+    assert caps.summarize_topology(3, pairs, [18, 18, 0]) == (
+        "3 GPUs; GPU pairs: 2x SYS, 1x NV18; 0/18 NVLink links active per GPU")
+    assert caps.summarize_topology(1, {}, [18]) == "1 GPU, no GPU pairs; 18 NVLink links active per GPU"
+    assert caps.summarize_topology(2, {"0-1": "PHB"}, []).endswith("no active NVLink")
+
+
+# ---- the side-by-side table ---------------------------------------------------------------
+
+def _cap(item, status, value=None, detail="", run_id="h"):
+    return {"kind": "capability", "run_id": run_id, "item": item, "category": item.split(":")[0],
+            "status": status, "detail": detail, "value": value}
+
+
+def test_side_by_side_table_highlights_what_only_one_gpu_can_do():
+    records = [
+        {"kind": "header", "run_id": "h", "hardware": {"gpu_name": "NVIDIA H200"}},
+        _cap("matmul:bf16", "ok"),
+        _cap("matmul:nvfp4:block16", "unsupported_hardware"),
+        _cap("attention:fa3", "ok"),
+        _cap("memory:max_seq_len", "ok", 298604, "estimate: ..."),
+        {"kind": "header", "run_id": "b", "hardware": {"gpu_name": "NVIDIA B200"}},
+        _cap("matmul:bf16", "ok", run_id="b"),
+        _cap("matmul:nvfp4:block16", "ok", {"max_rel_err": 0.002}, run_id="b"),
+        _cap("attention:fa3", "unsupported_stack", run_id="b"),
+        _cap("memory:max_seq_len", "ok", 360448, "measured: ...", run_id="b"),
+        _cap("memory:hbm", "ok", 178.4, run_id="b"),
+        _cap("interconnect:nccl", "ok", "2.27.5"),
+        _cap("interconnect:nccl", "ok", "2.28.3", run_id="b"),
+    ]
+    by_gpu = caps.capabilities_by_gpu(records)
+    assert list(by_gpu) == ["NVIDIA H200", "NVIDIA B200"]
+    table = caps.capability_table(by_gpu)
+    lines = table.splitlines()
+    assert lines[0] == "| item | NVIDIA H200 | NVIDIA B200 | difference |"
+    row = {line.split("|")[1].strip(): line for line in lines[2:]}
+    assert row["**matmul:nvfp4:block16**"] == (
+        "| **matmul:nvfp4:block16** | unsupported_hardware | **ok** | ◀ ok only on NVIDIA B200 |")
+    assert row["**attention:fa3**"].endswith("| ◀ ok only on NVIDIA H200 |")
+    assert row["matmul:bf16"] == "| matmul:bf16 | ok | ok |  |"
+    assert row["memory:max_seq_len"] == "| memory:max_seq_len | ok · ~298,604 | ok · 360,448 |  |"
+    # an item one log lacks is shown as missing and is not a difference
+    assert row["memory:hbm"] == "| memory:hbm | – | ok · 178.4 |  |"
+    assert row["interconnect:nccl"] == "| interconnect:nccl | ok · 2.27.5 | ok · 2.28.3 |  |"
+    assert len(lines) == 2 + 6
+
+
+# ---- the script, for real, on CPU ----------------------------------------------------------
+
+def _run(tmp_path, **env):
+    full = dict(os.environ, PYTHONPATH=str(REPO), **env)
+    return subprocess.run([sys.executable, str(REPO / "check_capabilities.py")], cwd=tmp_path,
+                          env=full, capture_output=True, text=True, timeout=120)
+
+
+def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path):
+    out = tmp_path / "caps.jsonl"
+    capacity = tmp_path / "sweep.jsonl"
+    capacity.write_text("\n".join(json.dumps(r) for r in _log()) + "\n")
+    done = _run(tmp_path, OUTPUT=str(out), CAPACITY_LOG=str(capacity), NOTES="ci")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records == [json.loads(line) for line in done.stdout.splitlines()]
+    header, rest = records[0], records[1:]
+    assert header["kind"] == "header" and header["notes"] == "ci"
+    assert header["config"]["CAPACITY_LOG"] == str(capacity) and header["software"]["torch"]
+    assert {r["kind"] for r in rest} == {"capability"}
+    assert all(r["run_id"] == header["run_id"] for r in rest)
+    items = [r["item"] for r in rest]
+    assert len(items) == len(set(items)) == 22
+    assert {r["category"] for r in rest} == set(caps.CATEGORIES)
+    for r in rest:
+        assert set(r) >= {"item", "category", "status", "detail", "value"}
+        assert (r["status"], r["detail"], r["value"]) == ("unavailable", "no GPU", None), r
+        assert r["probe_s"] >= 0
+    assert "matmul:fp8_e4m3:tensorwise" in items and "attention:fa4" in items
+    assert "memory:max_seq_len" in done.stderr and "status" in done.stderr
+
+
+def test_bad_settings_stop_before_any_work(tmp_path):
+    missing = _run(tmp_path, CAPACITY_LOG=str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert "CAPACITY_LOG" in missing.stderr and "nope.jsonl" in missing.stderr
+    bad = _run(tmp_path, MEMORY_PROBE_S="0")
+    assert bad.returncode == 2 and "MEMORY_PROBE_S='0'" in bad.stderr
