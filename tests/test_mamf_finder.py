@@ -1,0 +1,334 @@
+"""mamf-finder.py: the search on synthetic landscapes, flag parsing, real CPU runs, Ctrl-C."""
+import importlib.util
+import math
+import random
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, parse_jsonl, script_env
+from upgrade_bench import gpus, matmul
+from upgrade_bench.matmul import Shape
+
+SCRIPT = "mamf-finder.py"
+LATTICE = range(256, 20480 + 1, 256)  # every shape the GPU search space can reach
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("mamf_finder", REPO / SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Counter:
+    """A measure callable over a landscape that counts its calls and advances a fake clock."""
+
+    def __init__(self, landscape, cost_s=0.0, noise=0.0, seed=0):
+        self.landscape, self.cost_s, self.noise = landscape, cost_s, noise
+        self.rng = random.Random(seed)
+        self.calls = 0
+        self.now = 0.0
+
+    def __call__(self, shape):
+        self.calls += 1
+        self.now += self.cost_s
+        value = self.landscape(shape)
+        return None if value is None else value * (1 + self.rng.gauss(0, self.noise))
+
+    def clock(self):
+        return self.now
+
+
+# --- the search on synthetic landscapes ---------------------------------------------------
+
+def smooth(shape):
+    """Unimodal in log space, optimum 800 at 3328x5376x11520: on no grid, one 256-step away
+    costs ~0.6%, more than the search's 0.2% threshold."""
+    best = (3328, 5376, 11520)
+    return 800 * math.exp(-sum(math.log2(x / b) ** 2 for x, b in zip(shape, best)) / 2)
+
+
+def mn_term(m, n):
+    # Whole waves of 128x256 tiles on 132 SMs; more than one wave's worth of output costs
+    # a little (data movement, power), and so does an elongated output.
+    return (matmul.wave_fill(m, n, 132) * (1 - 0.005 * abs(math.log2(m / n)))
+            * (1 - 0.02 * max(0.0, math.log2(m * n / 2**22))))
+
+
+def k_term(k):
+    # A long reduction amortises the prologue; a longer kernel heats the chip.
+    return k / (k + 512) * (1 - 0.02 * (k / 16384) ** 2)
+
+
+def waves(shape):
+    return 800 * mn_term(shape.m, shape.n) * k_term(shape.k)
+
+
+def waves_optimum():
+    """The landscape is a product of an (m, n) and a k term: its maximum over the lattice."""
+    return 800 * max(mn_term(m, n) for m in LATTICE for n in LATTICE) * max(map(k_term, LATTICE))
+
+
+def test_search_finds_an_off_grid_optimum_exactly():
+    measure = Counter(smooth)
+    result = matmul.search(measure, matmul.default_space(), budget_s=1e9, clock=measure.clock)
+    assert result.best == Shape(3328, 5376, 11520)
+    assert result.tflops == pytest.approx(800)
+    assert measure.calls <= 250  # 64 coarse + refinement + 16 finals, of 512,000 lattice shapes
+
+
+def test_search_finds_whole_wave_shapes_within_one_percent():
+    optimum = waves_optimum()  # at 1536x2816 (12 x 11 tiles: all 132 SMs busy)
+    measure = Counter(waves)
+    result = matmul.search(measure, matmul.default_space(sm_count=132), budget_s=1e9,
+                           clock=measure.clock)
+    assert waves(result.best) >= 0.99 * optimum
+    assert measure.calls <= 600
+    # Without the whole-wave candidates, one-axis moves from the grid's 97%-full shapes
+    # cannot reach it: that is why the coarse phase has them.
+    blind = Counter(waves)
+    result = matmul.search(blind, matmul.default_space(), budget_s=1e9, clock=blind.clock)
+    assert waves(result.best) < 0.98 * optimum
+
+
+def test_search_under_noise_still_lands_within_one_percent():
+    optimum = waves_optimum()
+    for seed in range(3):
+        measure = Counter(waves, noise=0.003, seed=seed)  # 0.3%: a 30-iteration screen's jitter
+        result = matmul.search(measure, matmul.default_space(sm_count=132), budget_s=1e9,
+                               clock=measure.clock)
+        assert waves(result.best) >= 0.99 * optimum, seed
+
+
+def test_search_uses_the_cheap_screen_to_rank_and_measure_only_for_finals():
+    screen, full = Counter(waves), Counter(waves)
+    result = matmul.search(full, matmul.default_space(sm_count=132), budget_s=1e9,
+                           clock=lambda: 0.0, screen=screen, finalists=5)
+    assert full.calls == 5 and len(result.finals) == 5
+    assert set(result.finals) <= set(result.screened)
+    assert screen.calls == len(result.screened)  # never the same shape screened twice
+    assert result.tflops == max(result.finals.values())
+
+
+def test_search_stops_at_its_budget_and_still_reports_a_full_measurement():
+    measure = Counter(waves, cost_s=0.5)  # 20 s buys 40 measurements: not even the coarse grid
+    phases = []
+    result = matmul.search(measure, matmul.default_space(sm_count=132), budget_s=20,
+                           clock=measure.clock, progress=phases.append)
+    assert phases == ["coarse", "refine", "final"]
+    assert measure.now <= 20 + 0.5  # one final may start just before the end
+    assert result.best is not None and len(result.finals) >= 1
+    tiny = Counter(waves, cost_s=100)  # a budget spent on the first screen: one final anyway
+    result = matmul.search(tiny, matmul.default_space(), budget_s=1, clock=tiny.clock)
+    assert tiny.calls == 2 and result.best == Shape(1024, 2048, 4096)
+
+
+def test_search_skips_failed_shapes():
+    def ooms_above_12k(shape):
+        return None if shape.k > 12288 else waves(shape)
+
+    measure = Counter(ooms_above_12k)
+    result = matmul.search(measure, matmul.default_space(sm_count=132), budget_s=1e9,
+                           clock=measure.clock)
+    assert result.best.k <= 12288 and result.tflops is not None
+    assert any(v is None for v in result.screened.values())
+
+
+# --- pure helpers ---------------------------------------------------------------------------
+
+def test_ranges_skip_zero_like_the_classic():
+    assert matmul.expand_range(0, 1024, 256) == [256, 512, 768]
+    assert matmul.expand_range(512, 1025, 256) == [512, 768, 1024]
+    assert len(matmul.expand_range(0, 20480, 256)) == 79  # the classic quick scan: 256..20224
+
+
+def test_tflops_figures_from_iteration_times():
+    stats = matmul.tflops_stats([1.0, 2.0, 6.0], matmul.matmul_flops(Shape(1000, 1000, 1000)))
+    # 2e9 FLOP: mean 3 ms -> 0.667 TFLOPS, median 2 ms -> 1, fastest 1 ms -> 2
+    assert stats["tflops_mean"] == pytest.approx(2 / 3)
+    assert stats["tflops_median"] == pytest.approx(1.0)
+    assert stats["tflops_max"] == pytest.approx(2.0)
+
+
+def test_wave_fill_and_whole_wave_pairs():
+    assert matmul.wave_fill(1024, 4096, 132) == pytest.approx(128 / 132)
+    assert matmul.wave_fill(1536, 2816, 132) == 1.0           # 12 x 11 tiles
+    assert matmul.wave_fill(1280, 4096, 132) == pytest.approx(160 / 264)  # a nearly empty 2nd wave
+    pairs = matmul.full_wave_pairs(132, lo=1024, hi=16384)
+    assert (1024, 4096) in pairs and (1536, 2816) in pairs and (1280, 4096) not in pairs
+    assert all(matmul.wave_fill(m, n, 132) >= 0.95 and m % 256 == n % 256 == 0 for m, n in pairs)
+
+
+def test_default_space_is_tile_aligned_and_scales_down_for_a_cpu():
+    space = matmul.default_space(sm_count=132)
+    assert all(d % 256 == 0 and space.lo <= d <= space.hi for s in space.coarse() for d in s)
+    assert Shape(1024, 4096, 12288) in space.coarse() and Shape(1536, 2816, 12288) in space.coarse()
+    assert space.neighbours(Shape(256, 4096, 20480), 256) == [
+        Shape(512, 4096, 20480), Shape(256, 4352, 20480), Shape(256, 3840, 20480),
+        Shape(256, 4096, 20224)]  # never below lo or above hi
+    cpu = matmul.default_space(unit=4)
+    assert max(max(s) for s in cpu.coarse()) == 256 and cpu.steps == (16, 8, 4)
+
+
+def test_tally_reports_full_measurements_and_a_screen_only_before_any():
+    tally = matmul.Tally()
+    rec = lambda m, tflops: {"m": m, "n": 1, "k": 1, "tflops_mean": tflops}  # noqa: E731
+    tally.add(rec(1, 700.0), full=False)
+    tally.add(rec(2, 650.0), full=False)
+    assert tally.best()["m"] == 1  # interrupted before any full measurement: the best screen
+    tally.add(rec(2, 640.0), full=True)
+    assert tally.best()["m"] == 2  # a screen's 700 never becomes the headline
+    tally.add(rec(3, 690.0), full=True)
+    assert [r["m"] for r in tally.top(5)] == [3, 2]
+    assert len(tally.shapes) == 3 and tally.measurements == 4
+
+
+def test_peaks_efficiency_and_warmup():
+    assert gpus.resolve_peak("NVIDIA H200", matmul.PEAK_KEY["float8_e4m3fn"])[0] == 1979
+    assert matmul.published_mamf("NVIDIA H200", "bfloat16") == 794.5
+    assert matmul.published_mamf("NVIDIA H200", "float8_e4m3fn") == 1453.4
+    assert matmul.published_mamf("NVIDIA H200", "float32") is None
+    best = {"m": 1024, "n": 4096, "k": 13312, "tflops_mean": 784.3, "tflops_median": 786.0,
+            "tflops_max": 792.0, "iters": 100}
+    fields = matmul.mamf_fields(best, "bfloat16", 989)
+    assert fields["efficiency"] == pytest.approx(784.3 / 989) and fields["k"] == 13312
+    assert matmul.mamf_fields(None, "bfloat16", 989)["tflops_mean"] is None
+    assert matmul.warmup_seconds(30, 60, True) == 30
+    assert matmul.warmup_seconds(30, 20, True) == 10  # a short budget shortens the warm-up
+    assert matmul.warmup_seconds(30, None, True) == 30
+    assert matmul.warmup_seconds(30, 60, False) == 0
+
+
+# --- flags ----------------------------------------------------------------------------------
+
+def test_flags_ranges_and_lists():
+    mamf = load_script()
+    args, shapes = mamf.parse_args(["--m_range", "0", "1024", "256", "--n", "64", "--k", "32", "64"])
+    assert shapes == [Shape(m, 64, k) for m in (256, 512, 768) for k in (32, 64)]
+    args, shapes = mamf.parse_args([])
+    assert shapes is None and args.dtype == "bfloat16" and args.budget_s is None
+    assert (args.num_iterations, args.num_warmup_iterations, args.warmup_s) == (100, 50, 30.0)
+    args, _ = mamf.parse_args(["--dtype", "float8_e4m3fn", "--output_file", "x.jsonl",
+                               "--notes", "n", "--cuda_device", "1", "--budget_s", "90"])
+    assert (args.dtype, args.output_file, args.cuda_device, args.budget_s) == (
+        "float8_e4m3fn", "x.jsonl", 1, 90.0)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--m", "1024"], "give all of --m, --n, --k"),
+    (["--m_range", "0", "1024", "--n", "1", "--k", "1"], "expected 3 arguments"),
+    (["--m_range", "0", "1024", "0", "--n", "1", "--k", "1"], "STEP >= 1"),
+    (["--m_range", "1024", "512", "256", "--n", "1", "--k", "1"], "STOP > START"),
+    (["--m", "0", "--n", "1", "--k", "1"], "'0': expected an integer >= 1"),
+    (["--m", "8", "--m_range", "0", "16", "8", "--n", "1", "--k", "1"], "not allowed with"),
+    (["--dtype", "float64"], "invalid choice"),
+    (["--budget_s", "0"], "expected seconds > 0"),
+    (["--num_iterations", "0"], "expected an integer >= 1"),
+])
+def test_bad_flags_one_line_exit_2(argv, needle, capsys):
+    mamf = load_script()
+    with pytest.raises(SystemExit) as exit_:
+        mamf.parse_args(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and needle in err and err.count("\n") == 1
+
+
+def test_bad_flag_in_a_real_process_before_any_work():
+    proc = subprocess.run([sys.executable, str(REPO / SCRIPT), "--k_range", "0", "64", "-8"],
+                          env=script_env({}), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "--k_range" in proc.stderr
+
+
+# --- real CPU runs --------------------------------------------------------------------------
+
+def run(args, timeout=120):
+    proc = subprocess.run([sys.executable, str(REPO / SCRIPT), *args], env=script_env({}),
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    return proc.returncode, parse_jsonl(proc.stdout), proc.stderr
+
+
+def check_matmul(r):
+    ms = {"tflops_mean": r["ms_mean"], "tflops_median": r["ms_median"], "tflops_max": r["ms_min"]}
+    for key, time_ms in ms.items():
+        assert r[key] == pytest.approx(2 * r["m"] * r["n"] * r["k"] / (time_ms * 1e-3) / 1e12)
+    assert r["tflops_max"] >= r["tflops_median"] > 0 and r["tflops_max"] >= r["tflops_mean"] > 0
+
+
+def test_scan_on_cpu_writes_matmul_and_mamf_records(tmp_path):
+    out = tmp_path / "mamf.jsonl"
+    out.write_text('{"kind": "earlier run"}\n')  # appended to, like every log of the suite
+    rc, recs, err = run(["--m_range", "0", "96", "32", "--n", "16", "--k", "32", "48",
+                         "--dtype", "float32", "--num_iterations", "5",
+                         "--num_warmup_iterations", "2", "--output_file", str(out), "--notes", "cpu"])
+    assert rc == 0, err
+    assert [r["kind"] for r in recs] == ["header"] + ["matmul"] * 4 + ["mamf"]
+    assert parse_jsonl(out.read_text()) == [{"kind": "earlier run"}] + recs
+    header, matmuls, mamf = recs[0], recs[1:-1], recs[-1]
+    assert header["config"]["mode"] == "scan" and header["notes"] == "cpu"
+    assert header["config"]["warmup_s"] == 0  # no accelerator warm-up on a CPU
+    assert [(r["m"], r["k"]) for r in matmuls] == [(32, 32), (32, 48), (64, 32), (64, 48)]
+    for r in matmuls:
+        check_matmul(r)
+        assert (r["iters"], r["warmup_iters"], r["dtype"]) == (5, 2, "float32")
+    best = max(matmuls, key=lambda r: r["tflops_mean"])
+    assert {key: mamf[key] for key in ("m", "n", "k", "tflops_mean", "tflops_max")} == {
+        key: best[key] for key in ("m", "n", "k", "tflops_mean", "tflops_max")}
+    assert mamf["shapes_tried"] == 4 and mamf["interrupted"] is False
+    assert mamf["efficiency"] is None and header["warnings"]  # no peak for a CPU, and it says so
+    assert "MAMF float32" in err
+
+
+def test_search_on_cpu_ranks_with_screens_and_reports_a_full_measurement():
+    rc, recs, err = run(["--dtype", "float32", "--budget_s", "3", "--num_iterations", "8",
+                         "--num_warmup_iterations", "2"])
+    assert rc == 0, err
+    matmuls = [r for r in recs if r["kind"] == "matmul"]
+    phases = {r["phase"] for r in matmuls}
+    assert {"coarse", "final"} <= phases
+    assert all(r["iters"] == 8 for r in matmuls)  # the screen never exceeds the full counts
+    finals = [r for r in matmuls if r["phase"] == "final"]
+    mamf = recs[-1]
+    assert mamf["kind"] == "mamf" and mamf["mode"] == "search"
+    assert mamf["tflops_mean"] == max(r["tflops_mean"] for r in finals)
+    assert mamf["search_s"] < 3 + 2  # the budget, plus one final measurement at most
+    assert mamf["shapes_tried"] == len({(r["m"], r["n"], r["k"]) for r in matmuls})
+
+
+def test_fp8_runs_through_scaled_mm_and_an_unsupported_dtype_is_one_record():
+    rc, recs, err = run(["--dtype", "float8_e4m3fn", "--m", "32", "--n", "32", "--k", "32",
+                         "--num_iterations", "3", "--num_warmup_iterations", "1"])
+    assert rc == 0, err
+    check_matmul(recs[1])
+    assert recs[-1]["kind"] == "mamf" and recs[-1]["dtype"] == "float8_e4m3fn"
+    rc, recs, err = run(["--dtype", "float8_e4m3fnuz", "--m", "32", "--n", "32", "--k", "32"])
+    assert rc == 1  # the ROCm fp8 format: torch's CPU _scaled_mm rejects it
+    assert [r["kind"] for r in recs] == ["header", "error"] and recs[1]["error"] == "unsupported"
+    assert "float8_e4m3fnuz" in err.splitlines()[-1]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_still_writes_the_best_so_far(signum, tmp_path):
+    out = tmp_path / "mamf.jsonl"
+    proc = subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--m_range", "0", "100000", "8",
+                             "--n", "64", "--k", "64", "--dtype", "float32", "--num_iterations", "20",
+                             "--output_file", str(out)],
+                            env=script_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    seen = 0
+    for line in proc.stdout:  # wait until three shapes are measured
+        seen += '"kind": "matmul"' in line
+        if seen == 3:
+            break
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    recs = parse_jsonl(out.read_text())
+    assert proc.returncode == 128 + signum, err
+    mamf = recs[-1]
+    assert mamf["kind"] == "mamf" and mamf["interrupted"] is True and "interrupted" in err
+    matmuls = [r for r in recs if r["kind"] == "matmul"]
+    assert 3 <= mamf["shapes_tried"] == len(matmuls) < 12500
+    assert mamf["tflops_mean"] == max(r["tflops_mean"] for r in matmuls)
