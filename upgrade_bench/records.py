@@ -84,6 +84,6 @@ def read_lines(lines, source: str = "<input>"):
         if isinstance(schema, int) and schema > SCHEMA:
             raise SchemaTooNew(f"{source}:{number}: record schema {schema} is newer than this "
                                f"code reads ({SCHEMA}); update the suite")
-        record.setdefault("source", source)
+        record["log_file"] = source
         records.append(record)
     return records, skipped
