@@ -22,6 +22,7 @@ import statistics
 import sys
 
 from upgrade_bench import decompose, engine, settings
+from upgrade_bench import records
 from upgrade_bench.records import RecordWriter
 
 SCRIPT = "bench_decompose.py"
@@ -85,12 +86,13 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
 
 def main() -> int:
     s = settings.load(VARS, __doc__)
+    stdout = records.claim_stdout()
     engine.prepare_process_env()
     try:
         rc = engine.resolve(s)
     except engine.BadConfig as err:
         engine.fail_bad_config(err)
-    writer = RecordWriter(SCRIPT, s["OUTPUT"], enabled=rc.rank == 0)
+    writer = RecordWriter(SCRIPT, s["OUTPUT"], enabled=rc.rank == 0, stream=stdout)
     writer.write("header", **engine.header_fields(rc))
     for warning in rc.warnings:
         if rc.rank == 0:

@@ -2,10 +2,11 @@
 """benchmark.py: one point (or several) of the guide's sequence-length sweep.
 
 DeepSpeed training step (fwd + bwd + optimizer step) of a causal LM on random tokens,
-timed per step; writes JSON lines: a `header`, a `step` per step, a `summary` per sequence
-length, and an `error` (oom -> exit 3, anything else -> exit 1) if a point fails. Defaults
-are the guide's long-context config: Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU
-AdamW offload, Liger.
+timed per step; writes JSON lines (stdout holds nothing else): a `header`, a `step` per
+step, a `summary` per sequence length (with GPU telemetry over the timed steps: SM clock,
+power, temperature, throttle reasons, energy per token), and an `error` (oom -> exit 3,
+anything else -> exit 1) if a point fails. Defaults are the guide's long-context config:
+Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
 
     deepspeed --num_gpus=8 benchmark.py                 # the guide's config at 8K
     SEQ_LEN="8192 32768" deepspeed --num_gpus=8 benchmark.py
@@ -13,7 +14,8 @@ AdamW offload, Liger.
 """
 import sys
 
-from upgrade_bench import engine, flops, settings
+from upgrade_bench import engine, flops, settings, telemetry
+from upgrade_bench import records
 from upgrade_bench.records import RecordWriter
 from upgrade_bench.timing import summarize
 
@@ -26,9 +28,12 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
     batch, step_flops = engine.prepare_point(rc, seq_len)
     tokens = s["BATCH_SIZE"] * seq_len
     times_ms, peaks = [], []
+    sampler = telemetry.Sampler(rc.device.index or 0)  # NVML over the timed steps only
     total = s["WARMUP_STEPS"] + s["STEPS"]
     for step in range(total):
         warmup = step < s["WARMUP_STEPS"]
+        if step == s["WARMUP_STEPS"]:
+            sampler.start()
         step_ms, loss_value = engine.timed_step(eng, batch, rc.device, probe if step == 0 else None)
         if step == 0 and snapshot:
             snapshot()
@@ -40,7 +45,10 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
         if not warmup:
             times_ms.append(step_ms)
             peaks.append(peak)
+    samples = sampler.stop()
     stats = summarize(times_ms)
+    gpu_telemetry = telemetry.aggregate(samples, tokens * stats["n"], sampler.energy_mj)
+    gpu_telemetry = telemetry.combine_ranks(engine.gather_objects(gpu_telemetry))
     median_ms = stats["median"]
     tflops_per_gpu = flops.tflops(step_flops.model, median_ms)
     hfu_tflops = flops.tflops(step_flops.hardware, median_ms)
@@ -53,17 +61,18 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
                  tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
                  peak_mem_gib=None if peaks[0] is None else max(peaks), loss=loss_value,
-                 attn_backend=rc.backend, world_size=rc.world_size)
+                 attn_backend=rc.backend, world_size=rc.world_size, **gpu_telemetry)
 
 
 def main() -> int:
     s = settings.load(VARS, __doc__)
+    stdout = records.claim_stdout()
     engine.prepare_process_env()
     try:
         rc = engine.resolve(s)
     except engine.BadConfig as err:
         engine.fail_bad_config(err)
-    writer = RecordWriter(SCRIPT, s["OUTPUT"], enabled=rc.rank == 0)
+    writer = RecordWriter(SCRIPT, s["OUTPUT"], enabled=rc.rank == 0, stream=stdout)
     writer.write("header", **engine.header_fields(rc))
     for warning in rc.warnings:
         if rc.rank == 0:

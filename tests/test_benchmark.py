@@ -34,6 +34,22 @@ def test_zero2_two_seqlens_in_one_process(run, tmp_path):
     assert summary["hfu"] == pytest.approx(summary["mfu"])  # no checkpointing: no recompute
     assert summary["tokens_per_s_per_gpu"] == pytest.approx(64 / (summary["step_ms"] / 1e3))
     assert summary["peak_mem_gib"] is None  # no GPU: no reserved-memory figure
+    assert summary["telemetry_samples"] == 0 and summary["sm_clock_mhz_median"] is None
+
+
+def test_stdout_is_pure_jsonl_under_the_launcher(run):
+    # DeepSpeed and its JIT builds print to stdout; the records must stay parseable alone.
+    import subprocess
+
+    from conftest import script_env
+
+    proc = subprocess.run([launcher(), "--num_gpus", "1", str(REPO / "benchmark.py")],
+                          env=script_env(TINY_FAST), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # The launcher logs to stdout itself; everything after it spawned the rank is ours.
+    ours = proc.stdout.split("spawned with command", 1)[1].splitlines()[1:]
+    lines = [line for line in ours if "[launch.py:" not in line]
+    assert [json.loads(line)["kind"] for line in lines] == ["header", "step", "step", "step", "summary"]
 
 
 def test_zero3_under_the_deepspeed_launcher_two_ranks(run, tmp_path):

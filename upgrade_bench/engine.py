@@ -290,6 +290,17 @@ def worst_rank_peak_gib(device) -> float | None:
     return peak.item() / 2**30
 
 
+def gather_objects(obj) -> list:
+    """obj from every rank (all ranks must call); [obj] in a world of one."""
+    import torch.distributed as dist
+
+    if not (dist.is_initialized() and dist.get_world_size() > 1):
+        return [obj]
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
 def memory_probe(device) -> dict:
     import torch
 

@@ -29,6 +29,19 @@ def _clean(value):
     return value
 
 
+def claim_stdout():
+    """A stream on the real stdout for records; everything else printed goes to stderr.
+
+    DeepSpeed, its JIT builds and the launcher print to stdout (some from C code); moving
+    fd 1 to stderr keeps a script's stdout pure JSON lines, fit for a pipe.
+    """
+    records = os.fdopen(os.dup(1), "w", buffering=1)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return records
+
+
 class RecordWriter:
     """Writes records of one script run; only the writing rank should have enabled=True."""
 
