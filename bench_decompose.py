@@ -69,7 +69,7 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
         if step == 0 and snapshot:
             snapshot()
     times_ms = [engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"])]
-    peak = engine.worst_rank_peak_gib(rc.device)  # a collective: every rank calls it
+    peak = engine.worst_rank_peaks_gib(rc.device)[0]  # a collective: every rank calls it
     kernel_us = profiled_kernel_us(eng, batch, rc.device, s["PROFILE_STEPS"])
     fields = decompose.decompose(statistics.median(times_ms), kernel_us, s["PROFILE_STEPS"],
                                  step_flops, rc.peak_tflops)

@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import replace
 
-from upgrade_bench import attn_kernels, engine, fingerprint, flops, gpus, settings, timing
+from upgrade_bench import attn_kernels, engine, fingerprint, flops, gpus, settings, telemetry, timing
 from upgrade_bench.records import RecordWriter
 
 SCRIPT = "bench_flash_attn.py"
@@ -142,9 +142,11 @@ def time_pass(forward, leaves, dout, pass_, flush, device, s) -> dict:
     timed()  # the first call compiles (FA4 JIT) and is never timed
     timing.sync(device)
     first_call_ms = (time.perf_counter() - start) * 1e3
-    stats = timing.summarize(timing.time_iterations(timed, device, s["ITERS"], s["WARMUP"], prepare))
+    times, gpu = telemetry.sampled(device.index or 0, lambda: timing.time_iterations(
+        timed, device, s["ITERS"], s["WARMUP"], prepare))
+    stats = timing.summarize(times)
     return {"ms": stats["median"], "ms_min": stats["min"], "ms_max": stats["max"],
-            "iters": stats["n"], "first_call_ms": first_call_ms}
+            "iters": stats["n"], "first_call_ms": first_call_ms, **gpu}
 
 
 def free_memory(device) -> None:

@@ -37,14 +37,15 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
         step_ms, loss_value = engine.timed_step(eng, batch, rc.device, probe if step == 0 else None)
         if step == 0 and snapshot:
             snapshot()
-        peak = engine.worst_rank_peak_gib(rc.device)
+        peak, peak_alloc = engine.worst_rank_peaks_gib(rc.device)
         step_tflops = flops.tflops(step_flops.model, step_ms)
         writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
                      tokens=tokens, tflops_per_gpu=step_tflops,
-                     mfu=flops.mfu(step_tflops, rc.peak_tflops), loss=loss_value, peak_mem_gib=peak)
+                     mfu=flops.mfu(step_tflops, rc.peak_tflops), loss=loss_value, peak_mem_gib=peak,
+                     peak_alloc_gib=peak_alloc)
         if not warmup:
             times_ms.append(step_ms)
-            peaks.append(peak)
+            peaks.append((peak, peak_alloc))
     samples = sampler.stop()
     stats = summarize(times_ms)
     gpu_telemetry = telemetry.aggregate(samples, tokens * stats["n"], sampler.energy_mj)
@@ -60,7 +61,7 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
                  hfu=flops.mfu(hfu_tflops, rc.peak_tflops),
                  tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
-                 peak_mem_gib=None if peaks[0] is None else max(peaks), loss=loss_value,
+                 peak_mem_gib=peaks[-1][0], peak_alloc_gib=peaks[-1][1], loss=loss_value,
                  attn_backend=rc.backend, world_size=rc.world_size, **gpu_telemetry)
 
 

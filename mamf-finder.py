@@ -26,7 +26,7 @@ import signal
 import sys
 from contextlib import contextmanager
 
-from upgrade_bench import engine, fingerprint, gpus, matmul, timing
+from upgrade_bench import engine, fingerprint, gpus, matmul, telemetry, timing
 from upgrade_bench.records import RecordWriter
 
 SCRIPT = "mamf-finder.py"
@@ -318,7 +318,8 @@ class Run:
         a = self.args
         warmup, iters = (a.num_warmup_iterations, a.num_iterations) if full else self.screen_iters
         try:
-            stats = self.bench.measure(shape, iters, warmup)
+            stats, gpu = telemetry.sampled(self.device.index or 0,
+                                           lambda: self.bench.measure(shape, iters, warmup))
         except Exception as err:  # one record per failed shape (an OOM, say); the run goes on
             with self.signals.hold():
                 self.writer.write("error", seq_len=None, phase=self.phase, **engine.error_fields(err),
@@ -328,7 +329,8 @@ class Run:
             return None
         with self.signals.hold():
             record = self.writer.write("matmul", m=shape.m, n=shape.n, k=shape.k, dtype=a.dtype,
-                                       **stats, iters=iters, warmup_iters=warmup, phase=self.phase)
+                                       **stats, iters=iters, warmup_iters=warmup, phase=self.phase,
+                                       **gpu)
             self.tally.add(record, full)
         best = self.tally.best()
         self.progress.show(f"[{self.phase}] {self.tally.measurements:>4} | {str(shape):>17} "

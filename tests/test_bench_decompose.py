@@ -20,6 +20,11 @@ KERNELS = [
     ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x128x128_4x1x1_kernel0_0", "attention"),
     ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_7_64x128x128_4x1x1_kernel0_0", "attention"),
     ("cudnn_generated_fort_native_sdpa_sm90_knob_26_64x64x128_1x4x1_kernel0_0", "attention"),
+    # cuDNN SDPA's backward helpers, unclassified on the first H200 run (results/ logs).
+    ("void cudnn::fusion::compute_dot_do_o_specialized<true, 128>(void const*, void const*, void*, "
+     "void*, unsigned int, unsigned int, unsigned int)", "attention"),
+    ("void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int, unsigned int)",
+     "attention"),
     # torch's FA2 (template arguments name cutlass types).
     ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
      "cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, "

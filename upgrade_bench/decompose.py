@@ -43,6 +43,8 @@ RULES = (
     _rule(COMM, "NCCL collectives (ncclDevKernel_AllReduce_..., ncclKernel_...)", r"nccl"),
     _rule(COMM, "CPU collectives (c10d / gloo)", r"^c10d::|gloo|record_param_comms"),
     _rule("attention", "cuDNN SDPA (cudnn_generated_fort_native_sdpa_sm90_...)", r"cudnn.*(sdpa|fmha)"),
+    _rule("attention", "cuDNN SDPA backward helpers (cudnn::fusion::compute_dot_do_o_specialized, "
+          "cudnn::fusion::convert_dq_to_16bits), seen on an H200", r"cudnn::fusion::(compute_dot_do_o|convert_dq)"),
     _rule("attention", "FA2 (torch's pytorch_flash::flash_fwd_kernel, flash_bwd_*; flash-attn 2)",
           r"\bflash_(fwd|bwd)"),
     _rule("attention", "memory-efficient / xformers (fmha_cutlassF_*, fmha_cutlassB_*)", r"fmha"),

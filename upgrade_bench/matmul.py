@@ -240,7 +240,8 @@ class Tally:
 
 def mamf_fields(best: dict | None, dtype: str, peak_tflops: float | None) -> dict:
     """The figures of the `mamf` record: the best shape's, and its share of the spec peak."""
-    keys = ("m", "n", "k", "tflops_mean", "tflops_median", "tflops_max", "iters")
+    keys = ("m", "n", "k", "tflops_mean", "tflops_median", "tflops_max", "iters",
+            "sm_clock_mhz_median", "sm_clock_mhz_min", "power_w_mean", "throttle")
     fields = {"dtype": dtype, **{key: (best or {}).get(key) for key in keys},
               "peak_tflops": peak_tflops, "efficiency": None}
     if best and peak_tflops:

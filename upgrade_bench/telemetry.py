@@ -102,10 +102,14 @@ class Sampler:
             import pynvml
 
             pynvml.nvmlInit()
-            self._nvml, self._handle = pynvml, _nvml_handle(pynvml, self.device_index)
         except Exception as err:  # no driver, no GPU, no nvidia-ml-py: nothing to sample
             self.error = f"{type(err).__name__}: {err}"
-            self._handle = None
+            return
+        try:
+            self._nvml, self._handle = pynvml, _nvml_handle(pynvml, self.device_index)
+        except Exception as err:  # e.g. a device NVML cannot match (MIG slice)
+            self.error = f"{type(err).__name__}: {err}"
+            pynvml.nvmlShutdown()
             return
         self._energy_start = self._energy()
         self._stop.clear()
@@ -134,7 +138,10 @@ class Sampler:
         end = self._energy()
         if self._energy_start is not None and end is not None:
             self.energy_mj = end - self._energy_start
-        self._nvml.nvmlShutdown()  # reference-counted: balances this start()'s nvmlInit
+        try:
+            self._nvml.nvmlShutdown()  # reference-counted: balances this start()'s nvmlInit
+        except Exception:
+            pass
         return list(self._samples)
 
 
@@ -203,3 +210,19 @@ def combine_ranks(per_rank: list[dict]) -> dict:
     if values("throttle"):
         out["throttle"] = sorted({name for names in values("throttle") for name in names})
     return out
+
+
+def sampled(device_index: int, fn):
+    """(fn(), clock/power/temperature/throttle fields over its run) for one GPU.
+
+    For kernel benchmarks: a number measured while the clock sagged says so in its record.
+    """
+    sampler = Sampler(device_index)
+    sampler.start()
+    try:
+        result = fn()
+    finally:
+        samples = sampler.stop()
+    fields = aggregate(samples, tokens=0)
+    del fields["energy_j_per_token"]  # no tokens in a kernel benchmark
+    return result, fields
