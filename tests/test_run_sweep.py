@@ -531,3 +531,15 @@ def test_telemetry_worst_rank_decides():
     assert got["throttle"] == ["sw_thermal"] and got["sm_clock_mhz_median"] == (1980 + 1550) / 2
     assert got["power_w_mean"] == 650 and got["telemetry_samples"] == 4
     assert got["energy_j_per_token"] == pytest.approx((6.0 + 7.0) / 2)
+
+
+def test_dry_run_eight_gpu_decomposition_at_the_right_sized_8k(tmp_path):
+    # The guide's decomposition on a full node, as issue 9 plans it: same launcher path.
+    result = run_sweep(DRY_RUN=1, GPUS=8, SEQLENS=8192, BENCHMARK=REPO / "bench_decompose.py",
+                       ZERO_STAGE=2, OFFLOAD_OPTIMIZER=0, GRAD_CHECKPOINT=0, OUT=tmp_path / "d.jsonl")
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.strip()
+    assert "ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 GRAD_CHECKPOINT=0 SEQ_LEN=8192" in line
+    assert line.endswith(f"--num_gpus 8 --master_port {line.split('--master_port ')[1].split()[0]} "
+                         f"{REPO / 'bench_decompose.py'}")
+    assert not (tmp_path / "d.jsonl").exists()
