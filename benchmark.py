@@ -15,8 +15,6 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
 import sys
 
 from upgrade_bench import engine, flops, settings, telemetry
-from upgrade_bench import records
-from upgrade_bench.records import RecordWriter
 from upgrade_bench.timing import summarize
 
 SCRIPT = "benchmark.py"
@@ -66,32 +64,7 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
 
 
 def main() -> int:
-    s = settings.load(VARS, __doc__)
-    stdout = records.claim_stdout()
-    engine.prepare_process_env()
-    try:
-        rc = engine.resolve(s)
-    except engine.BadConfig as err:
-        engine.fail_bad_config(err)
-    writer = RecordWriter(SCRIPT, s["OUTPUT"], enabled=rc.rank == 0, stream=stdout)
-    writer.write("header", **engine.header_fields(rc))
-    for warning in rc.warnings:
-        if rc.rank == 0:
-            sys.stderr.write(f"warning: {warning}\n")
-    probe = snapshot = None
-    if s["MEM_DEBUG"]:
-        probe, snapshot = engine.memory_debug(rc, writer)
-    seq_len = None
-    try:
-        eng, _keep_alive = engine.build_engine(rc, probe)
-        for seq_len in s["SEQ_LEN"]:
-            run_point(eng, rc, writer, seq_len, probe, snapshot)
-    except Exception as err:  # one record per failure, then an exit code the sweep reads
-        fields = engine.error_fields(err)
-        writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)
-        sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
-        return engine.exit_code_for(err)
-    return 0
+    return engine.run_script(SCRIPT, VARS, __doc__, run_point)
 
 
 if __name__ == "__main__":

@@ -386,3 +386,40 @@ def memory_debug(rc: RunConfig, writer):
         writer.write("memory_snapshot", path=path)
 
     return probe, snapshot
+
+
+def run_script(script: str, variables, doc: str, run_point) -> int:
+    """main() of a training-step script: settings, header, engine, run_point per SEQ_LEN.
+
+    run_point(engine, rc, writer, seq_len, probe, snapshot) writes the script's records.
+    Any failure becomes one `error` record and the exit code a sweep reads (3 = OOM).
+    """
+    from . import records, settings
+
+    s = settings.load(variables, doc)
+    stdout = records.claim_stdout()
+    prepare_process_env()
+    try:
+        rc = resolve(s)
+    except BadConfig as err:
+        fail_bad_config(err)
+    writer = records.RecordWriter(script, s["OUTPUT"], enabled=rc.rank == 0, stream=stdout)
+    writer.write("header", **header_fields(rc))
+    if rc.rank == 0:
+        for warning in rc.warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+    probe = snapshot = None
+    if s["MEM_DEBUG"]:
+        probe, snapshot = memory_debug(rc, writer)
+    seq_len = None
+    try:
+        eng, _keep_alive = build_engine(rc, probe)
+        for seq_len in s["SEQ_LEN"]:
+            run_point(eng, rc, writer, seq_len, probe, snapshot)
+    except Exception as err:  # one record per failure, then an exit code the sweep reads
+        fields = error_fields(err)
+        writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)
+        if rc.rank == 0:
+            sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
+        return exit_code_for(err)
+    return 0
