@@ -95,3 +95,12 @@ def test_token_limit_stays_below_special_tokens():
 
     assert engine.token_limit(model.load_config("llama-3.1-8b")) == 128000
     assert engine.token_limit(model.load_config("tiny")) == 1000
+
+
+def test_process_env_fixes_the_arch_list_before_deepspeed_reads_it():
+    environ = {"TORCH_CUDA_ARCH_LIST": "9.0a", "RANK": "1"}
+    engine.prepare_process_env(environ)
+    assert environ == {"TORCH_CUDA_ARCH_LIST": "9.0", "RANK": "1"}  # a launched rank keeps its world
+    single = {}
+    engine.prepare_process_env(single)
+    assert single["WORLD_SIZE"] == "1" and single["RANK"] == "0" and int(single["MASTER_PORT"]) > 0

@@ -37,8 +37,6 @@ def prepare_process_env(environ=os.environ) -> None:
             port = s.getsockname()[1]
         environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    # Keep transformers from fetching hub kernels: a missing FA package is our error to report.
-    environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 
 def is_oom(err: BaseException) -> bool:
