@@ -29,7 +29,7 @@ import json
 import os
 import sys
 
-from upgrade_bench import records, report
+from upgrade_bench import records, reference, report, report_md
 
 EXIT_BAD_INPUT = 2
 
@@ -101,7 +101,7 @@ def read_all(paths) -> tuple:
 def write_guide_reference(path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        for r in report.guide_reference_records():
+        for r in reference.guide_reference_records():
             f.write(json.dumps(r) + "\n")
     sys.stderr.write(f"wrote the guide's published figures to {path}\n")
 
@@ -136,16 +136,16 @@ def main(argv=None) -> int:
 
     os.makedirs(args.out, exist_ok=True)
     pngs = figures.write_all(analysis, args.out)
-    text = report.render(analysis, pngs, paths, sum(skipped.values()))
+    text = report_md.render(analysis, pngs, paths, sum(skipped.values()))
     report_path = os.path.join(args.out, "report.md")
     with open(report_path, "w", encoding="utf-8") as f:
         f.write(text)
     for c in analysis.comparisons:
         if c["base"].points or c["other"].points:
             sys.stderr.write(f"\n{c['other'].label} vs {c['base'].label}\n"
-                             f"{report.speedup_markdown(c)}\n")
+                             f"{report_md.speedup_markdown(c)}\n")
             if analysis.prices:
-                sys.stderr.write(report.cost_markdown(c) + "\n")
+                sys.stderr.write(report_md.cost_markdown(c) + "\n")
     sys.stderr.write(f"\nwrote {report_path} and {', '.join(pngs)} in {args.out}\n")
     return 0
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from upgrade_bench import records, report
+from upgrade_bench import records, reference, report, report_md
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "plot_results.py")
@@ -140,7 +140,7 @@ def test_identity_flags_mfu_computed_against_another_peak():
     rows = {r["seq_len"]: r for r in c["speedup"]}
     assert rows[1024]["identity"] == pytest.approx(2.25)
     assert rows[1024]["identity_ok"] is False and rows[2048]["identity_ok"] is True
-    assert "**MISMATCH**" in report.speedup_markdown(c)
+    assert "**MISMATCH**" in report_md.speedup_markdown(c)
 
 
 def test_cost_per_token_and_verdicts():
@@ -171,7 +171,7 @@ def test_capability_gap_from_oom_and_capacity():
     cost = {r["seq_len"]: r for r in c["cost"]}
     assert cost[8192]["verdict"] == "capability gap: H200 SXM cannot run this (max fit 6K)"
     assert cost[8192]["other_usd_per_mtok"] == pytest.approx(4.0 / (12000 * 3600) * 1e6)
-    assert "**capability gap: H200 SXM cannot run this (OOM)**" in report.speedup_markdown(c)
+    assert "**capability gap: H200 SXM cannot run this (OOM)**" in report_md.speedup_markdown(c)
 
 
 def test_other_tables_decomposition_attention_mamf_capabilities():
@@ -183,7 +183,7 @@ def test_other_tables_decomposition_attention_mamf_capabilities():
     rows = {r["seq_len"]: r for r in report.attention_rows(lines, a.baseline)}
     assert rows[1024]["ratios"]["B200 SXM"] == (pytest.approx(2.0), "fa4", "fa3")
     assert a.mamf["B200 SXM"][0] == 1700.0 and a.mamf["H200 SXM"][0] == 800.0
-    text = report.render(a)
+    text = report_md.render(a)
     assert "B200 SXM: 2.12x" in text                          # MAMF ratio 1700/800
     assert "| 1K | 50.0% |" in text                           # 400 TFLOPS / 800 MAMF on H200
     caps = {line.split("|")[1].strip(): line for line in text.splitlines() if "matmul:" in line}
@@ -220,7 +220,7 @@ def test_config_pairing_and_ignore_config():
 
 
 def test_guide_reference_records_are_labelled_and_reproduce_the_guide():
-    recs = report.guide_reference_records()
+    recs = reference.guide_reference_records()
     assert all(r["reference"] == "guide" for r in recs)
     headers = [r for r in recs if r["kind"] == "header"]
     assert {r["hardware"]["gpu_name"] for r in headers} == {"NVIDIA H200", "NVIDIA B200"}
@@ -237,7 +237,7 @@ def test_guide_reference_records_are_labelled_and_reproduce_the_guide():
     (dec,) = [c for c in a.comparisons if c["decomposition"]]
     assert [(r["bucket"], round(r["speedup"], 2)) for r in dec["decomposition"]] == [
         ("attention", 1.87), ("everything else", 1.67), ("total", 1.69)]  # the guide's ratios
-    assert "guide's published" in report.render(a)
+    assert "guide's published" in report_md.render(a)
 
 
 # ---------------------------------------------------------------- the script, run for real

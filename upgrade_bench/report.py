@@ -1,7 +1,8 @@
 """From JSON-lines records to the decision: grouping, the guide's tables, $/token, verdicts.
 
-Pure functions over records as `records.read_lines` returns them; figures.py draws what
-`analyse` computes and plot_results.py is the command line.
+The analysis only: pure functions over records as `records.read_lines` returns them.
+report_md.py writes report.md from what `analyse` computes, figures.py draws it,
+reference.py holds the guide's published numbers and plot_results.py is the command line.
 
 Grouping. A record belongs to the run whose `header` has its run_id (the latest such header
 before it, so sweeps that share a RUN_ID still resolve). A run's GPU is the header's
@@ -16,7 +17,7 @@ two backends.
 import json
 from dataclasses import dataclass, field
 
-from . import flops, gpus, settings
+from . import gpus
 
 # Config fields that vary per sweep point or do not change the workload: not part of a
 # series' identity (STEPS/SEED change precision, PEAK_TFLOPS only the MFU denominator).
@@ -26,11 +27,6 @@ PER_POINT_FIELDS = frozenset({"SEQ_LEN", "SEQLENS", "OUTPUT", "NOTES", "SEED", "
                               "PEAK_TFLOPS", "RUN_ID"})
 # The guide's caveat 2: these move results by double-digit percent, so they must match.
 STACK_KEYS = ("python", "torch", "cuda", "transformers", "deepspeed", "liger-kernel")
-# The settings that shape the workload most, shown in the report's series table.
-SUMMARY_FIELDS = ("MODEL", "NUM_LAYERS", "BATCH_SIZE", "ZERO_STAGE", "OFFLOAD_OPTIMIZER",
-                  "GRAD_CHECKPOINT", "USE_LIGER", "ATTN_BACKEND", "PACKED_DOC_LEN", "world_size")
-TELEMETRY_FIELDS = ("sm_clock_mhz_median", "sm_clock_mhz_min", "power_w_mean", "temp_c_max",
-                    "throttle", "energy_j_per_token")
 # speedup = (mfu_new * peak_new) / (mfu_old * peak_old) is exact algebra when both MFUs use
 # the table peaks; a gap above rounding means a run's MFU used another peak (PEAK_TFLOPS).
 IDENTITY_TOLERANCE = 0.01
@@ -316,6 +312,10 @@ def normalise_dtype(name) -> str:
     return text
 
 
+def seq_label(n) -> str:
+    return f"{n // 1024}K" if isinstance(n, int) and n >= 1024 and n % 1024 == 0 else str(n)
+
+
 def cannot_run(s: Series, gpu: Gpu, seq_len: int) -> str | None:
     """Why a series cannot run a point: its OOM there, or its capacity ceiling below it."""
     error = s.errors.get(seq_len)
@@ -567,306 +567,3 @@ def analyse(data: Dataset, baseline: str | None = None, price_specs=()) -> Analy
     data.series.sort(key=lambda s: (order.index(s.gpu), bool(s.reference), s.backend, s.config_key))
     return Analysis(data, base, comparisons, prices, stack, unpaired_hints(data.series, base, paired),
                     {g: mamf_of(data.gpus[g]) for g in data.gpus}, attention_series(data.gpus), order)
-
-
-# ---------------------------------------------------------------- markdown
-
-def seq_label(n) -> str:
-    return f"{n // 1024}K" if isinstance(n, int) and n >= 1024 and n % 1024 == 0 else str(n)
-
-
-def fmt(value, kind: str = "num") -> str:
-    if value is None or value == []:
-        return "-"
-    if kind == "pct":
-        return f"{value:.1%}"
-    if kind == "x":
-        return f"{value:.2f}x"
-    if kind == "usd":
-        return f"${value:.4g}"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 10 else f"{value:.1f}"
-    if isinstance(value, list):
-        return ", ".join(map(str, value))
-    return str(value)
-
-
-def md_table(headers: list, rows: list) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def speedup_markdown(c: dict) -> str:
-    b, o = c["base"], c["other"]
-    rows = []
-    for r in c["speedup"]:
-        check = "-" if r["identity_ok"] is None else ("ok" if r["identity_ok"] else "**MISMATCH**")
-        speed = fmt(r["speedup"], "x") if not r["gap"] else f"**capability gap: {r['gap']}**"
-        rows.append([seq_label(r["seq_len"]), fmt(r["attn_share"], "pct"), fmt(r["base_tflops"]),
-                     fmt(r["other_tflops"]), fmt(r["base_mfu"], "pct"), fmt(r["other_mfu"], "pct"),
-                     speed, fmt(r["peak_ratio"], "x"), fmt(r["mfu_ratio"], "x"),
-                     fmt(r["identity"], "x"), check])
-    return md_table(["seq_len", "attn FLOP share", f"{b.gpu} TFLOPS", f"{o.gpu} TFLOPS",
-                     f"{b.gpu} MFU", f"{o.gpu} MFU", "speedup", "peak ratio", "MFU ratio",
-                     "peak ratio x MFU ratio", "identity"], rows)
-
-
-def cost_markdown(c: dict) -> str:
-    b, o = c["base"], c["other"]
-    rows = [[seq_label(r["seq_len"]), fmt(r["base_step_ms"]), fmt(r["other_step_ms"]),
-             fmt(r["base_usd_per_mtok"], "usd"), fmt(r["other_usd_per_mtok"], "usd"),
-             fmt(r["cost_ratio"], "x"), r["verdict"]] for r in c["cost"]]
-    return md_table(["seq_len", f"{b.gpu} step ms", f"{o.gpu} step ms", f"{b.gpu} $/1M tokens",
-                     f"{o.gpu} $/1M tokens", "cost ratio", "verdict"], rows)
-
-
-def memory_markdown(a: Analysis) -> str:
-    shown = [s for s in a.data.series if s.points or s.errors]
-    lens = sorted({n for s in shown for n in list(s.points) + list(s.errors)})
-    if not lens:
-        return ""
-
-    def cell(s, n):
-        if n in s.points:
-            return fmt(s.points[n].get("peak_mem_gib"))
-        return s.errors[n].get("error", "error") if n in s.errors else ""
-    rows = [[seq_label(n)] + [cell(s, n) for s in shown] for n in lens]
-    hbm = ["HBM GiB"] + [fmt(s.hbm_gib) for s in shown]
-    out = [md_table(["seq_len"] + [f"{s.label} peak GiB" for s in shown], rows + [hbm])]
-    caps = [(g, ref, rec) for g in a.order for _, ref, rec in a.data.gpus[g].capacity]
-    if caps:
-        out.append("Largest sequence length that fits (`capacity` records):\n\n" + md_table(
-            ["GPU", "max fit seq_len", "min fail seq_len", "peak GiB at max", "HBM GiB", "search step"],
-            [[g + (f" ({provenance(ref)})" if ref else ""),
-              seq_label(rec.get("max_fit_seq_len")) if rec.get("max_fit_seq_len") else "-",
-              seq_label(rec.get("min_fail_seq_len")) if rec.get("min_fail_seq_len") else "-",
-              fmt(rec.get("peak_mem_gib_at_max")), fmt(rec.get("hbm_gib") or a.data.gpus[g].hbm_gib),
-              fmt(rec.get("seq_len_step"))] for g, ref, rec in caps]))
-    return "\n\n".join(out)
-
-
-def mamf_markdown(a: Analysis) -> str:
-    recs = [(g, r) for g in a.order for r in a.data.gpus[g].mamf]
-    if not recs:
-        return ""
-    rows = []
-    for g, r in recs:
-        dtype = normalise_dtype(r.get("dtype"))
-        spec = gpus.lookup(g)
-        peak = r.get("peak_tflops") or (spec.peak_tflops(dtype) if spec else None)
-        rows.append([g, dtype, fmt(r.get("tflops_mean")), fmt(r.get("tflops_max")),
-                     "x".join(str(r[k]) for k in "mnk") if all(r.get(k) for k in "mnk") else "-",
-                     fmt(peak), fmt(r.get("efficiency") or ratio(r.get("tflops_mean"), peak), "pct"),
-                     provenance(r.get("reference")) or "measured"])
-    out = [md_table(["GPU", "dtype", "MAMF TFLOPS (mean)", "max", "shape m x n x k", "peak",
-                     "MAMF / peak", "source"], rows)]
-    base_mamf = a.mamf.get(a.baseline, (None, None))[0]
-    ratios = [f"{g}: {fmt(ratio(a.mamf[g][0], base_mamf), 'x')} (theoretical peak "
-              f"{fmt(ratio(a.data.gpus[g].peak_tflops, a.data.gpus[a.baseline].peak_tflops), 'x')})"
-              for g in a.order[1:] if a.mamf.get(g, (None,))[0] and base_mamf]
-    if ratios:
-        out.append(f"bf16 MAMF ratio over {a.baseline}: " + "; ".join(ratios))
-    util = [s for s in a.data.series if s.points and a.mamf.get(s.gpu, (None,))[0]]
-    lens = sorted({n for s in util for n in s.points})
-    if util:
-        out.append("MAMF utilisation (training TFLOPS / bf16 MAMF, the realistic ceiling):\n\n" + md_table(
-            ["seq_len"] + [s.label for s in util],
-            [[seq_label(n)] + [fmt(ratio(s.points[n].get("tflops_per_gpu"), a.mamf[s.gpu][0]), "pct")
-                               if n in s.points else "" for s in util] for n in lens]))
-    return "\n\n".join(out)
-
-
-def decomposition_markdown(c: dict) -> str:
-    b, o = c["base"], c["other"]
-    return md_table(["seq_len", "bucket", f"{b.gpu} TFLOPS", f"{o.gpu} TFLOPS", f"{b.gpu} ms",
-                     f"{o.gpu} ms", f"{b.gpu} time share", f"{o.gpu} time share", "speedup"],
-                    [[seq_label(r["seq_len"]), r["bucket"], fmt(r["base_tflops"]), fmt(r["other_tflops"]),
-                      fmt(r["base_ms"]), fmt(r["other_ms"]), fmt(r["base_share"], "pct"),
-                      fmt(r["other_share"], "pct"), fmt(r["speedup"], "x")] for r in c["decomposition"]])
-
-
-def attention_markdown(a: Analysis) -> str:
-    out = []
-    for (pass_, shape), lines in sorted(a.attention.items(), key=lambda kv: str(kv[0])):
-        names = list(lines)
-        others = [g for g in a.order[1:] if any(line[0] == g for line in names)]
-        rows = []
-        for r in attention_rows(lines, a.baseline):
-            cells = [fmt(r["tflops"][line]) for line in names]
-            for g in others:
-                got = r["ratios"].get(g)
-                cells.append(f"{fmt(got[0], 'x')} ({got[1]} / {got[2]})" if got else "-")
-            rows.append([seq_label(r["seq_len"])] + cells)
-        heads = [" ".join(p for p in line if p) + " TFLOPS" for line in names]
-        shape_text = ", ".join(f"{k} {v}" for k, v in zip(
-            ("batch", "heads", "kv_heads", "head_dim", "causal", "dtype", "packed_doc_len"), shape))
-        out.append(f"**{pass_}** ({shape_text})\n\n" + md_table(
-            ["seq_len"] + heads + [f"{g} best / {a.baseline} best" for g in others], rows))
-    return "\n\n".join(out)
-
-
-def telemetry_markdown(a: Analysis) -> str:
-    out = []
-    for s in a.data.series:
-        rows = [[seq_label(n)] + [fmt(p.get(f)) for f in TELEMETRY_FIELDS]
-                for n, p in s.points.items() if any(p.get(f) is not None for f in TELEMETRY_FIELDS)]
-        if rows:
-            out.append(f"{s.label}\n\n" + md_table(["seq_len"] + list(TELEMETRY_FIELDS), rows))
-    return "\n\n".join(out)
-
-
-def capability_markdown(a: Analysis) -> str:
-    """check_capabilities' side-by-side table, one column per GPU that has capability records."""
-    from .capabilities import capability_table
-
-    by_gpu = {g: a.data.gpus[g].capabilities for g in a.order if a.data.gpus[g].capabilities}
-    return capability_table(by_gpu).strip() if by_gpu else ""
-
-
-def render(a: Analysis, figures=(), inputs=(), skipped: int = 0) -> str:
-    """report.md: stack warnings first, then the guide's tables."""
-    d = a.data
-    out = ["# GPU upgrade report", ""]
-    if a.stack:
-        out += ["> **WARNING: software stacks differ between the GPUs compared.** The guide's "
-                "caveat 2: the stack alone moves results by double-digit percent, so part of "
-                "any difference below may be the stack, not the GPU.", ">"]
-        out += [f"> - {line}" for line in a.stack] + [""]
-    n_records = sum(len(s.points) for s in d.series)
-    out += [f"Generated by plot_results.py from {len(inputs)} log file(s); baseline GPU: "
-            f"**{a.baseline}**; {n_records} sweep points in {len(d.series)} series."
-            + (f" Skipped {skipped} malformed line(s)." if skipped else "")
-            + (f" {d.orphans} record(s) had no header (GPU unknown)." if d.orphans else ""), ""]
-    if any(s.reference for s in d.series) or any(r.get("reference") for g in d.gpus.values() for r in g.mamf):
-        out += [f"Series marked *({GUIDE_LABEL})* are the guide's published figures fed through "
-                "this pipeline, not measurements of this suite.", ""]
-    for path in figures:
-        out += [f"![{path}]({path})", ""]
-    out += ["## Series", "", md_table(
-        ["series", "GPU (as reported)", "records", "configuration", "points", "torch / CUDA", "sources"],
-        [[s.label, s.gpu_raw or "-", "sweep" if s.repeats or s.errors else "decomposition",
-          " ".join(f"{k}={_short(s.config[k])}" for k in SUMMARY_FIELDS if k in s.config) or "-",
-          ", ".join(seq_label(n) for n in sorted(set(s.points) | set(s.decompositions))) or "-",
-          "; ".join(f"{st.get('torch')} / {st.get('cuda')}" for st in s.stacks) or "-",
-          ", ".join(sorted(s.sources))] for s in d.series]), ""]
-    if a.hints:
-        out += ["Not compared:", ""] + [f"- {h}" for h in a.hints] + [""]
-    caps = capability_markdown(a)
-    if caps:
-        out += ["## Capabilities", "", "Rows in bold: one GPU can and another cannot; no benchmark "
-                "is needed to answer those.", "", caps, ""]
-    for c in a.comparisons:
-        if not (c["base"].points or c["other"].points):
-            continue
-        out += [f"## Speedup: {c['other'].label} vs {c['base'].label}", "",
-                "The identity column checks `speedup ~= peak ratio x MFU ratio`.", "",
-                speedup_markdown(c), ""]
-        if a.prices:
-            out += ["### $/token and wall-clock", "", "Decide on $/token; break ties on wall-clock "
-                    "and memory headroom.", "", cost_markdown(c), ""]
-    mem = memory_markdown(a)
-    if mem:
-        out += ["## Peak memory vs sequence length", "", mem, ""]
-    for c in a.comparisons:
-        if c["decomposition"]:
-            out += [f"## Step decomposition: {c['other'].label} vs {c['base'].label}", "",
-                    decomposition_markdown(c), ""]
-    att = attention_markdown(a)
-    if att:
-        out += ["## Isolated attention kernels", "", att, ""]
-    mamf = mamf_markdown(a)
-    if mamf:
-        out += ["## MAMF (maximum achievable matmul FLOPS)", "", mamf, ""]
-    tel = telemetry_markdown(a)
-    if tel:
-        out += ["## Telemetry", "", tel, ""]
-    if d.failures:
-        out += ["## Failures without a sequence length", ""]
-        out += [f"- {s.label}: {r.get('error')}: {r.get('message')}" for s, r in d.failures] + [""]
-    return "\n".join(out)
-
-
-# ---------------------------------------------------------------- the guide's published figures
-
-# (seq_len, H200 TFLOPS, B200 TFLOPS, H200 peak GiB): DESIGN.md's reference table, 8x GPU,
-# Llama-3.1-8B, ZeRO-3 + checkpointing + CPU AdamW offload + Liger, unpacked, mbs=1.
-GUIDE_SWEEP = [(8192, 141, 167, 16.3), (32768, 324, 524, 25.8), (65536, 391, 719, 37.5),
-               (131072, 420, 836, 66.5), (196608, 422, 852, 95.7), (262144, 419, 852, 124.5)]
-# Right-sized 8K (ZeRO-2, no checkpointing/offload): attention / everything else / total TFLOPS.
-GUIDE_DECOMPOSITION = {"H200": (447, 463, 461), "B200": (834, 771, 778)}
-GUIDE_MAMF = {"H200": {"bf16": 794.5, "fp8": 1453.4}, "B200": {"bf16": 1745.0, "fp8": 3432.5}}
-GUIDE_STACK = {"python": "3.12.12", "torch": "2.13.0+cu130", "cuda": "13.0", "transformers": "5.14.1",
-               "deepspeed": "0.19.2", "liger-kernel": "0.8.0"}
-GUIDE_ATTENTION_PACKAGE = {"H200": ("fa3", "flash-attn-3", "3.0.0"),
-                           "B200": ("fa4", "flash-attn-4", "4.0.0b22")}
-LLAMA_8B = flops.ModelDims(hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8,
-                           head_dim=128, vocab=128256)
-
-
-def guide_reference_records() -> list:
-    """The guide's published H200/B200 numbers as records of this suite's schema.
-
-    Every record says `"reference": "guide"` and every header notes "guide's published
-    figures"; fields the guide does not publish but that follow from its numbers with this
-    suite's FLOP convention (step_ms, tokens/s, MFU against the table peak, attention share)
-    are listed in `derived`. Nothing here is a measurement of this suite.
-    """
-    from .records import SCHEMA
-
-    sweep_config = settings.parse(settings.TRAINING_VARS, {})
-    sweep_config.update(USE_LIGER=True, world_size=8)
-    right_sized = dict(sweep_config, ZERO_STAGE=2, OFFLOAD_OPTIMIZER=False, GRAD_CHECKPOINT=False)
-    out = []
-    for gpu in ("H200", "B200"):
-        spec = gpus.lookup(gpu)
-        backend, package, version = GUIDE_ATTENTION_PACKAGE[gpu]
-        software = dict(GUIDE_STACK, **{"flash-attn-3": None, "flash-attn-4": None, package: version})
-
-        def rec(kind, run, script, **fields):
-            out.append({"kind": kind, "schema": SCHEMA, "script": script,
-                        "run_id": f"guide-{gpu.lower()}-{run}", "time": None, "reference": "guide",
-                        **fields})
-
-        def header(run, script, config):
-            rec("header", run, script, software=software,
-                hardware={"gpu_name": f"NVIDIA {gpu}", "gpu_count": 8, "hbm_gib": spec.hbm_gib},
-                config=config, attn_backend=backend, peak_tflops=spec.bf16,
-                peak_source=f"table:{spec.name}", warnings=[],
-                notes="guide's published figures (Machine Learning Engineering Open Book, "
-                      "when-to-upgrade-gpus), not measured by this suite")
-
-        header("sweep", "benchmark.py", sweep_config)
-        for seq_len, h200, b200, h200_gib in GUIDE_SWEEP:
-            tflops_per_gpu = h200 if gpu == "H200" else b200
-            sf = flops.step_flops(LLAMA_8B, 1, seq_len)
-            step_ms = sf.model / (tflops_per_gpu * 1e12) * 1e3
-            rec("summary", "sweep", "benchmark.py", seq_len=seq_len, batch_size=1, packed_doc_len=0,
-                step_ms=step_ms, tflops_per_gpu=float(tflops_per_gpu),
-                mfu=tflops_per_gpu / spec.bf16, tokens_per_s_per_gpu=seq_len / (step_ms * 1e-3),
-                attn_flop_share=sf.attn_share, model_tflop_per_step=sf.model / 1e12,
-                peak_mem_gib=h200_gib if gpu == "H200" else None, attn_backend=backend,
-                world_size=8, derived=["step_ms", "mfu", "tokens_per_s_per_gpu", "attn_flop_share",
-                                       "model_tflop_per_step"])
-        if gpu == "H200":  # "H200 tops out at 256K tokens (~125 GiB)"
-            rec("capacity", "sweep", "run_sweep.sh", max_fit_seq_len=262144, min_fail_seq_len=None,
-                peak_mem_gib_at_max=124.5, hbm_gib=spec.hbm_gib, seq_len_step=None, runs=None,
-                config=sweep_config)
-
-        header("decompose", "bench_decompose.py", right_sized)
-        sf = flops.step_flops(LLAMA_8B, 1, 8192)
-        attn, rest, total = GUIDE_DECOMPOSITION[gpu]
-        def part(tflop, tflops_published):
-            return {"tflop": tflop / 1e12, "tflops": float(tflops_published),
-                    "ms": tflop / (tflops_published * 1e12) * 1e3}
-        rec("decomposition", "decompose", "bench_decompose.py", seq_len=8192,
-            buckets={"attention": part(sf.attention, attn)}, everything_else=part(sf.dense, rest),
-            total=part(sf.model, total), attn_backend=backend, derived=["tflop", "ms"])
-
-        header("mamf", "mamf-finder.py", {})
-        for dtype, value in GUIDE_MAMF[gpu].items():
-            peak = spec.peak_tflops(dtype)
-            rec("mamf", "mamf", "mamf-finder.py", dtype=dtype, m=None, n=None, k=None,
-                tflops_mean=value, tflops_median=None, tflops_max=None, peak_tflops=peak,
-                efficiency=value / peak, notes="H200: measured on H100 (same die)" if gpu == "H200" else "")
-    return out

@@ -1,0 +1,89 @@
+"""The guide's published H200/B200 numbers, as records of this suite's schema.
+
+`guide_reference_records()` writes results/reference/guide.jsonl (plot_results.py
+--write-guide-reference); report.py reads them like any log, marked as published figures.
+"""
+from . import flops, gpus, settings
+
+
+# (seq_len, H200 TFLOPS, B200 TFLOPS, H200 peak GiB): DESIGN.md's reference table, 8x GPU,
+# Llama-3.1-8B, ZeRO-3 + checkpointing + CPU AdamW offload + Liger, unpacked, mbs=1.
+GUIDE_SWEEP = [(8192, 141, 167, 16.3), (32768, 324, 524, 25.8), (65536, 391, 719, 37.5),
+               (131072, 420, 836, 66.5), (196608, 422, 852, 95.7), (262144, 419, 852, 124.5)]
+# Right-sized 8K (ZeRO-2, no checkpointing/offload): attention / everything else / total TFLOPS.
+GUIDE_DECOMPOSITION = {"H200": (447, 463, 461), "B200": (834, 771, 778)}
+GUIDE_MAMF = {"H200": {"bf16": 794.5, "fp8": 1453.4}, "B200": {"bf16": 1745.0, "fp8": 3432.5}}
+GUIDE_STACK = {"python": "3.12.12", "torch": "2.13.0+cu130", "cuda": "13.0", "transformers": "5.14.1",
+               "deepspeed": "0.19.2", "liger-kernel": "0.8.0"}
+GUIDE_ATTENTION_PACKAGE = {"H200": ("fa3", "flash-attn-3", "3.0.0"),
+                           "B200": ("fa4", "flash-attn-4", "4.0.0b22")}
+LLAMA_8B = flops.ModelDims(hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8,
+                           head_dim=128, vocab=128256)
+
+
+def guide_reference_records() -> list:
+    """The guide's published H200/B200 numbers as records of this suite's schema.
+
+    Every record says `"reference": "guide"` and every header notes "guide's published
+    figures"; fields the guide does not publish but that follow from its numbers with this
+    suite's FLOP convention (step_ms, tokens/s, MFU against the table peak, attention share)
+    are listed in `derived`. Nothing here is a measurement of this suite.
+    """
+    from .records import SCHEMA
+
+    sweep_config = settings.parse(settings.TRAINING_VARS, {})
+    sweep_config.update(USE_LIGER=True, world_size=8)
+    right_sized = dict(sweep_config, ZERO_STAGE=2, OFFLOAD_OPTIMIZER=False, GRAD_CHECKPOINT=False)
+    out = []
+    for gpu in ("H200", "B200"):
+        spec = gpus.lookup(gpu)
+        backend, package, version = GUIDE_ATTENTION_PACKAGE[gpu]
+        software = dict(GUIDE_STACK, **{"flash-attn-3": None, "flash-attn-4": None, package: version})
+
+        def rec(kind, run, script, **fields):
+            out.append({"kind": kind, "schema": SCHEMA, "script": script,
+                        "run_id": f"guide-{gpu.lower()}-{run}", "time": None, "reference": "guide",
+                        **fields})
+
+        def header(run, script, config):
+            rec("header", run, script, software=software,
+                hardware={"gpu_name": f"NVIDIA {gpu}", "gpu_count": 8, "hbm_gib": spec.hbm_gib},
+                config=config, attn_backend=backend, peak_tflops=spec.bf16,
+                peak_source=f"table:{spec.name}", warnings=[],
+                notes="guide's published figures (Machine Learning Engineering Open Book, "
+                      "when-to-upgrade-gpus), not measured by this suite")
+
+        header("sweep", "benchmark.py", sweep_config)
+        for seq_len, h200, b200, h200_gib in GUIDE_SWEEP:
+            tflops_per_gpu = h200 if gpu == "H200" else b200
+            sf = flops.step_flops(LLAMA_8B, 1, seq_len)
+            step_ms = sf.model / (tflops_per_gpu * 1e12) * 1e3
+            rec("summary", "sweep", "benchmark.py", seq_len=seq_len, batch_size=1, packed_doc_len=0,
+                step_ms=step_ms, tflops_per_gpu=float(tflops_per_gpu),
+                mfu=tflops_per_gpu / spec.bf16, tokens_per_s_per_gpu=seq_len / (step_ms * 1e-3),
+                attn_flop_share=sf.attn_share, model_tflop_per_step=sf.model / 1e12,
+                peak_mem_gib=h200_gib if gpu == "H200" else None, attn_backend=backend,
+                world_size=8, derived=["step_ms", "mfu", "tokens_per_s_per_gpu", "attn_flop_share",
+                                       "model_tflop_per_step"])
+        if gpu == "H200":  # "H200 tops out at 256K tokens (~125 GiB)"
+            rec("capacity", "sweep", "run_sweep.sh", max_fit_seq_len=262144, min_fail_seq_len=None,
+                peak_mem_gib_at_max=124.5, hbm_gib=spec.hbm_gib, seq_len_step=None, runs=None,
+                config=sweep_config)
+
+        header("decompose", "bench_decompose.py", right_sized)
+        sf = flops.step_flops(LLAMA_8B, 1, 8192)
+        attn, rest, total = GUIDE_DECOMPOSITION[gpu]
+        def part(tflop, tflops_published):
+            return {"tflop": tflop / 1e12, "tflops": float(tflops_published),
+                    "ms": tflop / (tflops_published * 1e12) * 1e3}
+        rec("decomposition", "decompose", "bench_decompose.py", seq_len=8192,
+            buckets={"attention": part(sf.attention, attn)}, everything_else=part(sf.dense, rest),
+            total=part(sf.model, total), attn_backend=backend, derived=["tflop", "ms"])
+
+        header("mamf", "mamf-finder.py", {})
+        for dtype, value in GUIDE_MAMF[gpu].items():
+            peak = spec.peak_tflops(dtype)
+            rec("mamf", "mamf", "mamf-finder.py", dtype=dtype, m=None, n=None, k=None,
+                tflops_mean=value, tflops_median=None, tflops_max=None, peak_tflops=peak,
+                efficiency=value / peak, notes="H200: measured on H100 (same die)" if gpu == "H200" else "")
+    return out
