@@ -1,12 +1,19 @@
 """Shared pieces of the GPU-upgrade benchmark suite: one module per concern.
 
-settings     environment variables of every script, validated, with --help
-gpus         the GPU peak/HBM table and the lookup by device name
-flops        FLOP accounting (the guide's convention): dense, attention, MFU, HFU
-fingerprint  software and hardware stack for the header record
-records      the JSON-lines writer and reader
-attention    attention backends: discovery and the auto rule
-model        model configs, presets, weights, building
-engine       DeepSpeed setup, batches and the timed training step
-timing       device timers and summary statistics
+settings           environment variables of every script, validated, with --help
+gpus               the GPU peak/HBM table and the lookup by device name
+flops              FLOP accounting (the guide's convention): dense, attention, MFU, HFU
+records            the JSON-lines writer and reader
+fingerprint        software and hardware stack for the header record
+model              model configs, presets, weights, building
+attention          attention backends of the training step: discovery and the auto rule
+engine             DeepSpeed setup, batches, the timed training step, a training script's main
+timing             device timers (CUDA events, L2 flush) and summary statistics
+telemetry          NVML sampling: clocks, power, temperature, throttle reasons, energy
+sweep, procs       run_sweep.sh: planning, resume, the capacity search; running a process group
+decompose          bench_decompose.py: the kernel classifier and the one-clock wall-time split
+attn_kernels       bench_flash_attn.py: one adapter per attention kernel, correctness check
+matmul             mamf-finder.py: the MAMF search over shapes
+capabilities, capability_probes   check_capabilities.py: gates, classification, tiny probes
+report, report_md, figures, reference   plot_results.py: analysis, markdown, PNGs, the guide's numbers
 """
