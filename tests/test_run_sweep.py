@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from upgrade_bench import settings, sweep, telemetry
+from upgrade_bench import procs, settings, sweep, telemetry
 from upgrade_bench.records import read_lines
 
 REPO = Path(__file__).resolve().parent.parent
@@ -475,8 +475,8 @@ def test_output_file_naming(tmp_path):
 
 
 def test_timing_totals_split_wall_time_into_startup_and_steps():
-    a = sweep.ProcessResult([8192, 32768], wall_s=200.0, steps_s=80.0, timed_s=60.0)
-    b = sweep.ProcessResult([65536], wall_s=150.0, steps_s=100.0, timed_s=90.0)
+    a = procs.ProcessResult([8192, 32768], wall_s=200.0, steps_s=80.0, timed_s=60.0)
+    b = procs.ProcessResult([65536], wall_s=150.0, steps_s=100.0, timed_s=90.0)
     totals = sweep.timing_totals([a.timing(), b.timing()])
     assert totals["process_wall_s"] == 350 and totals["steps_s"] == 180 and totals["timed_steps_s"] == 150
     assert totals["startup_s"] == 170 and totals["processes"][0]["warmup_s"] == 20
@@ -486,8 +486,8 @@ def test_exit_codes_and_eta():
     assert sweep.classify_exit(3)[0] == "oom" and sweep.classify_exit(2)[0] == "bad_input"
     assert "OOM killer" in sweep.classify_exit(-9)[1] and sweep.classify_exit(1)[0] == "exception"
     assert sweep.eta_s([100.0, 50.0], 4) == 300.0 and sweep.eta_s([], 3) is None
-    assert sweep.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8
-    assert sweep.parse_record("[INFO] launch.py: spawned") is None
+    assert procs.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8
+    assert procs.parse_record("[INFO] launch.py: spawned") is None
 
 
 # ---------------------------------------------------------------- telemetry

@@ -1,0 +1,187 @@
+"""Running a benchmark process: its JSON lines live, timeouts, killing its whole process group."""
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .records import read_lines
+
+REPO = Path(__file__).resolve().parent.parent  # the child's working directory
+KILL_GRACE_S = 10  # SIGTERM -> SIGKILL; enough for a rank to exit, short enough for a night
+PDSH_GRACE_S = 30  # DeepSpeed's pdsh runner needs a moment to pkill the ranks on other nodes
+STDERR_TAIL_LINES = 40
+# After its error record or its last summary a process should just exit; one that does not
+# (a rank stuck in a collective at teardown) is stopped after this long, not POINT_TIMEOUT.
+EXIT_GRACE_S = 120
+
+
+@dataclass
+class ProcessResult:
+    seq_lens: list[int]
+    summaries: list[dict] = field(default_factory=list)
+    error: dict | None = None  # the benchmark's own error record
+    header: dict | None = None
+    exit_code: int | None = None
+    status: str = "running"  # ok | failed | timeout | interrupted
+    stderr_tail: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    steps_s: float = 0.0  # every step, warm-up included
+    timed_s: float = 0.0  # non-warm-up steps
+
+    def add(self, record: dict) -> None:
+        """Account for one record of the process."""
+        kind = record["kind"]
+        if kind == "header" and self.header is None:
+            self.header = record
+        elif kind == "step" and record.get("step_ms") is not None:
+            self.steps_s += record["step_ms"] / 1e3
+            if not record.get("warmup"):
+                self.timed_s += record["step_ms"] / 1e3
+        elif kind == "summary":
+            self.summaries.append(record)
+        elif kind == "error":
+            self.error = record
+
+    def settled(self) -> bool:
+        """Nothing left to measure: the process should be exiting."""
+        return self.error is not None or len(self.summaries) == len(self.seq_lens)
+
+    def timing(self) -> dict:
+        return {"seq_lens": self.seq_lens, "finished": [s["seq_len"] for s in self.summaries],
+                "status": self.status, "exit_code": self.exit_code, "wall_s": self.wall_s,
+                "steps_s": self.steps_s, "timed_steps_s": self.timed_s,
+                "warmup_s": self.steps_s - self.timed_s,
+                # launch, imports, model and DeepSpeed init, JIT builds, batches, teardown
+                "startup_s": self.wall_s - self.steps_s}
+
+
+def parse_record(line: str) -> dict | None:
+    """A JSON record in a child's stdout line (pdsh prefixes lines with 'host: ')."""
+    start = line.find("{")
+    if start < 0:
+        return None
+    records, _ = read_lines([line[start:]])
+    return records[0] if records else None
+
+
+def _group_gone(proc) -> bool:
+    proc.poll()  # reap the leader: a zombie would keep the group alive
+    try:
+        os.killpg(proc.pid, 0)
+        return False
+    except ProcessLookupError:
+        return True
+
+
+def _wait_until(done, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def stop_group(proc, multi_node: bool) -> None:
+    """SIGTERM the process group of `proc` (launcher, ranks and anything they started),
+    then SIGKILL what is left after a grace period: no orphan keeps holding GPU memory."""
+    # A second Ctrl-C (or scancel's SIGTERM) must not cut this short and leave ranks behind.
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if multi_node and proc.poll() is None:  # its handler pkills the ranks on other nodes
+            proc.send_signal(signal.SIGTERM)
+            _wait_until(lambda: proc.poll() is not None, PDSH_GRACE_S)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            if _wait_until(lambda: _group_gone(proc), KILL_GRACE_S):
+                break
+        proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, echo) -> ProcessResult:
+    """Run one benchmark process; echo its records to the `echo` stream; kill its group on
+    timeout or interrupt. on_summary(summary) is called as each point finishes."""
+    result = ProcessResult(list(seq_lens))
+    tail = deque(maxlen=STDERR_TAIL_LINES)
+    lines = queue.Queue()
+    log_lock = threading.Lock()  # the log gets both streams
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8", errors="replace", bufsize=1,
+                            start_new_session=True)
+
+    def read_stdout():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    def read_stderr():
+        for line in proc.stderr:
+            tail.append(line.rstrip("\n"))
+            with log_lock:
+                log.write(line)
+            if line.startswith(("error:", "warning:")):  # benchmark.py's own messages
+                sys.stderr.write(line)
+
+    readers = [threading.Thread(target=read_stdout, daemon=True),
+               threading.Thread(target=read_stderr, daemon=True)]
+    for t in readers:
+        t.start()
+    last_point, settle_by = started, None
+    try:
+        while True:
+            deadlines = [d for d in (timeout_s and last_point + timeout_s, settle_by) if d]
+            wait = max(0.0, min([1.0] + [d - time.monotonic() for d in deadlines]))
+            try:
+                line = lines.get(timeout=wait)
+            except queue.Empty:
+                line = ""
+            if line is None:
+                break
+            record = parse_record(line) if line else None
+            if record is None and line:
+                with log_lock:
+                    log.write(line)
+            elif record is not None:
+                echo.write(json.dumps({k: v for k, v in record.items() if k != "source"}) + "\n")
+                echo.flush()
+                result.add(record)
+                if record["kind"] == "summary":
+                    last_point = time.monotonic()
+                    on_summary(record)
+                if settle_by is None and result.settled():
+                    settle_by = time.monotonic() + EXIT_GRACE_S
+            if settle_by is not None and time.monotonic() > settle_by:
+                stop_group(proc, multi_node)
+                break
+            if settle_by is None and timeout_s and time.monotonic() > last_point + timeout_s:
+                result.status = "timeout"
+                stop_group(proc, multi_node)
+                break
+        if result.status == "running" and not _wait_until(lambda: proc.poll() is not None, KILL_GRACE_S):
+            stop_group(proc, multi_node)  # stdout closed but the launcher lingers
+    except KeyboardInterrupt:
+        result.status = "interrupted"
+        stop_group(proc, multi_node)
+    for t in readers:
+        t.join(timeout=5)
+    log.flush()
+    result.exit_code = proc.wait()
+    result.wall_s = time.monotonic() - started
+    result.stderr_tail = list(tail)
+    if result.status == "running":  # every point done is a success, whatever teardown returned
+        result.status = "ok" if len(result.summaries) == len(seq_lens) else "failed"
+    return result
