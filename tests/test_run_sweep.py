@@ -543,3 +543,23 @@ def test_dry_run_eight_gpu_decomposition_at_the_right_sized_8k(tmp_path):
     assert line.endswith(f"--num_gpus 8 --master_port {line.split('--master_port ')[1].split()[0]} "
                          f"{REPO / 'bench_decompose.py'}")
     assert not (tmp_path / "d.jsonl").exists()
+
+
+def test_capacity_search_interrupted_keeps_the_fits_of_the_cut_run():
+    # As on the 2-GPU H200: seeded by the sweep, the guided run fits 262144 and is then
+    # stopped (device-time limit) while probing 270336. The record keeps the fit.
+    line = lambda s: 12.6 + 0.00045 * s  # noqa: E731 (GiB at s tokens)
+    known = [sweep.Probe(s, True, line(s), 139.8) for s in (8192, 32768, 65536, 131072)]
+
+    def run(lengths):
+        raise sweep.Interrupted([sweep.Probe(lengths[0], True, line(lengths[0]), 139.8)])
+
+    found = sweep.find_max_seq_len(run, 8192, 8192, 1048576, known)
+    assert found["complete"] is False and found["runs"] == 1
+    # The line meets 139.8 GiB at 282667 tokens: the guided run tried 278528 (a multiple of
+    # the step below it) first, and that fit is what the cut run leaves.
+    assert found["max_fit_seq_len"] == 278528
+    assert found["min_fail_seq_len"] is None
+    assert found["peak_mem_gib_at_max"] == pytest.approx(line(found["max_fit_seq_len"]))
+    whole = sweep.find_max_seq_len(probe_runner(270000, line, 139.8)[0], 8192, 8192, 1048576, known)
+    assert whole["complete"] is True

@@ -87,7 +87,14 @@ class BadInput(ValueError):
 
 
 class Interrupted(Exception):
-    """Ctrl-C or SIGTERM (scancel): stop the child, keep what was done."""
+    """Ctrl-C or SIGTERM (scancel): stop the child, keep what was done.
+
+    `probes`: what the interrupted capacity run had measured before it stopped.
+    """
+
+    def __init__(self, probes=()):
+        super().__init__()
+        self.probes = list(probes)
 
 
 # ---------------------------------------------------------------- planning (pure)
@@ -383,8 +390,10 @@ def find_max_seq_len(run, start: int, step: int, limit: int, known=(), guesses: 
     predicts plus the next one, so a good guess closes the bracket in one run; bisection
     does the rest. `known`: fits measured before (the sweep's own summaries), which can
     give the line before the first run.
+    An interrupted run (Interrupted) ends the search with what is known so far:
+    `complete` is then False and the bracket may be wider than `step`.
     """
-    probes, runs = list(known), 0
+    probes, runs, complete = list(known), 0, True
 
     def launch(lengths):
         nonlocal runs
@@ -395,17 +404,23 @@ def find_max_seq_len(run, start: int, step: int, limit: int, known=(), guesses: 
     while (hi - lo > step) if hi is not None else (lo < limit):
         guess = predict_fit_limit(probes) if guesses else None
         top = limit + step if hi is None else hi  # every length tried stays below top
-        if guess is not None:
-            guesses -= 1
-            candidate = min(max(int(guess) // step * step, lo + step), top - step)
-            launch([candidate] + ([candidate + step] if candidate + step < top else []))
-        elif hi is None:
-            launch([s for s in doubling_ladder(start, limit) if s > lo])
-        else:
-            launch([lo + max(1, (hi - lo) // step // 2) * step])
+        try:
+            if guess is not None:
+                guesses -= 1
+                candidate = min(max(int(guess) // step * step, lo + step), top - step)
+                launch([candidate] + ([candidate + step] if candidate + step < top else []))
+            elif hi is None:
+                launch([s for s in doubling_ladder(start, limit) if s > lo])
+            else:
+                launch([lo + max(1, (hi - lo) // step // 2) * step])
+        except Interrupted as stop:
+            probes.extend(stop.probes)
+            complete = False
         lo, hi = bracket(probes)
+        if not complete:
+            break
     at_max = [p.peak_mem_gib for p in probes if p.fits and p.seq_len == lo]
-    return {"max_fit_seq_len": lo or None, "min_fail_seq_len": hi,
+    return {"max_fit_seq_len": lo or None, "min_fail_seq_len": hi, "complete": complete,
             "peak_mem_gib_at_max": at_max[-1] if at_max else None,
             "hbm_gib": next((p.hbm_gib for p in probes if p.hbm_gib), None),
             "seq_len_step": step, "runs": runs, "limit_seq_len": limit,
@@ -555,13 +570,13 @@ def run_capacity(ctx: Context, known: list[Probe], log) -> dict:
 
     def run(lengths):
         result = start_process(ctx, lengths, True, lambda summary: None, log)
+        hbm = ((result.header or {}).get("hardware") or {}).get("hbm_gib") or ctx.hardware.get("hbm_gib")
+        probes = [Probe(x["seq_len"], True, x.get("peak_mem_gib"), hbm) for x in result.summaries]
         if result.status == "interrupted":
-            raise Interrupted
+            raise Interrupted(probes)  # the lengths that fitted before the stop still count
         failure = record_failure(ctx, result)
         if failure and failure["error"] == "bad_input":
             raise BadInput(f"the benchmark rejected the configuration (exit 2); see {ctx.log_path}")
-        hbm = ((result.header or {}).get("hardware") or {}).get("hbm_gib") or ctx.hardware.get("hbm_gib")
-        probes = [Probe(x["seq_len"], True, x.get("peak_mem_gib"), hbm) for x in result.summaries]
         if failure:
             probes.append(Probe(failure["seq_len"], False, None, hbm, failure["error"]))
         for p in probes:
@@ -571,6 +586,9 @@ def run_capacity(ctx: Context, known: list[Probe], log) -> dict:
 
     capacity = find_max_seq_len(run, min(s["SEQLENS"]), s["SEQLEN_STEP"], s["MAX_SEQLEN_LIMIT"], known)
     ctx.writer.write("capacity", config=ctx.config, **capacity)
+    if not capacity["complete"]:
+        say("capacity search interrupted: the record holds the bracket found so far; run again "
+            "with the same OUT to narrow it")
     return capacity
 
 
@@ -707,6 +725,7 @@ def main(argv=None) -> int:
         with open(ctx.log_path, "a", encoding="utf-8") as log:
             if s["FIND_MAX_SEQLEN"]:
                 capacity = run_capacity(ctx, known_probes(previous, ctx.config), log)
+                interrupted = not capacity["complete"]
             else:
                 summaries, failures, interrupted = run_sweep(ctx, todo, log)
     except (KeyboardInterrupt, Interrupted):
