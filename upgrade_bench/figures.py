@@ -28,8 +28,11 @@ def _colors(a: Analysis) -> dict:
 
 
 def _style(a: Analysis, s) -> dict:
-    backends = sorted({x.backend for x in a.data.series})
-    return {"color": _colors(a)[s.gpu], "marker": MARKERS[backends.index(s.backend) % len(MARKERS)],
+    """Colour per GPU, marker per series of that GPU (configs of one GPU stay apart),
+    dashed open markers for the guide's published figures."""
+    same_gpu = [x for x in a.data.series if x.gpu == s.gpu]
+    index = next(i for i, x in enumerate(same_gpu) if x is s)
+    return {"color": _colors(a)[s.gpu], "marker": MARKERS[index % len(MARKERS)],
             "linestyle": "--" if s.reference else "-", "mfc": "none" if s.reference else None}
 
 
@@ -55,7 +58,7 @@ def _legend(ax, width_chars: int = 48) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         labels = [textwrap.fill(label, width_chars, subsequent_indent="  ") for label in labels]
-        ax.legend(handles, labels, fontsize=7).set_in_layout(False)
+        ax.legend(handles, labels, fontsize=7, framealpha=0.6).set_in_layout(False)
 
 
 def _stack_note(fig, a: Analysis) -> int:
@@ -69,10 +72,28 @@ def _stack_note(fig, a: Analysis) -> int:
     return text.count("\n") + 1
 
 
-def _save(fig, a: Analysis, path: str) -> str:
+def _figure_legend(fig, axes, bottom_in: float, ncol: int = 3, width_chars: int = 60) -> float:
+    """One legend below all panels (series repeat across panels and would hide the data
+    inside them); returns its height in inches."""
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if not entries:
+        return 0.0
+    labels = [textwrap.fill(label, width_chars, subsequent_indent="  ") for label in entries]
+    rows = -(-len(labels) // ncol)
+    height_in = rows * (max(label.count("\n") for label in labels) + 1) * 7 * 1.35 / 72 + 0.2
+    fig.legend(list(entries.values()), labels, loc="lower center", ncol=ncol, fontsize=7,
+               bbox_to_anchor=(0.5, bottom_in / fig.get_figheight()), frameon=False)
+    return height_in
+
+
+def _save(fig, a: Analysis, path: str, legend_axes=()) -> str:
     lines = _stack_note(fig, a)
-    bottom = (lines * 8 * 1.25 / 72 + 0.05) / fig.get_figheight() if lines else 0.0  # 8 pt lines
-    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    bottom_in = lines * 8 * 1.25 / 72 + 0.05 if lines else 0.0  # 8 pt lines
+    bottom_in += _figure_legend(fig, legend_axes, bottom_in)
+    fig.tight_layout(rect=(0, bottom_in / fig.get_figheight(), 1, 0.95))
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
@@ -184,12 +205,12 @@ def main_figure(a: Analysis, path: str) -> str:
     _memory_panel(axes[1][1], a)
     for ax in axes.flat:
         ax.grid(True, alpha=0.3)
-        _legend(ax)
+    _legend(axes[0][1])  # speedup pairs and ratio lines belong to that panel alone
     others = [g for g in a.order[1:] if any(s.gpu == g for s in a.data.series)]
     title = f"{', '.join(others) or 'no other GPU'} vs {a.baseline}"
     fig.suptitle(title + ("   [software stacks differ: see footnote]" if a.stack else ""),
                  color="red" if a.stack else "black")
-    return _save(fig, a, path)
+    return _save(fig, a, path, legend_axes=(axes[0][0], axes[1][0], axes[1][1]))
 
 
 def attention_figure(a: Analysis, path: str) -> str | None:
