@@ -250,8 +250,7 @@ def usable_memory(device, time_limit_s: float) -> Passed:
         mid = (lo + hi) // 2
         tries += 1
         try:
-            block = torch.empty(mid * 2**30, dtype=torch.uint8, device=device)
-            del block
+            torch.empty(mid * 2**30, dtype=torch.uint8, device=device)  # allocated, then freed
             lo = mid
         except Exception as err:
             if not is_oom(err):
