@@ -5,6 +5,7 @@ the script run for real (subprocess) with torch's CPU SDPA kernels, and test-dou
 backends registered in-process: a wrong kernel must come out ok: false, a kernel that
 refuses GQA gets K/V repeated, an OOM at a long sequence is a record and the run goes on.
 """
+import importlib
 import math
 import os
 import subprocess
@@ -17,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from upgrade_bench import attn_kernels as ak
+from upgrade_bench import fingerprint
 from upgrade_bench.records import read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,7 +144,7 @@ def test_packed_documents_exclude_mask_less_sdpa_kernels():
 
 def test_import_probes_with_faked_packages(monkeypatch):
     versions = {"flash-attn-4": "4.0.0b36", "flash-attn": "1.0.9"}
-    monkeypatch.setattr(ak.fingerprint, "package_version", versions.get)
+    monkeypatch.setattr(fingerprint, "package_version", versions.get)
     fake_cute = types.SimpleNamespace(flash_attn_varlen_func=object())
 
     def fake_import(module):
@@ -150,13 +152,13 @@ def test_import_probes_with_faked_packages(monkeypatch):
             return fake_cute
         raise ImportError(f"No module named {module!r}")
 
-    monkeypatch.setattr(ak.importlib, "import_module", fake_import)
+    monkeypatch.setattr(importlib, "import_module", fake_import)
     problems = ak.import_problems(ak.REGISTRY)
     assert problems["fa4"] is None
     assert problems["fa3"].startswith("flash-attn-3 is not installed")
     assert problems["fa2"].startswith("flash-attn 1.0.9 is not 2.x")
     assert problems["sdpa-math"] is None
-    monkeypatch.setattr(ak.importlib, "import_module", lambda m: types.SimpleNamespace())
+    monkeypatch.setattr(importlib, "import_module", lambda m: types.SimpleNamespace())
     assert "import flash_attn.cute failed" in ak.import_problems(ak.REGISTRY)["fa4"]
 
 

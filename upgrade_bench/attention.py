@@ -6,7 +6,8 @@ An explicitly requested backend that is missing fails at start with the install 
 a silent fallback, and never transformers' late download of a hub kernel.
 """
 import importlib
-import importlib.metadata as md
+
+from . import fingerprint
 
 # Our name -> transformers' attn_implementation.
 HF_IMPLEMENTATION = {"fa3": "flash_attention_3", "fa4": "flash_attention_4",
@@ -26,32 +27,31 @@ class BackendUnavailable(RuntimeError):
     pass
 
 
-def _dist_version(dist: str) -> str | None:
-    try:
-        return md.version(dist)
-    except md.PackageNotFoundError:
-        return None
+# Our name -> (distribution, module, version prefix it must have). FA2 and FA4 both install
+# the `flash_attn` module: the distribution tells them apart.
+PACKAGES = {"fa3": ("flash-attn-3", "flash_attn_interface", ""),
+            "fa4": ("flash-attn-4", "flash_attn.cute", ""),
+            "fa2": ("flash-attn", "flash_attn", "2.")}
 
 
-def _importable(module: str) -> bool:
+def package_problem(name: str) -> str | None:
+    """Why the package of flash backend `name` cannot be used here, or None if it imports."""
+    dist, module, prefix = PACKAGES[name]
+    version = fingerprint.package_version(dist)
+    if version is None:
+        return f"{dist} is not installed: {INSTALL_HINT[name]}"
+    if not version.startswith(prefix):
+        return f"{dist} {version} is not {prefix}x: {INSTALL_HINT[name]}"
     try:
-        importlib.import_module(module)
-        return True
-    except Exception:  # ImportError, or a CUDA/ABI error raised while importing
-        return False
+        importlib.import_module(module).flash_attn_varlen_func
+    except Exception as err:  # ImportError, or a CUDA/ABI error raised while importing
+        return f"import {module} failed: {type(err).__name__}: {err}"
+    return None
 
 
 def installed_backends() -> set:
     """Backends whose package is installed and imports (GPU-ness is checked separately)."""
-    found = {"sdpa", "eager"}
-    if _dist_version("flash-attn-3") and _importable("flash_attn_interface"):
-        found.add("fa3")
-    if _dist_version("flash-attn-4") and _importable("flash_attn.cute"):
-        found.add("fa4")
-    fa2 = _dist_version("flash-attn")
-    if fa2 and fa2.startswith("2.") and _importable("flash_attn"):
-        found.add("fa2")
-    return found
+    return {"sdpa", "eager"} | {name for name in PACKAGES if package_problem(name) is None}
 
 
 def resolve(requested: str, capability: tuple | None, installed: set) -> tuple[str, str]:
@@ -84,5 +84,4 @@ def resolve(requested: str, capability: tuple | None, installed: set) -> tuple[s
 
 
 def versions() -> dict:
-    return {name: _dist_version(dist) for name, dist in
-            (("fa2", "flash-attn"), ("fa3", "flash-attn-3"), ("fa4", "flash-attn-4"))}
+    return {name: fingerprint.package_version(dist) for name, (dist, _, _) in PACKAGES.items()}

@@ -9,11 +9,10 @@ block-diagonal mask instead, and still do the full s^2 work; SDPA flash/cuDNN do
 packed here. Discovery is a pure function of (requested names, compute capability, import
 problems, packed?), so it is testable without a GPU.
 """
-import importlib
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from . import attention, fingerprint, flops
+from . import attention, flops
 
 BSHD, BHSD = "bshd", "bhsd"
 # The check runs each kernel on this many tokens before any timing: several 128-row tiles
@@ -138,19 +137,8 @@ class Backend:
     probe: Callable | None = None  # () -> why it cannot be imported, or None
 
 
-def _flash_probe(name: str, dist: str, module: str, version_prefix: str = ""):
-    def probe() -> str | None:
-        version = fingerprint.package_version(dist)
-        if version is None:
-            return f"{dist} is not installed: {attention.INSTALL_HINT[name]}"
-        if not version.startswith(version_prefix):
-            return f"{dist} {version} is not {version_prefix}x: {attention.INSTALL_HINT[name]}"
-        try:
-            importlib.import_module(module).flash_attn_varlen_func
-        except Exception as err:  # ImportError, or a CUDA/ABI error raised while importing
-            return f"import {module} failed: {type(err).__name__}: {err}"
-        return None
-    return probe
+def _flash_probe(name: str):
+    return lambda: attention.package_problem(name)
 
 
 def _sdpa_probe(kernel: str):
@@ -163,11 +151,11 @@ def _sdpa_probe(kernel: str):
 
 REGISTRY = {b.name: b for b in (
     Backend("fa3", fa3, BSHD, 9, 9, "FA3 runs on Hopper (sm_90) only", packed="varlen",
-            probe=_flash_probe("fa3", "flash-attn-3", "flash_attn_interface")),
+            probe=_flash_probe("fa3")),
     Backend("fa4", fa4, BSHD, 9, 11, "FA4 has SM90 (Hopper) and SM100 (Blackwell) paths",
-            packed="varlen", probe=_flash_probe("fa4", "flash-attn-4", "flash_attn.cute")),
+            packed="varlen", probe=_flash_probe("fa4")),
     Backend("fa2", fa2, BSHD, 8, None, "FA2 needs Ampere (sm_80) or newer", packed="varlen",
-            probe=_flash_probe("fa2", "flash-attn", "flash_attn", "2.")),
+            probe=_flash_probe("fa2")),
     Backend("sdpa-cudnn", sdpa_cudnn, BHSD, 8, None, "cuDNN attention needs sm_80 or newer",
             probe=_sdpa_probe("CUDNN_ATTENTION")),
     Backend("sdpa-flash", sdpa_flash, BHSD, 8, None, "torch's flash kernel needs sm_80 or newer",
