@@ -21,7 +21,7 @@ no Liger.
 import statistics
 import sys
 
-from upgrade_bench import decompose, engine, settings
+from upgrade_bench import decompose, engine, settings, timing
 
 SCRIPT = "bench_decompose.py"
 # Every training variable but STEPS, which TIME_STEPS replaces here.
@@ -48,7 +48,7 @@ def profiled_kernel_us(eng, batch, device, steps: int) -> dict:
     with profile(activities=activities) as prof:
         for _ in range(steps):
             engine.train_step(eng, batch)
-        engine.sync_all(device)  # every kernel ends inside the window
+        timing.sync(device)  # every kernel ends inside the window
     out = {}
     for evt in prof.events():
         on_device = evt.device_type != DeviceType.CPU

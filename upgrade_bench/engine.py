@@ -8,7 +8,7 @@ import socket
 import sys
 from dataclasses import dataclass
 
-from . import attention, fingerprint, flops, gpus, model
+from . import attention, fingerprint, flops, gpus, model, timing
 
 EXIT_OOM = 3
 EXIT_ERROR = 1
@@ -267,10 +267,10 @@ def timed_step(eng, batch: dict, device, probe=None) -> tuple[float, float]:
     import math
     import time
 
-    sync_all(device)
+    timing.sync(device)
     start = time.perf_counter()
     loss = train_step(eng, batch, probe).item()  # waits for the step's device work
-    sync_all(device)
+    timing.sync(device)
     step_ms = (time.perf_counter() - start) * 1e3
     if not math.isfinite(loss):
         raise NonFiniteLoss(f"loss is {loss}")
@@ -343,13 +343,6 @@ def header_fields(rc: RunConfig) -> dict:
             "model_type": rc.hf_config.model_type, "num_layers": rc.dims.layers,
             "n_dense_params": flops.dense_params(rc.dims), "peak_tflops": rc.peak_tflops,
             "peak_source": rc.peak_source, "warnings": rc.warnings, "notes": rc.settings["NOTES"]}
-
-
-def sync_all(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def memory_debug(rc: RunConfig, writer):
