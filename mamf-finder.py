@@ -26,7 +26,7 @@ import signal
 import sys
 from contextlib import contextmanager
 
-from upgrade_bench import engine, fingerprint, gpus, matmul, telemetry, timing
+from upgrade_bench import engine, fingerprint, flops, gpus, matmul, telemetry, timing
 from upgrade_bench.records import RecordWriter
 
 SCRIPT = "mamf-finder.py"
@@ -152,7 +152,7 @@ class Bench:
         fn, before = self.operands(shape)
         with self.torch.no_grad():
             times = timing.time_iterations(fn, self.device, iters, warmup, before)
-        return matmul.tflops_stats(times, matmul.matmul_flops(shape))
+        return matmul.tflops_stats(times, flops.matmul_flops(*shape))
 
     def warm_up(self, shape, seconds: float, show) -> None:
         """Run the measurement loop for `seconds` first: a cold chip scores higher on the

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import REPO, parse_jsonl, script_env
-from upgrade_bench import gpus, matmul
+from upgrade_bench import flops, gpus, matmul
 from upgrade_bench.matmul import Shape
 
 SCRIPT = "mamf-finder.py"
@@ -146,7 +146,7 @@ def test_ranges_skip_zero_like_the_classic():
 
 
 def test_tflops_figures_from_iteration_times():
-    stats = matmul.tflops_stats([1.0, 2.0, 6.0], matmul.matmul_flops(Shape(1000, 1000, 1000)))
+    stats = matmul.tflops_stats([1.0, 2.0, 6.0], flops.matmul_flops(1000, 1000, 1000))
     # 2e9 FLOP: mean 3 ms -> 0.667 TFLOPS, median 2 ms -> 1, fastest 1 ms -> 2
     assert stats["tflops_mean"] == pytest.approx(2 / 3)
     assert stats["tflops_median"] == pytest.approx(1.0)

@@ -103,6 +103,11 @@ def mfu(tflops_achieved: float, peak_tflops: float | None) -> float | None:
     return None if not peak_tflops else tflops_achieved / peak_tflops
 
 
+def matmul_flops(m: int, n: int, k: int) -> float:
+    """A (m x k) @ B (k x n): one multiply and one add per (m, n, k) triple (mamf-finder)."""
+    return 2.0 * m * n * k
+
+
 def attention_kernel_flops(batch: int, seq_len: int, heads: int, head_dim: int,
                            causal: bool = True, doc_len: int = 0, pass_: str = "fwd") -> float:
     """FLOPs of an isolated attention kernel call (bench_flash_attn).

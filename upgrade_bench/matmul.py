@@ -40,11 +40,6 @@ class Shape(NamedTuple):
         return f"{self.m}x{self.n}x{self.k}"
 
 
-def matmul_flops(shape: Shape) -> float:
-    """A (m x k) @ B (k x n): one multiply and one add per (m, n, k) triple."""
-    return 2.0 * shape.m * shape.n * shape.k
-
-
 def expand_range(start: int, stop: int, step: int) -> list[int]:
     """The classic --X_range START STOP STEP; a zero start begins at `step` (no 0 dimension)."""
     return list(range(start or step, stop, step))
