@@ -71,8 +71,8 @@ def attention_verdict(name: str, device: caps.Device, dev) -> caps.Verdict:
             version += f", cudnn {torch.backends.cudnn.version()}"
     else:
         version = attention.versions()[name]
-        if name == "fa2" and version and not version.startswith("2."):
-            version = None  # the flash-attn distribution, but not a 2.x release
+        if version and not version.startswith(attention.PACKAGES[name][2]):
+            version = None  # the distribution, but not a release this backend runs (FA2 needs 2.x)
         verdict = caps.install_gate(device, version, PACKAGES[name], attention.INSTALL_HINT[name])
         if verdict:
             return verdict
