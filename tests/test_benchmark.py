@@ -21,6 +21,7 @@ def test_zero2_two_seqlens_in_one_process(run, tmp_path):
     header = recs[0]
     assert header["attn_backend"] == "sdpa" and header["weights"] == "random"
     assert header["config"]["ZERO_STAGE"] == 2 and header["config"]["USE_LIGER"] is False
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in header["config"]  # default allocator: as older logs
     assert header["software"]["torch"] and header["software"]["deepspeed"]
     assert header["peak_tflops"] == 0.5 and header["peak_source"] == "PEAK_TFLOPS"
     assert len({r["run_id"] for r in recs}) == 1
@@ -54,12 +55,16 @@ def test_stdout_is_pure_jsonl_under_the_launcher(run):
 
 def test_zero3_under_the_deepspeed_launcher_two_ranks(run, tmp_path):
     rc, recs, err = run([launcher(), "--num_gpus", "2", str(REPO / "benchmark.py")],
-                        {**TINY_FAST, "ZERO_STAGE": "3", "GRAD_CHECKPOINT": "1"})
+                        {**TINY_FAST, "ZERO_STAGE": "3", "GRAD_CHECKPOINT": "1",
+                         "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
     assert rc == 0, err[-3000:]
     assert kinds(recs).count("header") == 1  # rank 0 alone writes
     summary = recs[-1]
     assert summary["kind"] == "summary" and summary["world_size"] == 2
-    assert recs[0]["config"]["ZERO_STAGE"] == 3
+    config = recs[0]["config"]
+    assert config["ZERO_STAGE"] == 3
+    # It moves peak memory, so it is part of the config that RESUME and the report compare.
+    assert config["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
 
 
 def test_the_guides_default_config_runs_on_cpu(run):

@@ -330,7 +330,8 @@ def test_dry_run_multi_node_prints_the_launcher_command_and_runs_nothing(tmp_pat
     hostfile.write_text("node1 slots=8\nnode2 slots=8  # second node\n")
     out = tmp_path / "mn.jsonl"
     result = run_sweep(DRY_RUN=1, GPUS=8, HOSTFILE=hostfile, MASTER_ADDR="node1", MASTER_PORT=29555,
-                       SEQLENS="32768 8192", OUT=out, STEPS=3, ZERO_STAGE=3, TMPDIR=tmp_path)
+                       SEQLENS="32768 8192", OUT=out, STEPS=3, ZERO_STAGE=3, TMPDIR=tmp_path,
+                       PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
     assert result.returncode == 0, result.stderr
     [line] = result.stdout.splitlines()
     assert f"-m deepspeed.launcher.runner --hostfile {hostfile} --master_addr node1 --num_gpus 8 " \
@@ -339,7 +340,8 @@ def test_dry_run_multi_node_prints_the_launcher_command_and_runs_nothing(tmp_pat
     # Other nodes get the variables through DeepSpeed's env file, not the inherited environment.
     env_file = Path(line.split("DS_ENV_FILE=")[1].split()[0])
     lines = env_file.read_text().splitlines()
-    assert {"STEPS=3", "ZERO_STAGE=3", "SEQ_LEN=8192 32768", f"OUTPUT={out}"} <= set(lines)
+    assert {"STEPS=3", "ZERO_STAGE=3", "SEQ_LEN=8192 32768", f"OUTPUT={out}",
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"} <= set(lines)
     assert not out.exists()
 
 

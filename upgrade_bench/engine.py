@@ -68,10 +68,18 @@ class RunConfig:
     peak_tflops: float | None
     peak_source: str | None
     warnings: list
+    alloc_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF as this process got it
 
     def header_config(self) -> dict:
         s = dict(self.settings)
         s.update(USE_LIGER=self.use_liger, world_size=self.world_size)
+        # The caching allocator's settings move peak memory and the memory ceiling (on the
+        # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
+        # so they are part of the configuration: RESUME, the capacity search and the
+        # report keep runs with different settings apart. Only when set, so runs with
+        # the default allocator compare equal to logs written before this field existed.
+        if self.alloc_conf:
+            s["PYTORCH_CUDA_ALLOC_CONF"] = self.alloc_conf
         return s
 
 
@@ -132,7 +140,8 @@ def resolve(settings: dict) -> RunConfig:
     if warning:
         warnings.append(warning)
     return RunConfig(settings, world, rank, local_rank, device, use_liger, backend, why, weights,
-                     path, hf_config, model.dims(hf_config), peak, source, warnings)
+                     path, hf_config, model.dims(hf_config), peak, source, warnings,
+                     os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
 
 
 def deepspeed_config(s: dict, on_gpu: bool) -> dict:

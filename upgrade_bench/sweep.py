@@ -76,7 +76,7 @@ OWNED = ("SEQ_LEN", "OUTPUT")  # benchmark.py variables the sweep sets per proce
 PASSED = [v for v in settings.TRAINING_VARS if v.name not in OWNED]
 # Read by benchmark.py's imports rather than its settings; carried to other nodes too.
 EXTRA_ENV = ("MODEL_DIR", "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
-             "TORCH_CUDA_ARCH_LIST", "TORCH_EXTENSIONS_DIR", "CUDA_HOME")
+             "TORCH_CUDA_ARCH_LIST", "TORCH_EXTENSIONS_DIR", "CUDA_HOME", "PYTORCH_CUDA_ALLOC_CONF")
 CONFIG_IGNORED = ("SEQ_LEN", "OUTPUT", "NOTES")  # differ between processes of one config
 # Peak memory does not depend on how many steps ran: any sweep summary seeds the search.
 CAPACITY_IGNORED = CONFIG_IGNORED + ("STEPS", "WARMUP_STEPS")
