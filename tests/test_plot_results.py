@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from upgrade_bench import records, reference, report, report_md
+from upgrade_bench import figures, records, reference, report, report_md
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "plot_results.py")
@@ -191,6 +191,14 @@ def test_other_tables_decomposition_attention_mamf_capabilities():
     assert "only" not in caps["matmul:bf16"]
     assert text.index("| item | H200 SXM | B200 SXM |") < text.index("## Speedup")
     assert "## Telemetry" in text and "1980" in text
+
+
+def test_close_lengths_share_one_tick_label():
+    # 272K and 280K (a capacity bracket) sit within 1.25x of 256K on the log axis.
+    assert figures.spaced_labels([8192, 32768, 196608, 262144, 278528, 286720, 524288]) == \
+        ["8K", "32K", "192K", "256K", "", "", "512K"]
+    # Measured from the last labelled length: 10K is 1.25x 8K, 12K only 1.2x 10K.
+    assert figures.spaced_labels([8192, 9216, 10240, 12288]) == ["8K", "", "10K", ""]
 
 
 def test_stack_parity_rules():

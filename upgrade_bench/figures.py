@@ -36,6 +36,18 @@ def _style(a: Analysis, s) -> dict:
             "linestyle": "--" if s.reference else "-", "mfc": "none" if s.reference else None}
 
 
+def spaced_labels(lens: list[int], min_ratio: float = 1.25) -> list[str]:
+    """Tick labels of ascending lengths on a log axis, blank where a length is within
+    `min_ratio` of the last labelled one (a capacity point at 272K next to 256K would
+    print over it); the tick itself stays."""
+    labels, last = [], None
+    for n in lens:
+        keep = last is None or n >= last * min_ratio
+        labels.append(seq_label(n) if keep else "")
+        last = n if keep else last
+    return labels
+
+
 def _seq_axis(ax, lens) -> None:
     lens = sorted(set(lens))
     if not lens:
@@ -43,7 +55,7 @@ def _seq_axis(ax, lens) -> None:
     if len(lens) > 1:
         ax.set_xscale("log", base=2)
     ax.set_xticks(lens)
-    ax.set_xticklabels([seq_label(n) for n in lens], rotation=45 if len(lens) > 4 else 0)
+    ax.set_xticklabels(spaced_labels(lens), rotation=45 if len(lens) > 4 else 0)
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("sequence length (tokens)")
 
