@@ -193,6 +193,22 @@ def test_other_tables_decomposition_attention_mamf_capabilities():
     assert "## Telemetry" in text and "1980" in text
 
 
+def test_series_labels_name_only_the_settings_that_differ_in_words():
+    assert [report.config_phrase(k, v) for k, v in [
+        ("ZERO_STAGE", 3), ("GRAD_CHECKPOINT", True), ("OFFLOAD_OPTIMIZER", False),
+        ("world_size", 1), ("world_size", 8), ("NUM_LAYERS", 0), ("NUM_LAYERS", 8),
+        ("PYTORCH_CUDA_ALLOC_CONF", None), ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"),
+        ("SOMETHING_NEW", True)]] == [
+        "ZeRO-3", "ckpt", "no offload", "1 GPU", "8 GPUs", "all layers", "8 layers",
+        "default allocator", "allocator expandable_segments:True", "SOMETHING_NEW=1"]
+    recs = [header("a", "NVIDIA H200"), summary("a", 8192, 400.0, H200_PEAK),
+            header("b", "NVIDIA H200", config={"ZERO_STAGE": 2, "GRAD_CHECKPOINT": False, "world_size": 1}),
+            summary("b", 8192, 500.0, H200_PEAK)]
+    labels = sorted(s.label for s in report.load(recs).series)
+    # world_size is named first; MODEL and the rest, the same in both, not at all.
+    assert labels == ["H200 SXM fa3: 1 GPU, ZeRO-2, no ckpt", "H200 SXM fa3: 8 GPUs, ZeRO-3, ckpt"]
+
+
 def test_close_lengths_share_one_tick_label():
     # 272K and 280K (a capacity bracket) sit within 1.25x of 256K on the log axis.
     assert figures.spaced_labels([8192, 32768, 196608, 262144, 278528, 286720, 524288]) == \

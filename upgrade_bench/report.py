@@ -217,21 +217,50 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
 
 
 def _short(value) -> str:
+    if value is None:  # not recorded (the guide's published runs leave some settings out)
+        return "-"
     return str(int(value)) if isinstance(value, bool) else str(value)
+
+
+# The order differing settings are named in a series label; others follow, sorted.
+LABEL_ORDER = ("world_size", "MODEL", "NUM_LAYERS", "ZERO_STAGE", "OFFLOAD_OPTIMIZER",
+               "GRAD_CHECKPOINT", "USE_LIGER", "ATTN_BACKEND", "PACKED_DOC_LEN", "BATCH_SIZE",
+               "WARMUP_STEPS")
+
+
+def config_phrase(key: str, value) -> str:
+    """How one setting reads in a label: "ZeRO-3", "no ckpt", "2 GPUs"; else KEY=value."""
+    on = value in (True, 1, "1")
+    none = value in (0, "0")
+    phrases = {"world_size": f"{value} GPU{'' if value == 1 else 's'}",
+               "NUM_LAYERS": "all layers" if none else f"{value} layers",
+               "ZERO_STAGE": f"ZeRO-{value}",
+               "OFFLOAD_OPTIMIZER": "offload" if on else "no offload",
+               "GRAD_CHECKPOINT": "ckpt" if on else "no ckpt",
+               "USE_LIGER": "Liger" if on else "no Liger",
+               "ATTN_BACKEND": f"attn={value}",
+               "PACKED_DOC_LEN": "dense" if none else f"docs of {value}",
+               "BATCH_SIZE": f"batch {value}",
+               "WARMUP_STEPS": f"{value} warm-up",
+               # Recorded only when set (engine.RunConfig.header_config).
+               "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}
+    return phrases.get(key, f"{key}={_short(value)}")
 
 
 def _label(series: list) -> None:
     """GPU + backend, plus the config fields that differ between series of the same kind
     (sweep points vs decompositions), plus provenance."""
+    rank = {k: i for i, k in enumerate(LABEL_ORDER)}
     for group in (True, False):
         members = [s for s in series if bool(s.repeats or s.errors) == group]
-        keys = sorted({k for s in members for k in s.config})
+        keys = sorted({k for s in members for k in s.config}, key=lambda k: (rank.get(k, len(rank)), k))
         varying = [k for k in keys
                    if len({json.dumps(s.config.get(k), default=str) for s in members}) > 1]
         for s in members:
-            parts = [s.gpu, s.backend] + [f"{k}={_short(s.config.get(k))}" for k in varying]
+            phrases = [config_phrase(k, s.config.get(k)) for k in varying]
             tag = provenance(s.reference)
-            s.label = " ".join(parts) + (f" ({tag})" if tag else "")
+            s.label = f"{s.gpu} {s.backend}" + (": " + ", ".join(phrases) if phrases else "") \
+                + (f" ({tag})" if tag else "")
 
 
 # ---------------------------------------------------------------- baseline and pairing
