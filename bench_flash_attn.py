@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import replace
 
-from upgrade_bench import attn_kernels, engine, fingerprint, flops, gpus, settings, telemetry, timing
+from upgrade_bench import attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
 from upgrade_bench.records import RecordWriter
 
 SCRIPT = "bench_flash_attn.py"
@@ -224,7 +224,7 @@ def run_backend(backend, base: attn_kernels.Shape, s: dict, dtype, device, flush
 
 
 def _failure(err: BaseException) -> dict:
-    fields = engine.error_fields(err)
+    fields = faults.error_fields(err)
     status = "oom" if fields["error"] == "oom" else "error"
     return {"status": status, "reason": f"{fields['exception']}: {fields['message']}"}
 

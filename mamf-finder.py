@@ -26,7 +26,7 @@ import signal
 import sys
 from contextlib import contextmanager
 
-from upgrade_bench import engine, fingerprint, flops, gpus, matmul, telemetry, timing
+from upgrade_bench import faults, fingerprint, flops, gpus, matmul, telemetry, timing
 from upgrade_bench.records import RecordWriter
 
 SCRIPT = "mamf-finder.py"
@@ -305,7 +305,7 @@ class Run:
             self.bench.measure(matmul.Shape(self.space.lo, self.space.lo, self.space.lo), 1, 1)
             return True
         except Exception as err:
-            fields = {**engine.error_fields(err), "error": "unsupported"}
+            fields = {**faults.error_fields(err), "error": "unsupported"}
             self.writer.write("error", seq_len=None, **fields,
                               config={"dtype": self.args.dtype, "device": str(self.device)})
             reason = (fields["message"] or fields["exception"]).splitlines()[0]
@@ -322,7 +322,7 @@ class Run:
                                            lambda: self.bench.measure(shape, iters, warmup))
         except Exception as err:  # one record per failed shape (an OOM, say); the run goes on
             with self.signals.hold():
-                self.writer.write("error", seq_len=None, phase=self.phase, **engine.error_fields(err),
+                self.writer.write("error", seq_len=None, phase=self.phase, **faults.error_fields(err),
                                   config={"m": shape.m, "n": shape.n, "k": shape.k, "dtype": a.dtype})
             if self.on_gpu:
                 self.bench.torch.cuda.empty_cache()

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from upgrade_bench import attention, engine, records
+from upgrade_bench import attention, engine, faults, records
 from upgrade_bench.attention import BackendUnavailable
 
 
@@ -74,11 +74,11 @@ def test_arch_list_loses_suffixes_deepspeed_cannot_parse():
 
 
 def test_oom_classification():
-    assert engine.is_oom(torch.OutOfMemoryError("CUDA out of memory"))
-    assert engine.is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
-    assert not engine.is_oom(RuntimeError("shape mismatch"))
-    assert engine.exit_code_for(torch.OutOfMemoryError("x")) == 3
-    assert engine.exit_code_for(ValueError("x")) == 1
+    assert faults.is_oom(torch.OutOfMemoryError("CUDA out of memory"))
+    assert faults.is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
+    assert not faults.is_oom(RuntimeError("shape mismatch"))
+    assert faults.exit_code_for(torch.OutOfMemoryError("x")) == 3
+    assert faults.exit_code_for(ValueError("x")) == 1
 
 
 def test_packed_batch_positions_and_labels():

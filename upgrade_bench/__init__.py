@@ -4,6 +4,7 @@ settings           environment variables of every script, validated, with --help
 gpus               the GPU peak/HBM table and the lookup by device name
 flops              FLOP accounting (the guide's convention): dense, attention, MFU, HFU
 records            the JSON-lines writer and reader
+faults             a failure's error record and exit code (3 = OOM, 2 = bad input)
 fingerprint        software and hardware stack for the header record
 model              model configs, presets, weights, building
 attention          attention backends of the training step: discovery and the auto rule

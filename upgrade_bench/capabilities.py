@@ -20,7 +20,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from .engine import is_oom
+from .faults import is_oom
 
 STATUSES = ("ok", "unsupported_hardware", "unsupported_stack", "unavailable", "error")
 CATEGORIES = ("dtype", "attention", "memory", "interconnect")

@@ -17,7 +17,7 @@ import torch
 
 from .capabilities import (NVML_LEVEL_CODE, NotEngaged, Passed, WrongResult, check_close,
                            parse_topo_matrix, summarize_topology)
-from .engine import is_oom
+from .faults import is_oom
 
 MATMUL_SIZE = 256      # dense probes: m = n = k
 SCALED_SIZE = 128      # scaled probes: one 128-row block of the blocked scale layout

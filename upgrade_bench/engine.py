@@ -9,9 +9,7 @@ import sys
 from dataclasses import dataclass
 
 from . import attention, fingerprint, flops, gpus, model, timing
-
-EXIT_OOM = 3
-EXIT_ERROR = 1
+from .faults import NonFiniteLoss, error_fields, exit_code_for
 
 
 class BadConfig(ValueError):
@@ -37,17 +35,6 @@ def prepare_process_env(environ=os.environ) -> None:
             port = s.getsockname()[1]
         environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-
-
-def is_oom(err: BaseException) -> bool:
-    import torch
-
-    if isinstance(err, torch.OutOfMemoryError):
-        return True
-    text = str(err)
-    # CPU allocations fail with a plain RuntimeError; NCCL/cuBLAS report OOM in text.
-    return isinstance(err, RuntimeError) and ("out of memory" in text.lower()
-                                              or "can't allocate memory" in text)
 
 
 @dataclass
@@ -263,10 +250,6 @@ def train_step(engine, batch: dict, probe=None):
     return loss
 
 
-class NonFiniteLoss(RuntimeError):
-    pass
-
-
 def timed_step(eng, batch: dict, device, probe=None) -> tuple[float, float]:
     """(wall ms, loss) of one synchronized step; a NaN/inf loss raises NonFiniteLoss.
 
@@ -324,19 +307,6 @@ def memory_probe(device) -> dict:
     return {"allocated_gib": torch.cuda.memory_allocated(device) / 2**30,
             "reserved_gib": torch.cuda.memory_reserved(device) / 2**30,
             "max_allocated_gib": torch.cuda.max_memory_allocated(device) / 2**30}
-
-
-def error_fields(err: BaseException) -> dict:
-    import traceback
-
-    tail = "".join(traceback.format_exception(type(err), err, err.__traceback__))[-2000:]
-    kind = "oom" if is_oom(err) else "nonfinite_loss" if isinstance(err, NonFiniteLoss) else "exception"
-    return {"error": kind, "exception": type(err).__name__,
-            "message": str(err)[:500], "traceback_tail": tail}
-
-
-def exit_code_for(err: BaseException) -> int:
-    return EXIT_OOM if is_oom(err) else EXIT_ERROR
 
 
 def fail_bad_config(err: BadConfig) -> None:

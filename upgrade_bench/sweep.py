@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import settings
+from .faults import EXIT_BAD_INPUT, EXIT_OOM
 from .procs import ProcessResult, run_process
 from .records import RecordWriter, claim_stdout, read_lines
 from .settings import Var
@@ -45,7 +46,7 @@ from .settings import Var
 SCRIPT = "run_sweep.sh"
 REPO = Path(__file__).resolve().parent.parent
 GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]
-EXIT_OOM, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 3, 2, 130
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 VARS = [
     Var("SEQLENS", "int_list", GUIDE_SEQLENS, "sequence lengths of the sweep", min=1),

@@ -1,0 +1,37 @@
+"""How a failure becomes a record and an exit code, for every script.
+
+The exit codes are the contract with run_sweep.sh: 3 = out of memory (the point is
+recorded as `oom` and the sweep goes on), 2 = bad input (nothing ran), 1 = anything else.
+"""
+EXIT_ERROR = 1
+EXIT_BAD_INPUT = 2
+EXIT_OOM = 3
+
+
+class NonFiniteLoss(RuntimeError):
+    """A NaN/inf loss: the step ran but its numbers mean nothing."""
+
+
+def is_oom(err: BaseException) -> bool:
+    import torch
+
+    if isinstance(err, torch.OutOfMemoryError):
+        return True
+    text = str(err)
+    # CPU allocations fail with a plain RuntimeError; NCCL/cuBLAS report OOM in text.
+    return isinstance(err, RuntimeError) and ("out of memory" in text.lower()
+                                              or "can't allocate memory" in text)
+
+
+def error_fields(err: BaseException) -> dict:
+    """An `error` record's fields: kind (oom / nonfinite_loss / exception), message, traceback tail."""
+    import traceback
+
+    tail = "".join(traceback.format_exception(type(err), err, err.__traceback__))[-2000:]
+    kind = "oom" if is_oom(err) else "nonfinite_loss" if isinstance(err, NonFiniteLoss) else "exception"
+    return {"error": kind, "exception": type(err).__name__,
+            "message": str(err)[:500], "traceback_tail": tail}
+
+
+def exit_code_for(err: BaseException) -> int:
+    return EXIT_OOM if is_oom(err) else EXIT_ERROR
