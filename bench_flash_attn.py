@@ -259,7 +259,7 @@ def main() -> int:
         heads, kv_heads, head_dim = resolve_heads(s)
     except settings.SettingsError as err:
         sys.stderr.write(f"error: {err}\n")
-        return settings.EXIT_BAD_INPUT
+        return faults.EXIT_BAD_INPUT
     import torch
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -25,7 +25,7 @@ Two nodes' logs side by side: python plot_results.py caps_h200.jsonl caps_b200.j
 import sys
 import time
 
-from upgrade_bench import attention, fingerprint, settings
+from upgrade_bench import attention, faults, fingerprint, settings
 from upgrade_bench import capabilities as caps
 from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines
 
@@ -51,7 +51,7 @@ def load_capacity_log(path: str):
             records, _ = read_lines(f, path)
     except (OSError, SchemaTooNew) as err:
         sys.stderr.write(f"error: CAPACITY_LOG={path!r}: cannot be read ({err})\n")
-        sys.exit(settings.EXIT_BAD_INPUT)
+        sys.exit(faults.EXIT_BAD_INPUT)
     return records
 
 

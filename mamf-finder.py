@@ -39,7 +39,7 @@ SCREEN_WARMUP, SCREEN_ITERS = 10, 30
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         sys.stderr.write(f"error: {message} (see --help)\n")
-        sys.exit(2)
+        sys.exit(faults.EXIT_BAD_INPUT)
 
 
 def _int(low: int):
@@ -241,7 +241,7 @@ def pick_device(args):
     if args.cuda_device >= torch.cuda.device_count():
         sys.stderr.write(f"error: --cuda_device {args.cuda_device}: expected an index below "
                          f"{torch.cuda.device_count()} (the GPUs visible here)\n")
-        sys.exit(2)
+        sys.exit(faults.EXIT_BAD_INPUT)
     torch.cuda.set_device(args.cuda_device)
     props = torch.cuda.get_device_properties(args.cuda_device)
     hardware.update(gpu_name=props.name, cuda_device=args.cuda_device,

@@ -30,8 +30,7 @@ import os
 import sys
 
 from upgrade_bench import records, reference, report, report_md
-
-EXIT_BAD_INPUT = 2
+from upgrade_bench.faults import EXIT_BAD_INPUT
 
 
 def parse_args(argv):

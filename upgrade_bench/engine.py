@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 
 from . import attention, fingerprint, flops, gpus, model, timing
-from .faults import NonFiniteLoss, error_fields, exit_code_for
+from .faults import EXIT_BAD_INPUT, NonFiniteLoss, error_fields, exit_code_for
 
 
 class BadConfig(ValueError):
@@ -311,7 +311,7 @@ def memory_probe(device) -> dict:
 
 def fail_bad_config(err: BadConfig) -> None:
     sys.stderr.write(f"error: {err}\n")
-    sys.exit(2)
+    sys.exit(EXIT_BAD_INPUT)
 
 
 def header_fields(rc: RunConfig) -> dict:

@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-EXIT_BAD_INPUT = 2
+from .faults import EXIT_BAD_INPUT
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
