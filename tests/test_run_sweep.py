@@ -142,8 +142,9 @@ def test_real_sweep_with_real_oom_then_resume_runs_only_the_missing_point(tmp_pa
     table = first.stderr[first.stderr.index("seq_len  TFLOPS/GPU"):]
     assert "1048576" in table and "oom" in table and table.count(" ok") == 2
     assert "point 2/3 seq_len 128" in first.stderr and "ETA" in first.stderr
-    stdout_kinds = [json.loads(line)["kind"] for line in first.stdout.splitlines()]
-    assert stdout_kinds.count("summary") == 2  # stdout is the same JSONL stream
+    stdout_recs = [json.loads(line) for line in first.stdout.splitlines()]
+    assert [r["kind"] for r in stdout_recs].count("summary") == 2  # stdout is the same JSONL stream
+    assert not any("log_file" in r for r in stdout_recs)  # as written, not as read back
 
     # Lose the 128 summary, as if the night had been cut short; resume.
     kept = [line for line in out.read_text().splitlines()

@@ -4,12 +4,12 @@ fwd + bwd + optimizer step.
 """
 import os
 import re
-import socket
 import sys
 from dataclasses import dataclass
 
 from . import attention, fingerprint, flops, gpus, model, timing
 from .faults import EXIT_BAD_INPUT, NonFiniteLoss, error_fields, exit_code_for
+from .procs import free_port
 
 
 class BadConfig(ValueError):
@@ -30,11 +30,8 @@ def prepare_process_env(environ=os.environ) -> None:
     if environ.get("TORCH_CUDA_ARCH_LIST"):
         environ["TORCH_CUDA_ARCH_LIST"] = sanitize_arch_list(environ["TORCH_CUDA_ARCH_LIST"])
     if "RANK" not in environ:  # run as plain `python script.py`: a world of one
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
         environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
 
 
 @dataclass

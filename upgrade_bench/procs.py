@@ -3,6 +3,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -60,6 +61,13 @@ class ProcessResult:
                 "warmup_s": self.steps_s - self.timed_s,
                 # launch, imports, model and DeepSpeed init, JIT builds, batches, teardown
                 "startup_s": self.wall_s - self.steps_s}
+
+
+def free_port() -> int:
+    """A TCP port free on this host now, for a rendezvous (MASTER_PORT)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def parse_record(line: str) -> dict | None:
@@ -156,7 +164,8 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
                 with log_lock:
                     log.write(line)
             elif record is not None:
-                echo.write(json.dumps({k: v for k, v in record.items() if k != "source"}) + "\n")
+                # As the benchmark wrote it: without the log_file that read_lines adds.
+                echo.write(json.dumps({k: v for k, v in record.items() if k != "log_file"}) + "\n")
                 echo.flush()
                 result.add(record)
                 if record["kind"] == "summary":

@@ -29,7 +29,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -39,7 +38,7 @@ from pathlib import Path
 
 from . import settings
 from .faults import EXIT_BAD_INPUT, EXIT_OOM
-from .procs import ProcessResult, run_process
+from .procs import ProcessResult, free_port, run_process
 from .records import RecordWriter, claim_stdout, read_lines
 from .settings import Var
 
@@ -460,12 +459,6 @@ class Context:
         if self.multi_node:
             env["DS_ENV_FILE"] = write_node_env(node_env_lines(os.environ, env, user_ds_env()))
         return env, argv
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def user_ds_env() -> list[str]:
