@@ -18,7 +18,6 @@ no Liger.
     USE_LIGER=1 NUM_LAYERS=8 ATTN_BACKEND=fa4 python bench_decompose.py   # one GPU
     MODEL=tiny SEQ_LEN=256 TIME_STEPS=2 PROFILE_STEPS=1 python bench_decompose.py   # CPU
 """
-import statistics
 import sys
 
 from upgrade_bench import decompose, engine, settings, timing
@@ -66,14 +65,14 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
         engine.train_step(eng, batch, probe if step == 0 else None).item()
         if step == 0 and snapshot:
             snapshot()
-    times_ms = [engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"])]
+    wall_ms = timing.summarize(engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"]))
     peak = engine.worst_rank_peaks_gib(rc.device)[0]  # a collective: every rank calls it
     kernel_us = profiled_kernel_us(eng, batch, rc.device, s["PROFILE_STEPS"])
-    fields = decompose.decompose(statistics.median(times_ms), kernel_us, s["PROFILE_STEPS"],
+    fields = decompose.decompose(wall_ms["median"], kernel_us, s["PROFILE_STEPS"],
                                  step_flops, rc.peak_tflops)
     record = writer.write("decomposition", seq_len=seq_len, batch_size=s["BATCH_SIZE"],
-                          packed_doc_len=s["PACKED_DOC_LEN"], time_steps=len(times_ms),
-                          wall_step_ms_min=min(times_ms), wall_step_ms_max=max(times_ms),
+                          packed_doc_len=s["PACKED_DOC_LEN"], time_steps=wall_ms["n"],
+                          wall_step_ms_min=wall_ms["min"], wall_step_ms_max=wall_ms["max"],
                           profile_steps=s["PROFILE_STEPS"],
                           source="cuda kernels" if rc.device.type == "cuda" else "cpu ops (self time)",
                           peak_mem_gib=peak, attn_backend=rc.backend, use_liger=rc.use_liger,

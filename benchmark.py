@@ -25,7 +25,7 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
     s = rc.settings
     batch, step_flops = engine.prepare_point(rc, seq_len)
     tokens = s["BATCH_SIZE"] * seq_len
-    times_ms, peaks = [], []
+    times_ms = []
     sampler = telemetry.Sampler(rc.device.index or 0)  # NVML over the timed steps only
     total = s["WARMUP_STEPS"] + s["STEPS"]
     for step in range(total):
@@ -43,7 +43,6 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
                      peak_alloc_gib=peak_alloc)
         if not warmup:
             times_ms.append(step_ms)
-            peaks.append((peak, peak_alloc))
     samples = sampler.stop()
     stats = summarize(times_ms)
     gpu_telemetry = telemetry.aggregate(samples, tokens * stats["n"], sampler.energy_mj)
@@ -59,7 +58,8 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
                  hfu=flops.mfu(hfu_tflops, rc.peak_tflops),
                  tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
-                 peak_mem_gib=peaks[-1][0], peak_alloc_gib=peaks[-1][1], loss=loss_value,
+                 # the last step's, like the loss: STEPS >= 1, so it was a timed one
+                 peak_mem_gib=peak, peak_alloc_gib=peak_alloc, loss=loss_value,
                  attn_backend=rc.backend, world_size=rc.world_size, **gpu_telemetry)
 
 
