@@ -235,19 +235,15 @@ def pick_device(args):
     """(device, hardware fingerprint of the GPU measured (not always GPU 0), SM count)."""
     import torch
 
-    hardware = fingerprint.hardware()
     if not torch.cuda.is_available():
-        return torch.device("cpu"), hardware, None
+        return torch.device("cpu"), fingerprint.hardware(), None
     if args.cuda_device >= torch.cuda.device_count():
         sys.stderr.write(f"error: --cuda_device {args.cuda_device}: expected an index below "
                          f"{torch.cuda.device_count()} (the GPUs visible here)\n")
         sys.exit(faults.EXIT_BAD_INPUT)
     torch.cuda.set_device(args.cuda_device)
-    props = torch.cuda.get_device_properties(args.cuda_device)
-    hardware.update(gpu_name=props.name, cuda_device=args.cuda_device,
-                    compute_capability=f"{props.major}.{props.minor}",
-                    hbm_gib=round(props.total_memory / 2**30, 1), sm_count=props.multi_processor_count)
-    return torch.device("cuda", args.cuda_device), hardware, props.multi_processor_count
+    hardware = dict(fingerprint.hardware(args.cuda_device), cuda_device=args.cuda_device)
+    return torch.device("cuda", args.cuda_device), hardware, hardware["sm_count"]
 
 
 class Run:

@@ -9,6 +9,8 @@ import os
 import platform
 import socket
 
+from . import telemetry
+
 # Distribution names; FA2 and FA4 both install the `flash_attn` module, so the
 # distribution tells them apart.
 PACKAGES = ("torch", "transformers", "deepspeed", "liger-kernel", "flash-attn", "flash-attn-3",
@@ -40,7 +42,7 @@ def software() -> dict:
     return stack
 
 
-def _nvml_info() -> dict:
+def _nvml_info(device_index: int) -> dict:
     try:
         import pynvml
 
@@ -50,28 +52,35 @@ def _nvml_info() -> dict:
     info = {}
     try:
         info["driver"] = pynvml.nvmlSystemGetDriverVersion()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        # The same GPU as the CUDA properties beside it: NVML's own index ignores
+        # CUDA_VISIBLE_DEVICES.
+        handle = telemetry.nvml_handle(pynvml, device_index)
         info["power_limit_w"] = pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000
         info["max_sm_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
         info["max_mem_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
     except Exception:
         pass
+    try:
+        pynvml.nvmlShutdown()
+    except Exception:
+        pass
     return info
 
 
-def hardware() -> dict:
+def hardware(device_index: int = 0) -> dict:
+    """The host and CUDA device `device_index` (as this process numbers it); gpu_count: all visible."""
     import torch
 
     hw = {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(),
           "gpu_name": None, "gpu_count": 0, "compute_capability": None, "hbm_gib": None,
           "driver": None, "power_limit_w": None, "max_sm_clock_mhz": None}
     if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
+        props = torch.cuda.get_device_properties(device_index)
         hw.update(gpu_name=props.name, gpu_count=torch.cuda.device_count(),
                   compute_capability=f"{props.major}.{props.minor}",
                   hbm_gib=round(props.total_memory / 2**30, 1),
                   sm_count=props.multi_processor_count)
-        hw.update(_nvml_info())
+        hw.update(_nvml_info(device_index))
     return hw
 
 

@@ -48,7 +48,7 @@ def throttle_names(mask: int | None) -> list[str]:
     return [name for bit, name in THROTTLE_BITS.items() if mask & bit]
 
 
-def _nvml_handle(pynvml, device_index: int):
+def nvml_handle(pynvml, device_index: int):
     """NVML handle of CUDA device `device_index` as this process numbers it.
 
     NVML counts every GPU of the node and ignores CUDA_VISIBLE_DEVICES (which the DeepSpeed
@@ -106,7 +106,7 @@ class Sampler:
             self.error = f"{type(err).__name__}: {err}"
             return
         try:
-            self._nvml, self._handle = pynvml, _nvml_handle(pynvml, self.device_index)
+            self._nvml, self._handle = pynvml, nvml_handle(pynvml, self.device_index)
         except Exception as err:  # e.g. a device NVML cannot match (MIG slice)
             self.error = f"{type(err).__name__}: {err}"
             pynvml.nvmlShutdown()
