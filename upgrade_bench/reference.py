@@ -12,7 +12,6 @@ GUIDE_SWEEP = [(8192, 141, 167, 16.3), (32768, 324, 524, 25.8), (65536, 391, 719
                (131072, 420, 836, 66.5), (196608, 422, 852, 95.7), (262144, 419, 852, 124.5)]
 # Right-sized 8K (ZeRO-2, no checkpointing/offload): attention / everything else / total TFLOPS.
 GUIDE_DECOMPOSITION = {"H200": (447, 463, 461), "B200": (834, 771, 778)}
-GUIDE_MAMF = {"H200": {"bf16": 794.5, "fp8": 1453.4}, "B200": {"bf16": 1745.0, "fp8": 3432.5}}
 GUIDE_STACK = {"python": "3.12.12", "torch": "2.13.0+cu130", "cuda": "13.0", "transformers": "5.14.1",
                "deepspeed": "0.19.2", "liger-kernel": "0.8.0"}
 GUIDE_ATTENTION_PACKAGE = {"H200": ("fa3", "flash-attn-3", "3.0.0"),
@@ -81,7 +80,8 @@ def guide_reference_records() -> list:
             total=part(sf.model, total), attn_backend=backend, derived=["tflop", "ms"])
 
         header("mamf", "mamf-finder.py", {})
-        for dtype, value in GUIDE_MAMF[gpu].items():
+        # The guide's MAMF figures are the GPU table's (gpus.py), quoted from the guide.
+        for dtype, value in (("bf16", spec.mamf_bf16), ("fp8", spec.mamf_fp8)):
             peak = spec.peak_tflops(dtype)
             rec("mamf", "mamf", "mamf-finder.py", dtype=dtype, m=None, n=None, k=None,
                 tflops_mean=value, tflops_median=None, tflops_max=None, peak_tflops=peak,
