@@ -182,7 +182,7 @@ def test_other_tables_decomposition_attention_mamf_capabilities():
     ((group, lines),) = a.attention.items()  # the unavailable fa2 record is left out
     rows = {r["seq_len"]: r for r in report.attention_rows(lines, a.baseline)}
     assert rows[1024]["ratios"]["B200 SXM"] == (pytest.approx(2.0), "fa4", "fa3")
-    assert a.mamf["B200 SXM"][0] == 1700.0 and a.mamf["H200 SXM"][0] == 800.0
+    assert a.mamf["B200 SXM"] == 1700.0 and a.mamf["H200 SXM"] == 800.0
     text = report_md.render(a)
     assert "B200 SXM: 2.12x" in text                          # MAMF ratio 1700/800
     assert "| 1K | 50.0% |" in text                           # 400 TFLOPS / 800 MAMF on H200

@@ -153,14 +153,13 @@ def _speedup_panel(ax, a: Analysis) -> None:
             ax.text(r["seq_len"], 0.02, r["gap"], rotation=90, fontsize=7, color="grey",
                     transform=ax.get_xaxis_transform(), va="bottom", ha="right")
             lens.append(r["seq_len"])
-    base_mamf = a.mamf.get(a.baseline, (None,))[0]
     for gpu, value in peak_lines.items():
         ax.axhline(value, color=colors[gpu], linestyle=":",
                    label=f"{gpu}/{a.baseline} theoretical peak ratio {value:.2f}x")
-        mamf = a.mamf.get(gpu, (None,))[0]
-        if mamf and base_mamf:
-            ax.axhline(mamf / base_mamf, color=colors[gpu], linestyle="-.",
-                       label=f"{gpu}/{a.baseline} MAMF ratio {mamf / base_mamf:.2f}x")
+        mamf_ratio = a.mamf_ratio.get(gpu)
+        if mamf_ratio:
+            ax.axhline(mamf_ratio, color=colors[gpu], linestyle="-.",
+                       label=f"{gpu}/{a.baseline} MAMF ratio {mamf_ratio:.2f}x")
     if not lens:
         _empty(ax, "no pair of GPUs with the same configuration")
     _seq_axis(ax, lens)

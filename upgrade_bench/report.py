@@ -322,14 +322,11 @@ def ratio(new, old):
     return new / old if new is not None and old not in (None, 0) else None
 
 
-def mamf_of(gpu: Gpu, dtype: str = "bf16"):
-    """(best MAMF TFLOPS, its record) for a dtype; a measurement beats published figures."""
-    found = [r for r in gpu.mamf if normalise_dtype(r.get("dtype")) == dtype
-             and (r.get("tflops_mean") or r.get("tflops_median"))]
-    if not found:
-        return None, None
-    best = max(found, key=lambda r: (not r.get("reference"), r.get("tflops_mean") or r.get("tflops_median")))
-    return best.get("tflops_mean") or best.get("tflops_median"), best
+def mamf_of(gpu: Gpu, dtype: str = "bf16") -> float | None:
+    """Best MAMF TFLOPS for a dtype; a measurement beats published figures."""
+    values = [(not r.get("reference"), r.get("tflops_mean") or r.get("tflops_median"))
+              for r in gpu.mamf if normalise_dtype(r.get("dtype")) == dtype]
+    return max((v for v in values if v[1]), default=(None, None))[1]
 
 
 def normalise_dtype(name) -> str:
@@ -572,7 +569,8 @@ class Analysis:
     prices: dict
     stack: list            # stack-mismatch lines
     hints: list            # unpaired series
-    mamf: dict             # gpu -> (tflops, record) bf16
+    mamf: dict             # gpu -> bf16 MAMF TFLOPS or None
+    mamf_ratio: dict       # gpu (not the baseline) -> its bf16 MAMF over the baseline's, or None
     attention: dict        # attention_series()
     order: list            # GPUs, baseline first
 
@@ -594,5 +592,7 @@ def analyse(data: Dataset, baseline: str | None = None, price_specs=()) -> Analy
     stack = stack_mismatches(data.gpus, base) + mixed_stack_warnings(data.series)
     order = [base] + sorted(g for g in data.gpus if g != base)
     data.series.sort(key=lambda s: (order.index(s.gpu), bool(s.reference), s.backend, s.config_key))
+    mamf = {g: mamf_of(data.gpus[g]) for g in data.gpus}
     return Analysis(data, base, comparisons, prices, stack, unpaired_hints(data.series, base, paired),
-                    {g: mamf_of(data.gpus[g]) for g in data.gpus}, attention_series(data.gpus), order)
+                    mamf, {g: ratio(mamf[g], mamf[base]) for g in order[1:]},
+                    attention_series(data.gpus), order)

@@ -99,18 +99,17 @@ def mamf_markdown(a: Analysis) -> str:
                      provenance(r.get("reference")) or "measured"])
     out = [md_table(["GPU", "dtype", "MAMF TFLOPS (mean)", "max", "shape m x n x k", "peak",
                      "MAMF / peak", "source"], rows)]
-    base_mamf = a.mamf.get(a.baseline, (None, None))[0]
-    ratios = [f"{g}: {fmt(ratio(a.mamf[g][0], base_mamf), 'x')} (theoretical peak "
+    ratios = [f"{g}: {fmt(a.mamf_ratio[g], 'x')} (theoretical peak "
               f"{fmt(ratio(a.data.gpus[g].peak_tflops, a.data.gpus[a.baseline].peak_tflops), 'x')})"
-              for g in a.order[1:] if a.mamf.get(g, (None,))[0] and base_mamf]
+              for g in a.order[1:] if a.mamf_ratio[g]]
     if ratios:
         out.append(f"bf16 MAMF ratio over {a.baseline}: " + "; ".join(ratios))
-    util = [s for s in a.data.series if s.points and a.mamf.get(s.gpu, (None,))[0]]
+    util = [s for s in a.data.series if s.points and a.mamf[s.gpu]]
     lens = sorted({n for s in util for n in s.points})
     if util:
         out.append("MAMF utilisation (training TFLOPS / bf16 MAMF, the realistic ceiling):\n\n" + md_table(
             ["seq_len"] + [s.label for s in util],
-            [[seq_label(n)] + [fmt(ratio(s.points[n].get("tflops_per_gpu"), a.mamf[s.gpu][0]), "pct")
+            [[seq_label(n)] + [fmt(ratio(s.points[n].get("tflops_per_gpu"), a.mamf[s.gpu]), "pct")
                                if n in s.points else "" for s in util] for n in lens]))
     return "\n\n".join(out)
 
