@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from conftest import TINY_FAST, run_script
 from upgrade_bench import figures, records, reference, report, report_md
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -335,11 +336,9 @@ def test_cli_stdin_folder_and_baseline_flag(tmp_path):
 def test_cli_on_a_real_benchmark_log(tmp_path):
     """benchmark.py's actual CPU output, copied as two renamed 'GPUs'."""
     log = tmp_path / "tiny.jsonl"
-    env = dict(os.environ, PYTHONPATH=REPO, MODEL="tiny", ZERO_STAGE="2", OFFLOAD_OPTIMIZER="0",
-               GRAD_CHECKPOINT="0", SEQ_LEN="64 128", STEPS="2", WARMUP_STEPS="1", OUTPUT=str(log))
-    res = subprocess.run([sys.executable, os.path.join(REPO, "benchmark.py")], env=env, cwd=REPO,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    rc, _, err = run_script("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "OUTPUT": str(log)},
+                            timeout=300)
+    assert rc == 0, err[-2000:]
     real, skipped = records.read_lines(log.read_text().splitlines())
     assert skipped == 0
     fake = []

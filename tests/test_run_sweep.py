@@ -3,7 +3,6 @@ run for real as a subprocess (the real benchmark.py on the tiny model for one sw
 resume; a fake benchmark script for the faults it injects)."""
 import json
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import script_env
 from upgrade_bench import procs, settings, sweep, telemetry
 from upgrade_bench.records import read_lines
 
@@ -71,7 +71,7 @@ CLEARED = {v.name for v in sweep.VARS + settings.TRAINING_VARS} | {"RUN_ID", "CU
 
 
 def sweep_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    env = {k: v for k, v in script_env({}).items() if k not in CLEARED}
     env.update(PYTHON=sys.executable, PYTHONPATH=str(REPO))
     env.update({k: str(v) for k, v in extra.items()})
     return env
