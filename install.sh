@@ -21,7 +21,7 @@ CU130_INDEX=https://download.pytorch.org/whl/cu130
 
 die() { echo "install.sh: error: $*" >&2; exit "${2:-2}"; }
 say() { echo "install.sh: $*" >&2; }
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 cpu=0; force=""; wheelhouse=""; verify=1
 while [ $# -gt 0 ]; do
@@ -65,11 +65,14 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys' 2>/dev/null; 
   if command -v uv >/dev/null; then uv venv --python "$PYTHON" .venv >&2; else "$PYTHON" -m venv .venv; fi
 fi
 PY=.venv/bin/python
-pip_install() {
-  if command -v uv >/dev/null; then uv pip install --python "$PY" "$@"; else "$PY" -m pip install -q "$@"; fi
-}
 offline=()
 [ -n "$wheelhouse" ] && offline=(--no-index --find-links "$wheelhouse")
+# Every install reads only the wheelhouse when one is given.
+if command -v uv >/dev/null; then
+  pip_install() { uv pip install --python "$PY" "${offline[@]}" "$@"; }
+else
+  pip_install() { "$PY" -m pip install -q "${offline[@]}" "$@"; }
+fi
 "$PY" -m pip --version >/dev/null 2>&1 || "$PY" -m ensurepip -q
 torch_index=()
 if [ -z "$wheelhouse" ]; then
@@ -77,18 +80,18 @@ if [ -z "$wheelhouse" ]; then
   elif [ $cpu = 0 ]; then torch_index=(--extra-index-url "$CU130_INDEX"); fi
 fi
 say "installing the pinned stack (requirements.txt) into .venv"
-pip_install "${offline[@]}" "${torch_index[@]}" -r requirements.txt || die "pinned stack install failed (see pip's message above)" 1
-[ $cpu = 0 ] && { pip_install "${offline[@]}" -r requirements-gpu.txt || die "liger-kernel install failed" 1; }
+pip_install "${torch_index[@]}" -r requirements.txt || die "pinned stack install failed (see pip's message above)" 1
+[ $cpu = 0 ] && { pip_install -r requirements-gpu.txt || die "liger-kernel install failed" 1; }
 
 # --- attention package -----------------------------------------------------------------
 fa_index=()
 [ -z "$wheelhouse" ] && fa_index=(--extra-index-url "$CU130_INDEX")
 case "$attn" in
   fa3) say "installing flash-attn-3==$FA3_VERSION (Hopper)"
-       pip_install "${offline[@]}" "${fa_index[@]}" "flash-attn-3==$FA3_VERSION" ||
+       pip_install "${fa_index[@]}" "flash-attn-3==$FA3_VERSION" ||
          die "flash-attn-3 install failed: retry, or ./install.sh --force fa4 (FA4 has an SM90 path) or --force none (SDPA)" 1 ;;
   fa4) say "installing flash-attn-4==$FA4_VERSION"
-       pip_install "${offline[@]}" "flash-attn-4[cu13]==$FA4_VERSION" ||
+       pip_install "flash-attn-4[cu13]==$FA4_VERSION" ||
          die "flash-attn-4 install failed: retry, or ./install.sh --force none (SDPA)" 1 ;;
 esac
 
