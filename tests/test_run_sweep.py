@@ -23,7 +23,8 @@ FAKE_BENCHMARK = r'''
 FAKE_OOM_ABOVE=N / FAKE_OOM_AT=N: oom error record, exit 3. FAKE_CRASH_AT=N: traceback on
 stderr, exit 1, no record. FAKE_HANG_AT=N: start a grandchild `sleep`, write its pid to
 FAKE_PID_FILE, hang. FAKE_PEAK="a b": peak_mem_gib = a + b * seq_len. FAKE_HBM: the
-header's hardware.hbm_gib. FAKE_RUNS: one line per process (its SEQ_LEN)."""
+header's hardware.hbm_gib. FAKE_RUNS: one line per process (its SEQ_LEN). FAKE_REJECT=1:
+refuse the configuration as benchmark.py does (one line, exit 2)."""
 import json, os, subprocess, sys, time, uuid
 
 env = os.environ
@@ -44,6 +45,9 @@ if env.get("FAKE_RUNS"):
     with open(env["FAKE_RUNS"], "a") as f:
         f.write(env["SEQ_LEN"] + "\n")
 print("[INFO] [launch.py] a log line that is not a record", flush=True)
+if env.get("FAKE_REJECT"):
+    sys.stderr.write("error: ZERO_STAGE=5: expected an integer >= 0 and <= 3\n")
+    sys.exit(2)
 hbm = float(env["FAKE_HBM"]) if env.get("FAKE_HBM") else None
 write("header", config={"MODEL": "fake", "SEQ_LEN": seq_lens}, hardware={"hbm_gib": hbm})
 a, b = [float(x) for x in env["FAKE_PEAK"].split()] if env.get("FAKE_PEAK") else (None, None)
@@ -401,6 +405,18 @@ def test_bad_input_exits_2_with_one_line_and_starts_nothing(tmp_path, fake, extr
     [line] = result.stderr.splitlines()
     assert line.startswith("error: ") and names in line
     assert not runs.exists() and not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("mode", [{}, {"FIND_MAX_SEQLEN": 1}])
+def test_a_configuration_the_benchmark_rejects_stops_after_one_process(tmp_path, fake, mode):
+    out, runs = tmp_path / "o.jsonl", tmp_path / "runs.txt"
+    result = run_sweep(BENCHMARK=fake, FAKE_RUNS=runs, FAKE_REJECT=1, SEQLENS="64 128", OUT=out,
+                       REUSE_PROCESS=0, **mode)
+    assert result.returncode == 2
+    assert "error: the benchmark rejected the configuration (exit 2)" in result.stderr
+    assert len(runs.read_text().splitlines()) == 1  # not once per point
+    [error] = of_kind(records(out), "error")
+    assert error["error"] == "bad_input" and error["seq_len"] == 64
 
 
 def test_gpus_above_visible_is_refused_only_where_it_can_be_checked():

@@ -199,11 +199,15 @@ def select_devices(visible: str | None, gpus: int) -> tuple[str | None, str | No
     return "localhost:" + ",".join(entries), ""
 
 
+# What every FIND_MAX_SEQLEN probe runs: one full step shows both fit and peak.
+PROBE_STEPS = {"STEPS": 1, "WARMUP_STEPS": 0}
+
+
 def process_env(seq_lens: list[int], output: str, probe: bool) -> dict:
     """What one benchmark process gets on top of the sweep's environment."""
     env = {"SEQ_LEN": " ".join(map(str, seq_lens)), "OUTPUT": output}
-    if probe:  # FIND_MAX_SEQLEN: one full step shows both fit and peak
-        env.update(STEPS="1", WARMUP_STEPS="0")
+    if probe:
+        env.update({k: str(v) for k, v in PROBE_STEPS.items()})
     return env
 
 
@@ -436,7 +440,6 @@ class Context:
     log_path: str
     python: str
     gpus: int
-    world: int
     hostfile: str
     multi_node: bool
     devices: tuple  # select_devices()
@@ -521,6 +524,12 @@ def record_failure(ctx: Context, result: ProcessResult) -> dict | None:
     return {"seq_len": at, "error": kind, "message": message}
 
 
+def stop_if_rejected(ctx: Context, failure: dict | None) -> None:
+    """A configuration the benchmark refuses (exit 2) fails every point alike: stop the sweep."""
+    if failure and failure["error"] == "bad_input":
+        raise BadInput(f"the benchmark rejected the configuration (exit 2); see {ctx.log_path}")
+
+
 def run_sweep(ctx: Context, todo: list[int], log) -> tuple[dict, dict, bool]:
     """Run every pending length; (summaries by length, failures by length, interrupted)."""
     summaries, failures, durations = {}, {}, []
@@ -550,8 +559,7 @@ def run_sweep(ctx: Context, todo: list[int], log) -> tuple[dict, dict, bool]:
             failures[failure["seq_len"]] = failure
             say(f"point {len(summaries) + len(failures)}/{len(todo)} seq_len {failure['seq_len']}: "
                 f"{failure['error']}: {failure['message']}")
-            if failure["error"] == "bad_input":
-                raise BadInput(f"the benchmark rejected the configuration (exit 2); see {ctx.log_path}")
+            stop_if_rejected(ctx, failure)
         remaining = [s for s in remaining if s not in finished and s not in failures]
     return summaries, failures, False
 
@@ -569,8 +577,7 @@ def run_capacity(ctx: Context, known: list[Probe], log) -> dict:
         if result.status == "interrupted":
             raise Interrupted(probes)  # the lengths that fitted before the stop still count
         failure = record_failure(ctx, result)
-        if failure and failure["error"] == "bad_input":
-            raise BadInput(f"the benchmark rejected the configuration (exit 2); see {ctx.log_path}")
+        stop_if_rejected(ctx, failure)
         if failure:
             probes.append(Probe(failure["seq_len"], False, None, hbm, failure["error"]))
         for p in probes:
@@ -643,7 +650,7 @@ def prepare(s: dict) -> Context:
     training = {v.name: s[v.name] for v in PASSED}
     training.update(SEQ_LEN=sorted(set(s["SEQLENS"])), OUTPUT="")
     if s["FIND_MAX_SEQLEN"]:
-        training.update(STEPS=1, WARMUP_STEPS=0)  # what every probe runs (process_env)
+        training.update(PROBE_STEPS)
     try:
         rc = engine.resolve(training)
     except engine.BadConfig as err:
@@ -660,7 +667,7 @@ def prepare(s: dict) -> Context:
         raise BadInput(f"OUT={out!r}: cannot write there ({problem})")
     config["OUTPUT"] = out
     return Context(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
-                   gpus=gpus, world=world, hostfile=hostfile, multi_node=multi_node, devices=devices,
+                   gpus=gpus, hostfile=hostfile, multi_node=multi_node, devices=devices,
                    config=json.loads(json.dumps(config, default=str)), hardware=hardware, run_config=rc)
 
 
