@@ -67,6 +67,15 @@ def test_explicit_backend_missing_fails_with_install_hint():
     assert attention.resolve("sdpa", None, {"sdpa", "eager"}) == ("sdpa", "requested")
 
 
+def test_an_explicit_backend_imports_only_its_own_package(monkeypatch):
+    checked = []
+    monkeypatch.setattr(attention, "package_problem", lambda name: checked.append(name))
+    assert attention.installed_backends("sdpa") == {"sdpa", "eager"} and checked == []
+    assert attention.installed_backends("fa4") == {"sdpa", "eager", "fa4"} and checked == ["fa4"]
+    checked.clear()
+    assert attention.installed_backends() == ALL and checked == ["fa3", "fa4", "fa2"]
+
+
 def test_arch_list_loses_suffixes_deepspeed_cannot_parse():
     assert engine.sanitize_arch_list("9.0a") == "9.0"
     assert engine.sanitize_arch_list("8.0;9.0a;10.0a+PTX") == "8.0;9.0;10.0+PTX"

@@ -49,9 +49,13 @@ def package_problem(name: str) -> str | None:
     return None
 
 
-def installed_backends() -> set:
-    """Backends whose package is installed and imports (GPU-ness is checked separately)."""
-    return {"sdpa", "eager"} | {name for name in PACKAGES if package_problem(name) is None}
+def installed_backends(requested: str = "auto") -> set:
+    """sdpa and eager, plus the flash backends `requested` can resolve to whose package is
+    installed and imports (GPU-ness is checked separately): every one for auto, else only
+    the one asked for. Importing the others (FA4 loads the CuTe DSL) would only slow the
+    start of every process."""
+    names = PACKAGES if requested == "auto" else [requested] if requested in PACKAGES else []
+    return {"sdpa", "eager"} | {name for name in names if package_problem(name) is None}
 
 
 def resolve(requested: str, capability: tuple | None, installed: set) -> tuple[str, str]:

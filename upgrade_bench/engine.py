@@ -95,7 +95,8 @@ def resolve(settings: dict) -> RunConfig:
 
     cap = fingerprint.capability()
     try:
-        backend, why = attention.resolve(settings["ATTN_BACKEND"], cap, attention.installed_backends())
+        backend, why = attention.resolve(settings["ATTN_BACKEND"], cap,
+                                         attention.installed_backends(settings["ATTN_BACKEND"]))
     except attention.BackendUnavailable as err:
         raise BadConfig(str(err)) from None
 
