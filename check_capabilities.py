@@ -129,9 +129,8 @@ def main() -> int:
 
     on_gpu = torch.cuda.is_available()
     dev = torch.device("cuda", 0) if on_gpu else torch.device("cpu")
-    device = caps.Device(torch.cuda.get_device_capability(0) if on_gpu else None,
-                         bool(getattr(torch.version, "hip", None)))
-    gpu_name = torch.cuda.get_device_name(0) if on_gpu else None
+    device = caps.Device(fingerprint.capability(), bool(getattr(torch.version, "hip", None)))
+    gpu_name = fingerprint.gpu_name()
     writer = RecordWriter(SCRIPT, s["OUTPUT"])
     writer.write("header", software=fingerprint.software(), hardware=fingerprint.hardware(),
                  config=s, device_arch=device.arch, warnings=[], notes=s["NOTES"])
