@@ -29,11 +29,16 @@ def parse_jsonl(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-def run_script(args, env: dict, timeout: int = 600, cwd=REPO):
-    """(returncode, records on stdout, stderr) of `python <args>` or a launcher command."""
+def run_proc(args, env: dict, timeout: int = 600, cwd=REPO) -> subprocess.CompletedProcess:
+    """`python <args>` (a script of the repo) or a launcher command, in script_env(env)."""
     cmd = args if isinstance(args, list) else [sys.executable, str(REPO / args)]
-    proc = subprocess.run(cmd, env=script_env(env), capture_output=True, text=True,
+    return subprocess.run(cmd, env=script_env(env), capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)
+
+
+def run_script(args, env: dict, timeout: int = 600, cwd=REPO):
+    """(returncode, records on stdout, stderr) of run_proc."""
+    proc = run_proc(args, env, timeout, cwd)
     return proc.returncode, parse_jsonl(proc.stdout), proc.stderr
 
 

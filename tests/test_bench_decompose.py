@@ -1,17 +1,12 @@
 """bench_decompose.py: the kernel classifier on real kernel names, the wall-time split, and a
 tiny CPU run end to end."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
+from conftest import run_proc
 from upgrade_bench import decompose
 from upgrade_bench.flops import StepFlops
 from upgrade_bench.records import read_lines
 
-REPO = Path(__file__).resolve().parent.parent
 
 # Real names as torch's profiler reports them (demangled; long template arguments shortened
 # where they add nothing the rules look at).
@@ -207,10 +202,7 @@ def test_table_lists_every_bucket():
 
 
 def _run(env_extra, timeout=240):
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env.update(PYTHONPATH=str(REPO), **env_extra)
-    return subprocess.run([sys.executable, str(REPO / "bench_decompose.py")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_proc("bench_decompose.py", env_extra, timeout)
 
 
 def test_bad_input_exits_2_naming_the_variable():

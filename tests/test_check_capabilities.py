@@ -1,18 +1,14 @@
 """check_capabilities.py: classification, the memory rule, topology parsing, the side-by-side
 table, the probes themselves where torch has CPU kernels, and the script run for real on CPU."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
+from conftest import run_proc
 from upgrade_bench import capabilities as caps
 from upgrade_bench import capability_probes as probes
 
-REPO = Path(__file__).resolve().parent.parent
 HOPPER = caps.Device((9, 0))
 BLACKWELL = caps.Device((10, 0))
 AMPERE = caps.Device((8, 0))
@@ -260,9 +256,7 @@ def test_side_by_side_table_highlights_what_only_one_gpu_can_do():
 # ---- the script, for real, on CPU ----------------------------------------------------------
 
 def _run(tmp_path, **env):
-    full = dict(os.environ, PYTHONPATH=str(REPO), **env)
-    return subprocess.run([sys.executable, str(REPO / "check_capabilities.py")], cwd=tmp_path,
-                          env=full, capture_output=True, text=True, timeout=120)
+    return run_proc("check_capabilities.py", env, timeout=120, cwd=tmp_path)
 
 
 def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path):

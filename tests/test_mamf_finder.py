@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, parse_jsonl, script_env
+from conftest import REPO, parse_jsonl, run_proc, run_script, script_env
 from upgrade_bench import flops, gpus, matmul
 from upgrade_bench.matmul import Shape
 
@@ -237,8 +237,7 @@ def test_bad_flags_one_line_exit_2(argv, needle, capsys):
 
 
 def test_bad_flag_in_a_real_process_before_any_work():
-    proc = subprocess.run([sys.executable, str(REPO / SCRIPT), "--k_range", "0", "64", "-8"],
-                          env=script_env({}), capture_output=True, text=True, timeout=60)
+    proc = run_proc([sys.executable, str(REPO / SCRIPT), "--k_range", "0", "64", "-8"], {}, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "--k_range" in proc.stderr
 
@@ -246,9 +245,7 @@ def test_bad_flag_in_a_real_process_before_any_work():
 # --- real CPU runs --------------------------------------------------------------------------
 
 def run(args, timeout=120):
-    proc = subprocess.run([sys.executable, str(REPO / SCRIPT), *args], env=script_env({}),
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    return proc.returncode, parse_jsonl(proc.stdout), proc.stderr
+    return run_script([sys.executable, str(REPO / SCRIPT), *args], {}, timeout)
 
 
 def check_matmul(r):
