@@ -5,10 +5,11 @@ The guide's isolated attention table: how fast attention alone runs on this GPU,
 (fa3, fa4, fa2, and torch SDPA's cudnn / flash / efficient / math kernels), sequence length
 and pass. Before any timing each backend runs a small shape against a float64 reference;
 every record carries that check's max_abs_err and ok, so a kernel that is fast but wrong is
-visible. Timing: CUDA events around each iteration, the L2 cache flushed and the GPU queue
-primed between iterations (outside the timed region), a first call plus WARMUP untimed calls
-(FA4 JIT-compiles each configuration), median/min/max of ITERS. `bwd` times the backward
-alone: each iteration runs its forward before the timed region.
+visible. Timing is sustained, as training sees it: a first call (FA4 JIT-compiles each
+configuration), then WARMUP and ITERS calls queued back to back, a CUDA event pair around
+each and 256 MiB of cache zeroed before each (outside the pair), no idle gap between them;
+median/min/max of ITERS (upgrade_bench/timing.py). `bwd` times the backward alone: each
+iteration runs its forward before its event pair.
 
 Writes JSON lines: a `header`, then one `attention` record per backend x seq_len x pass
 (status ok | oom | error), or one per backend that cannot run (status unavailable/error, with
@@ -20,8 +21,7 @@ errored (OOM is a result, not a failure), 2 on bad input.
     PACKED_DOC_LEN=8192 SEQLENS="32768 131072" python bench_flash_attn.py
 """
 import sys
-import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from upgrade_bench import attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
 from upgrade_bench.records import RecordWriter
@@ -30,10 +30,6 @@ SCRIPT = "bench_flash_attn.py"
 PASSES = ("fwd", "bwd", "fwd_bwd")
 # Which check errors each pass's `ok` covers.
 CHECKED = {"fwd": ("out",), "bwd": ("dq", "dk", "dv"), "fwd_bwd": ("out", "dq", "dk", "dv")}
-# Before each timed iteration a ~2 ms spin kernel (at ~2 GHz SM clock) holds the GPU while the
-# host enqueues the start event and the kernel's launches (FA4's Python front end costs
-# ~0.1 ms per call): the events then time GPU work, never a GPU waiting for the host.
-SPIN_CYCLES = 4_000_000
 REPEAT_KV_NOTE = ("kernel refused enable_gqa: K/V heads repeated to the query heads before "
                   "the call, outside the timed region")
 MASK_NOTE = ("packed as a block-diagonal mask: the kernel still does the full s^2 work; "
@@ -55,8 +51,12 @@ VARS = [
     settings.Var("PACKED_DOC_LEN", "int", 0, "documents of this many tokens packed inside each "
                  "sequence (varlen; 0 = one document); FLOPs count sum(len^2)", min=0),
     settings.Var("PASSES", "str_list", list(PASSES), "passes to time: " + " ".join(PASSES)),
-    settings.Var("ITERS", "int", 20, "timed iterations per point (median, min, max)", min=1),
-    settings.Var("WARMUP", "int", 3, "untimed iterations after the first (JIT) call", min=1),
+    settings.Var("ITERS", "int", 20, "timed calls per point at least (median, min, max)", min=1),
+    settings.Var("WARMUP", "int", 3, "untimed calls after the first (JIT) call, at least", min=1),
+    settings.Var("WARMUP_MS", "float", 200.0, "untimed back-to-back calls fill at least this "
+                 "many ms, so timing starts at the clock the power cap holds", min=0),
+    settings.Var("TIME_MS", "float", 500.0, "timed calls fill at least this many ms: a sustained "
+                 "window, not a burst", min=0),
     settings.Var("PEAK_TFLOPS", "float", 0.0, "dense peak TFLOPS of DTYPE for the mfu field "
                  "(0 = from the GPU table)", min=0),
     settings.Var("SEED", "int", 0, "random seed of the inputs", min=0),
@@ -119,34 +119,34 @@ def pass_calls(forward, leaves, dout, pass_: str):
     return before, lambda: torch.autograd.grad(graph.pop("out"), leaves, dout)
 
 
-def between_iterations(before, flush, device):
-    """Untimed work before each iteration: the pass's own, an L2 flush, then the spin."""
-    import torch
+@dataclass
+class Bench:
+    """What every point of one run shares."""
+    s: dict                      # the settings
+    dtype: object                # torch dtype of DTYPE
+    device: object
+    flush: timing.CacheFlusher
+    peak: float | None           # dense peak TFLOPS of DTYPE, for mfu
+    sampler: telemetry.RunSampler
 
-    spin = getattr(torch.cuda, "_sleep", None) if device.type == "cuda" else None
 
-    def run():
+def time_pass(forward, leaves, dout, pass_, b: Bench) -> dict:
+    before, timed = pass_calls(forward, leaves, dout, pass_)
+
+    def untimed():  # before every call: the pass's own work, then the cache flush
         if before:
             before()
-        flush()
-        if spin:
-            spin(SPIN_CYCLES)
-    return run
+        b.flush()
 
-
-def time_pass(forward, leaves, dout, pass_, flush, device, s) -> dict:
-    before, timed = pass_calls(forward, leaves, dout, pass_)
-    prepare = between_iterations(before, flush, device)
-    start = time.perf_counter()
-    prepare()
-    timed()  # the first call compiles (FA4 JIT) and is never timed
-    timing.sync(device)
-    first_call_ms = (time.perf_counter() - start) * 1e3
-    times, gpu = telemetry.sampled(device.index or 0, lambda: timing.time_iterations(
-        timed, device, s["ITERS"], s["WARMUP"], prepare))
+    untimed()
+    timed()  # a first call (the backward's FA4 JIT compile, say) is never timed
+    s = b.s
+    (times, method), gpu = b.sampler.measure(lambda: timing.time_iterations(
+        timed, b.device, s["ITERS"], s["WARMUP"], untimed, warmup_ms=s["WARMUP_MS"],
+        time_ms=s["TIME_MS"]))
     stats = timing.summarize(times)
     return {"ms": stats["median"], "ms_min": stats["min"], "ms_max": stats["max"],
-            "iters": stats["n"], "first_call_ms": first_call_ms, **gpu}
+            "iters": stats["n"], **method, **gpu}
 
 
 def free_memory(device) -> None:
@@ -156,11 +156,11 @@ def free_memory(device) -> None:
         torch.cuda.empty_cache()
 
 
-def run_check(backend, base: attn_kernels.Shape, s: dict, dtype, device):
+def run_check(backend, base: attn_kernels.Shape, b: Bench):
     """(gqa mode, Check), or the fields of the one record a backend gets when it cannot run."""
     try:
-        return attn_kernels.check_backend(backend, attn_kernels.check_shape(base), dtype, device,
-                                          s["SEED"])
+        return attn_kernels.check_backend(backend, attn_kernels.check_shape(base), b.dtype, b.device,
+                                          b.s["SEED"])
     except attn_kernels.NoKernel as err:
         return {"status": "unavailable", "reason": f"torch has no {backend.name} kernel for these "
                 f"inputs: {err}"}
@@ -183,24 +183,25 @@ def prepare(backend, shape, mode: str, dtype, device, seed: int):
         return _failure(err)
 
 
-def measure(inputs, shape, pass_, verdict: dict, check, flush, device, s, peak) -> dict:
+def measure(inputs, shape, pass_, verdict: dict, check, b: Bench) -> dict:
     """The fields of one point's record; never raises."""
     if pass_ != "fwd" and check.backward_error:
         return {**verdict, "status": "error",
                 "reason": f"backward failed in the correctness check: {check.backward_error}"}
     try:
-        measured = time_pass(*inputs, pass_, flush, device, s)
+        measured = time_pass(*inputs, pass_, b)
     except Exception as err:
         return {**verdict, **_failure(err)}
     work = shape.flops(pass_)
     achieved = flops.tflops(work, measured["ms"])
     return {**verdict, **measured, "tflop": work / 1e12, "tflops": achieved,
-            "mfu": flops.mfu(achieved, peak), "status": "ok", "reason": None}
+            "mfu": flops.mfu(achieved, b.peak), "status": "ok", "reason": None}
 
 
-def run_backend(backend, base: attn_kernels.Shape, s: dict, dtype, device, flush, peak, write):
+def run_backend(backend, base: attn_kernels.Shape, b: Bench, write):
     """The check, then every seq_len x pass of one backend; every outcome is a record."""
-    checked = run_check(backend, base, s, dtype, device)
+    s = b.s
+    checked = run_check(backend, base, b)
     if isinstance(checked, dict):
         write(backend.name, base, None, **checked)
         return
@@ -211,16 +212,16 @@ def run_backend(backend, base: attn_kernels.Shape, s: dict, dtype, device, flush
     common = {"gqa": mode, "tol": tol, "note": "; ".join(n for n in notes if n) or None}
     for seq_len in s["SEQLENS"]:
         shape = replace(base, seq_len=seq_len)
-        inputs = prepare(backend, shape, mode, dtype, device, s["SEED"])
+        inputs = prepare(backend, shape, mode, b.dtype, b.device, s["SEED"])
         for pass_ in s["PASSES"]:
             names = CHECKED[pass_] if pass_ == "fwd" or not check.backward_error else ("out",)
             verdict = attn_kernels.judge(check.errors, names, tol)
             fields = {**verdict, **inputs} if isinstance(inputs, dict) else measure(
-                inputs, shape, pass_, verdict, check, flush, device, s, peak)
+                inputs, shape, pass_, verdict, check, b)
             write(backend.name, shape, pass_, **common, **fields)
-            free_memory(device)  # after an OOM, and so the next point starts from a clean cache
+            free_memory(b.device)  # after an OOM, and so the next point starts from a clean cache
         del inputs
-        free_memory(device)
+        free_memory(b.device)
 
 
 def _failure(err: BaseException) -> dict:
@@ -294,12 +295,15 @@ def main() -> int:
             batch=shape.batch, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=shape.head_dim,
             causal=shape.causal, dtype=s["DTYPE"], packed_doc_len=shape.doc_len, **fields))
 
-    flush = timing.L2Flusher(device)
+    bench = Bench(s, dtype, device, timing.CacheFlusher(device), peak,
+                  telemetry.RunSampler(device.index or 0))
+    bench.sampler.start()
     for name, reason in chosen:
         if reason:
             write(name, base, None, status="unavailable", reason=reason)
             continue
-        run_backend(registry[name], base, s, dtype, device, flush, peak, write)
+        run_backend(registry[name], base, bench, write)
+    bench.sampler.stop()
     sys.stderr.write(format_table(records) + "\n")
     failed = [r for r in records if r["status"] == "error" or r["ok"] is False]
     return 1 if failed else 0

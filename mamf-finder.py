@@ -4,9 +4,11 @@
 With no shape flags it searches (about a minute after the accelerator warm-up): a coarse
 scan of large aligned shapes, local refinement around the best, then the best shapes
 measured with the full iteration counts; the headline is the best mean. With --m/--n/--k
-(or their _range) it scans every shape like the classic mamf-finder. Each shape: random
-normal operands, L2 flushed and the output re-randomised before every iteration (outside
-the timed region), per-iteration CUDA events, mean/median/max TFLOPS.
+(or their _range) it scans every shape like the classic mamf-finder. Each shape is timed
+exactly as the published mamf-finder times it, so the numbers sit next to published tables:
+random normal operands, 256 MiB zeroed and the output re-randomised before every iteration
+(outside its CUDA event pair), warm-up and timed iterations back to back, mean/median/max
+TFLOPS.
 
     python mamf-finder.py                            # bf16 search
     python mamf-finder.py --dtype float8_e4m3fn      # fp8 (torch._scaled_mm, per-tensor scales)
@@ -116,7 +118,7 @@ class Bench:
         import torch
 
         self.torch, self.device, self.dtype = torch, device, dtype
-        self.flush = timing.L2Flusher(device)
+        self.flush = timing.CacheFlusher(device)
 
     def operands(self, shape):
         """(fn, before): one matmul, and the flush + output re-randomisation before it."""
@@ -130,14 +132,14 @@ class Bench:
         # B column-major (k x n as the transpose of a contiguous n x k): the layout
         # torch._scaled_mm requires, and cuBLAS's fast "TN" GEMM for the other dtypes too.
         b = torch.randn(shape.n, shape.k, dtype=draw, device=dev).to(target).t()
-        out_dtype = torch.bfloat16 if fp8 else target
-        c = torch.empty(shape.m, shape.n, dtype=out_dtype, device=dev)
-        c_rand = torch.randn(shape.m, shape.n, dtype=out_dtype, device=dev)
+        # The output in the operands' dtype, fp8 included, as the published tool writes it.
+        c = torch.empty(shape.m, shape.n, dtype=target, device=dev)
+        c_rand = torch.randn(shape.m, shape.n, device=dev).to(target)
         if fp8:
             scale = torch.tensor(1.0, dtype=torch.float32, device=dev)  # per-tensor scales
 
             def fn():
-                torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out_dtype=out_dtype, out=c)
+                torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out=c)
         else:
             def fn():
                 torch.mm(a, b, out=c)
@@ -151,8 +153,9 @@ class Bench:
     def measure(self, shape, iters: int, warmup: int) -> dict:
         fn, before = self.operands(shape)
         with self.torch.no_grad():
-            times = timing.time_iterations(fn, self.device, iters, warmup, before)
-        return matmul.tflops_stats(times, flops.matmul_flops(*shape))
+            times, method = timing.time_iterations(fn, self.device, iters, warmup, before,
+                                                   host_ahead=False)
+        return {**matmul.tflops_stats(times, flops.matmul_flops(*shape)), **method}
 
     def warm_up(self, shape, seconds: float, show) -> None:
         """Run the measurement loop for `seconds` first: a cold chip scores higher on the
@@ -161,7 +164,7 @@ class Bench:
         end = time.monotonic() + seconds
         with self.torch.no_grad():
             while time.monotonic() < end:
-                timing.time_iterations(fn, self.device, 50, 0, before)
+                timing.time_iterations(fn, self.device, 50, 0, before, host_ahead=False)
                 show(f"warming up the accelerator on {shape}: "
                      f"{seconds - max(0.0, end - time.monotonic()):.0f}/{seconds:.0f} s")
 
@@ -204,10 +207,16 @@ class Signals:
     def __init__(self):
         self.holding = False
         self.pending = None
+        self.previous = {}
 
     def install(self) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self._handle)
+            self.previous[signum] = signal.signal(signum, self._handle)
+
+    def restore(self) -> None:
+        """The handlers from before install() (main() may run inside another program)."""
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
 
     def _handle(self, signum, frame):
         if self.holding:
@@ -266,6 +275,7 @@ class Run:
         self.published = matmul.published_mamf(self.gpu_name, args.dtype)
         self.writer = RecordWriter(SCRIPT, args.output_file)
         self.bench = Bench(self.device, args.dtype)
+        self.sampler = telemetry.RunSampler(self.device.index or 0)  # one NVML session
         self.tally = matmul.Tally()
         self.progress = Progress()
         self.signals = Signals()
@@ -314,8 +324,7 @@ class Run:
         a = self.args
         warmup, iters = (a.num_warmup_iterations, a.num_iterations) if full else self.screen_iters
         try:
-            stats, gpu = telemetry.sampled(self.device.index or 0,
-                                           lambda: self.bench.measure(shape, iters, warmup))
+            stats, gpu = self.sampler.measure(lambda: self.bench.measure(shape, iters, warmup))
         except Exception as err:  # one record per failed shape (an OOM, say); the run goes on
             with self.signals.hold():
                 self.writer.write("error", seq_len=None, phase=self.phase, **faults.error_fields(err),
@@ -325,7 +334,7 @@ class Run:
             return None
         with self.signals.hold():
             record = self.writer.write("matmul", m=shape.m, n=shape.n, k=shape.k, dtype=a.dtype,
-                                       **stats, iters=iters, warmup_iters=warmup, phase=self.phase,
+                                       **stats, iters=iters, phase=self.phase,
                                        **gpu)
             self.tally.add(record, full)
         best = self.tally.best()
@@ -394,20 +403,26 @@ def main(argv=None) -> int:
     args, shapes = parse_args(argv)
     run = Run(args, shapes)
     run.write_header()
-    interrupted = None
+    interrupted, probed = None, False
     run.signals.install()
+    run.sampler.start()
     try:
-        if not run.probe():
-            return 1
-        run.measure_all()
+        probed = run.probe()
+        if probed:
+            run.measure_all()
     except Interrupted as sig:
         interrupted = sig.signum
     except KeyboardInterrupt:
         interrupted = signal.SIGINT
     finally:
         run.signals.ignore()  # nothing stops the summary now
-    run.finish(interrupted)
-    return 128 + int(interrupted) if interrupted else 0
+        run.sampler.stop()
+    if probed or interrupted:
+        run.finish(interrupted)
+    run.signals.restore()
+    if interrupted:
+        return 128 + int(interrupted)
+    return 0 if probed else 1
 
 
 if __name__ == "__main__":

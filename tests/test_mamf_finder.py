@@ -295,16 +295,31 @@ def test_search_on_cpu_ranks_with_screens_and_reports_a_full_measurement():
     assert mamf["shapes_tried"] == len({(r["m"], r["n"], r["k"]) for r in matmuls})
 
 
-def test_fp8_runs_through_scaled_mm_and_an_unsupported_dtype_is_one_record():
-    rc, recs, err = run(["--dtype", "float8_e4m3fn", "--m", "32", "--n", "32", "--k", "32",
-                         "--num_iterations", "3", "--num_warmup_iterations", "1"])
-    assert rc == 0, err
+def test_fp8_runs_through_scaled_mm_with_an_fp8_output(tmp_path, capsys):
+    out = tmp_path / "mamf.jsonl"
+    rc = load_script().main(["--dtype", "float8_e4m3fn", "--m", "32", "--n", "32", "--k", "32",
+                             "--num_iterations", "3", "--num_warmup_iterations", "1",
+                             "--output_file", str(out)])
+    recs = parse_jsonl(out.read_text())
+    assert rc == 0, capsys.readouterr().err
     check_matmul(recs[1])
     assert recs[-1]["kind"] == "mamf" and recs[-1]["dtype"] == "float8_e4m3fn"
-    rc, recs, err = run(["--dtype", "float8_e4m3fnuz", "--m", "32", "--n", "32", "--k", "32"])
-    assert rc == 1  # the ROCm fp8 format: torch's CPU _scaled_mm rejects it
+
+
+def test_a_dtype_the_device_cannot_run_is_one_record(tmp_path, capsys, monkeypatch):
+    # What a GPU without fp8 kernels raises; CPUs differ in which fp8 formats torch runs.
+    import torch
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("_scaled_mm is not supported on this device for Float8_e4m3fnuz")
+    monkeypatch.setattr(torch, "_scaled_mm", refuse)
+    out = tmp_path / "mamf.jsonl"
+    rc = load_script().main(["--dtype", "float8_e4m3fnuz", "--m", "32", "--n", "32", "--k", "32",
+                             "--output_file", str(out)])
+    recs = parse_jsonl(out.read_text())
+    assert rc == 1
     assert [r["kind"] for r in recs] == ["header", "error"] and recs[1]["error"] == "unsupported"
-    assert "float8_e4m3fnuz" in err.splitlines()[-1]
+    assert "float8_e4m3fnuz" in capsys.readouterr().err.splitlines()[-1]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -1,0 +1,27 @@
+"""timing.py: how many calls fill a sustained window, when the host needs a head start."""
+from upgrade_bench import timing
+
+
+def test_a_host_faster_than_the_gpu_needs_no_spin():
+    assert timing.spin_ms_needed(host_ms=0.3, gpu_ms=0.9, calls=700) == 0.0
+
+
+def test_a_host_bound_kernel_gets_a_spin_covering_every_call_queued():
+    # 0.25 ms to enqueue, 0.05 ms to run: 0.2 ms short per call, 40 calls, 25% margin, +1 ms.
+    assert timing.spin_ms_needed(host_ms=0.25, gpu_ms=0.05, calls=40) == 0.2 * 40 * 1.25 + 1.0
+    assert timing.spin_ms_needed(host_ms=1.0, gpu_ms=0.0, calls=10**6) == timing.SPIN_MAX_MS
+
+
+def test_calls_fill_the_window_but_never_fall_below_the_count_asked():
+    assert timing.calls_for(3, window_ms=200.0, ms_per_call=0.9) == 223   # ceil(222.2)
+    assert timing.calls_for(20, window_ms=500.0, ms_per_call=50.0) == 20  # 10 would fill it
+    assert timing.calls_for(5, window_ms=0.0, ms_per_call=1.0) == 5       # no window asked
+    assert timing.calls_for(1, window_ms=500.0, ms_per_call=1e-6) == timing.MAX_CALLS
+
+
+def test_cpu_timing_runs_before_every_call_and_counts_as_asked():
+    calls = []
+    times, info = timing.time_iterations(lambda: calls.append("fn"), "cpu", iters=3, warmup=2,
+                                         before=lambda: calls.append("before"), time_ms=10_000)
+    assert calls == ["before", "fn"] * 5
+    assert len(times) == 3 and info["warmup_iters"] == 2 and "no GPU" in info["timing"]
