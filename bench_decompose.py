@@ -20,7 +20,7 @@ no Liger.
 """
 import sys
 
-from upgrade_bench import decompose, engine, settings, timing
+from upgrade_bench import decompose, engine, memory, settings, timing
 
 SCRIPT = "bench_decompose.py"
 # Every training variable but STEPS, which TIME_STEPS replaces here.
@@ -58,15 +58,15 @@ def profiled_kernel_us(eng, batch, device, steps: int) -> dict:
     return out
 
 
-def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
+def run_point(eng, rc, writer, seq_len: int, debug) -> None:
     s = rc.settings
     batch, step_flops = engine.prepare_point(rc, seq_len)
     for step in range(s["WARMUP_STEPS"]):  # FA4 JIT-compiles its kernels on first use
-        engine.train_step(eng, batch, probe if step == 0 else None).item()
-        if step == 0 and snapshot:
-            snapshot()
+        engine.train_step(eng, batch, debug.for_step(step, s["WARMUP_STEPS"]) if debug else None).item()
+    if debug and not debug.done:  # the timed steps take no probe: snapshot after the warm-up
+        debug.snapshot()
     wall_ms = timing.summarize(engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"]))
-    peak = engine.worst_rank_peaks_gib(rc.device)[0]  # a collective: every rank calls it
+    peaks = memory.worst_rank_memory(rc.device)  # a collective: every rank calls it
     kernel_us = profiled_kernel_us(eng, batch, rc.device, s["PROFILE_STEPS"])
     fields = decompose.decompose(wall_ms["median"], kernel_us, s["PROFILE_STEPS"],
                                  step_flops, rc.peak_tflops)
@@ -75,7 +75,7 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
                           wall_step_ms_min=wall_ms["min"], wall_step_ms_max=wall_ms["max"],
                           profile_steps=s["PROFILE_STEPS"],
                           source="cuda kernels" if rc.device.type == "cuda" else "cpu ops (self time)",
-                          peak_mem_gib=peak, attn_backend=rc.backend, use_liger=rc.use_liger,
+                          **peaks, attn_backend=rc.backend, use_liger=rc.use_liger,
                           world_size=rc.world_size, profiled_rank=rc.rank, **fields)
     if rc.rank == 0:
         sys.stderr.write(decompose.table(record) + "\n")

@@ -14,14 +14,14 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
 """
 import sys
 
-from upgrade_bench import engine, flops, settings, telemetry
+from upgrade_bench import engine, flops, memory, settings, telemetry
 from upgrade_bench.timing import summarize
 
 SCRIPT = "benchmark.py"
 VARS = settings.TRAINING_VARS
 
 
-def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
+def run_point(eng, rc, writer, seq_len: int, debug) -> None:
     s = rc.settings
     batch, step_flops = engine.prepare_point(rc, seq_len)
     tokens = s["BATCH_SIZE"] * seq_len
@@ -32,15 +32,13 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
         warmup = step < s["WARMUP_STEPS"]
         if step == s["WARMUP_STEPS"]:
             sampler.start()
-        step_ms, loss_value = engine.timed_step(eng, batch, rc.device, probe if step == 0 else None)
-        if step == 0 and snapshot:
-            snapshot()
-        peak, peak_alloc = engine.worst_rank_peaks_gib(rc.device)
+        probe = debug.for_step(step, s["WARMUP_STEPS"]) if debug else None
+        step_ms, loss_value = engine.timed_step(eng, batch, rc.device, probe)
+        peaks = memory.worst_rank_memory(rc.device)
         step_tflops = flops.tflops(step_flops.model, step_ms)
         writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
                      tokens=tokens, tflops_per_gpu=step_tflops,
-                     mfu=flops.mfu(step_tflops, rc.peak_tflops), loss=loss_value, peak_mem_gib=peak,
-                     peak_alloc_gib=peak_alloc)
+                     mfu=flops.mfu(step_tflops, rc.peak_tflops), loss=loss_value, **peaks)
         if not warmup:
             times_ms.append(step_ms)
     samples = sampler.stop()
@@ -59,7 +57,7 @@ def run_point(eng, rc, writer, seq_len: int, probe, snapshot) -> None:
                  tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
                  # the last step's, like the loss: STEPS >= 1, so it was a timed one
-                 peak_mem_gib=peak, peak_alloc_gib=peak_alloc, loss=loss_value,
+                 **peaks, loss=loss_value,
                  attn_backend=rc.backend, world_size=rc.world_size, **gpu_telemetry)
 
 

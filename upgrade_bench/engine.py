@@ -7,7 +7,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from . import attention, fingerprint, flops, gpus, model, timing
+from . import attention, fingerprint, flops, gpus, memory, model, timing
 from .faults import EXIT_BAD_INPUT, NonFiniteLoss, error_fields, exit_code_for
 from .procs import free_port
 
@@ -131,9 +131,11 @@ def resolve(settings: dict) -> RunConfig:
 
 def deepspeed_config(s: dict, on_gpu: bool) -> dict:
     """The DeepSpeed config for one point of the guide's sweep."""
-    # DeepSpeed's own defaults otherwise (overlap_comm on for ZeRO-3 only), as the guide ran:
-    # forcing overlap_comm on ZeRO-2 cost ~1 GiB more reserved on the 8-layer H200 run.
-    zero = {"stage": s["ZERO_STAGE"]}
+    # The guide's ZeRO settings, every stage. overlap_comm also puts ZeRO-2's gradient
+    # reduction buffers on DeepSpeed's side stream, in the caching allocator's pool of that
+    # stream: on the 8-layer H200 run at 8K, without it the default stream's pool needed an
+    # extra 10.4 GiB segment and peaked 5.2 GiB higher (67.7 vs 62.5 GiB reserved).
+    zero = {"stage": s["ZERO_STAGE"], "overlap_comm": True, "contiguous_gradients": True}
     if s["OFFLOAD_OPTIMIZER"]:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": on_gpu}
     config = {
@@ -217,9 +219,13 @@ def make_batch(batch: int, seq_len: int, doc_len: int, vocab_limit: int, device,
 
 
 def prepare_point(rc: RunConfig, seq_len: int):
-    """(batch, StepFlops) for one sequence length, with the peak-memory counter reset.
+    """(batch, StepFlops) for one sequence length, with the peak-memory counters reset.
 
-    The allocator cache is emptied first so a point's peak is its own, not the last point's.
+    The allocator's cache is left as it is, as a training run leaves it: emptying it before
+    the first step threw away the blocks DeepSpeed's set-up had freed, which a training
+    step reuses for its activations, and cost 9.4 GiB more reserved at the 8-layer 8K point
+    on the H200 (71.9 vs 62.5 GiB, the guide's script). A point after a shorter one starts
+    with that point's blocks cached: they count in its peak only if it cannot reuse them.
     """
     import torch
 
@@ -228,8 +234,8 @@ def prepare_point(rc: RunConfig, seq_len: int):
     batch = make_batch(s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"], token_limit(rc.hf_config),
                        rc.device, generator)
     if rc.device.type == "cuda":
-        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(rc.device)
+        torch.cuda.reset_accumulated_memory_stats(rc.device)  # alloc retries and OOMs, per point
     return batch, flops.step_flops(rc.dims, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
                                    s["GRAD_CHECKPOINT"])
 
@@ -267,25 +273,6 @@ def timed_step(eng, batch: dict, device, probe=None) -> tuple[float, float]:
     return step_ms, loss
 
 
-def worst_rank_peaks_gib(device) -> tuple:
-    """(max_memory_reserved, max_memory_allocated) over all ranks, GiB; (None, None) on CPU.
-
-    Reserved is the guide's peak (what the allocator took from the GPU); allocated shows
-    how much of it is fragmentation and cache.
-    """
-    import torch
-    import torch.distributed as dist
-
-    if device.type != "cuda":
-        return None, None
-    peaks = torch.tensor([torch.cuda.max_memory_reserved(device), torch.cuda.max_memory_allocated(device)],
-                         dtype=torch.float64, device=device)
-    if dist.is_initialized() and dist.get_world_size() > 1:
-        dist.all_reduce(peaks, op=dist.ReduceOp.MAX)
-    reserved, allocated = (peaks / 2**30).tolist()
-    return reserved, allocated
-
-
 def gather_objects(obj) -> list:
     """obj from every rank (all ranks must call); [obj] in a world of one."""
     import torch.distributed as dist
@@ -295,16 +282,6 @@ def gather_objects(obj) -> list:
     out = [None] * dist.get_world_size()
     dist.all_gather_object(out, obj)
     return out
-
-
-def memory_probe(device) -> dict:
-    import torch
-
-    if device.type != "cuda":
-        return {"allocated_gib": None, "reserved_gib": None, "max_allocated_gib": None}
-    return {"allocated_gib": torch.cuda.memory_allocated(device) / 2**30,
-            "reserved_gib": torch.cuda.memory_reserved(device) / 2**30,
-            "max_allocated_gib": torch.cuda.max_memory_allocated(device) / 2**30}
 
 
 def fail_bad_config(err: BadConfig) -> None:
@@ -322,44 +299,11 @@ def header_fields(rc: RunConfig) -> dict:
             "peak_source": rc.peak_source, "warnings": rc.warnings, "notes": rc.settings["NOTES"]}
 
 
-def memory_debug(rc: RunConfig, writer):
-    """MEM_DEBUG=1: (probe(stage), snapshot()) closures.
-
-    probe writes a `memory` record (allocated / reserved / max allocated on this rank) at each
-    stage: model built, engine ready, and after fwd / bwd / step of each point's first step.
-    snapshot dumps torch.cuda.memory's allocation history once, on rank 0, after the first
-    step: load it at https://pytorch.org/memory_viz.
-    """
-    import torch
-
-    on_gpu = rc.device.type == "cuda"
-    if on_gpu and rc.rank == 0:
-        torch.cuda.memory._record_memory_history(max_entries=200_000)
-    done = []
-
-    def probe(stage: str) -> None:
-        writer.write("memory", stage=stage, rank=rc.rank, **memory_probe(rc.device))
-
-    def snapshot() -> None:
-        if done or rc.rank != 0:
-            return
-        done.append(True)
-        if not on_gpu:
-            writer.write("memory_snapshot", path=None, note="no GPU: no torch.cuda.memory snapshot")
-            return
-        out_dir = os.path.dirname(os.path.abspath(rc.settings["OUTPUT"])) if rc.settings["OUTPUT"] else "."
-        path = os.path.join(out_dir, f"mem_snapshot_rank0_{writer.run_id}.pickle")
-        torch.cuda.memory._dump_snapshot(path)
-        torch.cuda.memory._record_memory_history(enabled=None)
-        writer.write("memory_snapshot", path=path)
-
-    return probe, snapshot
-
-
 def run_script(script: str, variables, doc: str, run_point) -> int:
     """main() of a training-step script: settings, header, engine, run_point per SEQ_LEN.
 
-    run_point(engine, rc, writer, seq_len, probe, snapshot) writes the script's records.
+    run_point(engine, rc, writer, seq_len, debug) writes the script's records (debug: a
+    memory.Debug under MEM_DEBUG=1, else None).
     Any failure becomes one `error` record and the exit code a sweep reads (3 = OOM).
     """
     from . import records, settings
@@ -376,18 +320,33 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     if rc.rank == 0:
         for warning in rc.warnings:
             sys.stderr.write(f"warning: {warning}\n")
-    probe = snapshot = None
-    if s["MEM_DEBUG"]:
-        probe, snapshot = memory_debug(rc, writer)
+    debug = memory.Debug(rc, writer) if s["MEM_DEBUG"] else None
     seq_len = None
     try:
-        eng, _keep_alive = build_engine(rc, probe)
+        eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
         for seq_len in s["SEQ_LEN"]:
-            run_point(eng, rc, writer, seq_len, probe, snapshot)
+            run_point(eng, rc, writer, seq_len, debug)
     except Exception as err:  # one record per failure, then an exit code the sweep reads
         fields = error_fields(err)
         writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)
         if rc.rank == 0:
             sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
+        shut_down_distributed(clean=False)
         return exit_code_for(err)
+    shut_down_distributed(clean=True)
     return 0
+
+
+def shut_down_distributed(clean: bool) -> None:
+    """Leave the process group so no rank's exit tears the TCP store from under another.
+
+    After a clean run every rank reaches the barrier, so rank 0, which hosts the store, exits
+    last; after a failure another rank may never arrive, so no barrier then.
+    """
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return
+    if clean and dist.get_world_size() > 1:
+        dist.barrier()
+    dist.destroy_process_group()

@@ -1,0 +1,125 @@
+"""GPU memory of the training step: the peaks a point records, and MEM_DEBUG's probes and
+snapshot.
+
+Peak reserved (what the caching allocator took from the GPU) is the guide's peak and what
+runs out first; peak allocated beside it shows how much of that is cache and fragmentation.
+MEM_DEBUG=1 adds a `memory` record at each stage of the first step, and a snapshot of the
+allocator after the forward of the first timed step (where the guide's script takes its
+own), with a summary of its segments so fragmentation is readable without a viewer.
+"""
+import os
+
+GIB = 2**30
+
+
+def worst_rank_memory(device) -> dict:
+    """The allocator's figures since the point began, worst rank (all ranks must call).
+
+    peak_mem_gib is max reserved, peak_alloc_gib max allocated; num_alloc_retries counts
+    allocations that had to free the cache and retry (fragmentation near the ceiling, slow),
+    num_ooms the ones that failed. All None on CPU.
+    """
+    import torch
+    import torch.distributed as dist
+
+    keys = ("peak_mem_gib", "peak_alloc_gib", "num_alloc_retries", "num_ooms")
+    if device.type != "cuda":
+        return dict.fromkeys(keys)
+    stats = torch.cuda.memory_stats(device)
+    values = torch.tensor([torch.cuda.max_memory_reserved(device) / GIB,
+                           torch.cuda.max_memory_allocated(device) / GIB,
+                           stats.get("num_alloc_retries", 0), stats.get("num_ooms", 0)],
+                          dtype=torch.float64, device=device)
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(values, op=dist.ReduceOp.MAX)
+    out = dict(zip(keys, values.tolist()))
+    out["num_alloc_retries"], out["num_ooms"] = int(out["num_alloc_retries"]), int(out["num_ooms"])
+    return out
+
+
+def reset_point_counters(device) -> None:
+    """Peaks, alloc retries and OOMs count from here (the cache itself is left as it is)."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        torch.cuda.reset_accumulated_memory_stats(device)
+
+
+def current(device) -> dict:
+    import torch
+
+    if device.type != "cuda":
+        return {"allocated_gib": None, "reserved_gib": None, "max_allocated_gib": None}
+    return {"allocated_gib": torch.cuda.memory_allocated(device) / GIB,
+            "reserved_gib": torch.cuda.memory_reserved(device) / GIB,
+            "max_allocated_gib": torch.cuda.max_memory_allocated(device) / GIB}
+
+
+def segment_summary(segments: list, largest: int = 10) -> dict:
+    """What the allocator holds, from torch.cuda.memory_snapshot()'s segments: reserved and
+    allocated GiB in all and per CUDA stream (each stream has its own pool), the free GiB
+    inside segments and the largest free blocks, the largest segments (total, allocated)."""
+    streams, free = {}, []
+    for seg in segments:
+        per = streams.setdefault(str(seg["stream"]), {"segments": 0, "reserved_gib": 0.0,
+                                                      "allocated_gib": 0.0})
+        per["segments"] += 1
+        per["reserved_gib"] += seg["total_size"] / GIB
+        per["allocated_gib"] += seg["allocated_size"] / GIB
+        free += [b["size"] for b in seg["blocks"] if b["state"] == "inactive"]
+    top = sorted(segments, key=lambda s: s["total_size"], reverse=True)[:largest]
+    return {"segments": len(segments),
+            "reserved_gib": sum(s["total_size"] for s in segments) / GIB,
+            "allocated_gib": sum(s["allocated_size"] for s in segments) / GIB,
+            "free_in_segments_gib": sum(free) / GIB,
+            "largest_free_blocks_gib": [b / GIB for b in sorted(free, reverse=True)[:largest]],
+            "largest_segments_gib": [[s["total_size"] / GIB, s["allocated_size"] / GIB] for s in top],
+            "streams": streams}
+
+
+class Debug:
+    """MEM_DEBUG=1 for one run. `probe(stage)` writes a `memory` record (model built, engine
+    ready); `for_step(step, warmup_steps)` is the train_step probe of that step: the stages
+    of a point's first step, and the snapshot (once, rank 0) after the forward of the first
+    timed step. Load the snapshot at https://pytorch.org/memory_viz."""
+
+    def __init__(self, rc, writer):
+        import torch
+
+        self.rc, self.writer, self.done = rc, writer, False
+        self.on_gpu = rc.device.type == "cuda"
+        if self.on_gpu and rc.rank == 0:
+            torch.cuda.memory._record_memory_history(max_entries=200_000)
+
+    def probe(self, stage: str) -> None:
+        self.writer.write("memory", stage=stage, rank=self.rc.rank, **current(self.rc.device))
+
+    def for_step(self, step: int, warmup_steps: int):
+        stages, snap = step == 0, step == warmup_steps and not self.done
+        if not (stages or snap):
+            return None
+
+        def probe(stage: str) -> None:
+            if stages:
+                self.probe(stage)
+            if snap and stage == "forward":
+                self.snapshot()
+        return probe
+
+    def snapshot(self) -> None:
+        import torch
+
+        self.done = True
+        if self.rc.rank != 0:
+            return
+        if not self.on_gpu:
+            self.writer.write("memory_snapshot", path=None, note="no GPU: no torch.cuda.memory snapshot")
+            return
+        output = self.rc.settings["OUTPUT"]
+        out_dir = os.path.dirname(os.path.abspath(output)) if output else "."
+        path = os.path.join(out_dir, f"mem_snapshot_rank0_{self.writer.run_id}.pickle")
+        torch.cuda.memory._dump_snapshot(path)
+        summary = segment_summary(torch.cuda.memory_snapshot())
+        torch.cuda.memory._record_memory_history(enabled=None)
+        self.writer.write("memory_snapshot", path=path, **summary)
