@@ -13,7 +13,8 @@ alone: each iteration runs its forward before the timed region.
 Writes JSON lines: a `header`, then one `attention` record per backend x seq_len x pass
 (status ok | oom | error), or one per backend that cannot run (status unavailable/error, with
 the reason); a table on stderr at the end. Exit 1 if a check failed (ok false) or a point
-errored (OOM is a result, not a failure), 2 on bad input.
+errored (OOM is a result, not a failure), 2 on bad input, 4 when a record cannot be
+written (a full disk).
 
     python bench_flash_attn.py                                   # Llama-3.1-8B heads, 1K..128K
     BACKENDS="fa4 sdpa-cudnn" SEQLENS=32768 python bench_flash_attn.py
@@ -24,7 +25,7 @@ import time
 from dataclasses import replace
 
 from upgrade_bench import attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
-from upgrade_bench.records import RecordWriter
+from upgrade_bench.records import RecordWriter, run_main
 
 SCRIPT = "bench_flash_attn.py"
 PASSES = ("fwd", "bwd", "fwd_bwd")
@@ -306,4 +307,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

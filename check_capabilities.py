@@ -27,7 +27,7 @@ import time
 
 from upgrade_bench import attention, faults, fingerprint, settings
 from upgrade_bench import capabilities as caps
-from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines
+from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines, run_main
 
 SCRIPT = "check_capabilities.py"
 VARS = [
@@ -157,4 +157,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -15,7 +15,8 @@ the timed region), per-iteration CUDA events, mean/median/max TFLOPS.
 
 JSON lines on stdout, appended to --output_file too: a `header`, a `matmul` per measurement,
 a final `mamf`. Ctrl-C (or SIGTERM) records and prints the best so far. Exit codes: 0 done,
-2 bad flags, 1 dtype unsupported here, 128+signal when interrupted (the mamf is written).
+2 bad flags, 1 dtype unsupported here, 4 a record could not be written to --output_file (a
+full disk), 128+signal when interrupted (the mamf is written).
 """
 import time
 
@@ -27,7 +28,7 @@ import sys
 from contextlib import contextmanager
 
 from upgrade_bench import faults, fingerprint, flops, gpus, matmul, telemetry, timing
-from upgrade_bench.records import RecordWriter
+from upgrade_bench.records import RecordWriter, run_main
 
 SCRIPT = "mamf-finder.py"
 SEARCH_BUDGET_S = 60.0
@@ -411,4 +412,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

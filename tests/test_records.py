@@ -29,6 +29,41 @@ def test_disabled_writer_writes_nothing(tmp_path):
     assert stream.getvalue() == "" and not (tmp_path / "log").exists()
 
 
+def test_a_record_never_runs_into_a_partial_last_line(tmp_path):
+    out = tmp_path / "p.jsonl"
+    out.write_text('{"kind": "step", "schema": 1, "scrip')  # a writer killed mid-line
+    records.RecordWriter("x.py", str(out), stream=io.StringIO()).write("header")
+    lines = out.read_text().splitlines()
+    assert lines[0] == '{"kind": "step", "schema": 1, "scrip'
+    recs, skipped = records.read_lines(lines)
+    assert [r["kind"] for r in recs] == ["header"] and skipped == 1
+    assert out.read_text().endswith("\n")
+
+
+def test_a_full_disk_stops_the_writer_leaving_every_earlier_record_whole(small_disk):
+    out = small_disk / "night.jsonl"
+    stream = io.StringIO()
+    writer = records.RecordWriter("x.py", str(out), run_id="r1", stream=stream)
+    step = 0
+    with pytest.raises(records.WriteFailed, match=r"night.jsonl \(No space left on device\): "
+                                                  r"stopped at this 'step' record"):
+        for step in range(10_000):
+            writer.write("step", step=step, pad="x" * 100)
+    text = out.read_text()
+    assert text.endswith("\n")  # the line the disk cut short was taken back off
+    recs, skipped = records.read_lines(text.splitlines())
+    assert skipped == 0 and [r["step"] for r in recs] == list(range(step))
+    assert len(stream.getvalue().splitlines()) == step + 1  # stdout has the one the file could not
+
+
+def test_run_main_makes_a_write_failure_one_line_and_exit_4(capsys):
+    def main():
+        raise records.WriteFailed("cannot append to /x (No space left on device): stopped")
+
+    assert records.run_main(main) == faults.EXIT_WRITE_FAILED == 4
+    assert capsys.readouterr().err == "error: cannot append to /x (No space left on device): stopped\n"
+
+
 def test_reader_skips_garbage_and_counts_it():
     lines = ['{"kind": "header", "schema": 1, "run_id": "a"}', "not json", '{"kind": "st',
              "[1, 2]", "", '{"kind": "summary", "schema": 1, "run_id": "a"}']

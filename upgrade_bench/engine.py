@@ -384,6 +384,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         eng, _keep_alive = build_engine(rc, probe)
         for seq_len in s["SEQ_LEN"]:
             run_point(eng, rc, writer, seq_len, probe, snapshot)
+    except records.WriteFailed:
+        raise  # no record can say so: records.run_main makes it one line and an exit code
     except Exception as err:  # one record per failure, then an exit code the sweep reads
         fields = error_fields(err)
         writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)
