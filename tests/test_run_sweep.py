@@ -1,19 +1,23 @@
 """run_sweep.sh: planning rules, the capacity search, telemetry aggregation, and the script
 run for real as a subprocess (the real benchmark.py on the tiny model for one sweep and its
 resume; a fake benchmark script for the faults it injects)."""
+import errno
+import io
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
 
-from conftest import script_env
+from conftest import SMALL_DISK_BYTES, script_env
 from upgrade_bench import procs, settings, sweep, telemetry
-from upgrade_bench.records import read_lines
+from upgrade_bench.records import RecordWriter, read_lines
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_SWEEP = REPO / "run_sweep.sh"
@@ -24,8 +28,11 @@ FAKE_OOM_ABOVE=N / FAKE_OOM_AT=N: oom error record, exit 3. FAKE_CRASH_AT=N: tra
 stderr, exit 1, no record. FAKE_HANG_AT=N: start a grandchild `sleep`, write its pid to
 FAKE_PID_FILE, hang. FAKE_PEAK="a b": peak_mem_gib = a + b * seq_len. FAKE_HBM: the
 header's hardware.hbm_gib. FAKE_RUNS: one line per process (its SEQ_LEN). FAKE_REJECT=1:
-refuse the configuration as benchmark.py does (one line, exit 2)."""
-import json, os, subprocess, sys, time, uuid
+refuse the configuration as benchmark.py does (one line, exit 2). A record that cannot be
+appended to OUTPUT ends it as in benchmark.py (one line, exit 4); FAKE_DISK_BYTES: OUTPUT's
+folder is a disk of that size (where no small tmpfs can be mounted)."""
+import errno, json, os, subprocess, sys, time, uuid
+from upgrade_bench.records import append_line
 
 env = os.environ
 run_id, out = uuid.uuid4().hex[:8], env.get("OUTPUT", "")
@@ -37,9 +44,16 @@ def write(kind, **fields):
         return
     line = json.dumps({"kind": kind, "schema": 1, "script": "benchmark.py", "run_id": run_id, **fields})
     print(line, flush=True)
-    if out:
-        with open(out, "a") as f:
-            f.write(line + "\n")
+    if not out:
+        return
+    try:
+        used = sum(e.stat().st_size for e in os.scandir(os.path.dirname(out)))
+        if env.get("FAKE_DISK_BYTES") and used + len(line) + 1 > int(env["FAKE_DISK_BYTES"]):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        append_line(out, line + "\n")
+    except OSError as err:
+        sys.stderr.write(f"error: cannot append to {out} ({err.strerror}): stopped\n")
+        sys.exit(4)
 
 if env.get("FAKE_RUNS"):
     with open(env["FAKE_RUNS"], "a") as f:
@@ -226,6 +240,64 @@ def test_ctrl_c_stops_the_child_group_and_keeps_what_was_done(tmp_path, fake):
     assert of_kind(recs, "sweep")[0]["interrupted"] is True
     assert not of_kind(recs, "error")  # an interruption is not a failed point
     assert "not run" in stderr
+
+
+def test_a_full_disk_stops_the_sweep_with_one_line_and_every_record_whole(small_disk, tmp_path, fake,
+                                                                          monkeypatch, capsys):
+    # Issue 15's night: OUT on a 64 KiB disk. The first point fits, the second fills it.
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    runs = tmp_path / "runs.txt"
+    for key, value in dict(STEPS=250, WARMUP_STEPS=0, FAKE_RUNS=runs, FAKE_DISK_BYTES=SMALL_DISK_BYTES).items():
+        monkeypatch.setenv(key, str(value))
+    out = small_disk / "night.jsonl"
+    s = settings.parse(sweep.VARS + sweep.PASSED, {"SEQLENS": "64 128 256", "REUSE_PROCESS": "0",
+                                                   "BENCHMARK": str(fake)})
+    ctx = sweep.Context(s=s, out=str(out), log_path=str(small_disk / "night.log"), python=sys.executable,
+                        gpus=1, hostfile="", multi_node=False, devices=(None, None),
+                        config={"MODEL": "fake"}, writer=RecordWriter(sweep.SCRIPT, str(out), stream=io.StringIO()),
+                        run_config=types.SimpleNamespace(backend="sdpa", peak_tflops=None,
+                                                         peak_source=None, warnings=[]))
+    code = sweep.run(ctx, [], {}, [64, 128, 256])
+    err = capsys.readouterr().err
+    assert code == 4 and "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith("error: ") and str(out) in last
+    assert runs.read_text().splitlines() == ["64", "128"]  # nothing started after the disk filled
+    table = err[err.index("seq_len  TFLOPS/GPU"):].splitlines()[1:4]
+    assert [row.split("  ")[-1] for row in table] == ["ok", "write_failed", "not run"]
+    text = out.read_text()
+    assert text.endswith("\n")  # no partial last line
+    recs, skipped = read_lines(text.splitlines())
+    assert skipped == 0 and [r["seq_len"] for r in of_kind(recs, "summary")] == [64]
+
+
+def test_the_benchmark_log_ends_a_partial_line_and_a_full_disk_only_stops_it(small_disk):
+    path = small_disk / "night.log"
+    path.write_text("a line a killed process left unfinished")
+    log = procs.Log(str(path))
+    log.write("the next process\n")
+    assert path.read_text() == "a line a killed process left unfinished\nthe next process\n"
+    for _ in range(SMALL_DISK_BYTES // 100):
+        log.write("x" * 100 + "\n")  # fills the disk; never raises into the sweep
+    assert log.error.errno == errno.ENOSPC and path.read_text().endswith("\n")
+
+
+# The process's last summary, then a teardown that takes a while (a rank leaving NCCL, say).
+LAST_POINT_THEN_TEARDOWN = ('import json, time; print(json.dumps({"kind": "summary", "schema": 1, '
+                            '"script": "benchmark.py", "run_id": "r", "seq_len": 64}), flush=True); '
+                            'time.sleep(600)')
+
+
+@pytest.mark.parametrize("seq_lens, status", [([64], "ok"), ([64, 128], "interrupted")])
+def test_ctrl_c_in_the_teardown_after_the_last_point_is_no_interruption(tmp_path, seq_lens, status):
+    def ctrl_c(summary):  # as the point is done: what is left of the process is its teardown
+        signal.raise_signal(signal.SIGINT)
+
+    result = procs.run_process([sys.executable, "-c", LAST_POINT_THEN_TEARDOWN], dict(os.environ),
+                               seq_lens, 0, procs.Log(str(tmp_path / "log")), ctrl_c, False, io.StringIO())
+    assert result.status == status and len(result.summaries) == 1
+    assert result.exit_code == -signal.SIGTERM  # the group was stopped, not waited for
 
 
 # ---------------------------------------------------------------- FIND_MAX_SEQLEN
@@ -506,6 +578,7 @@ def test_timing_totals_split_wall_time_into_startup_and_steps():
 
 def test_exit_codes_and_eta():
     assert sweep.classify_exit(3)[0] == "oom" and sweep.classify_exit(2)[0] == "bad_input"
+    assert sweep.classify_exit(4)[0] == "write_failed"
     assert "OOM killer" in sweep.classify_exit(-9)[1] and sweep.classify_exit(1)[0] == "exception"
     assert sweep.eta_s([100.0, 50.0], 4) == 300.0 and sweep.eta_s([], 3) is None
     assert procs.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8

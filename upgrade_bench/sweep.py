@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import settings
-from .faults import EXIT_BAD_INPUT, EXIT_OOM
-from .procs import ProcessResult, free_port, run_process
-from .records import RecordWriter, claim_stdout, read_lines
+from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED
+from .procs import Log, ProcessResult, free_port, run_process, signals_ignored
+from .records import RecordWriter, WriteFailed, claim_stdout, read_lines, run_main
 from .settings import Var
 
 SCRIPT = "run_sweep.sh"
@@ -286,6 +286,8 @@ def classify_exit(code: int) -> tuple[str, str]:
         return "oom", "exit code 3 (out of memory) without an error record (another rank failed?)"
     if code == EXIT_BAD_INPUT:
         return "bad_input", "exit code 2: the benchmark rejected its configuration"
+    if code == EXIT_WRITE_FAILED:
+        return "write_failed", "exit code 4: the benchmark could not write its records (disk full?)"
     if code in (-signal.SIGKILL, 128 + signal.SIGKILL, 256 - signal.SIGKILL):
         return "exception", f"killed by SIGKILL (exit {code}): the host's OOM killer?"
     return "exception", f"exit code {code} without an error record"
@@ -506,33 +508,41 @@ def _pythonpath() -> str:
     return os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
 
 
-def record_failure(ctx: Context, result: ProcessResult) -> dict | None:
-    """The error of the point a failed process was on: the benchmark's own record, or one
-    written here (timeout, crash without a record). None if nothing failed."""
+def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dict | None]:
+    """(the failure of the point a failed process was on, the fields of the `error` record the
+    sweep writes for it): both None if nothing failed, no fields when the benchmark wrote its
+    own record (a timeout or a crash without a record gets one here)."""
     if result.status in ("ok", "interrupted"):
-        return None
+        return None, None
     at = result.seq_lens[len(result.summaries)]  # the point the process was on
     if result.error is not None and result.status == "failed":
-        return {"seq_len": at, "error": result.error.get("error"), "message": result.error.get("message")}
+        return {"seq_len": at, "error": result.error.get("error"), "message": result.error.get("message")}, None
     if result.status == "timeout":
         kind, message = "timeout", (f"no summary within POINT_TIMEOUT={ctx.s['POINT_TIMEOUT']:g} s; "
                                     f"process group killed")
     else:
         kind, message = classify_exit(result.exit_code)
-    ctx.writer.write("error", error=kind, message=message, seq_len=at, config=ctx.config,
-                     exit_code=result.exit_code, stderr_tail="\n".join(result.stderr_tail))
-    return {"seq_len": at, "error": kind, "message": message}
+    return {"seq_len": at, "error": kind, "message": message}, {
+        "error": kind, "message": message, "seq_len": at, "config": ctx.config,
+        "exit_code": result.exit_code, "stderr_tail": "\n".join(result.stderr_tail)}
 
 
-def stop_if_rejected(ctx: Context, failure: dict | None) -> None:
-    """A configuration the benchmark refuses (exit 2) fails every point alike: stop the sweep."""
-    if failure and failure["error"] == "bad_input":
+def stop_if_hopeless(ctx: Context, failure: dict | None) -> None:
+    """Stop the sweep where every later point would fail alike: a configuration the benchmark
+    refuses (exit 2), or a results file it cannot write to (exit 4, a full disk)."""
+    if not failure:
+        return
+    if failure["error"] == "bad_input":
         raise BadInput(f"the benchmark rejected the configuration (exit 2); see {ctx.log_path}")
+    if failure["error"] == "write_failed":
+        raise WriteFailed(f"the benchmark could not append to {ctx.out} (exit 4: disk full?); later "
+                          f"points not run: make room, then run again with the same OUT to resume")
 
 
-def run_sweep(ctx: Context, todo: list[int], log) -> tuple[dict, dict, bool]:
-    """Run every pending length; (summaries by length, failures by length, interrupted)."""
-    summaries, failures, durations = {}, {}, []
+def run_sweep(ctx: Context, todo: list[int], log: Log, summaries: dict, failures: dict) -> bool:
+    """Run every pending length, filling summaries and failures (by length) as points end, so
+    they hold what ran however the sweep stops; True if interrupted."""
+    durations = []
     last = [time.monotonic()]
     remaining = list(todo)
 
@@ -551,17 +561,19 @@ def run_sweep(ctx: Context, todo: list[int], log) -> tuple[dict, dict, bool]:
         batch = remaining if ctx.s["REUSE_PROCESS"] else remaining[:1]
         last[0] = time.monotonic()
         result = start_process(ctx, batch, False, on_summary, log)
-        failure = record_failure(ctx, result)
         if result.status == "interrupted":
-            return summaries, failures, True
+            return True
         finished = {s["seq_len"] for s in result.summaries}
+        failure, error = point_failure(ctx, result)
         if failure:
             failures[failure["seq_len"]] = failure
             say(f"point {len(summaries) + len(failures)}/{len(todo)} seq_len {failure['seq_len']}: "
                 f"{failure['error']}: {failure['message']}")
-            stop_if_rejected(ctx, failure)
+            if error:
+                ctx.writer.write("error", **error)
+            stop_if_hopeless(ctx, failure)
         remaining = [s for s in remaining if s not in finished and s not in failures]
-    return summaries, failures, False
+    return False
 
 
 def run_capacity(ctx: Context, known: list[Probe], log) -> dict:
@@ -576,8 +588,10 @@ def run_capacity(ctx: Context, known: list[Probe], log) -> dict:
         probes = [Probe(x["seq_len"], True, x.get("peak_mem_gib"), hbm) for x in result.summaries]
         if result.status == "interrupted":
             raise Interrupted(probes)  # the lengths that fitted before the stop still count
-        failure = record_failure(ctx, result)
-        stop_if_rejected(ctx, failure)
+        failure, error = point_failure(ctx, result)
+        if error:
+            ctx.writer.write("error", **error)
+        stop_if_hopeless(ctx, failure)
         if failure:
             probes.append(Probe(failure["seq_len"], False, None, hbm, failure["error"]))
         for p in probes:
@@ -689,8 +703,6 @@ def dry_run(ctx: Context, todo: list[int], out) -> None:
 
 
 def main(argv=None) -> int:
-    from . import fingerprint
-
     try:
         s = load_settings(sys.argv[1:] if argv is None else argv)
         stdout = claim_stdout()  # records (or DRY_RUN's commands) only: imports print too
@@ -711,8 +723,21 @@ def main(argv=None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)  # scancel / kill: same clean stop as Ctrl-C
-    rc = ctx.run_config
     ctx.writer = RecordWriter(SCRIPT, ctx.out, stream=stdout)
+    return run_main(run, ctx, previous, done, todo)
+
+
+def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
+    """The sweep (or the capacity search) once every check passed: its header, the processes,
+    then its `sweep` record and table, whatever stopped it; returns the exit code.
+
+    A record the sweep cannot write (a full disk) stops it like a benchmark that cannot
+    (exit 4): later points could not be kept either. Only the header's failure raises
+    WriteFailed (nothing has started then).
+    """
+    from . import fingerprint
+
+    s, rc = ctx.s, ctx.run_config
     ctx.writer.write("header", software=fingerprint.software(), hardware=ctx.hardware,
                      config={**{v.name: s[v.name] for v in VARS}, **ctx.config},
                      attn_backend=rc.backend, peak_tflops=rc.peak_tflops, peak_source=rc.peak_source,
@@ -721,33 +746,42 @@ def main(argv=None) -> int:
     say(f"results: {ctx.out}  (benchmark log: {ctx.log_path})")
     if done:
         say(f"resuming: seq_len {' '.join(map(str, sorted(done)))} already done with this config")
-    summaries, failures, capacity, interrupted, code = {}, {}, None, False, 0
+    summaries, failures, capacity, interrupted, stopped = {}, {}, None, False, None
+    log = Log(ctx.log_path)
     try:
-        with open(ctx.log_path, "a", encoding="utf-8") as log:
-            if s["FIND_MAX_SEQLEN"]:
-                capacity = run_capacity(ctx, known_probes(previous, ctx.config), log)
-                interrupted = not capacity["complete"]
-            else:
-                summaries, failures, interrupted = run_sweep(ctx, todo, log)
+        if s["FIND_MAX_SEQLEN"]:
+            capacity = run_capacity(ctx, known_probes(previous, ctx.config), log)
+            interrupted = not capacity["complete"]
+        else:
+            interrupted = run_sweep(ctx, todo, log, summaries, failures)
     except (KeyboardInterrupt, Interrupted):
         interrupted = True
-    except BadInput as err:
-        sys.stderr.write(f"error: {err}\n")
-        code = EXIT_BAD_INPUT
-    totals = timing_totals([p.timing() for p in ctx.processes])
-    ctx.writer.write("sweep", mode="capacity" if s["FIND_MAX_SEQLEN"] else "sweep",
-                     reuse_process=s["REUSE_PROCESS"], interrupted=interrupted,
-                     wall_s=time.monotonic() - ctx.started, points_ok=len(summaries),
-                     points_failed=len(failures), **totals)
-    sys.stderr.write((capacity_table(capacity) if capacity is not None else
-                      sweep_table(s["SEQLENS"], summaries, failures, done)) + "\n")
-    say(f"{len(ctx.processes)} process(es), {fmt_s(totals['process_wall_s'])}: start-up "
-        f"{fmt_s(totals['startup_s'])}, steps {fmt_s(totals['steps_s'])}")
+    except (BadInput, WriteFailed) as err:
+        stopped = err
+    with signals_ignored():  # what ran gets its record and its table, whatever comes now
+        totals = timing_totals([p.timing() for p in ctx.processes])
+        try:
+            ctx.writer.write("sweep", mode="capacity" if s["FIND_MAX_SEQLEN"] else "sweep",
+                             reuse_process=s["REUSE_PROCESS"], interrupted=interrupted,
+                             wall_s=time.monotonic() - ctx.started, points_ok=len(summaries),
+                             points_failed=len(failures), **totals)
+        except WriteFailed as err:
+            stopped = stopped or err
+        if capacity is not None:
+            sys.stderr.write(capacity_table(capacity) + "\n")
+        elif not s["FIND_MAX_SEQLEN"]:
+            sys.stderr.write(sweep_table(s["SEQLENS"], summaries, failures, done) + "\n")
+        say(f"{len(ctx.processes)} process(es), {fmt_s(totals['process_wall_s'])}: start-up "
+            f"{fmt_s(totals['startup_s'])}, steps {fmt_s(totals['steps_s'])}")
+        if log.error:
+            say(f"the benchmark log {ctx.log_path} is incomplete: {log.error.strerror or log.error}")
+    if stopped:
+        sys.stderr.write(f"error: {stopped}\n")
     if interrupted:
         say("interrupted: what finished is in the file; run again with the same OUT to resume")
         return EXIT_INTERRUPTED
-    if code:
-        return code
+    if stopped:
+        return EXIT_BAD_INPUT if isinstance(stopped, BadInput) else EXIT_WRITE_FAILED
     crashed = [f for f in failures.values() if f["error"] != "oom"]
     return 1 if crashed else 0
 
