@@ -61,7 +61,7 @@ VARS = [
     settings.Var("PEAK_TFLOPS", "float", 0.0, "dense peak TFLOPS of DTYPE for the mfu field "
                  "(0 = from the GPU table)", min=0),
     settings.Var("SEED", "int", 0, "random seed of the inputs", min=0),
-    settings.Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),
 ]
 

@@ -37,7 +37,7 @@ VARS = [
                  "GPU in use); the sequence-length estimate then uses total HBM"),
     settings.Var("MEMORY_PROBE_S", "float", 20.0, "time bound of the largest-allocation bisection, "
                  "seconds", min=1),
-    settings.Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),
 ]
 

@@ -27,7 +27,7 @@ import signal
 import sys
 from contextlib import contextmanager
 
-from upgrade_bench import faults, fingerprint, flops, gpus, matmul, telemetry, timing
+from upgrade_bench import faults, fingerprint, flops, gpus, matmul, settings, telemetry, timing
 from upgrade_bench.records import RecordWriter, run_main
 
 SCRIPT = "mamf-finder.py"
@@ -93,6 +93,11 @@ def parse_args(argv=None):
     p.add_argument("--notes", default="", help="free text copied into the header")
     p.add_argument("--cuda_device", type=_int(0), default=0, help="GPU index (default: 0)")
     args = p.parse_args(argv)
+    if args.output_file:
+        try:
+            settings.check_output("--output_file", args.output_file)
+        except settings.SettingsError as err:
+            p.error(str(err))
     dims = {}
     for dim in "mnk":
         values, rng = getattr(args, dim), getattr(args, f"{dim}_range")

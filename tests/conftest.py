@@ -1,6 +1,7 @@
 """Shared test helpers: run a suite script for real as a subprocess and read its JSONL; a
 small disk that fills up."""
 import errno
+import importlib.util
 import json
 import os
 import shutil
@@ -42,6 +43,14 @@ def run_script(args, env: dict, timeout: int = 600, cwd=REPO):
     """(returncode, records on stdout, stderr) of run_proc."""
     proc = run_proc(args, env, timeout, cwd)
     return proc.returncode, parse_jsonl(proc.stdout), proc.stderr
+
+
+def import_script(name: str):
+    """A script of the repo as a module, its main() not run."""
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), REPO / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def launcher() -> str:

@@ -479,6 +479,16 @@ def test_bad_input_exits_2_with_one_line_and_starts_nothing(tmp_path, fake, extr
     assert not runs.exists() and not (tmp_path / "o.jsonl").exists()
 
 
+@pytest.mark.parametrize("out", ["/proc/sweep.jsonl", "/proc/"])  # a file, or a folder for one
+def test_an_out_it_cannot_append_to_is_refused_before_anything_starts(monkeypatch, out):
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    s = settings.parse(sweep.VARS + sweep.PASSED, {"OUT": out, "MODEL": "tiny"})
+    with pytest.raises(sweep.BadInput, match=r"OUT='/proc/.*\.jsonl': cannot write there \(no file can "
+                                             r"be created in /proc"):
+        sweep.prepare(s)
+
+
 @pytest.mark.parametrize("mode", [{}, {"FIND_MAX_SEQLEN": 1}])
 def test_a_configuration_the_benchmark_rejects_stops_after_one_process(tmp_path, fake, mode):
     out, runs = tmp_path / "o.jsonl", tmp_path / "runs.txt"

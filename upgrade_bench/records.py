@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 import uuid
 
@@ -74,6 +75,40 @@ def append_line(path: str, text: str) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def output_problem(path: str) -> str | None:
+    """Why records cannot be appended to `path`, or None.
+
+    A real attempt that leaves nothing behind: permission bits cannot tell (root passes
+    them, and /proc or a read-only mount refuse only the write itself). An existing file
+    gets a zero-byte append; a new one, a temporary file in the nearest existing folder.
+    """
+    if os.path.isdir(path):
+        return "is a folder"
+    if os.path.exists(path):
+        if not os.path.isfile(path):
+            return "is not a regular file"
+        try:
+            fd = _open_for_append(path)
+            try:
+                os.write(fd, b"")
+            finally:
+                os.close(fd)
+        except OSError as err:
+            return err.strerror or str(err)
+        return None
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{parent} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as err:
+        return f"no file can be created in {parent}: {err.strerror or err}"
+    return None
 
 
 class WriteFailed(RuntimeError):

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from .faults import EXIT_BAD_INPUT
+from .records import output_problem
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -17,7 +18,7 @@ _FALSE = {"0", "false", "no", "off"}
 @dataclass(frozen=True)
 class Var:
     name: str
-    kind: str  # int | float | bool | choice | str | int_list | str_list
+    kind: str  # int | float | bool | choice | str | int_list | str_list | output (a file appended to)
     default: object
     help: str
     choices: tuple = ()
@@ -94,6 +95,14 @@ def parse_value(var: Var, raw: str):
     return raw
 
 
+def check_output(name: str, path: str) -> None:
+    """SettingsError unless records can be appended to `path`: the one check of every
+    results file (OUTPUT, --output_file, the sweep's OUT), made before any work."""
+    problem = output_problem(path)
+    if problem:
+        raise SettingsError(f"{name}={path!r}: cannot write there ({problem})")
+
+
 def parse(variables, environ=None) -> dict:
     """Resolve every Var from `environ` (default os.environ); unset or empty -> default."""
     environ = os.environ if environ is None else environ
@@ -133,11 +142,17 @@ def load(variables, doc: str, argv=None) -> dict:
                          f"by environment variables (see --help)\n")
         sys.exit(EXIT_BAD_INPUT)
     try:
-        return parse(variables)
+        values = parse(variables)
+        for var in variables:
+            if var.kind == "output" and values[var.name]:
+                check_output(var.name, values[var.name])
+        return values
     except SettingsError as err:
         sys.stderr.write(f"error: {err}\n")
         sys.exit(EXIT_BAD_INPUT)
 
+
+OUTPUT = Var("OUTPUT", "output", "", "append every JSON line to this file too (stdout always)")
 
 # Variables shared by the scripts that run a training step (benchmark.py, bench_decompose.py).
 # Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
@@ -165,6 +180,6 @@ TRAINING_VARS = [
         min=0),
     Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
     Var("SEED", "int", 0, "random seed for weights and tokens", min=0),
-    Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    OUTPUT,
     Var("NOTES", "str", "", "free text copied into the header"),
 ]

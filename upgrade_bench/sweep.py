@@ -117,20 +117,6 @@ def resolve_out(out: str, results_dir: str, gpu: str, backend: str, stamp: str, 
     return os.path.abspath(os.path.join(folder, name))
 
 
-def writable_problem(path: str) -> str | None:
-    """Why `path` cannot be created or appended to, or None; creates nothing."""
-    if os.path.isdir(path):
-        return "is a folder"
-    if os.path.exists(path):
-        return None if os.access(path, os.W_OK) else "is not writable"
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        return f"{parent} is a file, not a folder"
-    return None if os.access(parent, os.W_OK | os.X_OK) else f"{parent} is not writable"
-
-
 def parse_hostfile(text: str) -> list[tuple[str, int]]:
     """[(host, slots)] from DeepSpeed's hostfile format; ValueError names the bad line."""
     hosts = []
@@ -624,6 +610,13 @@ def load_settings(argv) -> dict:
         raise BadInput(str(err)) from None
 
 
+def check_out(path: str) -> None:
+    try:
+        settings.check_output("OUT", path)
+    except settings.SettingsError as err:
+        raise BadInput(str(err)) from None
+
+
 def prepare(s: dict) -> Context:
     """Every check that can fail, before anything starts (BadInput -> exit 2)."""
     from . import engine, fingerprint
@@ -640,9 +633,7 @@ def prepare(s: dict) -> Context:
     if not os.path.isfile(s["BENCHMARK"]):
         raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: no such file")
     if s["OUT"] and not (s["OUT"].endswith("/") or os.path.isdir(s["OUT"])):
-        problem = writable_problem(s["OUT"])
-        if problem:
-            raise BadInput(f"OUT={s['OUT']!r}: cannot write there ({problem})")
+        check_out(s["OUT"])  # before the imports below: a typo fails at once
 
     import torch
 
@@ -676,9 +667,7 @@ def prepare(s: dict) -> Context:
     existing = os.listdir(folder) if os.path.isdir(folder) else []
     out = resolve_out(s["OUT"], str(REPO / "results"), slug(hardware.get("gpu_name")), rc.backend, stamp,
                       s["RESUME"], existing)
-    problem = writable_problem(out)
-    if problem:
-        raise BadInput(f"OUT={out!r}: cannot write there ({problem})")
+    check_out(out)
     config["OUTPUT"] = out
     return Context(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
                    gpus=gpus, hostfile=hostfile, multi_node=multi_node, devices=devices,
