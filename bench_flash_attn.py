@@ -60,7 +60,7 @@ VARS = [
     settings.Var("WARMUP", "int", 3, "untimed iterations after the first (JIT) call", min=1),
     settings.Var("PEAK_TFLOPS", "float", 0.0, "dense peak TFLOPS of DTYPE for the mfu field "
                  "(0 = from the GPU table)", min=0),
-    settings.Var("SEED", "int", 0, "random seed of the inputs", min=0),
+    settings.Var("SEED", "int", 0, "random seed of the inputs", min=0, max=settings.SEED_MAX),
     settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),
 ]

@@ -23,6 +23,7 @@ import time
 _T0 = time.monotonic()  # the wall clock of the run starts before torch is imported
 
 import argparse
+import math
 import signal
 import sys
 from contextlib import contextmanager
@@ -61,9 +62,9 @@ def _seconds(positive: bool):
             value = float(text)
         except ValueError:
             value = float("nan")
-        if not (value > 0 if positive else value >= 0):  # NaN fails both
+        if not math.isfinite(value) or not (value > 0 if positive else value >= 0):
             bound = "> 0" if positive else ">= 0"
-            raise argparse.ArgumentTypeError(f"{text!r}: expected seconds {bound}")
+            raise argparse.ArgumentTypeError(f"{text!r}: expected finite seconds {bound}")
         return value
     return parse
 

@@ -221,7 +221,8 @@ def test_flags_ranges_and_lists():
     (["--m", "0", "--n", "1", "--k", "1"], "'0': expected an integer >= 1"),
     (["--m", "8", "--m_range", "0", "16", "8", "--n", "1", "--k", "1"], "not allowed with"),
     (["--dtype", "float64"], "invalid choice"),
-    (["--budget_s", "0"], "expected seconds > 0"),
+    (["--budget_s", "0"], "expected finite seconds > 0"),
+    (["--budget_s", "inf"], "expected finite seconds > 0"),
     (["--num_iterations", "0"], "expected an integer >= 1"),
     (["--output_file", "/proc/mamf.jsonl"], "--output_file='/proc/mamf.jsonl': cannot write there"),
 ])

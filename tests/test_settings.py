@@ -31,13 +31,23 @@ def test_values_are_typed():
     ("STEPS", "0", ">= 1"),
     ("ATTN_BACKEND", "fa5", "auto|fa3|fa4|fa2|sdpa|eager"),
     ("OFFLOAD_OPTIMIZER", "maybe", "0 or 1"),
-    ("PEAK_TFLOPS", "nan", "a number"),
+    ("PEAK_TFLOPS", "nan", "a finite number"),
+    ("PEAK_TFLOPS", "inf", "a finite number >= 0"),
+    ("PEAK_TFLOPS", "1e400", "a finite number >= 0"),  # float() makes it inf
+    ("SEED", "18446744073709551616", "<= 9223372036854775807"),  # past torch's 64-bit seeds
 ])
 def test_bad_values_name_variable_value_and_allowed(name, value, allowed):
     with pytest.raises(SettingsError) as err:
         parse(**{name: value})
     assert str(err.value).startswith(f"{name}={value!r}: expected ")
     assert allowed in str(err.value)
+
+
+def test_the_largest_seed_plus_any_seq_len_is_still_a_seed_torch_takes():
+    import torch
+
+    seed = parse(SEED=str(settings.SEED_MAX))["SEED"]
+    torch.Generator().manual_seed(seed + 2**62)  # the scripts seed with SEED + seq_len
 
 
 def test_load_refuses_an_output_it_cannot_append_to_before_anything_runs(tmp_path, monkeypatch, capsys):

@@ -4,6 +4,7 @@ A script lists its `Var`s, calls `load(VARS, __doc__)`, and gets a plain dict. A
 value stops the script with exit code 2 and one line naming the variable, the value and
 what is allowed, before a model or a GPU is touched. `--help` prints the table.
 """
+import math
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -31,10 +32,11 @@ class Var:
         if self.kind == "choice":
             return "one of " + "|".join(self.choices)
         if self.kind in ("int", "float", "int_list"):
-            what = {"int": "an integer", "float": "a number",
+            what = {"int": "an integer", "float": "a finite number",
                     "int_list": "space- or comma-separated integers"}[self.kind]
-            lo = "" if self.min is None else f" >= {self.min:g}"
-            hi = "" if self.max is None else f" <= {self.max:g}"
+            bound = (lambda x: f"{x:g}") if self.kind == "float" else (lambda x: str(int(x)))
+            lo = "" if self.min is None else f" >= {bound(self.min)}"
+            hi = "" if self.max is None else f" <= {bound(self.max)}"
             return what + (f"{lo} and{hi}" if lo and hi else lo or hi)
         return "text"
 
@@ -64,7 +66,7 @@ def parse_value(var: Var, raw: str):
             value = float(text)
         except ValueError:
             raise bad from None
-        if value != value:  # NaN
+        if not math.isfinite(value):  # nan, inf, and 1e400, which float() makes inf
             raise bad
         _check_range(var, value, raw)
         return value
@@ -152,6 +154,9 @@ def load(variables, doc: str, argv=None) -> dict:
         sys.exit(EXIT_BAD_INPUT)
 
 
+# torch seeds are unsigned 64-bit, and the scripts seed with SEED + seq_len: a SEED below 2^63
+# leaves room for any sequence length.
+SEED_MAX = 2**63 - 1
 OUTPUT = Var("OUTPUT", "output", "", "append every JSON line to this file too (stdout always)")
 
 # Variables shared by the scripts that run a training step (benchmark.py, bench_decompose.py).
@@ -179,7 +184,7 @@ TRAINING_VARS = [
     Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",
         min=0),
     Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
-    Var("SEED", "int", 0, "random seed for weights and tokens", min=0),
+    Var("SEED", "int", 0, "random seed for weights and tokens", min=0, max=SEED_MAX),
     OUTPUT,
     Var("NOTES", "str", "", "free text copied into the header"),
 ]
