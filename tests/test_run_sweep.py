@@ -300,6 +300,21 @@ def test_ctrl_c_in_the_teardown_after_the_last_point_is_no_interruption(tmp_path
     assert result.exit_code == -signal.SIGTERM  # the group was stopped, not waited for
 
 
+def test_a_capacity_search_with_nothing_to_search_is_refused(monkeypatch):
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FIND_MAX_SEQLEN", "1")
+    monkeypatch.setenv("MAX_SEQLEN_LIMIT", "1")
+    with pytest.raises(sweep.BadInput, match=r"MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP \(8192\) or the "
+                                             r"smallest SEQLENS \(8192\)"):
+        sweep.load_settings([])
+    monkeypatch.setenv("MAX_SEQLEN_LIMIT", "8192")  # one probe is a search
+    assert sweep.load_settings([])["MAX_SEQLEN_LIMIT"] == 8192
+    monkeypatch.setenv("FIND_MAX_SEQLEN", "0")  # a sweep does not use the limit
+    monkeypatch.setenv("MAX_SEQLEN_LIMIT", "1")
+    assert sweep.load_settings([])["MAX_SEQLEN_LIMIT"] == 1
+
+
 # ---------------------------------------------------------------- FIND_MAX_SEQLEN
 
 def probe_runner(threshold, peak=None, hbm=None):
@@ -413,16 +428,17 @@ def test_dry_run_multi_node_prints_the_launcher_command_and_runs_nothing(tmp_pat
                        SEQLENS="32768 8192", OUT=out, STEPS=3, ZERO_STAGE=3, TMPDIR=tmp_path,
                        PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
     assert result.returncode == 0, result.stderr
-    [line] = result.stdout.splitlines()
+    line, *shown_env = result.stdout.splitlines()
     assert f"-m deepspeed.launcher.runner --hostfile {hostfile} --master_addr node1 --num_gpus 8 " \
            f"--master_port 29555 {REPO / 'benchmark.py'}" in line
     assert line.startswith("STEPS=3 ZERO_STAGE=3 SEQ_LEN='8192 32768' OUTPUT=")
-    # Other nodes get the variables through DeepSpeed's env file, not the inherited environment.
-    env_file = Path(line.split("DS_ENV_FILE=")[1].split()[0])
-    lines = env_file.read_text().splitlines()
+    # Other nodes get the variables through DeepSpeed's env file, not the inherited environment;
+    # a dry run shows its lines and writes no file.
+    assert "DS_ENV_FILE='(a temporary file of the lines below)'" in line
+    lines = [shown.removeprefix("#   ") for shown in shown_env]
     assert {"STEPS=3", "ZERO_STAGE=3", "SEQ_LEN=8192 32768", f"OUTPUT={out}",
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"} <= set(lines)
-    assert not out.exists()
+    assert not out.exists() and not list(tmp_path.glob("run_sweep-*.ds_env"))
 
 
 def test_dry_run_eight_gpus_on_a_smaller_machine(tmp_path):
@@ -452,7 +468,7 @@ def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path):
     assert result.returncode == 0, result.stderr
     hostfile = tmp_path / "run_sweep-hostfile.42"
     assert hostfile.read_text() == "gpu01 slots=8\ngpu02 slots=8\n"
-    [line] = result.stdout.splitlines()
+    line = result.stdout.splitlines()[0]  # then the env file's lines, as comments
     assert f"--hostfile {hostfile} --master_addr gpu01 --num_gpus 8 --master_port 29500" in line
 
 

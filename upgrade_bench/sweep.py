@@ -62,7 +62,8 @@ VARS = [
     Var("FIND_MAX_SEQLEN", "bool", False, "find the largest length that fits (capacity record) "
         "instead of sweeping"),
     Var("SEQLEN_STEP", "int", 8192, "granularity of FIND_MAX_SEQLEN", min=1),
-    Var("MAX_SEQLEN_LIMIT", "int", 1048576, "largest length FIND_MAX_SEQLEN tries", min=1),
+    Var("MAX_SEQLEN_LIMIT", "int", 1048576, "largest length FIND_MAX_SEQLEN tries (not below "
+        "SEQLEN_STEP or the smallest SEQLENS)", min=1),
     Var("HOSTFILE", "str", "", "DeepSpeed hostfile ('host slots=N' per line): multi-node "
         "through the launcher (pdsh + passwordless ssh, shared filesystem)"),
     Var("MASTER_ADDR", "str", "", "address of the first node (multi-node; default: the "
@@ -438,8 +439,9 @@ class Context:
     hardware: dict = field(default_factory=dict)
     run_config: object = None  # engine.RunConfig as resolved on this node
 
-    def command(self, seq_lens: list[int], probe: bool) -> tuple[dict, list[str]]:
-        """(environment changes, argv) of one benchmark process; a "" value unsets."""
+    def command(self, seq_lens: list[int], probe: bool) -> tuple[dict, list[str], list[str]]:
+        """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value
+        unsets. The lines, for a multi-node run only, are written to a file by start_process."""
         env = process_env(seq_lens, self.out, probe)
         include, child_visible = self.devices
         if child_visible is not None:
@@ -447,9 +449,8 @@ class Context:
         port = self.s["MASTER_PORT"] or (None if self.hostfile or self.gpus == 1 else free_port())
         argv = launch_argv(self.python, os.path.abspath(self.s["BENCHMARK"]), self.gpus, self.hostfile,
                            self.s["MASTER_ADDR"], port, include)
-        if self.multi_node:
-            env["DS_ENV_FILE"] = write_node_env(node_env_lines(os.environ, env, user_ds_env()))
-        return env, argv
+        node_lines = node_env_lines(os.environ, env, user_ds_env()) if self.multi_node else []
+        return env, argv, node_lines
 
 
 def user_ds_env() -> list[str]:
@@ -475,17 +476,21 @@ def say(message: str) -> None:
     sys.stderr.flush()
 
 
-def start_process(ctx: Context, seq_lens: list[int], probe: bool, on_summary, log) -> ProcessResult:
-    extra, argv = ctx.command(seq_lens, probe)
-    say(f"process {len(ctx.processes) + 1}: seq_len {' '.join(map(str, seq_lens))}: "
-        f"{shell_line({**passed_through(os.environ), **extra}, argv)}")
-    env = {**os.environ, **extra, "PYTHONPATH": _pythonpath()}
-    if extra.get("CUDA_VISIBLE_DEVICES") == "":
-        del env["CUDA_VISIBLE_DEVICES"]
-    result = run_process(argv, env, seq_lens, ctx.s["POINT_TIMEOUT"], log, on_summary, ctx.multi_node,
-                         ctx.writer.stream)
-    if "DS_ENV_FILE" in extra:
-        os.unlink(extra["DS_ENV_FILE"])
+def start_process(ctx: Context, seq_lens: list[int], probe: bool, on_summary, log: Log) -> ProcessResult:
+    extra, argv, node_lines = ctx.command(seq_lens, probe)
+    if node_lines:
+        extra["DS_ENV_FILE"] = write_node_env(node_lines)
+    try:
+        say(f"process {len(ctx.processes) + 1}: seq_len {' '.join(map(str, seq_lens))}: "
+            f"{shell_line({**passed_through(os.environ), **extra}, argv)}")
+        env = {**os.environ, **extra, "PYTHONPATH": _pythonpath()}
+        if extra.get("CUDA_VISIBLE_DEVICES") == "":
+            del env["CUDA_VISIBLE_DEVICES"]
+        result = run_process(argv, env, seq_lens, ctx.s["POINT_TIMEOUT"], log, on_summary,
+                             ctx.multi_node, ctx.writer.stream)
+    finally:
+        if node_lines:
+            os.unlink(extra["DS_ENV_FILE"])
     ctx.processes.append(result)
     return result
 
@@ -605,9 +610,11 @@ def load_settings(argv) -> dict:
             raise BadInput(f"{name} is set: the sweep sets it per process; use "
                            f"{'SEQLENS' if name == 'SEQ_LEN' else 'OUT'} instead")
     try:
-        return settings.parse(VARS + PASSED)
+        s = settings.parse(VARS + PASSED)
+        check_capacity_bounds(s)
     except settings.SettingsError as err:
         raise BadInput(str(err)) from None
+    return s
 
 
 def check_out(path: str) -> None:
@@ -615,6 +622,14 @@ def check_out(path: str) -> None:
         settings.check_output("OUT", path)
     except settings.SettingsError as err:
         raise BadInput(str(err)) from None
+
+
+def check_capacity_bounds(s: dict) -> None:
+    """SettingsError when FIND_MAX_SEQLEN has nothing to search: a limit below where it starts."""
+    limit, step, first = s["MAX_SEQLEN_LIMIT"], s["SEQLEN_STEP"], min(s["SEQLENS"])
+    if s["FIND_MAX_SEQLEN"] and limit < max(step, first):
+        raise settings.SettingsError(f"MAX_SEQLEN_LIMIT={limit}: below SEQLEN_STEP ({step}) or the "
+                                     f"smallest SEQLENS ({first}), where FIND_MAX_SEQLEN starts")
 
 
 def prepare(s: dict) -> Context:
@@ -685,8 +700,11 @@ def dry_run(ctx: Context, todo: list[int], out) -> None:
     plans = [(lens, True) for lens in [doubling_ladder(min(ctx.s["SEQLENS"]), ctx.s["MAX_SEQLEN_LIMIT"])]] \
         if ctx.s["FIND_MAX_SEQLEN"] else [(lens, False) for lens in process_plan(todo, ctx.s["REUSE_PROCESS"])]
     for lens, probe in plans:
-        extra, argv = ctx.command(lens, probe)
+        extra, argv, node_lines = ctx.command(lens, probe)
+        if node_lines:  # shown, not written: a dry run leaves nothing behind
+            extra["DS_ENV_FILE"] = "(a temporary file of the lines below)"
         out.write(shell_line({**passed_through(os.environ), **extra}, argv) + "\n")
+        out.writelines(f"#   {line}\n" for line in node_lines)
     if ctx.s["FIND_MAX_SEQLEN"]:
         out.write("# later probes depend on where this one runs out of memory\n")
 
