@@ -91,6 +91,8 @@ def resolve_heads(s: dict) -> tuple[int, int, int]:
 
         try:
             dims = model.dims(model.load_config(s["MODEL"]))
+        except model.ConfigError as err:
+            raise settings.SettingsError(str(err)) from None
         except Exception as err:  # OSError for a missing path, validation errors for a bad config
             raise settings.SettingsError(
                 f"MODEL={s['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), a local config "

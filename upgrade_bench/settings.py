@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from .faults import EXIT_BAD_INPUT
+from .flops import COUNTED_MODEL_TYPES
 from .records import output_problem
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -163,7 +164,9 @@ OUTPUT = Var("OUTPUT", "output", "", "append every JSON line to this file too (s
 # Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
 TRAINING_VARS = [
     Var("MODEL", "str", "llama-3.1-8b",
-        "model: preset llama-3.1-8b | tiny (CPU, seconds), or a local path / hub id of a causal-LM config"),
+        "model: preset llama-3.1-8b | tiny (CPU, seconds), or a local path / hub id of a config of type "
+        f"{', '.join(COUNTED_MODEL_TYPES)} (the FLOP count's); a hub id not in the HF cache is fetched "
+        "only if the hub answers a quick probe and HF_HUB_OFFLINE is unset"),
     Var("WEIGHTS", "choice", "auto", "auto: real weights when staged locally, else random init "
         "(same FLOPs and memory)", choices=("auto", "pretrained", "random")),
     Var("NUM_LAYERS", "int", 0, "cut the model to this many layers (0 = all)", min=0),
@@ -180,7 +183,7 @@ TRAINING_VARS = [
     Var("ATTN_BACKEND", "choice", "auto", "attention: auto = Hopper FA3>FA4>SDPA, Blackwell "
         "FA4>SDPA, CPU SDPA", choices=("auto", "fa3", "fa4", "fa2", "sdpa", "eager")),
     Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "
-        "inside each sequence (0 = one dense sequence)", min=0),
+        "inside each sequence (0 = one dense sequence; else at least 2)", min=0),
     Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",
         min=0),
     Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
