@@ -22,6 +22,7 @@ Two nodes' logs side by side: python plot_results.py caps_h200.jsonl caps_b200.j
     python check_capabilities.py
     OUTPUT=results/caps_h200.jsonl CAPACITY_LOG=results/sweep_h200.jsonl python check_capabilities.py
 """
+import os
 import sys
 import time
 
@@ -46,11 +47,19 @@ def load_capacity_log(path: str):
     """Records of CAPACITY_LOG (None when unset); exit 2 if it cannot be read."""
     if not path:
         return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            records, _ = read_lines(f, path)
-    except (OSError, SchemaTooNew) as err:
-        sys.stderr.write(f"error: CAPACITY_LOG={path!r}: cannot be read ({err})\n")
+    records, problem = None, None
+    if os.path.exists(path) and not os.path.isfile(path):
+        problem = "not a regular file"  # a folder, or /dev/zero: a read that never ends
+    else:
+        try:
+            with open(path, encoding="utf-8") as f:
+                records, _ = read_lines(f, path)
+        except UnicodeDecodeError as err:  # a binary or UTF-16 file
+            problem = f"not UTF-8 JSON lines ({err.reason} at byte {err.start})"
+        except (OSError, SchemaTooNew) as err:
+            problem = f"cannot be read ({err})"
+    if problem:
+        sys.stderr.write(f"error: CAPACITY_LOG={path!r}: {problem}\n")
         sys.exit(faults.EXIT_BAD_INPUT)
     return records
 
