@@ -271,7 +271,8 @@ def test_oom_at_a_long_sequence_is_a_record_and_the_run_goes_on(monkeypatch, cap
 
 def test_inputs_that_cannot_fit_this_device_are_refused_before_any_work(monkeypatch, capsys):
     monkeypatch.setattr(bench, "memory_bytes", lambda device: 2**30)  # a 1 GiB device
-    monkeypatch.setattr(ak, "random_inputs", lambda *args: pytest.fail("allocated"))
+    for allocates in ("check_backend", "random_inputs"):
+        monkeypatch.setattr(ak, allocates, lambda *args: pytest.fail("allocated"))
     code, records, err = run_main(monkeypatch, capsys, HEAD_DIM="1000000", SEQLENS="1024")
     assert code == 2 and records == []
     # q, k, v, out, dout, dq, dk, dv: the check's float64 reference of 512 tokens (512 * 1e6 *

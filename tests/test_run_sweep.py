@@ -17,7 +17,7 @@ import pytest
 
 from conftest import SMALL_DISK_BYTES, script_env
 from upgrade_bench import procs, settings, sweep, telemetry
-from upgrade_bench.records import RecordWriter, read_lines
+from upgrade_bench.records import RecordWriter, WriteFailed, read_lines
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_SWEEP = REPO / "run_sweep.sh"
@@ -270,6 +270,16 @@ def test_a_full_disk_stops_the_sweep_with_one_line_and_every_record_whole(small_
     assert text.endswith("\n")  # no partial last line
     recs, skipped = read_lines(text.splitlines())
     assert skipped == 0 and [r["seq_len"] for r in of_kind(recs, "summary")] == [64]
+
+
+def test_points_that_would_all_fail_alike_stop_the_sweep_and_others_do_not():
+    ctx = types.SimpleNamespace(out="/x/night.jsonl", log_path="/x/night.log")
+    with pytest.raises(WriteFailed, match=r"could not append to /x/night.jsonl \(exit 4: disk full\?\)"):
+        sweep.stop_if_hopeless(ctx, {"error": "write_failed"})  # even where its error record fits
+    with pytest.raises(sweep.BadInput, match="rejected the configuration"):
+        sweep.stop_if_hopeless(ctx, {"error": "bad_input"})
+    for goes_on in ({"error": "oom"}, {"error": "timeout"}, None):
+        sweep.stop_if_hopeless(ctx, goes_on)
 
 
 def test_the_benchmark_log_ends_a_partial_line_and_a_full_disk_only_stops_it(small_disk):
