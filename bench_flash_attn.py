@@ -14,17 +14,20 @@ iteration runs its forward before its event pair.
 Writes JSON lines: a `header`, then one `attention` record per backend x seq_len x pass
 (status ok | oom | error), or one per backend that cannot run (status unavailable/error, with
 the reason); a table on stderr at the end. Exit 1 if a check failed (ok false) or a point
-errored (OOM is a result, not a failure), 2 on bad input.
+errored (OOM is a result, not a failure), 2 on bad input (inputs that cannot fit the device
+among it), 4 when a record cannot be written (a full disk).
 
     python bench_flash_attn.py                                   # Llama-3.1-8B heads, 1K..128K
     BACKENDS="fa4 sdpa-cudnn" SEQLENS=32768 python bench_flash_attn.py
     PACKED_DOC_LEN=8192 SEQLENS="32768 131072" python bench_flash_attn.py
 """
+import os
 import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from upgrade_bench import attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
-from upgrade_bench.records import RecordWriter
+from upgrade_bench.records import RecordWriter, run_main
 
 SCRIPT = "bench_flash_attn.py"
 PASSES = ("fwd", "bwd", "fwd_bwd")
@@ -59,8 +62,8 @@ VARS = [
                  "window, not a burst", min=0),
     settings.Var("PEAK_TFLOPS", "float", 0.0, "dense peak TFLOPS of DTYPE for the mfu field "
                  "(0 = from the GPU table)", min=0),
-    settings.Var("SEED", "int", 0, "random seed of the inputs", min=0),
-    settings.Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    settings.Var("SEED", "int", 0, "random seed of the inputs", min=0, max=settings.SEED_MAX),
+    settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),
 ]
 
@@ -90,6 +93,8 @@ def resolve_heads(s: dict) -> tuple[int, int, int]:
 
         try:
             dims = model.dims(model.load_config(s["MODEL"]))
+        except model.ConfigError as err:
+            raise settings.SettingsError(str(err)) from None
         except Exception as err:  # OSError for a missing path, validation errors for a bad config
             raise settings.SettingsError(
                 f"MODEL={s['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), a local config "
@@ -101,6 +106,37 @@ def resolve_heads(s: dict) -> tuple[int, int, int]:
         raise settings.SettingsError(f"NHEADS={heads}, NHEADS_KV={kv_heads}: query heads must be a "
                                      f"multiple of key/value heads")
     return heads, kv_heads, head_dim
+
+
+def memory_bytes(device) -> int:
+    """What the inputs must fit in: the GPU's memory; on CPU the host's RAM, or the
+    container's limit when lower (past it the kernel's OOM killer ends the run)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        return min(ram, int(Path("/sys/fs/cgroup/memory.max").read_text()))
+    except (OSError, ValueError):  # no cgroup v2, or "max"
+        return ram
+
+
+def too_big(need_bytes: int, capacity_bytes: int) -> str | None:
+    if need_bytes <= capacity_bytes:
+        return None
+    return (f"the inputs alone need {need_bytes / 2**30:.1f} GiB, more than the "
+            f"{capacity_bytes / 2**30:.1f} GiB this device has")
+
+
+def check_fits(base: attn_kernels.Shape, elem_bytes: int, capacity_bytes: int) -> None:
+    """SettingsError unless the smallest work of a run fits in `capacity_bytes`: the inputs
+    of the shortest point, and the correctness check's float64 reference of its own shape."""
+    need = max(base.input_bytes(elem_bytes), attn_kernels.check_shape(base).input_bytes(8))
+    problem = too_big(need, capacity_bytes)
+    if problem:
+        raise settings.SettingsError(f"NHEADS={base.heads}, NHEADS_KV={base.kv_heads}, "
+                                     f"HEAD_DIM={base.head_dim}, BATCH={base.batch}: {problem}")
 
 
 def pass_calls(forward, leaves, dout, pass_: str):
@@ -173,6 +209,9 @@ def prepare(backend, shape, mode: str, dtype, device, seed: int):
     """(forward, leaves, dout) for timing `shape`, or failure fields (OOM at long seq_len)."""
     import torch
 
+    problem = too_big(shape.input_bytes(dtype.itemsize), memory_bytes(device))
+    if problem:  # not allocated: past a CPU's RAM that would be the OOM killer, not an error
+        return {"status": "oom", "reason": problem}
     torch.manual_seed(seed + shape.seq_len)
     try:
         args = attn_kernels.make_args(backend, shape, dtype, device, mode)
@@ -258,15 +297,16 @@ def main() -> int:
     try:
         validate(s, registry)
         heads, kv_heads, head_dim = resolve_heads(s)
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
+        base = attn_kernels.Shape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
+                                  s["CAUSAL"], s["PACKED_DOC_LEN"])
+        check_fits(base, dtype.itemsize, memory_bytes(device))
     except settings.SettingsError as err:
         sys.stderr.write(f"error: {err}\n")
         return faults.EXIT_BAD_INPUT
-    import torch
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
-    base = attn_kernels.Shape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
-                              s["CAUSAL"], s["PACKED_DOC_LEN"])
     chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.capability(),
                                    attn_kernels.import_problems(registry), bool(base.doc_len))
     warnings = []
@@ -310,4 +350,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

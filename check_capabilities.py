@@ -22,12 +22,13 @@ Two nodes' logs side by side: python plot_results.py caps_h200.jsonl caps_b200.j
     python check_capabilities.py
     OUTPUT=results/caps_h200.jsonl CAPACITY_LOG=results/sweep_h200.jsonl python check_capabilities.py
 """
+import os
 import sys
 import time
 
 from upgrade_bench import attention, faults, fingerprint, settings
 from upgrade_bench import capabilities as caps
-from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines
+from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines, run_main
 
 SCRIPT = "check_capabilities.py"
 VARS = [
@@ -37,7 +38,7 @@ VARS = [
                  "GPU in use); the sequence-length estimate then uses total HBM"),
     settings.Var("MEMORY_PROBE_S", "float", 20.0, "time bound of the largest-allocation bisection, "
                  "seconds", min=1),
-    settings.Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),
 ]
 
@@ -46,11 +47,19 @@ def load_capacity_log(path: str):
     """Records of CAPACITY_LOG (None when unset); exit 2 if it cannot be read."""
     if not path:
         return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            records, _ = read_lines(f, path)
-    except (OSError, SchemaTooNew) as err:
-        sys.stderr.write(f"error: CAPACITY_LOG={path!r}: cannot be read ({err})\n")
+    records, problem = None, None
+    if os.path.exists(path) and not os.path.isfile(path):
+        problem = "not a regular file"  # a folder, or /dev/zero: a read that never ends
+    else:
+        try:
+            with open(path, encoding="utf-8") as f:
+                records, _ = read_lines(f, path)
+        except UnicodeDecodeError as err:  # a binary or UTF-16 file
+            problem = f"not UTF-8 JSON lines ({err.reason} at byte {err.start})"
+        except (OSError, SchemaTooNew) as err:
+            problem = f"cannot be read ({err})"
+    if problem:
+        sys.stderr.write(f"error: CAPACITY_LOG={path!r}: {problem}\n")
         sys.exit(faults.EXIT_BAD_INPUT)
     return records
 
@@ -157,4 +166,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -17,19 +17,21 @@ TFLOPS.
 
 JSON lines on stdout, appended to --output_file too: a `header`, a `matmul` per measurement,
 a final `mamf`. Ctrl-C (or SIGTERM) records and prints the best so far. Exit codes: 0 done,
-2 bad flags, 1 dtype unsupported here, 128+signal when interrupted (the mamf is written).
+2 bad flags, 1 dtype unsupported here, 4 a record could not be written to --output_file (a
+full disk), 128+signal when interrupted (the mamf is written).
 """
 import time
 
 _T0 = time.monotonic()  # the wall clock of the run starts before torch is imported
 
 import argparse
+import math
 import signal
 import sys
 from contextlib import contextmanager
 
-from upgrade_bench import faults, fingerprint, flops, gpus, matmul, telemetry, timing
-from upgrade_bench.records import RecordWriter
+from upgrade_bench import faults, fingerprint, flops, gpus, matmul, settings, telemetry, timing
+from upgrade_bench.records import RecordWriter, run_main
 
 SCRIPT = "mamf-finder.py"
 SEARCH_BUDGET_S = 60.0
@@ -62,9 +64,9 @@ def _seconds(positive: bool):
             value = float(text)
         except ValueError:
             value = float("nan")
-        if not (value > 0 if positive else value >= 0):  # NaN fails both
+        if not math.isfinite(value) or not (value > 0 if positive else value >= 0):
             bound = "> 0" if positive else ">= 0"
-            raise argparse.ArgumentTypeError(f"{text!r}: expected seconds {bound}")
+            raise argparse.ArgumentTypeError(f"{text!r}: expected finite seconds {bound}")
         return value
     return parse
 
@@ -94,6 +96,11 @@ def parse_args(argv=None):
     p.add_argument("--notes", default="", help="free text copied into the header")
     p.add_argument("--cuda_device", type=_int(0), default=0, help="GPU index (default: 0)")
     args = p.parse_args(argv)
+    if args.output_file:
+        try:
+            settings.check_output("--output_file", args.output_file)
+        except settings.SettingsError as err:
+            p.error(str(err))
     dims = {}
     for dim in "mnk":
         values, rng = getattr(args, dim), getattr(args, f"{dim}_range")
@@ -426,4 +433,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

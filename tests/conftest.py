@@ -1,4 +1,7 @@
-"""Shared test helpers: run a suite script for real as a subprocess and read its JSONL."""
+"""Shared test helpers: run a suite script for real as a subprocess and read its JSONL; a
+small disk that fills up."""
+import errno
+import importlib.util
 import json
 import os
 import shutil
@@ -42,6 +45,14 @@ def run_script(args, env: dict, timeout: int = 600, cwd=REPO):
     return proc.returncode, parse_jsonl(proc.stdout), proc.stderr
 
 
+def import_script(name: str):
+    """A script of the repo as a module, its main() not run."""
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), REPO / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def launcher() -> str:
     """The deepspeed launcher of this interpreter's environment (a venv need not be on PATH)."""
     beside = Path(sys.executable).parent / "deepspeed"
@@ -51,3 +62,47 @@ def launcher() -> str:
 @pytest.fixture
 def run():
     return run_script
+
+
+# A small disk, as in issue 15: a few dozen records fill it.
+SMALL_DISK_BYTES = 64 * 1024
+
+
+def capped_write(root: Path, capacity_bytes: int, real_write=os.write):
+    """os.write, except that files under `root` share `capacity_bytes`, as on a disk that
+    size: a write past it is cut short, the next one raises ENOSPC."""
+    def write(fd, data):
+        if not os.readlink(f"/proc/self/fd/{fd}").startswith(f"{root}/"):
+            return real_write(fd, data)
+        room = capacity_bytes - sum(f.stat().st_size for f in root.iterdir())
+        if room <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, bytes(data[:room]))
+    return write
+
+
+def mount_tmpfs(path: Path, options: str) -> bool:
+    """Mount a tmpfs at `path` if this machine lets us (root with CAP_SYS_ADMIN), else False."""
+    try:
+        return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
+                              capture_output=True).returncode == 0
+    except FileNotFoundError:  # no mount(8)
+        return False
+
+
+@pytest.fixture(params=["tmpfs", "injected"])
+def small_disk(request, tmp_path, monkeypatch):
+    """A folder on a SMALL_DISK_BYTES disk: a real tmpfs where one can be mounted (skipped
+    otherwise), or os.write with ENOSPC injected once the folder holds that much."""
+    path = tmp_path / "disk"
+    path.mkdir()
+    if request.param == "injected":
+        monkeypatch.setattr(os, "write", capped_write(path, SMALL_DISK_BYTES))
+        yield path
+        return
+    if not mount_tmpfs(path, f"size={SMALL_DISK_BYTES}"):
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)

@@ -269,6 +269,27 @@ def test_oom_at_a_long_sequence_is_a_record_and_the_run_goes_on(monkeypatch, cap
     assert "oom" in err
 
 
+def test_inputs_that_cannot_fit_this_device_are_refused_before_any_work(monkeypatch, capsys):
+    monkeypatch.setattr(bench, "memory_bytes", lambda device: 2**30)  # a 1 GiB device
+    for allocates in ("check_backend", "random_inputs"):
+        monkeypatch.setattr(ak, allocates, lambda *args: pytest.fail("allocated"))
+    code, records, err = run_main(monkeypatch, capsys, HEAD_DIM="1000000", SEQLENS="1024")
+    assert code == 2 and records == []
+    # q, k, v, out, dout, dq, dk, dv: the check's float64 reference of 512 tokens (512 * 1e6 *
+    # 4 * (4 + 2) * 8 bytes) outweighs the 1024-token point's bf16 (1024 * 1e6 * 4 * 6 * 2 bytes)
+    assert err == ("error: NHEADS=4, NHEADS_KV=2, HEAD_DIM=1000000, BATCH=1: the inputs alone need "
+                   "91.6 GiB, more than the 1.0 GiB this device has\n")
+
+
+def test_a_long_point_that_cannot_fit_is_an_oom_record_without_allocating(monkeypatch, capsys):
+    monkeypatch.setattr(bench, "memory_bytes", lambda device: 2**30)
+    # 4M tokens of 4+2 heads x 16 need 3 GiB for their inputs; 32 tokens fit.
+    code, records, _ = run_main(monkeypatch, capsys, BACKENDS="sdpa-math", SEQLENS="32 4194304", PASSES="fwd")
+    status = {r["seq_len"]: (r["status"], r["reason"]) for r in records if r["kind"] == "attention"}
+    assert code == 0 and status[32] == ("ok", None)
+    assert status[4194304] == ("oom", "the inputs alone need 3.0 GiB, more than the 1.0 GiB this device has")
+
+
 def test_named_unavailable_backend_and_packed_documents(monkeypatch, capsys):
     code, records, _ = run_main(monkeypatch, capsys, BACKENDS="fa4 sdpa-flash sdpa-math",
                                 PACKED_DOC_LEN="16", SEQLENS="40", PASSES="fwd bwd", DTYPE="fp16")

@@ -1,10 +1,12 @@
 """benchmark.py run for real on the CPU with the tiny preset (DeepSpeed, gloo)."""
+import io
 import json
+import sys
 
 import pytest
 
 from conftest import REPO, TINY_FAST, launcher, parse_jsonl
-from upgrade_bench import settings
+from upgrade_bench import engine, records, settings
 
 
 def kinds(records):
@@ -160,3 +162,29 @@ def test_deepspeed_gets_the_guides_zero_settings_at_every_stage():
         assert zero == {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
     offload = engine.deepspeed_config(s, True)["zero_optimization"]["offload_optimizer"]
     assert offload == {"device": "cpu", "pin_memory": True}
+
+
+def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole(small_disk, monkeypatch,
+                                                                                  capsys):
+    # benchmark.py's own path (settings, header, points, run_main), in-process; the engine is
+    # not built: the point writes step records until the disk is full.
+    out = small_disk / "log.jsonl"
+    for var in settings.TRAINING_VARS:
+        monkeypatch.delenv(var.name, raising=False)
+    for key, value in {**TINY_FAST, "OUTPUT": str(out), "RANK": "0", "WORLD_SIZE": "1"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(sys, "argv", ["benchmark.py"])
+    monkeypatch.setattr(records, "claim_stdout", io.StringIO)
+    monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
+
+    def run_point(eng, rc, writer, seq_len, debug):
+        for step in range(10_000):
+            writer.write("step", seq_len=seq_len, step=step, pad="x" * 100)
+
+    code = records.run_main(engine.run_script, "benchmark.py", settings.TRAINING_VARS, "doc", run_point)
+    assert code == 4
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        f"error: cannot append to {out} (No space left on device): stopped at this 'step' record")
+    text = out.read_text()
+    recs, skipped = records.read_lines(text.splitlines())
+    assert text.endswith("\n") and skipped == 0 and recs[0]["kind"] == "header"

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from conftest import run_proc
+from conftest import import_script, run_proc
 from upgrade_bench import capabilities as caps
 from upgrade_bench import capability_probes as probes
 
@@ -289,3 +289,20 @@ def test_bad_settings_stop_before_any_work(tmp_path):
     assert "CAPACITY_LOG" in missing.stderr and "nope.jsonl" in missing.stderr
     bad = _run(tmp_path, MEMORY_PROBE_S="0")
     assert bad.returncode == 2 and "MEMORY_PROBE_S='0'" in bad.stderr
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "not UTF-8 JSON lines (invalid start byte at byte 0)"),
+    ('{"kind": "capacity"}\n'.encode("utf-16"), "not UTF-8 JSON lines (invalid start byte at byte 0)"),
+    (None, "not a regular file"),  # a folder
+])
+def test_a_capacity_log_that_is_no_text_log_is_one_line_and_exit_2(tmp_path, capsys, content, problem):
+    path = tmp_path / "capacity.jsonl"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(SystemExit) as exit_:
+        import_script("check_capabilities.py").load_capacity_log(str(path))
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"error: CAPACITY_LOG={str(path)!r}: {problem}\n"

@@ -74,8 +74,8 @@ def test_isolated_attention_kernel_flops_by_hand():
     assert flops.attention_kernel_flops(1, 8192, 32, 128, causal=False) == 2 * fwd
 
 
-def _counted(attn_implementation: str, batch: int, seq_len: int) -> dict:
-    config = model.load_config("tiny")
+def _counted(attn_implementation: str, batch: int, seq_len: int, config=None) -> dict:
+    config = config or model.load_config("tiny")
     torch.manual_seed(0)
     net = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
     ids = torch.randint(0, 1000, (batch, seq_len))
@@ -95,3 +95,19 @@ def test_formulas_match_torch_flop_counter_on_the_tiny_model():
     eager_attention = eager["aten.bmm"] - sdpa["aten.bmm"]
     assert eager_attention == flops.attention_flops(dims, batch * seq_len**2, causal=False)
     assert eager_attention == 2 * flops.step_flops(dims, batch, seq_len).attention
+
+
+@pytest.mark.parametrize("model_type", flops.COUNTED_MODEL_TYPES)
+def test_every_model_type_the_count_covers_matches_torch_flop_counter(model_type):
+    sizes = {k: v for k, v in model.load_config("tiny").to_dict().items()
+             if k in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                      "num_key_value_heads", "head_dim", "vocab_size")}
+    config = transformers.CONFIG_MAPPING[model_type](**sizes, sliding_window=None)
+    model.check_counted(model_type, config, 64)
+    batch, seq_len = 2, 64
+    eager, sdpa = _counted("eager", batch, seq_len, config), _counted("sdpa", batch, seq_len, config)
+    dims = model.dims(config)
+    # Projections with a bias (qwen2's q/k/v) are addmm: still 2 FLOPs per weight and token.
+    assert eager["aten.mm"] + eager.get("aten.addmm", 0) == flops.dense_flops(dims, batch * seq_len)
+    eager_attention = eager["aten.bmm"] - sdpa["aten.bmm"]
+    assert eager_attention == flops.attention_flops(dims, batch * seq_len**2, causal=False)

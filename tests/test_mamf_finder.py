@@ -1,5 +1,4 @@
 """mamf-finder.py: the search on synthetic landscapes, flag parsing, real CPU runs, Ctrl-C."""
-import importlib.util
 import math
 import random
 import signal
@@ -8,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, parse_jsonl, run_proc, run_script, script_env
+from conftest import REPO, import_script, parse_jsonl, run_proc, run_script, script_env
 from upgrade_bench import flops, gpus, matmul
 from upgrade_bench.matmul import Shape
 
@@ -17,10 +16,7 @@ LATTICE = range(256, 20480 + 1, 256)  # every shape the GPU search space can rea
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("mamf_finder", REPO / SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_script(SCRIPT)
 
 
 class Counter:
@@ -225,8 +221,10 @@ def test_flags_ranges_and_lists():
     (["--m", "0", "--n", "1", "--k", "1"], "'0': expected an integer >= 1"),
     (["--m", "8", "--m_range", "0", "16", "8", "--n", "1", "--k", "1"], "not allowed with"),
     (["--dtype", "float64"], "invalid choice"),
-    (["--budget_s", "0"], "expected seconds > 0"),
+    (["--budget_s", "0"], "expected finite seconds > 0"),
+    (["--budget_s", "inf"], "expected finite seconds > 0"),
     (["--num_iterations", "0"], "expected an integer >= 1"),
+    (["--output_file", "/proc/mamf.jsonl"], "--output_file='/proc/mamf.jsonl': cannot write there"),
 ])
 def test_bad_flags_one_line_exit_2(argv, needle, capsys):
     mamf = load_script()

@@ -1,17 +1,12 @@
 """The README documents every variable, and CI runs exactly the README's test command."""
-import importlib.util
-
-from conftest import REPO
+from conftest import REPO, import_script
 from upgrade_bench import settings, sweep
 
 README = (REPO / "README.md").read_text()
 
 
 def script_vars(name: str):
-    spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), REPO / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.VARS
+    return import_script(name).VARS
 
 
 def test_every_environment_variable_is_documented():

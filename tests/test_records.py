@@ -1,10 +1,12 @@
 """JSONL records, backend resolution and the engine's pure helpers."""
 import io
 import json
+import subprocess
 
 import pytest
 import torch
 
+from conftest import mount_tmpfs
 from upgrade_bench import attention, engine, faults, records
 from upgrade_bench.attention import BackendUnavailable
 
@@ -27,6 +29,71 @@ def test_disabled_writer_writes_nothing(tmp_path):
     stream = io.StringIO()
     records.RecordWriter("x.py", str(tmp_path / "log"), enabled=False, stream=stream).write("step")
     assert stream.getvalue() == "" and not (tmp_path / "log").exists()
+
+
+def test_a_record_never_runs_into_a_partial_last_line(tmp_path):
+    out = tmp_path / "p.jsonl"
+    out.write_text('{"kind": "step", "schema": 1, "scrip')  # a writer killed mid-line
+    records.RecordWriter("x.py", str(out), stream=io.StringIO()).write("header")
+    lines = out.read_text().splitlines()
+    assert lines[0] == '{"kind": "step", "schema": 1, "scrip'
+    recs, skipped = records.read_lines(lines)
+    assert [r["kind"] for r in recs] == ["header"] and skipped == 1
+    assert out.read_text().endswith("\n")
+
+
+def test_a_full_disk_stops_the_writer_leaving_every_earlier_record_whole(small_disk):
+    out = small_disk / "night.jsonl"
+    stream = io.StringIO()
+    writer = records.RecordWriter("x.py", str(out), run_id="r1", stream=stream)
+    step = 0
+    with pytest.raises(records.WriteFailed, match=r"night.jsonl \(No space left on device\): "
+                                                  r"stopped at this 'step' record"):
+        for step in range(10_000):
+            writer.write("step", step=step, pad="x" * 100)
+    text = out.read_text()
+    assert text.endswith("\n")  # the line the disk cut short was taken back off
+    recs, skipped = records.read_lines(text.splitlines())
+    assert skipped == 0 and [r["step"] for r in recs] == list(range(step))
+    assert len(stream.getvalue().splitlines()) == step + 1  # stdout has the one the file could not
+
+
+def test_run_main_makes_a_write_failure_one_line_and_exit_4(capsys):
+    def main():
+        raise records.WriteFailed("cannot append to /x (No space left on device): stopped")
+
+    assert records.run_main(main) == faults.EXIT_WRITE_FAILED == 4
+    assert capsys.readouterr().err == "error: cannot append to /x (No space left on device): stopped\n"
+
+
+@pytest.mark.parametrize("path, problem", [
+    ("TMP", "is a folder"),
+    ("TMP/file/sub/log.jsonl", "TMP/file is a file, not a folder"),
+    ("/dev/null", "is not a regular file"),
+    ("/proc/log.jsonl", "no file can be created in /proc"),
+    ("/proc/version", ""),  # opens for root; the write itself is refused
+])
+def test_an_output_that_cannot_be_appended_to_is_found_by_trying(tmp_path, path, problem):
+    (tmp_path / "file").write_text("")
+    found = records.output_problem(path.replace("TMP", str(tmp_path)))
+    assert found and problem.replace("TMP", str(tmp_path)) in found
+
+
+def test_an_output_that_can_be_appended_to_is_left_as_it_was(tmp_path):
+    existing = tmp_path / "old.jsonl"
+    existing.write_text("x\n")
+    assert records.output_problem(str(existing)) is None and existing.read_text() == "x\n"
+    assert records.output_problem(str(tmp_path / "new" / "log.jsonl")) is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.jsonl"]  # nothing created
+
+
+def test_an_output_on_a_read_only_file_system_is_refused(tmp_path):
+    if not mount_tmpfs(tmp_path, "ro,size=4k"):
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        assert "Read-only file system" in records.output_problem(str(tmp_path / "log.jsonl"))
+    finally:
+        subprocess.run(["umount", str(tmp_path)], check=True)
 
 
 def test_reader_skips_garbage_and_counts_it():

@@ -1,19 +1,23 @@
 """run_sweep.sh: planning rules, the capacity search, telemetry aggregation, and the script
 run for real as a subprocess (the real benchmark.py on the tiny model for one sweep and its
 resume; a fake benchmark script for the faults it injects)."""
+import errno
+import io
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
 
-from conftest import script_env
+from conftest import SMALL_DISK_BYTES, script_env
 from upgrade_bench import procs, settings, sweep, telemetry
-from upgrade_bench.records import read_lines
+from upgrade_bench.records import RecordWriter, WriteFailed, read_lines
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_SWEEP = REPO / "run_sweep.sh"
@@ -24,8 +28,11 @@ FAKE_OOM_ABOVE=N / FAKE_OOM_AT=N: oom error record, exit 3. FAKE_CRASH_AT=N: tra
 stderr, exit 1, no record. FAKE_HANG_AT=N: start a grandchild `sleep`, write its pid to
 FAKE_PID_FILE, hang. FAKE_PEAK="a b": peak_mem_gib = a + b * seq_len. FAKE_HBM: the
 header's hardware.hbm_gib. FAKE_RUNS: one line per process (its SEQ_LEN). FAKE_REJECT=1:
-refuse the configuration as benchmark.py does (one line, exit 2)."""
-import json, os, subprocess, sys, time, uuid
+refuse the configuration as benchmark.py does (one line, exit 2). A record that cannot be
+appended to OUTPUT ends it as in benchmark.py (one line, exit 4); FAKE_DISK_BYTES: OUTPUT's
+folder is a disk of that size (where no small tmpfs can be mounted)."""
+import errno, json, os, subprocess, sys, time, uuid
+from upgrade_bench.records import append_line
 
 env = os.environ
 run_id, out = uuid.uuid4().hex[:8], env.get("OUTPUT", "")
@@ -37,9 +44,16 @@ def write(kind, **fields):
         return
     line = json.dumps({"kind": kind, "schema": 1, "script": "benchmark.py", "run_id": run_id, **fields})
     print(line, flush=True)
-    if out:
-        with open(out, "a") as f:
-            f.write(line + "\n")
+    if not out:
+        return
+    try:
+        used = sum(e.stat().st_size for e in os.scandir(os.path.dirname(out)))
+        if env.get("FAKE_DISK_BYTES") and used + len(line) + 1 > int(env["FAKE_DISK_BYTES"]):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        append_line(out, line + "\n")
+    except OSError as err:
+        sys.stderr.write(f"error: cannot append to {out} ({err.strerror}): stopped\n")
+        sys.exit(4)
 
 if env.get("FAKE_RUNS"):
     with open(env["FAKE_RUNS"], "a") as f:
@@ -228,6 +242,89 @@ def test_ctrl_c_stops_the_child_group_and_keeps_what_was_done(tmp_path, fake):
     assert "not run" in stderr
 
 
+def test_a_full_disk_stops_the_sweep_with_one_line_and_every_record_whole(small_disk, tmp_path, fake,
+                                                                          monkeypatch, capsys):
+    # Issue 15's night: OUT on a 64 KiB disk. The first point fits, the second fills it.
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    runs = tmp_path / "runs.txt"
+    for key, value in dict(STEPS=250, WARMUP_STEPS=0, FAKE_RUNS=runs, FAKE_DISK_BYTES=SMALL_DISK_BYTES).items():
+        monkeypatch.setenv(key, str(value))
+    out = small_disk / "night.jsonl"
+    s = settings.parse(sweep.VARS + sweep.PASSED, {"SEQLENS": "64 128 256", "REUSE_PROCESS": "0",
+                                                   "BENCHMARK": str(fake)})
+    ctx = sweep.Context(s=s, out=str(out), log_path=str(small_disk / "night.log"), python=sys.executable,
+                        gpus=1, hostfile="", multi_node=False, devices=(None, None),
+                        config={"MODEL": "fake"}, writer=RecordWriter(sweep.SCRIPT, str(out), stream=io.StringIO()),
+                        run_config=types.SimpleNamespace(backend="sdpa", peak_tflops=None,
+                                                         peak_source=None, warnings=[]))
+    code = sweep.run(ctx, [], {}, [64, 128, 256])
+    err = capsys.readouterr().err
+    assert code == 4 and "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith("error: ") and str(out) in last
+    assert runs.read_text().splitlines() == ["64", "128"]  # nothing started after the disk filled
+    table = err[err.index("seq_len  TFLOPS/GPU"):].splitlines()[1:4]
+    assert [row.split("  ")[-1] for row in table] == ["ok", "write_failed", "not run"]
+    text = out.read_text()
+    assert text.endswith("\n")  # no partial last line
+    recs, skipped = read_lines(text.splitlines())
+    assert skipped == 0 and [r["seq_len"] for r in of_kind(recs, "summary")] == [64]
+
+
+def test_points_that_would_all_fail_alike_stop_the_sweep_and_others_do_not():
+    ctx = types.SimpleNamespace(out="/x/night.jsonl", log_path="/x/night.log")
+    with pytest.raises(WriteFailed, match=r"could not append to /x/night.jsonl \(exit 4: disk full\?\)"):
+        sweep.stop_if_hopeless(ctx, {"error": "write_failed"})  # even where its error record fits
+    with pytest.raises(sweep.BadInput, match="rejected the configuration"):
+        sweep.stop_if_hopeless(ctx, {"error": "bad_input"})
+    for goes_on in ({"error": "oom"}, {"error": "timeout"}, None):
+        sweep.stop_if_hopeless(ctx, goes_on)
+
+
+def test_the_benchmark_log_ends_a_partial_line_and_a_full_disk_only_stops_it(small_disk):
+    path = small_disk / "night.log"
+    path.write_text("a line a killed process left unfinished")
+    log = procs.Log(str(path))
+    log.write("the next process\n")
+    assert path.read_text() == "a line a killed process left unfinished\nthe next process\n"
+    for _ in range(SMALL_DISK_BYTES // 100):
+        log.write("x" * 100 + "\n")  # fills the disk; never raises into the sweep
+    assert log.error.errno == errno.ENOSPC and path.read_text().endswith("\n")
+
+
+# The process's last summary, then a teardown that takes a while (a rank leaving NCCL, say).
+LAST_POINT_THEN_TEARDOWN = ('import json, time; print(json.dumps({"kind": "summary", "schema": 1, '
+                            '"script": "benchmark.py", "run_id": "r", "seq_len": 64}), flush=True); '
+                            'time.sleep(600)')
+
+
+@pytest.mark.parametrize("seq_lens, status", [([64], "ok"), ([64, 128], "interrupted")])
+def test_ctrl_c_in_the_teardown_after_the_last_point_is_no_interruption(tmp_path, seq_lens, status):
+    def ctrl_c(summary):  # as the point is done: what is left of the process is its teardown
+        signal.raise_signal(signal.SIGINT)
+
+    result = procs.run_process([sys.executable, "-c", LAST_POINT_THEN_TEARDOWN], dict(os.environ),
+                               seq_lens, 0, procs.Log(str(tmp_path / "log")), ctrl_c, False, io.StringIO())
+    assert result.status == status and len(result.summaries) == 1
+    assert result.exit_code == -signal.SIGTERM  # the group was stopped, not waited for
+
+
+def test_a_capacity_search_with_nothing_to_search_is_refused(monkeypatch):
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FIND_MAX_SEQLEN", "1")
+    monkeypatch.setenv("MAX_SEQLEN_LIMIT", "1")
+    with pytest.raises(sweep.BadInput, match=r"MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP \(8192\) or the "
+                                             r"smallest SEQLENS \(8192\)"):
+        sweep.load_settings([])
+    monkeypatch.setenv("MAX_SEQLEN_LIMIT", "8192")  # one probe is a search
+    assert sweep.load_settings([])["MAX_SEQLEN_LIMIT"] == 8192
+    monkeypatch.setenv("FIND_MAX_SEQLEN", "0")  # a sweep does not use the limit
+    monkeypatch.setenv("MAX_SEQLEN_LIMIT", "1")
+    assert sweep.load_settings([])["MAX_SEQLEN_LIMIT"] == 1
+
+
 # ---------------------------------------------------------------- FIND_MAX_SEQLEN
 
 def probe_runner(threshold, peak=None, hbm=None):
@@ -341,16 +438,17 @@ def test_dry_run_multi_node_prints_the_launcher_command_and_runs_nothing(tmp_pat
                        SEQLENS="32768 8192", OUT=out, STEPS=3, ZERO_STAGE=3, TMPDIR=tmp_path,
                        PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
     assert result.returncode == 0, result.stderr
-    [line] = result.stdout.splitlines()
+    line, *shown_env = result.stdout.splitlines()
     assert f"-m deepspeed.launcher.runner --hostfile {hostfile} --master_addr node1 --num_gpus 8 " \
            f"--master_port 29555 {REPO / 'benchmark.py'}" in line
     assert line.startswith("STEPS=3 ZERO_STAGE=3 SEQ_LEN='8192 32768' OUTPUT=")
-    # Other nodes get the variables through DeepSpeed's env file, not the inherited environment.
-    env_file = Path(line.split("DS_ENV_FILE=")[1].split()[0])
-    lines = env_file.read_text().splitlines()
+    # Other nodes get the variables through DeepSpeed's env file, not the inherited environment;
+    # a dry run shows its lines and writes no file.
+    assert "DS_ENV_FILE='(a temporary file of the lines below)'" in line
+    lines = [shown.removeprefix("#   ") for shown in shown_env]
     assert {"STEPS=3", "ZERO_STAGE=3", "SEQ_LEN=8192 32768", f"OUTPUT={out}",
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"} <= set(lines)
-    assert not out.exists()
+    assert not out.exists() and not list(tmp_path.glob("run_sweep-*.ds_env"))
 
 
 def test_dry_run_eight_gpus_on_a_smaller_machine(tmp_path):
@@ -380,7 +478,7 @@ def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path):
     assert result.returncode == 0, result.stderr
     hostfile = tmp_path / "run_sweep-hostfile.42"
     assert hostfile.read_text() == "gpu01 slots=8\ngpu02 slots=8\n"
-    [line] = result.stdout.splitlines()
+    line = result.stdout.splitlines()[0]  # then the env file's lines, as comments
     assert f"--hostfile {hostfile} --master_addr gpu01 --num_gpus 8 --master_port 29500" in line
 
 
@@ -405,6 +503,16 @@ def test_bad_input_exits_2_with_one_line_and_starts_nothing(tmp_path, fake, extr
     [line] = result.stderr.splitlines()
     assert line.startswith("error: ") and names in line
     assert not runs.exists() and not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("out", ["/proc/sweep.jsonl", "/proc/"])  # a file, or a folder for one
+def test_an_out_it_cannot_append_to_is_refused_before_anything_starts(monkeypatch, out):
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    s = settings.parse(sweep.VARS + sweep.PASSED, {"OUT": out, "MODEL": "tiny"})
+    with pytest.raises(sweep.BadInput, match=r"OUT='/proc/.*\.jsonl': cannot write there \(no file can "
+                                             r"be created in /proc"):
+        sweep.prepare(s)
 
 
 @pytest.mark.parametrize("mode", [{}, {"FIND_MAX_SEQLEN": 1}])
@@ -506,6 +614,7 @@ def test_timing_totals_split_wall_time_into_startup_and_steps():
 
 def test_exit_codes_and_eta():
     assert sweep.classify_exit(3)[0] == "oom" and sweep.classify_exit(2)[0] == "bad_input"
+    assert sweep.classify_exit(4)[0] == "write_failed"
     assert "OOM killer" in sweep.classify_exit(-9)[1] and sweep.classify_exit(1)[0] == "exception"
     assert sweep.eta_s([100.0, 50.0], 4) == 300.0 and sweep.eta_s([], 3) is None
     assert procs.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8

@@ -1,7 +1,10 @@
 """Settings: parsing, validation messages, --help, and the GPU table lookup."""
+import sys
+
 import pytest
 
-from upgrade_bench import gpus, settings
+from conftest import import_script
+from upgrade_bench import gpus, records, settings
 from upgrade_bench.settings import TRAINING_VARS, SettingsError
 
 
@@ -28,13 +31,52 @@ def test_values_are_typed():
     ("STEPS", "0", ">= 1"),
     ("ATTN_BACKEND", "fa5", "auto|fa3|fa4|fa2|sdpa|eager"),
     ("OFFLOAD_OPTIMIZER", "maybe", "0 or 1"),
-    ("PEAK_TFLOPS", "nan", "a number"),
+    ("PEAK_TFLOPS", "nan", "a finite number"),
+    ("PEAK_TFLOPS", "inf", "a finite number >= 0"),
+    ("PEAK_TFLOPS", "1e400", "a finite number >= 0"),  # float() makes it inf
+    ("SEED", "18446744073709551616", "<= 9223372036854775807"),  # past torch's 64-bit seeds
 ])
 def test_bad_values_name_variable_value_and_allowed(name, value, allowed):
     with pytest.raises(SettingsError) as err:
         parse(**{name: value})
     assert str(err.value).startswith(f"{name}={value!r}: expected ")
     assert allowed in str(err.value)
+
+
+def test_the_largest_seed_plus_any_seq_len_is_still_a_seed_torch_takes():
+    import torch
+
+    seed = parse(SEED=str(settings.SEED_MAX))["SEED"]
+    torch.Generator().manual_seed(seed + 2**62)  # the scripts seed with SEED + seq_len
+
+
+def test_load_refuses_an_output_it_cannot_append_to_before_anything_runs(tmp_path, monkeypatch, capsys):
+    for var in TRAINING_VARS:
+        monkeypatch.delenv(var.name, raising=False)
+    monkeypatch.setenv("OUTPUT", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_:
+        settings.load(TRAINING_VARS, "doc", argv=[])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err == f"error: OUTPUT={str(tmp_path)!r}: cannot write there (is a folder)\n"
+    monkeypatch.setenv("OUTPUT", str(tmp_path / "new" / "log.jsonl"))
+    assert settings.load(TRAINING_VARS, "doc", argv=[])["OUTPUT"].endswith("log.jsonl")
+    assert list(tmp_path.iterdir()) == []  # the check leaves nothing behind
+
+
+@pytest.mark.parametrize("script", ["benchmark.py", "bench_decompose.py", "bench_flash_attn.py",
+                                    "check_capabilities.py"])
+def test_every_writer_refuses_an_output_it_cannot_append_to_before_any_work(script, monkeypatch, capsys):
+    module = import_script(script)
+    for var in module.VARS:
+        monkeypatch.delenv(var.name, raising=False)
+    monkeypatch.setenv("OUTPUT", "/proc/log.jsonl")
+    monkeypatch.setattr(sys, "argv", [script])
+    monkeypatch.setattr(records, "claim_stdout", lambda: pytest.fail("started"))
+    with pytest.raises(SystemExit) as exit_:
+        module.main()
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == ("error: OUTPUT='/proc/log.jsonl': cannot write there (no file can "
+                                       "be created in /proc: No such file or directory)\n")
 
 
 def test_help_lists_every_variable():

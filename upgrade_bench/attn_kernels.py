@@ -44,6 +44,11 @@ class Shape:
         return flops.attention_kernel_flops(self.batch, self.seq_len, self.heads, self.head_dim,
                                             self.causal, self.doc_len, pass_)
 
+    def input_bytes(self, elem_bytes: int) -> int:
+        """Bytes a backward pass holds at least: q, the output, its gradient and dq (query
+        heads), k, v, dk and dv (key/value heads). Scores and workspace come on top."""
+        return self.batch * self.seq_len * self.head_dim * 4 * (self.heads + self.kv_heads) * elem_bytes
+
 
 def check_shape(shape: Shape) -> Shape:
     """The small shape of the correctness check: same heads, dims, mask kind and packing."""

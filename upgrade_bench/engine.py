@@ -102,7 +102,8 @@ def resolve(settings: dict) -> RunConfig:
 
     try:
         hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"])
-    except model.LayerCountError as err:
+        model.check_counted(settings["MODEL"], hf_config, max(settings["SEQ_LEN"]))
+    except model.ConfigError as err:
         raise BadConfig(str(err)) from None
     except Exception as err:  # OSError for a missing path, validation errors for a bad config
         raise BadConfig(f"MODEL={settings['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), "
@@ -114,6 +115,9 @@ def resolve(settings: dict) -> RunConfig:
         raise BadConfig(str(err)) from None
 
     doc_len = settings["PACKED_DOC_LEN"]
+    if doc_len == 1:  # its one token is masked: every label would be, and the loss NaN
+        raise BadConfig("PACKED_DOC_LEN=1: a document needs at least 2 tokens (one predicts the "
+                        "next); use 0 for dense sequences")
     shortest = min(settings["SEQ_LEN"])
     if doc_len and doc_len >= shortest:
         raise BadConfig(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQ_LEN "
@@ -326,6 +330,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
         for seq_len in s["SEQ_LEN"]:
             run_point(eng, rc, writer, seq_len, debug)
+    except records.WriteFailed:
+        raise  # no record can say so: records.run_main makes it one line and an exit code
     except Exception as err:  # one record per failure, then an exit code the sweep reads
         fields = error_fields(err)
         writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)

@@ -1,11 +1,14 @@
 """How a failure becomes a record and an exit code, for every script.
 
 The exit codes are the contract with run_sweep.sh: 3 = out of memory (the point is
-recorded as `oom` and the sweep goes on), 2 = bad input (nothing ran), 1 = anything else.
+recorded as `oom` and the sweep goes on), 2 = bad input (nothing ran), 4 = a record could
+not be written (a full disk: the sweep stops, as no later point could be kept either),
+1 = anything else.
 """
 EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
 EXIT_OOM = 3
+EXIT_WRITE_FAILED = 4
 
 
 class NonFiniteLoss(RuntimeError):

@@ -19,6 +19,13 @@ class ModelDims:
     vocab: int         # V
 
 
+# The model types whose every layer is exactly what dense_params and attention_flops count:
+# causal q/k/v/o attention over all earlier tokens and a gated MLP (gate, up, down), no
+# experts (tests check each against torch's FLOP counter). Any other model is refused, not
+# given a formula that is not its own.
+COUNTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma")
+
+
 def dense_params(m: ModelDims) -> int:
     """Parameters that take part in matmuls: MLP, q/k/v/o projections and lm_head.
 

@@ -8,47 +8,128 @@ or partitioned at construction under ZeRO-3 (`HfDeepSpeedConfig` makes transform
 it inside `deepspeed.zero.Init`).
 """
 import os
+import socket
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
-from .flops import ModelDims
+from .flops import COUNTED_MODEL_TYPES, ModelDims
 
 REPO = Path(__file__).resolve().parent.parent
 PRESETS = {"llama-3.1-8b": REPO / "configs" / "llama-3.1-8b.json",
            "tiny": REPO / "configs" / "tiny.json"}
 # Where install.sh stages real weights of a preset (MODEL_DIR overrides).
 STAGED = {"llama-3.1-8b": "meta-llama/Llama-3.1-8B"}
+# A hub that answers at all accepts a TCP connection in well under a second; 3 s allows a
+# slow link and is far below the ~25 s of retries an unreachable hub costs a download.
+HUB_PROBE_S = 3.0
 
 
 def model_dir() -> Path:
     return Path(os.environ.get("MODEL_DIR", REPO / "models"))
 
 
-class LayerCountError(ValueError):
-    pass
+class ConfigError(ValueError):
+    """A model config that cannot be used; str() is the one line the user sees."""
+
+
+def hub_unreachable(endpoint: str, timeout_s: float = HUB_PROBE_S) -> str | None:
+    """Why the hub at `endpoint` (through the proxy the environment names, if any) cannot be
+    reached now, or None: one TCP connection, instead of a download's retries."""
+    url = urllib.parse.urlsplit(endpoint)
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(url.hostname):
+        url = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
+    address = (url.hostname, url.port or (443 if url.scheme == "https" else 80))
+    try:
+        socket.create_connection(address, timeout=timeout_s).close()
+    except OSError as err:
+        return f"{address[0]}:{address[1]}: {err}"
+    return None
+
+
+def hub_config(repo_id: str):
+    """The config of a hub model: from the local cache, else fetched if the hub is reachable."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(repo_id, local_files_only=True)
+    except OSError:
+        try:
+            validate_repo_id(repo_id)
+        except HFValidationError:
+            raise  # not a hub id either: the caller says what MODEL can be
+    where = f"MODEL={repo_id!r}: not a preset ({', '.join(PRESETS)}), a local config folder or a cached hub id"
+    if constants.is_offline_mode():
+        raise ConfigError(f"{where}, and HF_HUB_OFFLINE is set: fetch it once online, or unset it")
+    problem = hub_unreachable(constants.ENDPOINT)
+    if problem:
+        raise ConfigError(f"{where}, and the hub cannot be reached to fetch it ({problem})")
+    return AutoConfig.from_pretrained(repo_id)
 
 
 def load_config(model: str, num_layers: int = 0):
-    """A transformers config from a preset name, a local path or a hub id."""
+    """A transformers config from a preset name, a local path or a hub id.
+
+    ConfigError: sizes no model can have, NUM_LAYERS above the model's, or a hub id that is
+    neither cached nor fetchable now.
+    """
     from transformers import AutoConfig
 
-    source = PRESETS.get(model, model)
-    config = AutoConfig.from_pretrained(str(source))
+    source = str(PRESETS.get(model, model))
+    config = AutoConfig.from_pretrained(source) if os.path.exists(source) else hub_config(source)
+    try:
+        dims(config)  # refuses before NUM_LAYERS is compared with a size no model can have
+    except ConfigError as err:
+        raise ConfigError(f"MODEL={model!r}: {err}") from None
     if num_layers:
         if num_layers > config.num_hidden_layers:
-            raise LayerCountError(f"NUM_LAYERS={num_layers}: the model has only {config.num_hidden_layers} layers")
+            raise ConfigError(f"NUM_LAYERS={num_layers}: the model has only {config.num_hidden_layers} layers")
         config.num_hidden_layers = num_layers
         if getattr(config, "layer_types", None):
             config.layer_types = config.layer_types[:num_layers]
     return config
 
 
+def _size(config, name: str, default=None) -> int:
+    value = getattr(config, name, None)
+    value = default if value is None else value
+    if value is None:
+        raise ConfigError(f"no {name} in the config")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name}={value!r}: expected an integer >= 1")
+    return value
+
+
 def dims(config) -> ModelDims:
-    heads = config.num_attention_heads
-    return ModelDims(hidden=config.hidden_size, intermediate=config.intermediate_size,
-                     layers=config.num_hidden_layers, heads=heads,
-                     kv_heads=getattr(config, "num_key_value_heads", None) or heads,
-                     head_dim=getattr(config, "head_dim", None) or config.hidden_size // heads,
-                     vocab=config.vocab_size)
+    """The sizes the FLOP count needs; ConfigError names one a model cannot have."""
+    heads = _size(config, "num_attention_heads")
+    hidden = _size(config, "hidden_size")
+    kv_heads = _size(config, "num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise ConfigError(f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}")
+    return ModelDims(hidden=hidden, intermediate=_size(config, "intermediate_size"),
+                     layers=_size(config, "num_hidden_layers"), heads=heads, kv_heads=kv_heads,
+                     head_dim=_size(config, "head_dim", hidden // heads), vocab=_size(config, "vocab_size"))
+
+
+def check_counted(model: str, config, longest_seq_len: int) -> None:
+    """ConfigError unless flops.py counts this architecture (see COUNTED_MODEL_TYPES)."""
+    if config.model_type not in COUNTED_MODEL_TYPES:
+        raise ConfigError(f"MODEL={model!r}: model type {config.model_type!r} is not one the FLOP "
+                          f"count covers (decoder-only, full causal attention, gated MLP): "
+                          f"{', '.join(COUNTED_MODEL_TYPES)}")
+    window = getattr(config, "sliding_window", None)
+    layer_types = getattr(config, "layer_types", None)
+    # Configs that list their layers' kinds (qwen2, qwen3) window only the "sliding" ones;
+    # the others (mistral) every layer.
+    windowed = any(t != "full_attention" for t in layer_types) if layer_types else True
+    if window and window < longest_seq_len and windowed:
+        raise ConfigError(f"MODEL={model!r}: sliding-window attention ({window} tokens) at SEQ_LEN "
+                          f"{longest_seq_len}, which the FLOP count (every token attends to all "
+                          f"earlier ones) does not cover")
 
 
 def _has_weights(path: Path) -> bool:

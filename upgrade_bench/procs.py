@@ -9,10 +9,11 @@ import sys
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .records import read_lines
+from .records import append_line, read_lines
 
 REPO = Path(__file__).resolve().parent.parent  # the child's working directory
 KILL_GRACE_S = 10  # SIGTERM -> SIGKILL; enough for a rank to exit, short enough for a night
@@ -50,9 +51,13 @@ class ProcessResult:
         elif kind == "error":
             self.error = record
 
+    def complete(self) -> bool:
+        """Every point of the process has its summary."""
+        return len(self.summaries) == len(self.seq_lens)
+
     def settled(self) -> bool:
         """Nothing left to measure: the process should be exiting."""
-        return self.error is not None or len(self.summaries) == len(self.seq_lens)
+        return self.error is not None or self.complete()
 
     def timing(self) -> dict:
         return {"seq_lens": self.seq_lens, "finished": [s["seq_len"] for s in self.summaries],
@@ -61,6 +66,28 @@ class ProcessResult:
                 "warmup_s": self.steps_s - self.timed_s,
                 # launch, imports, model and DeepSpeed init, JIT builds, batches, teardown
                 "startup_s": self.wall_s - self.steps_s}
+
+
+class Log:
+    """The benchmark's own output (stderr, and stdout lines that are not records), appended
+    to one file by every process of a sweep, from two reader threads.
+
+    Each line goes in whole (records.append_line). A line that cannot be written (a full
+    disk) ends the logging, not the sweep: `error` keeps why, for the sweep to say.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.error: OSError | None = None
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            if self.error is None:
+                try:
+                    append_line(self.path, text)
+                except OSError as err:
+                    self.error = err
 
 
 def free_port() -> int:
@@ -97,12 +124,22 @@ def _wait_until(done, timeout_s: float) -> bool:
     return True
 
 
+@contextmanager
+def signals_ignored():
+    """Ctrl-C and SIGTERM wait until the block is done (work that must not be cut short)."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def stop_group(proc, multi_node: bool) -> None:
     """SIGTERM the process group of `proc` (launcher, ranks and anything they started),
     then SIGKILL what is left after a grace period: no orphan keeps holding GPU memory."""
     # A second Ctrl-C (or scancel's SIGTERM) must not cut this short and leave ranks behind.
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with signals_ignored():
         if multi_node and proc.poll() is None:  # its handler pkills the ranks on other nodes
             proc.send_signal(signal.SIGTERM)
             _wait_until(lambda: proc.poll() is not None, PDSH_GRACE_S)
@@ -114,9 +151,6 @@ def stop_group(proc, multi_node: bool) -> None:
             if _wait_until(lambda: _group_gone(proc), KILL_GRACE_S):
                 break
         proc.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, echo) -> ProcessResult:
@@ -125,7 +159,6 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
     result = ProcessResult(list(seq_lens))
     tail = deque(maxlen=STDERR_TAIL_LINES)
     lines = queue.Queue()
-    log_lock = threading.Lock()  # the log gets both streams
     started = time.monotonic()
     proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, encoding="utf-8", errors="replace", bufsize=1,
@@ -139,8 +172,7 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
     def read_stderr():
         for line in proc.stderr:
             tail.append(line.rstrip("\n"))
-            with log_lock:
-                log.write(line)
+            log.write(line)
             if line.startswith(("error:", "warning:")):  # benchmark.py's own messages
                 sys.stderr.write(line)
 
@@ -161,8 +193,7 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
                 break
             record = parse_record(line) if line else None
             if record is None and line:
-                with log_lock:
-                    log.write(line)
+                log.write(line)
             elif record is not None:
                 # As the benchmark wrote it: without the log_file that read_lines adds.
                 echo.write(json.dumps({k: v for k, v in record.items() if k != "log_file"}) + "\n")
@@ -183,14 +214,18 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
         if result.status == "running" and not _wait_until(lambda: proc.poll() is not None, KILL_GRACE_S):
             stop_group(proc, multi_node)  # stdout closed but the launcher lingers
     except KeyboardInterrupt:
-        result.status = "interrupted"
         stop_group(proc, multi_node)
-    for t in readers:
-        t.join(timeout=5)
-    log.flush()
-    result.exit_code = proc.wait()
+        if not result.complete():  # Ctrl-C while a finished process tears down loses nothing
+            result.status = "interrupted"
+    except BaseException:
+        stop_group(proc, multi_node)  # whatever else stops the sweep here leaves no orphan
+        raise
+    with signals_ignored():  # the process has ended: only its bookkeeping is left
+        for t in readers:
+            t.join(timeout=5)
+        result.exit_code = proc.wait()
     result.wall_s = time.monotonic() - started
     result.stderr_tail = list(tail)
     if result.status == "running":  # every point done is a success, whatever teardown returned
-        result.status = "ok" if len(result.summaries) == len(seq_lens) else "failed"
+        result.status = "ok" if result.complete() else "failed"
     return result

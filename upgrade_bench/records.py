@@ -1,16 +1,21 @@
 """JSON-lines records: the only interface between the benchmarks and plot_results.py.
 
 Every record carries `kind`, `schema`, `script` and `run_id`. A writer prints each record as
-one line on stdout and, when given a path, appends it to that file and flushes, so a killed
-run loses at most the line being written. Floats that are not finite become null: JSON has
-no NaN, and a reader must never choke on our own output.
+one line on stdout and, when given a path, appends it to that file whole or not at all
+(`append_line`): a killed run loses at most the line being written, a full disk leaves the
+file as it was before the record, and a record never runs into a line a killed writer left
+unfinished. Floats that are not finite become null: JSON has no NaN, and a reader must never
+choke on our own output.
 """
 import json
 import math
 import os
 import sys
+import tempfile
 import time
 import uuid
+
+from .faults import EXIT_WRITE_FAILED
 
 SCHEMA = 1
 
@@ -42,6 +47,84 @@ def claim_stdout():
     return records
 
 
+def _open_for_append(path: str) -> int:
+    # Read access too: append_line reads the last byte to end a partial line.
+    return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+
+
+def append_line(path: str, text: str) -> None:
+    """Append `text` (a line, or lines) to `path` whole, or raise OSError leaving it as it was.
+
+    A last line without its newline (a writer killed mid-line) is ended first, so `text`
+    never runs into it. A write that fails part-way (a full disk) is cut back off: no
+    partial line is left. The cut assumes nobody else appended meanwhile, which holds for
+    our files: a sweep and its benchmark process take turns, and only rank 0 writes.
+    """
+    data = text.encode("utf-8")
+    fd = _open_for_append(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        try:
+            view = memoryview(data)
+            while view:  # a short write (the disk filling up) is followed by an error
+                view = view[os.write(fd, view):]
+        except OSError:
+            os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
+
+
+def output_problem(path: str) -> str | None:
+    """Why records cannot be appended to `path`, or None.
+
+    A real attempt that leaves nothing behind: permission bits cannot tell (root passes
+    them, and /proc or a read-only mount refuse only the write itself). An existing file
+    gets a zero-byte append; a new one, a temporary file in the nearest existing folder.
+    """
+    if os.path.isdir(path):
+        return "is a folder"
+    if os.path.exists(path):
+        if not os.path.isfile(path):
+            return "is not a regular file"
+        try:
+            fd = _open_for_append(path)
+            try:
+                os.write(fd, b"")
+            finally:
+                os.close(fd)
+        except OSError as err:
+            return err.strerror or str(err)
+        return None
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{parent} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as err:
+        return f"no file can be created in {parent}: {err.strerror or err}"
+    return None
+
+
+class WriteFailed(RuntimeError):
+    """A record could not be appended to its file (a full disk, say); str() is the one line."""
+
+
+def run_main(main, *args) -> int:
+    """A script's main(*args); a record that could not be written ends it with one line and
+    EXIT_WRITE_FAILED: measuring on is pointless when the results cannot be kept."""
+    try:
+        return main(*args)
+    except WriteFailed as err:
+        sys.stderr.write(f"error: {err}\n")
+        return EXIT_WRITE_FAILED
+
+
 class RecordWriter:
     """Writes records of one script run; only the writing rank should have enabled=True."""
 
@@ -61,12 +144,16 @@ class RecordWriter:
                   "time": round(time.time(), 3), **fields}
         if not self.enabled:
             return record
-        line = json.dumps(_clean(record), allow_nan=False, default=str)
-        self.stream.write(line + "\n")
+        line = json.dumps(_clean(record), allow_nan=False, default=str) + "\n"
+        self.stream.write(line)
         self.stream.flush()
         if self.output:
-            with open(self.output, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+            try:
+                append_line(self.output, line)
+            except OSError as err:
+                raise WriteFailed(f"cannot append to {self.output} ({err.strerror or err}): stopped "
+                                  f"at this {kind!r} record; every record before it is in the "
+                                  f"file, whole") from None
         return record
 
 

@@ -4,11 +4,14 @@ A script lists its `Var`s, calls `load(VARS, __doc__)`, and gets a plain dict. A
 value stops the script with exit code 2 and one line naming the variable, the value and
 what is allowed, before a model or a GPU is touched. `--help` prints the table.
 """
+import math
 import os
 import sys
 from dataclasses import dataclass, replace
 
 from .faults import EXIT_BAD_INPUT
+from .flops import COUNTED_MODEL_TYPES
+from .records import output_problem
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -17,7 +20,7 @@ _FALSE = {"0", "false", "no", "off"}
 @dataclass(frozen=True)
 class Var:
     name: str
-    kind: str  # int | float | bool | choice | str | int_list | str_list
+    kind: str  # int | float | bool | choice | str | int_list | str_list | output (a file appended to)
     default: object
     help: str
     choices: tuple = ()
@@ -30,10 +33,11 @@ class Var:
         if self.kind == "choice":
             return "one of " + "|".join(self.choices)
         if self.kind in ("int", "float", "int_list"):
-            what = {"int": "an integer", "float": "a number",
+            what = {"int": "an integer", "float": "a finite number",
                     "int_list": "space- or comma-separated integers"}[self.kind]
-            lo = "" if self.min is None else f" >= {self.min:g}"
-            hi = "" if self.max is None else f" <= {self.max:g}"
+            bound = (lambda x: f"{x:g}") if self.kind == "float" else (lambda x: str(int(x)))
+            lo = "" if self.min is None else f" >= {bound(self.min)}"
+            hi = "" if self.max is None else f" <= {bound(self.max)}"
             return what + (f"{lo} and{hi}" if lo and hi else lo or hi)
         return "text"
 
@@ -63,7 +67,7 @@ def parse_value(var: Var, raw: str):
             value = float(text)
         except ValueError:
             raise bad from None
-        if value != value:  # NaN
+        if not math.isfinite(value):  # nan, inf, and 1e400, which float() makes inf
             raise bad
         _check_range(var, value, raw)
         return value
@@ -92,6 +96,14 @@ def parse_value(var: Var, raw: str):
     if var.kind == "str_list":
         return text.replace(",", " ").split()
     return raw
+
+
+def check_output(name: str, path: str) -> None:
+    """SettingsError unless records can be appended to `path`: the one check of every
+    results file (OUTPUT, --output_file, the sweep's OUT), made before any work."""
+    problem = output_problem(path)
+    if problem:
+        raise SettingsError(f"{name}={path!r}: cannot write there ({problem})")
 
 
 def parse(variables, environ=None) -> dict:
@@ -133,17 +145,28 @@ def load(variables, doc: str, argv=None) -> dict:
                          f"by environment variables (see --help)\n")
         sys.exit(EXIT_BAD_INPUT)
     try:
-        return parse(variables)
+        values = parse(variables)
+        for var in variables:
+            if var.kind == "output" and values[var.name]:
+                check_output(var.name, values[var.name])
+        return values
     except SettingsError as err:
         sys.stderr.write(f"error: {err}\n")
         sys.exit(EXIT_BAD_INPUT)
 
 
+# torch seeds are unsigned 64-bit, and the scripts seed with SEED + seq_len: a SEED below 2^63
+# leaves room for any sequence length.
+SEED_MAX = 2**63 - 1
+OUTPUT = Var("OUTPUT", "output", "", "append every JSON line to this file too (stdout always)")
+
 # Variables shared by the scripts that run a training step (benchmark.py, bench_decompose.py).
 # Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
 TRAINING_VARS = [
     Var("MODEL", "str", "llama-3.1-8b",
-        "model: preset llama-3.1-8b | tiny (CPU, seconds), or a local path / hub id of a causal-LM config"),
+        "model: preset llama-3.1-8b | tiny (CPU, seconds), or a local path / hub id of a config of type "
+        f"{', '.join(COUNTED_MODEL_TYPES)} (the FLOP count's); a hub id not in the HF cache is fetched "
+        "only if the hub answers a quick probe and HF_HUB_OFFLINE is unset"),
     Var("WEIGHTS", "choice", "auto", "auto: real weights when staged locally, else random init "
         "(same FLOPs and memory)", choices=("auto", "pretrained", "random")),
     Var("NUM_LAYERS", "int", 0, "cut the model to this many layers (0 = all)", min=0),
@@ -160,11 +183,11 @@ TRAINING_VARS = [
     Var("ATTN_BACKEND", "choice", "auto", "attention: auto = Hopper FA3>FA4>SDPA, Blackwell "
         "FA4>SDPA, CPU SDPA", choices=("auto", "fa3", "fa4", "fa2", "sdpa", "eager")),
     Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "
-        "inside each sequence (0 = one dense sequence)", min=0),
+        "inside each sequence (0 = one dense sequence; else at least 2)", min=0),
     Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",
         min=0),
     Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
-    Var("SEED", "int", 0, "random seed for weights and tokens", min=0),
-    Var("OUTPUT", "str", "", "append every JSON line to this file too (stdout always)"),
+    Var("SEED", "int", 0, "random seed for weights and tokens", min=0, max=SEED_MAX),
+    OUTPUT,
     Var("NOTES", "str", "", "free text copied into the header"),
 ]

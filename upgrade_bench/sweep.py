@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import settings
-from .faults import EXIT_BAD_INPUT, EXIT_OOM
-from .procs import ProcessResult, free_port, run_process
-from .records import RecordWriter, claim_stdout, read_lines
+from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED
+from .procs import Log, ProcessResult, free_port, run_process, signals_ignored
+from .records import RecordWriter, WriteFailed, claim_stdout, read_lines, run_main
 from .settings import Var
 
 SCRIPT = "run_sweep.sh"
@@ -62,7 +62,8 @@ VARS = [
     Var("FIND_MAX_SEQLEN", "bool", False, "find the largest length that fits (capacity record) "
         "instead of sweeping"),
     Var("SEQLEN_STEP", "int", 8192, "granularity of FIND_MAX_SEQLEN", min=1),
-    Var("MAX_SEQLEN_LIMIT", "int", 1048576, "largest length FIND_MAX_SEQLEN tries", min=1),
+    Var("MAX_SEQLEN_LIMIT", "int", 1048576, "largest length FIND_MAX_SEQLEN tries (not below "
+        "SEQLEN_STEP or the smallest SEQLENS)", min=1),
     Var("HOSTFILE", "str", "", "DeepSpeed hostfile ('host slots=N' per line): multi-node "
         "through the launcher (pdsh + passwordless ssh, shared filesystem)"),
     Var("MASTER_ADDR", "str", "", "address of the first node (multi-node; default: the "
@@ -115,20 +116,6 @@ def resolve_out(out: str, results_dir: str, gpu: str, backend: str, stamp: str, 
     ours = sorted(n for n in existing if n.startswith(prefix) and n.endswith(".jsonl"))
     name = ours[-1] if resume and ours else f"{prefix}{stamp}.jsonl"
     return os.path.abspath(os.path.join(folder, name))
-
-
-def writable_problem(path: str) -> str | None:
-    """Why `path` cannot be created or appended to, or None; creates nothing."""
-    if os.path.isdir(path):
-        return "is a folder"
-    if os.path.exists(path):
-        return None if os.access(path, os.W_OK) else "is not writable"
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        return f"{parent} is a file, not a folder"
-    return None if os.access(parent, os.W_OK | os.X_OK) else f"{parent} is not writable"
 
 
 def parse_hostfile(text: str) -> list[tuple[str, int]]:
@@ -286,6 +273,8 @@ def classify_exit(code: int) -> tuple[str, str]:
         return "oom", "exit code 3 (out of memory) without an error record (another rank failed?)"
     if code == EXIT_BAD_INPUT:
         return "bad_input", "exit code 2: the benchmark rejected its configuration"
+    if code == EXIT_WRITE_FAILED:
+        return "write_failed", "exit code 4: the benchmark could not write its records (disk full?)"
     if code in (-signal.SIGKILL, 128 + signal.SIGKILL, 256 - signal.SIGKILL):
         return "exception", f"killed by SIGKILL (exit {code}): the host's OOM killer?"
     return "exception", f"exit code {code} without an error record"
@@ -450,8 +439,9 @@ class Context:
     hardware: dict = field(default_factory=dict)
     run_config: object = None  # engine.RunConfig as resolved on this node
 
-    def command(self, seq_lens: list[int], probe: bool) -> tuple[dict, list[str]]:
-        """(environment changes, argv) of one benchmark process; a "" value unsets."""
+    def command(self, seq_lens: list[int], probe: bool) -> tuple[dict, list[str], list[str]]:
+        """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value
+        unsets. The lines, for a multi-node run only, are written to a file by start_process."""
         env = process_env(seq_lens, self.out, probe)
         include, child_visible = self.devices
         if child_visible is not None:
@@ -459,9 +449,8 @@ class Context:
         port = self.s["MASTER_PORT"] or (None if self.hostfile or self.gpus == 1 else free_port())
         argv = launch_argv(self.python, os.path.abspath(self.s["BENCHMARK"]), self.gpus, self.hostfile,
                            self.s["MASTER_ADDR"], port, include)
-        if self.multi_node:
-            env["DS_ENV_FILE"] = write_node_env(node_env_lines(os.environ, env, user_ds_env()))
-        return env, argv
+        node_lines = node_env_lines(os.environ, env, user_ds_env()) if self.multi_node else []
+        return env, argv, node_lines
 
 
 def user_ds_env() -> list[str]:
@@ -487,17 +476,21 @@ def say(message: str) -> None:
     sys.stderr.flush()
 
 
-def start_process(ctx: Context, seq_lens: list[int], probe: bool, on_summary, log) -> ProcessResult:
-    extra, argv = ctx.command(seq_lens, probe)
-    say(f"process {len(ctx.processes) + 1}: seq_len {' '.join(map(str, seq_lens))}: "
-        f"{shell_line({**passed_through(os.environ), **extra}, argv)}")
-    env = {**os.environ, **extra, "PYTHONPATH": _pythonpath()}
-    if extra.get("CUDA_VISIBLE_DEVICES") == "":
-        del env["CUDA_VISIBLE_DEVICES"]
-    result = run_process(argv, env, seq_lens, ctx.s["POINT_TIMEOUT"], log, on_summary, ctx.multi_node,
-                         ctx.writer.stream)
-    if "DS_ENV_FILE" in extra:
-        os.unlink(extra["DS_ENV_FILE"])
+def start_process(ctx: Context, seq_lens: list[int], probe: bool, on_summary, log: Log) -> ProcessResult:
+    extra, argv, node_lines = ctx.command(seq_lens, probe)
+    if node_lines:
+        extra["DS_ENV_FILE"] = write_node_env(node_lines)
+    try:
+        say(f"process {len(ctx.processes) + 1}: seq_len {' '.join(map(str, seq_lens))}: "
+            f"{shell_line({**passed_through(os.environ), **extra}, argv)}")
+        env = {**os.environ, **extra, "PYTHONPATH": _pythonpath()}
+        if extra.get("CUDA_VISIBLE_DEVICES") == "":
+            del env["CUDA_VISIBLE_DEVICES"]
+        result = run_process(argv, env, seq_lens, ctx.s["POINT_TIMEOUT"], log, on_summary,
+                             ctx.multi_node, ctx.writer.stream)
+    finally:
+        if node_lines:
+            os.unlink(extra["DS_ENV_FILE"])
     ctx.processes.append(result)
     return result
 
@@ -506,33 +499,41 @@ def _pythonpath() -> str:
     return os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
 
 
-def record_failure(ctx: Context, result: ProcessResult) -> dict | None:
-    """The error of the point a failed process was on: the benchmark's own record, or one
-    written here (timeout, crash without a record). None if nothing failed."""
+def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dict | None]:
+    """(the failure of the point a failed process was on, the fields of the `error` record the
+    sweep writes for it): both None if nothing failed, no fields when the benchmark wrote its
+    own record (a timeout or a crash without a record gets one here)."""
     if result.status in ("ok", "interrupted"):
-        return None
+        return None, None
     at = result.seq_lens[len(result.summaries)]  # the point the process was on
     if result.error is not None and result.status == "failed":
-        return {"seq_len": at, "error": result.error.get("error"), "message": result.error.get("message")}
+        return {"seq_len": at, "error": result.error.get("error"), "message": result.error.get("message")}, None
     if result.status == "timeout":
         kind, message = "timeout", (f"no summary within POINT_TIMEOUT={ctx.s['POINT_TIMEOUT']:g} s; "
                                     f"process group killed")
     else:
         kind, message = classify_exit(result.exit_code)
-    ctx.writer.write("error", error=kind, message=message, seq_len=at, config=ctx.config,
-                     exit_code=result.exit_code, stderr_tail="\n".join(result.stderr_tail))
-    return {"seq_len": at, "error": kind, "message": message}
+    return {"seq_len": at, "error": kind, "message": message}, {
+        "error": kind, "message": message, "seq_len": at, "config": ctx.config,
+        "exit_code": result.exit_code, "stderr_tail": "\n".join(result.stderr_tail)}
 
 
-def stop_if_rejected(ctx: Context, failure: dict | None) -> None:
-    """A configuration the benchmark refuses (exit 2) fails every point alike: stop the sweep."""
-    if failure and failure["error"] == "bad_input":
+def stop_if_hopeless(ctx: Context, failure: dict | None) -> None:
+    """Stop the sweep where every later point would fail alike: a configuration the benchmark
+    refuses (exit 2), or a results file it cannot write to (exit 4, a full disk)."""
+    if not failure:
+        return
+    if failure["error"] == "bad_input":
         raise BadInput(f"the benchmark rejected the configuration (exit 2); see {ctx.log_path}")
+    if failure["error"] == "write_failed":
+        raise WriteFailed(f"the benchmark could not append to {ctx.out} (exit 4: disk full?); later "
+                          f"points not run: make room, then run again with the same OUT to resume")
 
 
-def run_sweep(ctx: Context, todo: list[int], log) -> tuple[dict, dict, bool]:
-    """Run every pending length; (summaries by length, failures by length, interrupted)."""
-    summaries, failures, durations = {}, {}, []
+def run_sweep(ctx: Context, todo: list[int], log: Log, summaries: dict, failures: dict) -> bool:
+    """Run every pending length, filling summaries and failures (by length) as points end, so
+    they hold what ran however the sweep stops; True if interrupted."""
+    durations = []
     last = [time.monotonic()]
     remaining = list(todo)
 
@@ -551,17 +552,19 @@ def run_sweep(ctx: Context, todo: list[int], log) -> tuple[dict, dict, bool]:
         batch = remaining if ctx.s["REUSE_PROCESS"] else remaining[:1]
         last[0] = time.monotonic()
         result = start_process(ctx, batch, False, on_summary, log)
-        failure = record_failure(ctx, result)
         if result.status == "interrupted":
-            return summaries, failures, True
+            return True
         finished = {s["seq_len"] for s in result.summaries}
+        failure, error = point_failure(ctx, result)
         if failure:
             failures[failure["seq_len"]] = failure
             say(f"point {len(summaries) + len(failures)}/{len(todo)} seq_len {failure['seq_len']}: "
                 f"{failure['error']}: {failure['message']}")
-            stop_if_rejected(ctx, failure)
+            if error:
+                ctx.writer.write("error", **error)
+            stop_if_hopeless(ctx, failure)
         remaining = [s for s in remaining if s not in finished and s not in failures]
-    return summaries, failures, False
+    return False
 
 
 def run_capacity(ctx: Context, known: list[Probe], log) -> dict:
@@ -576,8 +579,10 @@ def run_capacity(ctx: Context, known: list[Probe], log) -> dict:
         probes = [Probe(x["seq_len"], True, x.get("peak_mem_gib"), hbm) for x in result.summaries]
         if result.status == "interrupted":
             raise Interrupted(probes)  # the lengths that fitted before the stop still count
-        failure = record_failure(ctx, result)
-        stop_if_rejected(ctx, failure)
+        failure, error = point_failure(ctx, result)
+        if error:
+            ctx.writer.write("error", **error)
+        stop_if_hopeless(ctx, failure)
         if failure:
             probes.append(Probe(failure["seq_len"], False, None, hbm, failure["error"]))
         for p in probes:
@@ -605,9 +610,26 @@ def load_settings(argv) -> dict:
             raise BadInput(f"{name} is set: the sweep sets it per process; use "
                            f"{'SEQLENS' if name == 'SEQ_LEN' else 'OUT'} instead")
     try:
-        return settings.parse(VARS + PASSED)
+        s = settings.parse(VARS + PASSED)
+        check_capacity_bounds(s)
     except settings.SettingsError as err:
         raise BadInput(str(err)) from None
+    return s
+
+
+def check_out(path: str) -> None:
+    try:
+        settings.check_output("OUT", path)
+    except settings.SettingsError as err:
+        raise BadInput(str(err)) from None
+
+
+def check_capacity_bounds(s: dict) -> None:
+    """SettingsError when FIND_MAX_SEQLEN has nothing to search: a limit below where it starts."""
+    limit, step, first = s["MAX_SEQLEN_LIMIT"], s["SEQLEN_STEP"], min(s["SEQLENS"])
+    if s["FIND_MAX_SEQLEN"] and limit < max(step, first):
+        raise settings.SettingsError(f"MAX_SEQLEN_LIMIT={limit}: below SEQLEN_STEP ({step}) or the "
+                                     f"smallest SEQLENS ({first}), where FIND_MAX_SEQLEN starts")
 
 
 def prepare(s: dict) -> Context:
@@ -626,9 +648,7 @@ def prepare(s: dict) -> Context:
     if not os.path.isfile(s["BENCHMARK"]):
         raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: no such file")
     if s["OUT"] and not (s["OUT"].endswith("/") or os.path.isdir(s["OUT"])):
-        problem = writable_problem(s["OUT"])
-        if problem:
-            raise BadInput(f"OUT={s['OUT']!r}: cannot write there ({problem})")
+        check_out(s["OUT"])  # before the imports below: a typo fails at once
 
     import torch
 
@@ -662,9 +682,7 @@ def prepare(s: dict) -> Context:
     existing = os.listdir(folder) if os.path.isdir(folder) else []
     out = resolve_out(s["OUT"], str(REPO / "results"), slug(hardware.get("gpu_name")), rc.backend, stamp,
                       s["RESUME"], existing)
-    problem = writable_problem(out)
-    if problem:
-        raise BadInput(f"OUT={out!r}: cannot write there ({problem})")
+    check_out(out)
     config["OUTPUT"] = out
     return Context(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
                    gpus=gpus, hostfile=hostfile, multi_node=multi_node, devices=devices,
@@ -682,15 +700,16 @@ def dry_run(ctx: Context, todo: list[int], out) -> None:
     plans = [(lens, True) for lens in [doubling_ladder(min(ctx.s["SEQLENS"]), ctx.s["MAX_SEQLEN_LIMIT"])]] \
         if ctx.s["FIND_MAX_SEQLEN"] else [(lens, False) for lens in process_plan(todo, ctx.s["REUSE_PROCESS"])]
     for lens, probe in plans:
-        extra, argv = ctx.command(lens, probe)
+        extra, argv, node_lines = ctx.command(lens, probe)
+        if node_lines:  # shown, not written: a dry run leaves nothing behind
+            extra["DS_ENV_FILE"] = "(a temporary file of the lines below)"
         out.write(shell_line({**passed_through(os.environ), **extra}, argv) + "\n")
+        out.writelines(f"#   {line}\n" for line in node_lines)
     if ctx.s["FIND_MAX_SEQLEN"]:
         out.write("# later probes depend on where this one runs out of memory\n")
 
 
 def main(argv=None) -> int:
-    from . import fingerprint
-
     try:
         s = load_settings(sys.argv[1:] if argv is None else argv)
         stdout = claim_stdout()  # records (or DRY_RUN's commands) only: imports print too
@@ -711,8 +730,21 @@ def main(argv=None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)  # scancel / kill: same clean stop as Ctrl-C
-    rc = ctx.run_config
     ctx.writer = RecordWriter(SCRIPT, ctx.out, stream=stdout)
+    return run_main(run, ctx, previous, done, todo)
+
+
+def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
+    """The sweep (or the capacity search) once every check passed: its header, the processes,
+    then its `sweep` record and table, whatever stopped it; returns the exit code.
+
+    A record the sweep cannot write (a full disk) stops it like a benchmark that cannot
+    (exit 4): later points could not be kept either. Only the header's failure raises
+    WriteFailed (nothing has started then).
+    """
+    from . import fingerprint
+
+    s, rc = ctx.s, ctx.run_config
     ctx.writer.write("header", software=fingerprint.software(), hardware=ctx.hardware,
                      config={**{v.name: s[v.name] for v in VARS}, **ctx.config},
                      attn_backend=rc.backend, peak_tflops=rc.peak_tflops, peak_source=rc.peak_source,
@@ -721,33 +753,42 @@ def main(argv=None) -> int:
     say(f"results: {ctx.out}  (benchmark log: {ctx.log_path})")
     if done:
         say(f"resuming: seq_len {' '.join(map(str, sorted(done)))} already done with this config")
-    summaries, failures, capacity, interrupted, code = {}, {}, None, False, 0
+    summaries, failures, capacity, interrupted, stopped = {}, {}, None, False, None
+    log = Log(ctx.log_path)
     try:
-        with open(ctx.log_path, "a", encoding="utf-8") as log:
-            if s["FIND_MAX_SEQLEN"]:
-                capacity = run_capacity(ctx, known_probes(previous, ctx.config), log)
-                interrupted = not capacity["complete"]
-            else:
-                summaries, failures, interrupted = run_sweep(ctx, todo, log)
+        if s["FIND_MAX_SEQLEN"]:
+            capacity = run_capacity(ctx, known_probes(previous, ctx.config), log)
+            interrupted = not capacity["complete"]
+        else:
+            interrupted = run_sweep(ctx, todo, log, summaries, failures)
     except (KeyboardInterrupt, Interrupted):
         interrupted = True
-    except BadInput as err:
-        sys.stderr.write(f"error: {err}\n")
-        code = EXIT_BAD_INPUT
-    totals = timing_totals([p.timing() for p in ctx.processes])
-    ctx.writer.write("sweep", mode="capacity" if s["FIND_MAX_SEQLEN"] else "sweep",
-                     reuse_process=s["REUSE_PROCESS"], interrupted=interrupted,
-                     wall_s=time.monotonic() - ctx.started, points_ok=len(summaries),
-                     points_failed=len(failures), **totals)
-    sys.stderr.write((capacity_table(capacity) if capacity is not None else
-                      sweep_table(s["SEQLENS"], summaries, failures, done)) + "\n")
-    say(f"{len(ctx.processes)} process(es), {fmt_s(totals['process_wall_s'])}: start-up "
-        f"{fmt_s(totals['startup_s'])}, steps {fmt_s(totals['steps_s'])}")
+    except (BadInput, WriteFailed) as err:
+        stopped = err
+    with signals_ignored():  # what ran gets its record and its table, whatever comes now
+        totals = timing_totals([p.timing() for p in ctx.processes])
+        try:
+            ctx.writer.write("sweep", mode="capacity" if s["FIND_MAX_SEQLEN"] else "sweep",
+                             reuse_process=s["REUSE_PROCESS"], interrupted=interrupted,
+                             wall_s=time.monotonic() - ctx.started, points_ok=len(summaries),
+                             points_failed=len(failures), **totals)
+        except WriteFailed as err:
+            stopped = stopped or err
+        if capacity is not None:
+            sys.stderr.write(capacity_table(capacity) + "\n")
+        elif not s["FIND_MAX_SEQLEN"]:
+            sys.stderr.write(sweep_table(s["SEQLENS"], summaries, failures, done) + "\n")
+        say(f"{len(ctx.processes)} process(es), {fmt_s(totals['process_wall_s'])}: start-up "
+            f"{fmt_s(totals['startup_s'])}, steps {fmt_s(totals['steps_s'])}")
+        if log.error:
+            say(f"the benchmark log {ctx.log_path} is incomplete: {log.error.strerror or log.error}")
+    if stopped:
+        sys.stderr.write(f"error: {stopped}\n")
     if interrupted:
         say("interrupted: what finished is in the file; run again with the same OUT to resume")
         return EXIT_INTERRUPTED
-    if code:
-        return code
+    if stopped:
+        return EXIT_BAD_INPUT if isinstance(stopped, BadInput) else EXIT_WRITE_FAILED
     crashed = [f for f in failures.values() if f["error"] != "oom"]
     return 1 if crashed else 0
 
