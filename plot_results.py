@@ -29,7 +29,8 @@ import json
 import os
 import sys
 
-from upgrade_bench import records, reference, report, report_md
+from upgrade_bench import records
+from upgrade_bench.report import comparisons, markdown, published, series
 from upgrade_bench.faults import EXIT_BAD_INPUT
 
 
@@ -100,7 +101,7 @@ def read_all(paths) -> tuple:
 def write_guide_reference(path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        for r in reference.guide_reference_records():
+        for r in published.guide_reference_records():
             f.write(json.dumps(r) + "\n")
     sys.stderr.write(f"wrote the guide's published figures to {path}\n")
 
@@ -116,9 +117,9 @@ def main(argv=None) -> int:
     if skipped:
         where = ", ".join(f"{p}: {n}" for p, n in skipped.items())
         sys.stderr.write(f"warning: skipped {sum(skipped.values())} malformed line(s) ({where})\n")
-    data = report.load(all_records, args.ignore_config)
+    data = series.load(all_records, args.ignore_config)
     try:
-        analysis = report.analyse(data, args.baseline, args.price)
+        analysis = comparisons.analyse(data, args.baseline, args.price)
     except ValueError as err:
         fail(str(err))
     if analysis.stack:
@@ -131,20 +132,20 @@ def main(argv=None) -> int:
     for hint in analysis.hints:
         sys.stderr.write(f"note: {hint}\n")
 
-    from upgrade_bench import figures  # matplotlib only once the inputs are known good
+    from upgrade_bench.report import figures  # matplotlib only once the inputs are known good
 
     os.makedirs(args.out, exist_ok=True)
     pngs = figures.write_all(analysis, args.out)
-    text = report_md.render(analysis, pngs, paths, sum(skipped.values()))
+    text = markdown.render(analysis, pngs, paths, sum(skipped.values()))
     report_path = os.path.join(args.out, "report.md")
     with open(report_path, "w", encoding="utf-8") as f:
         f.write(text)
     for c in analysis.comparisons:
         if c["base"].points or c["other"].points:
             sys.stderr.write(f"\n{c['other'].label} vs {c['base'].label}\n"
-                             f"{report_md.speedup_markdown(c)}\n")
+                             f"{markdown.speedup_markdown(c)}\n")
             if analysis.prices:
-                sys.stderr.write(report_md.cost_markdown(c) + "\n")
+                sys.stderr.write(markdown.cost_markdown(c) + "\n")
     sys.stderr.write(f"\nwrote {report_path} and {', '.join(pngs)} in {args.out}\n")
     return 0
 

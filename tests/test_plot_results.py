@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from conftest import TINY_FAST, run_script
-from upgrade_bench import figures, records, reference, report, report_md
+from upgrade_bench import records
+from upgrade_bench.report import comparisons, figures, markdown, published, series, stacks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "plot_results.py")
@@ -107,7 +108,7 @@ def run_cli(*args, stdin=None):
 
 
 def analysis_of(recs, **kw):
-    return report.analyse(report.load(recs, kw.pop("ignore", ())), **kw)
+    return comparisons.analyse(series.load(recs, kw.pop("ignore", ())), **kw)
 
 
 def png_size(path):
@@ -141,11 +142,11 @@ def test_identity_flags_mfu_computed_against_another_peak():
     rows = {r["seq_len"]: r for r in c["speedup"]}
     assert rows[1024]["identity"] == pytest.approx(2.25)
     assert rows[1024]["identity_ok"] is False and rows[2048]["identity_ok"] is True
-    assert "**MISMATCH**" in report_md.speedup_markdown(c)
+    assert "**MISMATCH**" in markdown.speedup_markdown(c)
 
 
 def test_cost_per_token_and_verdicts():
-    assert report.usd_per_mtok(2.0, 10000.0) == pytest.approx(2.0 / 36e6 * 1e6)  # $0.0556
+    assert comparisons.usd_per_mtok(2.0, 10000.0) == pytest.approx(2.0 / 36e6 * 1e6)  # $0.0556
     a = analysis_of(two_gpu_log(), price_specs=["h200=2.0", "NVIDIA B200=4.0"])
     assert a.prices == {"H200 SXM": 2.0, "B200 SXM": 4.0}
     (c,) = [c for c in a.comparisons if c["base"].points]
@@ -157,9 +158,9 @@ def test_cost_per_token_and_verdicts():
     assert r["verdict"] == "B200 SXM: 4.8% cheaper per token, 2.10x faster per step"  # 102.4/48.8
     # 2K: (4/18900)/(2/9000) = 0.952 too; 2.0/9000 vs 4.0/18900
     assert rows[2048]["cost_ratio"] == pytest.approx((4 / 18900) / (2 / 9000))
-    assert report.verdict("B200", 1.02, 1.5) == "B200: same $/token (within 3%), 1.50x faster per step"
-    assert report.verdict("B200", 1.25, 0.5) == "B200: 25.0% dearer per token, 2.00x slower per step"
-    assert report.verdict("B200", None, 2.0) == "no price"
+    assert comparisons.verdict("B200", 1.02, 1.5) == "B200: same $/token (within 3%), 1.50x faster per step"
+    assert comparisons.verdict("B200", 1.25, 0.5) == "B200: 25.0% dearer per token, 2.00x slower per step"
+    assert comparisons.verdict("B200", None, 2.0) == "no price"
 
 
 def test_capability_gap_from_oom_and_capacity():
@@ -172,7 +173,7 @@ def test_capability_gap_from_oom_and_capacity():
     cost = {r["seq_len"]: r for r in c["cost"]}
     assert cost[8192]["verdict"] == "capability gap: H200 SXM cannot run this (max fit 6K)"
     assert cost[8192]["other_usd_per_mtok"] == pytest.approx(4.0 / (12000 * 3600) * 1e6)
-    assert "**capability gap: H200 SXM cannot run this (OOM)**" in report_md.speedup_markdown(c)
+    assert "**capability gap: H200 SXM cannot run this (OOM)**" in markdown.speedup_markdown(c)
 
 
 def test_other_tables_decomposition_attention_mamf_capabilities():
@@ -181,10 +182,10 @@ def test_other_tables_decomposition_attention_mamf_capabilities():
     ratios = {r["bucket"]: r["speedup"] for r in dec["decomposition"]}
     assert ratios == pytest.approx({"attention": 2.0, "gemm": 1.6, "total": 500 / 300})
     ((group, lines),) = a.attention.items()  # the unavailable fa2 record is left out
-    rows = {r["seq_len"]: r for r in report.attention_rows(lines, a.baseline)}
+    rows = {r["seq_len"]: r for r in comparisons.attention_rows(lines, a.baseline)}
     assert rows[1024]["ratios"]["B200 SXM"] == (pytest.approx(2.0), "fa4", "fa3")
     assert a.mamf["B200 SXM"] == 1700.0 and a.mamf["H200 SXM"] == 800.0
-    text = report_md.render(a)
+    text = markdown.render(a)
     assert "B200 SXM: 2.12x" in text                          # MAMF ratio 1700/800
     assert "| 1K | 50.0% |" in text                           # 400 TFLOPS / 800 MAMF on H200
     caps = {line.split("|")[1].strip(): line for line in text.splitlines() if "matmul:" in line}
@@ -195,7 +196,7 @@ def test_other_tables_decomposition_attention_mamf_capabilities():
 
 
 def test_series_labels_name_only_the_settings_that_differ_in_words():
-    assert [report.config_phrase(k, v) for k, v in [
+    assert [series.config_phrase(k, v) for k, v in [
         ("ZERO_STAGE", 3), ("GRAD_CHECKPOINT", True), ("OFFLOAD_OPTIMIZER", False),
         ("world_size", 1), ("world_size", 8), ("NUM_LAYERS", 0), ("NUM_LAYERS", 8),
         ("PYTORCH_CUDA_ALLOC_CONF", None), ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"),
@@ -205,7 +206,7 @@ def test_series_labels_name_only_the_settings_that_differ_in_words():
     recs = [header("a", "NVIDIA H200"), summary("a", 8192, 400.0, H200_PEAK),
             header("b", "NVIDIA H200", config={"ZERO_STAGE": 2, "GRAD_CHECKPOINT": False, "world_size": 1}),
             summary("b", 8192, 500.0, H200_PEAK)]
-    labels = sorted(s.label for s in report.load(recs).series)
+    labels = sorted(s.label for s in series.load(recs).series)
     # world_size is named first; MODEL and the rest, the same in both, not at all.
     assert labels == ["H200 SXM fa3: 1 GPU, ZeRO-2, no ckpt", "H200 SXM fa3: 8 GPUs, ZeRO-3, ckpt"]
 
@@ -219,12 +220,12 @@ def test_close_lengths_share_one_tick_label():
 
 
 def test_stack_parity_rules():
-    same = report.stack_of({"software": STACK})
-    assert report.stack_differences(same, dict(same)) == []
+    same = stacks.stack_of({"software": STACK})
+    assert stacks.stack_differences(same, dict(same)) == []
     # one-sided attention package = the per-GPU backend choice; two versions = a mismatch
-    assert report.stack_differences(dict(same, **{"flash-attn-3": "3.0.0"}),
+    assert stacks.stack_differences(dict(same, **{"flash-attn-3": "3.0.0"}),
                                     dict(same, **{"flash-attn-4": "4.0.0b22"})) == []
-    assert report.stack_differences(dict(same, **{"flash-attn-4": "4.0.0b36"}),
+    assert stacks.stack_differences(dict(same, **{"flash-attn-4": "4.0.0b36"}),
                                     dict(same, **{"flash-attn-4": "4.0.0b22"})) == [
         ("flash-attn-4", "4.0.0b36", "4.0.0b22")]
     a = analysis_of(two_gpu_log(b200_software={"torch": "2.12.0", "cuda": "12.9"}))
@@ -245,14 +246,14 @@ def test_config_pairing_and_ignore_config():
 
 
 def test_guide_reference_records_are_labelled_and_reproduce_the_guide():
-    recs = reference.guide_reference_records()
+    recs = published.guide_reference_records()
     assert all(r["reference"] == "guide" for r in recs)
     headers = [r for r in recs if r["kind"] == "header"]
     assert {r["hardware"]["gpu_name"] for r in headers} == {"NVIDIA H200", "NVIDIA B200"}
     assert all("guide's published figures" in r["notes"] for r in headers)
     # the header's note alone marks a run as published figures
     unmarked = [{k: v for k, v in r.items() if k != "reference"} for r in recs]
-    assert {s.reference for s in report.load(unmarked).series} == {"guide"}
+    assert {s.reference for s in series.load(unmarked).series} == {"guide"}
     a = analysis_of(json.loads(json.dumps(recs)))
     (c,) = [c for c in a.comparisons if c["base"].points]
     assert c["other"].label == "B200 SXM fa4 (guide's published)"
@@ -262,7 +263,7 @@ def test_guide_reference_records_are_labelled_and_reproduce_the_guide():
     (dec,) = [c for c in a.comparisons if c["decomposition"]]
     assert [(r["bucket"], round(r["speedup"], 2)) for r in dec["decomposition"]] == [
         ("attention", 1.87), ("everything else", 1.67), ("total", 1.69)]  # the guide's ratios
-    assert "guide's published" in report_md.render(a)
+    assert "guide's published" in markdown.render(a)
 
 
 # ---------------------------------------------------------------- the script, run for real

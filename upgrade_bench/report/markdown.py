@@ -1,10 +1,10 @@
 """report.md from a report.Analysis: markdown tables and the page that holds them.
 
-Rendering only: every number shown is computed in report.py; this module formats it.
+Rendering only: every number shown is computed in comparisons.py; this module formats it.
 """
-from . import gpus
-from .report import (GUIDE_LABEL, Analysis, _short, attention_rows, normalise_dtype,
-                     provenance, ratio, seq_label)
+from .. import gpus
+from .comparisons import Analysis, attention_rows, ratio
+from .series import GUIDE_LABEL, _short, normalise_dtype, provenance, seq_label
 
 # The settings that shape the workload most, shown in the report's series table.
 SUMMARY_FIELDS = ("MODEL", "NUM_LAYERS", "BATCH_SIZE", "ZERO_STAGE", "OFFLOAD_OPTIMIZER",
@@ -155,7 +155,7 @@ def telemetry_markdown(a: Analysis) -> str:
 
 def capability_markdown(a: Analysis) -> str:
     """check_capabilities' side-by-side table, one column per GPU that has capability records."""
-    from .capabilities import capability_table
+    from ..capabilities import capability_table
 
     by_gpu = {g: a.data.gpus[g].capabilities for g in a.order if a.data.gpus[g].capabilities}
     return capability_table(by_gpu).strip() if by_gpu else ""

@@ -1,9 +1,9 @@
 """The guide's published H200/B200 numbers, as records of this suite's schema.
 
 `guide_reference_records()` writes results/reference/guide.jsonl (plot_results.py
---write-guide-reference); report.py reads them like any log, marked as published figures.
+--write-guide-reference); the report reads them like any log, marked as published figures.
 """
-from . import flops, gpus, settings
+from .. import flops, gpus, settings
 
 
 # (seq_len, H200 TFLOPS, B200 TFLOPS, H200 peak GiB): DESIGN.md's reference table, 8x GPU,
@@ -28,7 +28,7 @@ def guide_reference_records() -> list:
     suite's FLOP convention (step_ms, tokens/s, MFU against the table peak, attention share)
     are listed in `derived`. Nothing here is a measurement of this suite.
     """
-    from .records import SCHEMA
+    from ..records import SCHEMA
 
     sweep_config = settings.parse(settings.TRAINING_VARS, {})
     sweep_config.update(USE_LIGER=True, world_size=8)

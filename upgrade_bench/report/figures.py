@@ -15,7 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import NullLocator  # noqa: E402
 
-from .report import Analysis, decomposition_parts, provenance, seq_label  # noqa: E402
+from .comparisons import Analysis, decomposition_parts  # noqa: E402
+from .series import provenance, seq_label  # noqa: E402
 
 DPI = 100
 MAIN_SIZE_IN = (14, 10)        # 1400 x 1000 px
