@@ -13,6 +13,8 @@ NVIDIA H200 and B200 datasheets' dense bf16 figures (989 and 2250) and HBM the g
 from .. import flops, gpus, settings
 from ..records import SCHEMA
 
+PUBLISHED_GPUS = ("H200", "B200")
+SHIPPED_PATH = "results/reference/guide.jsonl"   # in the repository, written by --write-guide-reference
 # The guide's sweep table, "same config on both GPUs": ZeRO-3 + activation checkpointing +
 # CPU AdamW offload + Liger, unpacked: (seq_len, H200 TFLOPS, B200 TFLOPS), whole numbers.
 GUIDE_SWEEP_TFLOPS = [(8192, 141, 167), (32768, 324, 524), (65536, 391, 719),
@@ -55,7 +57,7 @@ def guide_reference_records() -> list:
     sweep_config.update(USE_LIGER=True, world_size=8)
     right_sized = dict(sweep_config, ZERO_STAGE=2, OFFLOAD_OPTIMIZER=False, GRAD_CHECKPOINT=False)
     out = []
-    for gpu in ("H200", "B200"):
+    for gpu in PUBLISHED_GPUS:
         spec = gpus.lookup(gpu)
         backend, package, version = GUIDE_ATTENTION_PACKAGE[gpu]
         software = dict(GUIDE_STACK, **{"flash-attn-3": None, "flash-attn-4": None, package: version})
