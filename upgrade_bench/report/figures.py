@@ -42,9 +42,12 @@ def colours(series: list) -> dict:
     return {id(s): PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
 
 
-def style(s, colour: str, index: int = 0) -> dict:
-    """Line style of a series: its colour; solid filled for measured, dashed open for published."""
-    return {"color": colour, "marker": MARKERS[index % len(MARKERS)],
+def style(s, colour: str, index: int = 0, under: bool = False) -> dict:
+    """Line style of a series: its colour; solid filled for measured, dashed open for published.
+    `under`: wide and pale, for a baseline beneath its candidate, so that where the two agree
+    (the attention share of one model, the memory of one sharding) both stay visible."""
+    wide = {"linewidth": 4.0, "alpha": 0.45, "markersize": 9} if under else {}
+    return {"color": colour, "marker": MARKERS[index % len(MARKERS)], **wide,
             "linestyle": "--" if s.reference else "-", "markerfacecolor": "none" if s.reference else colour}
 
 
@@ -111,11 +114,11 @@ def _grid(n_panels: int, title: str, cols: int = 3):
     return fig, flat[:n_panels]
 
 
-def _line(ax, s, colour, index, points: list, label: str) -> list:
+def _line(ax, s, colour, index, points: list, label: str, under: bool = False) -> list:
     """Plot (seq_len, value) points of a series; returns the lengths drawn."""
     points = [(n, v) for n, v in points if v is not None]
     if points:
-        ax.plot([n for n, _ in points], [v for _, v in points], label=label, **style(s, colour, index))
+        ax.plot([n for n, _ in points], [v for _, v in points], label=label, **style(s, colour, index, under))
     return [n for n, _ in points]
 
 
@@ -125,7 +128,7 @@ def _series_panel(ax, c: Comparison, col: dict, value, scale=1.0):
     lens = []
     for i, s in enumerate((c.base, c.other)):
         lens += _line(ax, s, col[id(s)], i, [(n, p.get(value) * scale if p.get(value) is not None else None)
-                                             for n, p in s.points.items()], short_name(s))
+                                             for n, p in s.points.items()], short_name(s), under=i == 0)
     return lens
 
 
@@ -155,7 +158,8 @@ def _money_panel(ax, c: Comparison, col: dict) -> list:
     lens = []
     if c.prices:
         for i, (s, key) in enumerate(((c.base, "base_usd_per_mtok"), (c.other, "other_usd_per_mtok"))):
-            lens += _line(ax, s, col[id(s)], i, [(r.seq_len, getattr(r, key)) for r in c.rows], short_name(s))
+            lens += _line(ax, s, col[id(s)], i, [(r.seq_len, getattr(r, key)) for r in c.rows], short_name(s),
+                          under=i == 0)
         ax.set_ylabel("$ per 1M tokens (per GPU)")
         prices = " / ".join(f"${usd:.2f}" for usd in dict.fromkeys(c.prices))
         ax.set_title(f"$/1M tokens at {prices} per GPU-hour", fontsize=10)

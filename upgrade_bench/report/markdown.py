@@ -64,6 +64,10 @@ def _stack_words(stack: dict) -> str:
     return ", ".join(f"{names.get(k, k)} {v}" for k, v in stack.items() if v is not None) or "not recorded"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def sources_words(s: Series, also_in: dict) -> str:
     """Where a series was read: files and run ids, the first few, then how many more."""
     runs = list(s.runs.values())
@@ -73,7 +77,7 @@ def sources_words(s: Series, also_in: dict) -> str:
         named.append(f"{run.source} (run {run.run_id}" + (f"; also in {', '.join(again)}" if again else "") + ")")
     more = len(runs) - MOST_RUNS_NAMED
     files = len({run.source for run in runs[MOST_RUNS_NAMED:]})
-    return "; ".join(named) + (f"; and {more} more runs in {files} files" if more > 0 else "")
+    return "; ".join(named) + (f"; and {_count(more, 'more run')} in {_count(files, 'file')}" if more > 0 else "")
 
 
 def series_words(s: Series, also_in: dict) -> dict:
@@ -233,8 +237,8 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
         out += [f"> Attention backend differs: {b.backend} (published) vs {o.backend} (this node).", ""]
     if any(s.reference for s in (b, o)):
         out += ["Ranges: the guide publishes whole-number TFLOPS and no step-time spread, so the range "
-                "of its figures is their rounding; a measured series' range is the spread of its timed "
-                "steps and runs.", ""]
+                "of its figures is only their rounding (a run-to-run spread, which it does not publish, "
+                "would be wider); a measured series' range is the spread of its timed steps and runs.", ""]
     out += [points_table(c), ""]
     return "\n".join(out)
 
