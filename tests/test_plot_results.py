@@ -437,7 +437,12 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     assert sections[0] == "## 1. B200 SXM vs H200 SXM: guide's published vs guide's published"
     assert text.index("Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00.") < text.index(sections[0])
     assert "| 8K | 1.18x (1.18x to 1.19x) | $0.355 | $0.599 | 68.9% dearer" in text
+    assert ("At these prices B200 SXM is dearer per token at 8K, 32K, 64K, 128K; cheaper per token at 192K, "
+            "256K; 1.18x to 2.03x the baseline's TFLOPS per GPU.") in text
     assert sections[1] == "## Series not compared"
+    # the README shows this block as the command's output: it must stay what the command prints
+    first_block = text[text.index(sections[0]):text.index(sections[1])].strip()
+    assert first_block in (REPO / "README.md").read_text()
     for name in ("comparison-1.png", "upgrade.png", "attention.png", "decomposition.png"):
         assert (shipped_report / name).stat().st_size > 10_000 and f"![{name}]({name})" in text
     assert png_size(shipped_report / "comparison-1.png") == (1590, 840)  # 3 x 2 panels of 5.3 x 3.9 in
