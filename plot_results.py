@@ -85,10 +85,10 @@ def parse_prices(specs) -> dict:
         if not sep or not name.strip() or not (math.isfinite(usd) and usd > 0):
             raise ValueError(f"--price {spec!r}: expected GPU=USD_PER_GPU_HOUR with a finite price "
                              f"above 0, e.g. H200=3.50")
-        spelled = series.gpu_identity({"hardware": {"gpu_name": name.strip()}})[0].lower()
-        if spelled in seen:
-            raise ValueError(f"--price {seen[spelled]!r} and --price {spec!r} both price {name.strip()}; give one")
-        seen[spelled] = spec
+        gpu = series.gpu_identity({"hardware": {"gpu_name": name.strip()}})[0]  # 'h200' -> 'H200 SXM'
+        if gpu.lower() in seen:
+            raise ValueError(f"--price {seen[gpu.lower()]!r} and --price {spec!r} both price {gpu}; give one")
+        seen[gpu.lower()] = spec
         prices[name.strip()] = usd
     return prices
 

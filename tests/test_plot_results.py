@@ -535,7 +535,7 @@ def test_a_price_must_be_finite_and_positive(tmp_path, capsys, price, why):
 
 def test_a_gpu_priced_twice_is_an_error(tmp_path, capsys):
     err = bad(capsys, "--price", "H200=3.5", "--price", "nvidia h200=4", "x.jsonl", "--out", tmp_path)
-    assert "--price 'H200=3.5' and --price 'nvidia h200=4' both price nvidia h200; give one" in err
+    assert "--price 'H200=3.5' and --price 'nvidia h200=4' both price H200 SXM; give one" in err
     log = write_jsonl(tmp_path / "two.jsonl", two_gpu_log())
     err = bad(capsys, log, "--price", "H200=3", "--price", "H200 SXM=3", "--out", tmp_path)
     assert "both price H200 SXM" in err
