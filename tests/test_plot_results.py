@@ -507,6 +507,19 @@ def test_no_figure_text_overlaps_another_or_the_bars(shipped_analysis):
         figures.plt.close(fig)
 
 
+def test_no_panel_is_drawn_empty():
+    # no length measured on both: no speedup panel; no price: throughput in place of $/token
+    recs = [header("h", "NVIDIA H200"), summary("h", 1024, 400.0, H200_PEAK, 10000.0, 100.0),
+            header("b", "NVIDIA B200", "fa4"), summary("b", 2048, 900.0, B200_PEAK, 9000.0, 200.0)]
+    a = analysis_of(recs)
+    fig = figures.draw_comparison(a.comparisons[0], a)
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title() for ax in panels] == ["Training throughput per GPU", "Throughput (no --price given)",
+                                                 "Attention FLOP share", "Peak memory vs HBM"]
+    assert all(len(ax.get_lines()) >= 2 for ax in panels)
+    figures.plt.close(fig)
+
+
 def test_each_series_has_its_own_colour_and_published_lines_are_dashed(shipped_analysis):
     a, _ = shipped_analysis
     fig = figures.draw_overview(a)
