@@ -1,50 +1,64 @@
 #!/usr/bin/env python3
-"""plot_results.py: from the suite's JSON-lines logs to the decision: figures, report.md, $/token.
+"""plot_results.py: from the suite's JSON-lines logs to the decision: $/token verdicts, figures.
 
-Reads any number of logs (files, folders of *.jsonl, globs, `-` for stdin), groups runs by
-GPU + attention backend + configuration, compares every GPU with the baseline (default: the
-one with the lower bf16 peak) and writes into --out:
-  report.md         the guide's tables: speedup with the identity check `speedup ~= peak ratio
-                    x MFU ratio`, $/1M tokens and a verdict per point (--price), memory and
-                    max seqlen, step decomposition, isolated attention, MAMF, telemetry,
-                    capabilities side by side
-  upgrade.png       the guide's 2x2 figure; attention.png, decomposition.png when those exist
+Reads any number of logs (files, folders, globs, `-` for stdin; a folder also reads its
+reference/ subfolder, where results/reference/guide.jsonl ships the guide's published
+H200/B200 figures), groups runs into series by GPU + attention backend + configuration and
+compares them, one comparison per pair of series of the same configuration:
 
-    python plot_results.py results/*.jsonl --price H200=3.50 --price B200=7.00
-    python plot_results.py results/ results/reference/guide.jsonl --ignore-config world_size
+  upgrade       a series of the baseline GPU (default: the lower bf16 peak) and one of
+                another GPU; measured with measured, or measured with published where one
+                side is only published ("measured vs guide's published")
+  health check  a measured series and the published figures of the same GPU and config
+
+Each comparison gets a verdict block, printed here and opening report.md: the two series
+in words, the prices, and per sequence length the speedup with its range (from the
+step-time spread of both series), $/1M tokens of each, cheaper / same / dearer with its
+margin (or "cannot decide"), and the break-even price ratio. Into --out go report.md, one
+figure per comparison (comparison-N.png), upgrade.png (every series), attention.png and
+decomposition.png where those records exist, and the flat table points.csv/points.jsonl
+(also alone with --export).
+
+    python plot_results.py results/ --price H200=3.50 --price B200=7.00 --out results/report
+    python plot_results.py my_h200_logs/ results/reference/ --ignore-config world_size
     python plot_results.py --write-guide-reference results/reference/guide.jsonl
 
-The guide's published H200/B200 numbers ship as results/reference/guide.jsonl (written by
---write-guide-reference from DESIGN.md's tables): every record says "reference": "guide",
-and the report and the figures label those series "guide's published". Feed them in next to
-your own logs; --ignore-config world_size pairs a run on fewer GPUs with the guide's 8.
+The guide's published figures: Stas Bekman, Machine Learning Engineering Open Book,
+insights/when-to-upgrade-gpus. Every published record says "reference": "guide" and is
+labelled "guide's published" wherever it appears.
 
-Software-stack differences between the GPUs compared are printed on stderr, at the top of
-the report and on the figure; --strict-stack makes them an error. Exit 2 on a bad flag, an
-input that matches nothing, a log of a newer schema, or (with --strict-stack) a mismatch.
+Exit 2, with one line, on a bad flag, a bad --out/--export/--write-guide-reference
+target, an input that is no readable file of JSON lines, a log of a newer schema, a
+--price or --baseline for a GPU the logs lack, or (--strict-stack) measured series whose
+software stacks differ. Malformed lines and records are skipped and counted.
 """
 import argparse
-import glob
 import json
+import math
 import os
 import sys
+import tempfile
 
-from upgrade_bench import records, reference, report, report_md
 from upgrade_bench.faults import EXIT_BAD_INPUT
+from upgrade_bench.report import comparisons, export, inputs, markdown, published, series
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="*", help="JSONL files, folders (their *.jsonl), globs, or - for stdin")
-    p.add_argument("--out", default="out/report", help="folder for report.md and the PNGs [out/report]")
+    p.add_argument("inputs", nargs="*", help="JSONL files, folders (their *.jsonl and reference/*.jsonl), "
+                                             "globs, or - for stdin")
+    p.add_argument("--out", default="out/report",
+                   help="folder for report.md, the PNGs and the flat table [out/report]")
+    p.add_argument("--export", metavar="DIR", help="also write the flat table (points.csv, points.jsonl) to DIR")
     p.add_argument("--baseline", help="GPU the others are compared with (default: lower bf16 peak)")
     p.add_argument("--price", action="append", default=[], metavar="GPU=USD_PER_GPU_HOUR",
-                   help="price of one GPU-hour, repeatable; gives $/1M tokens and verdicts")
+                   help="price of one GPU-hour, once per GPU; gives $/1M tokens and verdicts")
     p.add_argument("--ignore-config", action="append", default=[], metavar="KEY",
-                   help="config field to leave out when pairing series across GPUs, repeatable "
-                        "(e.g. world_size to compare a 2-GPU run with an 8-GPU one)")
+                   help="config field to leave out when pairing series, repeatable (e.g. world_size "
+                        "to compare a 2-GPU run with an 8-GPU one); the verdict names it with both values")
     p.add_argument("--strict-stack", action="store_true",
-                   help="software stacks that differ between compared GPUs are an error (exit 2)")
+                   help="software stacks that differ between measured series compared (or within one "
+                        "series) are an error (exit 2)")
     p.add_argument("--write-guide-reference", metavar="FILE",
                    help="write the guide's published H200/B200 figures as JSONL to FILE "
                         "(then exit, unless inputs are given too)")
@@ -59,93 +73,120 @@ def fail(message: str) -> None:
     sys.exit(EXIT_BAD_INPUT)
 
 
-def expand(inputs) -> list:
-    """Input arguments -> paths (and '-'), in order, without repeats."""
-    paths = []
-    for arg in inputs:
-        if arg == "-":
-            found = ["-"]
-        elif os.path.isdir(arg):
-            found = sorted(glob.glob(os.path.join(arg, "*.jsonl")))
-        elif os.path.isfile(arg):
-            found = [arg]
-        else:
-            found = sorted(p for p in glob.glob(arg) if os.path.isfile(p))
-        if not found:
-            fail(f"input {arg!r}: no such file, no *.jsonl in that folder, or no match for that glob")
-        paths += [p for p in found if p not in paths]
-    return paths
-
-
-def read_all(paths) -> tuple:
-    """(records, {path: skipped lines}); SchemaTooNew and unreadable files end the run."""
-    all_records, skipped = [], {}
-    for path in paths:
+def parse_prices(specs) -> dict:
+    """--price GPU=USD_PER_GPU_HOUR strings -> {name as given: USD}; ValueError names a bad one."""
+    prices, seen = {}, {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
         try:
-            if path == "-":
-                got, bad = records.read_lines(sys.stdin, "<stdin>")
-            else:
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    got, bad = records.read_lines(f, path)
-        except records.SchemaTooNew as err:
-            fail(str(err))
-        except OSError as err:
-            fail(f"input {path!r}: {err.strerror}")
-        all_records += got
-        if bad:
-            skipped[path] = bad
-    return all_records, skipped
+            usd = float(value)
+        except ValueError:
+            usd = math.nan
+        if not sep or not name.strip() or not (math.isfinite(usd) and usd > 0):
+            raise ValueError(f"--price {spec!r}: expected GPU=USD_PER_GPU_HOUR with a finite price "
+                             f"above 0, e.g. H200=3.50")
+        gpu = series.gpu_identity({"hardware": {"gpu_name": name.strip()}})[0]  # 'h200' -> 'H200 SXM'
+        if gpu.lower() in seen:
+            raise ValueError(f"--price {seen[gpu.lower()]!r} and --price {spec!r} both price {gpu}; give one")
+        seen[gpu.lower()] = spec
+        prices[name.strip()] = usd
+    return prices
+
+
+def folder_problem(path: str) -> str | None:
+    """Why files cannot be written into folder `path` (made if missing), or None; makes nothing."""
+    probe = os.path.abspath(path)
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        return f"{probe!r} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as err:
+        return f"cannot write in {probe!r} ({err.strerror})"
+    return None
 
 
 def write_guide_reference(path: str) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for r in reference.guide_reference_records():
-            f.write(json.dumps(r) + "\n")
+    if os.path.isdir(path):
+        fail(f"--write-guide-reference {path!r}: a folder; give a file name")
+    problem = folder_problem(os.path.dirname(os.path.abspath(path)))
+    try:
+        if problem:
+            raise OSError(problem)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            for r in published.guide_reference_records():
+                f.write(json.dumps(r) + "\n")
+    except OSError as err:
+        fail(f"--write-guide-reference {path!r}: {err.strerror or err}")
     sys.stderr.write(f"wrote the guide's published figures to {path}\n")
+
+
+def stack_errors(a: comparisons.Analysis) -> list:
+    """--strict-stack: differences between measured series compared, or within one series."""
+    found = [f"{c.other.label} vs {c.base.label}: " + "; ".join(f"{p} {'/'.join(x)} vs {'/'.join(y)}"
+                                                               for p, x, y in c.stack)
+             for c in a.comparisons if c.stack and not (c.base.reference or c.other.reference)]
+    return found + [f"{s.label} mixes stacks" for s, _ in a.mixed_stacks if not s.reference]
+
+
+def write_outputs(analysis, args, paths, tally) -> list:
+    """report.md, the figures and the flat table; OSError ends the run with one line."""
+    from upgrade_bench.report import figures  # matplotlib only once the inputs are known good
+
+    written = []
+    for flag, folder in (("--out", args.out), ("--export", args.export)):
+        if not folder:
+            continue
+        try:
+            os.makedirs(folder, exist_ok=True)
+            names = export.write(analysis, folder)
+            if flag == "--out":
+                pngs = figures.write_all(analysis, folder)
+                with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
+                    f.write(markdown.render(analysis, pngs, paths, tally))
+                names = ["report.md"] + pngs + names
+        except OSError as err:
+            fail(f"{flag} {folder!r}: {err.strerror or err}")
+        written.append(f"{', '.join(names)} in {folder}")
+    return written
 
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        prices = parse_prices(args.price)
+    except ValueError as err:
+        fail(str(err))
+    for flag, folder in (("--out", args.out), ("--export", args.export)):
+        problem = folder and folder_problem(folder)
+        if problem:
+            fail(f"{flag} {folder!r}: {problem}")
     if args.write_guide_reference:
         write_guide_reference(args.write_guide_reference)
         if not args.inputs:
             return 0
-    paths = expand(args.inputs)
-    all_records, skipped = read_all(paths)
-    if skipped:
-        where = ", ".join(f"{p}: {n}" for p, n in skipped.items())
-        sys.stderr.write(f"warning: skipped {sum(skipped.values())} malformed line(s) ({where})\n")
-    data = report.load(all_records, args.ignore_config)
+    tally = inputs.Tally()
     try:
-        analysis = report.analyse(data, args.baseline, args.price)
-    except ValueError as err:
+        paths = inputs.expand(args.inputs)
+        data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
+        analysis = comparisons.analyse(data, args.baseline, prices)
+    except ValueError as err:  # inputs.InputError is one
         fail(str(err))
-    if analysis.stack:
-        sys.stderr.write("!" * 78 + "\nWARNING: SOFTWARE STACKS DIFFER between the GPUs compared "
-                         "(the stack alone moves results by double-digit %):\n")
-        sys.stderr.write("".join(f"  {line}\n" for line in analysis.stack) + "!" * 78 + "\n")
-        if args.strict_stack:
-            fail("--strict-stack: software stacks differ (listed above); pin the same stack on "
-                 "every GPU (./install.sh) or drop --strict-stack")
-    for hint in analysis.hints:
-        sys.stderr.write(f"note: {hint}\n")
-
-    from upgrade_bench import figures  # matplotlib only once the inputs are known good
-
-    os.makedirs(args.out, exist_ok=True)
-    pngs = figures.write_all(analysis, args.out)
-    text = report_md.render(analysis, pngs, paths, sum(skipped.values()))
-    report_path = os.path.join(args.out, "report.md")
-    with open(report_path, "w", encoding="utf-8") as f:
-        f.write(text)
-    for c in analysis.comparisons:
-        if c["base"].points or c["other"].points:
-            sys.stderr.write(f"\n{c['other'].label} vs {c['base'].label}\n"
-                             f"{report_md.speedup_markdown(c)}\n")
-            if analysis.prices:
-                sys.stderr.write(report_md.cost_markdown(c) + "\n")
-    sys.stderr.write(f"\nwrote {report_path} and {', '.join(pngs)} in {args.out}\n")
+    for line in tally.skipped_lines():
+        sys.stderr.write(f"warning: {line}\n")
+    if tally.duplicates:
+        sys.stderr.write(f"note: {sum(tally.duplicates.values())} record(s) repeated in another log "
+                         "counted once\n")
+    if args.strict_stack and stack_errors(analysis):
+        fail("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin the "
+             "same stack on every GPU (./install.sh) or drop --strict-stack")
+    sys.stdout.write(markdown.terminal_text(analysis))
+    sys.stdout.flush()
+    for line in write_outputs(analysis, args, paths, tally):
+        sys.stderr.write(f"wrote {line}\n")
     return 0
 
 

@@ -1,25 +1,30 @@
-"""plot_results.py: tables, identity check, $/token, capability gaps, stack parity, inputs,
-figures. Fixtures are records of two GPUs written by hand (hand-computed expectations), plus
-one real CPU log of benchmark.py with its GPU renamed."""
+"""plot_results.py: comparisons, verdicts with their ranges, the guide's tables, figures, export.
+
+Fixtures are records of two GPUs written by hand (hand-computed expectations), the guide's
+published figures, and the shipped real logs in results/. Everything runs in-process; the
+report of the shipped data is made once per module.
+"""
+import csv
+import io
 import json
 import os
 import struct
-import subprocess
-import sys
 
 import pytest
+from matplotlib.text import Text
 
-from conftest import TINY_FAST, run_script
-from upgrade_bench import figures, records, reference, report, report_md
+import plot_results
+from conftest import REPO
+from upgrade_bench import records
+from upgrade_bench.report import comparisons, figures, inputs, markdown, published, series, stacks
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(REPO, "plot_results.py")
 H200_PEAK, B200_PEAK = 989.0, 2250.0
 STACK = {"python": "3.12.12", "torch": "2.13.0", "cuda": "13.0", "transformers": "5.14.1",
          "deepspeed": "0.19.2", "liger-kernel": "0.8.0", "flash-attn-3": None, "flash-attn-4": None}
 CONFIG = {"MODEL": "llama-3.1-8b", "ZERO_STAGE": 3, "GRAD_CHECKPOINT": True, "OFFLOAD_OPTIMIZER": True,
           "USE_LIGER": True, "ATTN_BACKEND": "auto", "PACKED_DOC_LEN": 0, "world_size": 8,
           "SEQ_LEN": [1024], "OUTPUT": "x.jsonl", "NOTES": ""}
+README_ARGS = ["results/", "--price", "H200=3.50", "--price", "B200=7.00"]
 
 
 def rec(kind, run_id, **fields):
@@ -27,26 +32,30 @@ def rec(kind, run_id, **fields):
             "run_id": run_id, "time": 0.0, **fields}
 
 
-def header(run_id, gpu, backend="fa3", software=None, config=None, script="benchmark.py", hbm=None):
+def header(run_id, gpu, backend="fa3", software=None, config=None, script="benchmark.py", hbm=None, **extra):
     return rec("header", run_id, script=script, software={**STACK, **(software or {})},
                hardware={"gpu_name": gpu, "gpu_count": 8, "hbm_gib": hbm},
-               config={**CONFIG, **(config or {})}, attn_backend=backend)
+               config={**CONFIG, **(config or {})}, attn_backend=backend, **extra)
 
 
-def summary(run_id, seq_len, tflops, peak, tokens_per_s=None, step_ms=None, **extra):
-    return rec("summary", run_id, seq_len=seq_len, batch_size=1, tflops_per_gpu=tflops,
+def summary(run_id, seq_len, tflops, peak, tokens_per_s=None, step_ms=None, spread=(None, None), steps=10,
+            **extra):
+    return rec("summary", run_id, seq_len=seq_len, batch_size=1, tflops_per_gpu=tflops, steps=steps,
                mfu=tflops / peak, tokens_per_s_per_gpu=tokens_per_s, step_ms=step_ms,
-               attn_flop_share=0.1, peak_mem_gib=seq_len / 1024 * 10.0, **extra)
+               step_ms_min=spread[0], step_ms_max=spread[1], attn_flop_share=0.1,
+               peak_mem_gib=seq_len / 1024 * 10.0, **extra)
 
 
 def two_gpu_log(b200_software=None, b200_mfu_peak=B200_PEAK):
-    """H200 (fa3) and B200 (fa4), same config: 1K and 2K on both, 4K only on B200 (H200 OOM),
-    8K only on B200 (H200's capacity record tops out at 4K... below it); plus the other kinds."""
+    """H200 (fa3) and B200 (fa4), same config. Both: 1K (narrow spreads: decided), 2K (wide:
+    the same), 3K (H200 timed once: undecided). B200 only: 512 (nothing said about H200),
+    4K (H200 OOM), 8K (H200's capacity tops out at 6K). Plus the other kinds."""
     h, b = "run-h200", "run-b200"
     out = [header(h, "NVIDIA H200", hbm=139.8),
-           summary(h, 1024, 400.0, H200_PEAK, tokens_per_s=10000.0, step_ms=102.4,
+           summary(h, 1024, 400.0, H200_PEAK, 10000.0, 102.4, (100.0, 110.0),
                    sm_clock_mhz_median=1980, power_w_mean=650.0, throttle=[]),
-           summary(h, 2048, 450.0, H200_PEAK, tokens_per_s=9000.0, step_ms=227.6),
+           summary(h, 2048, 450.0, H200_PEAK, 9000.0, 227.6, (200.0, 250.0)),
+           summary(h, 3072, 450.0, H200_PEAK, 8000.0, 384.0, (384.0, 384.0), steps=1),
            # run_sweep's own header (sweep settings in its config); the error carries the point's
            header("sweep-h200", "NVIDIA H200", script="run_sweep.sh", config={"GPUS": 8, "OUT": "r/"}),
            rec("error", "sweep-h200", script="run_sweep.sh", error="oom", message="exit code 3",
@@ -54,10 +63,12 @@ def two_gpu_log(b200_software=None, b200_mfu_peak=B200_PEAK):
            rec("capacity", h, max_fit_seq_len=6144, min_fail_seq_len=7168, peak_mem_gib_at_max=130.0,
                hbm_gib=139.8, seq_len_step=1024, runs=5, config={**CONFIG, "SEQ_LEN": [6144]}),
            header(b, "NVIDIA B200", backend="fa4", software=b200_software, hbm=178.4),
-           summary(b, 1024, 800.0, b200_mfu_peak, tokens_per_s=21000.0, step_ms=48.8),
-           summary(b, 2048, 990.0, B200_PEAK, tokens_per_s=18900.0, step_ms=108.4),
-           summary(b, 4096, 1000.0, B200_PEAK, tokens_per_s=15000.0, step_ms=273.1),
-           summary(b, 8192, 1000.0, B200_PEAK, tokens_per_s=12000.0, step_ms=682.7)]
+           summary(b, 512, 700.0, B200_PEAK, 25000.0, 20.5, (20.0, 21.0)),
+           summary(b, 1024, 800.0, b200_mfu_peak, 21000.0, 48.8, (48.0, 50.0)),
+           summary(b, 2048, 990.0, B200_PEAK, 18900.0, 108.4, (100.0, 120.0)),
+           summary(b, 3072, 990.0, B200_PEAK, 17000.0, 180.7, (180.0, 182.0)),
+           summary(b, 4096, 1000.0, B200_PEAK, 15000.0, 273.1, (270.0, 275.0)),
+           summary(b, 8192, 1000.0, B200_PEAK, 12000.0, 682.7, (680.0, 690.0))]
     # isolated attention, MAMF, capabilities, decomposition: one run per GPU and script
     per_gpu = (("h", "NVIDIA H200", "fa3", 500.0, 800.0, "unsupported_hardware"),
                ("b", "NVIDIA B200", "fa4", 1000.0, 1700.0, "ok"))
@@ -82,7 +93,8 @@ def two_gpu_log(b200_software=None, b200_mfu_peak=B200_PEAK):
         out.append(rec("capability", f"cap-{gpu}", script="check_capabilities.py", item="matmul:bf16",
                        category="dtype", status="ok", detail="", value=None))
         out.append(header(f"dec-{gpu}", name, backend, script="bench_decompose.py",
-                          config={"ZERO_STAGE": 2, "GRAD_CHECKPOINT": False, "OFFLOAD_OPTIMIZER": False}))
+                          config={"ZERO_STAGE": 2, "GRAD_CHECKPOINT": False, "OFFLOAD_OPTIMIZER": False,
+                                  "TIME_STEPS": 10, "PROFILE_STEPS": 3}))
         ms_attn, ms_rest = (100.0, 400.0) if gpu == "h" else (50.0, 250.0)
         out.append(rec("decomposition", f"dec-{gpu}", script="bench_decompose.py", seq_len=8192,
                        buckets={"attention": {"ms": ms_attn, "tflops": 10.0 / ms_attn * 1e3},
@@ -100,14 +112,30 @@ def write_jsonl(path, recs, extra_lines=()):
     return str(path)
 
 
-def run_cli(*args, stdin=None):
-    env = dict(os.environ, PYTHONPATH=REPO, MPLBACKEND="Agg")
-    return subprocess.run([sys.executable, SCRIPT, *map(str, args)], capture_output=True, text=True,
-                          input=stdin, env=env, cwd=REPO, timeout=120)
+def analysis_of(recs, ignore=(), **kw):
+    recs = json.loads(json.dumps(recs))  # as read from a file
+    return comparisons.analyse(series.load(recs, ignore), **kw)
 
 
-def analysis_of(recs, **kw):
-    return report.analyse(report.load(recs, kw.pop("ignore", ())), **kw)
+def only(a, kind=comparisons.UPGRADE):
+    (c,) = [c for c in a.comparisons if c.kind == kind]
+    return c
+
+
+def rows_of(c):
+    return {r.seq_len: r for r in c.rows}
+
+
+def cli(capsys, *args, stdin=None, monkeypatch=None):
+    """plot_results.main in-process: (exit code, stdout, stderr)."""
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+    try:
+        code = plot_results.main([str(a) for a in args])
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def png_size(path):
@@ -117,85 +145,110 @@ def png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
-# ---------------------------------------------------------------- tables (pure functions)
+# ---------------------------------------------------------------- the guide's tables (pure)
 
 def test_speedup_table_values_and_identity():
     a = analysis_of(two_gpu_log())
     assert a.baseline == "H200 SXM"  # lower bf16 peak, although listed first anyway
-    (c,) = [c for c in a.comparisons if c["base"].points]
-    rows = {r["seq_len"]: r for r in c["speedup"]}
-    assert rows[1024]["speedup"] == pytest.approx(2.0)
-    assert rows[2048]["speedup"] == pytest.approx(2.2)
-    assert rows[1024]["peak_ratio"] == pytest.approx(2250 / 989)
+    c = only(a)
+    assert (c.base.label, c.other.label) == ("H200 SXM fa3", "B200 SXM fa4") and c.sources == "measured vs measured"
+    rows = rows_of(c)
+    assert rows[1024].speedup == pytest.approx(2.0) and rows[2048].speedup == pytest.approx(2.2)
+    assert c.peak_ratio == pytest.approx(2250 / 989)
     # MFU ratio 2.2 * 989/2250 at 2K; peak ratio x MFU ratio gives the speedup back
-    assert rows[2048]["mfu_ratio"] == pytest.approx(2.2 * 989 / 2250)
-    assert rows[2048]["identity"] == pytest.approx(2.2)
-    assert rows[1024]["identity_ok"] and rows[2048]["identity_ok"]
-    assert c["base"].label == "H200 SXM fa3" and c["other"].label == "B200 SXM fa4"
+    assert rows[2048].mfu_ratio == pytest.approx(2.2 * 989 / 2250)
+    assert rows[2048].identity == pytest.approx(2.2)
+    assert rows[1024].identity_ok and rows[2048].identity_ok
+    assert c.mamf == (800.0, 1700.0) and c.mamf_ratio == pytest.approx(1700 / 800)
 
 
 def test_identity_flags_mfu_computed_against_another_peak():
     # B200's 1K MFU against 2000 TFLOPS (a PEAK_TFLOPS override): 2250/989 * 0.4/(400/989) = 2.25
-    a = analysis_of(two_gpu_log(b200_mfu_peak=2000.0))
-    (c,) = [c for c in a.comparisons if c["base"].points]
-    rows = {r["seq_len"]: r for r in c["speedup"]}
-    assert rows[1024]["identity"] == pytest.approx(2.25)
-    assert rows[1024]["identity_ok"] is False and rows[2048]["identity_ok"] is True
-    assert "**MISMATCH**" in report_md.speedup_markdown(c)
+    c = only(analysis_of(two_gpu_log(b200_mfu_peak=2000.0)))
+    rows = rows_of(c)
+    assert rows[1024].identity == pytest.approx(2.25)
+    assert rows[1024].identity_ok is False and rows[2048].identity_ok is True
+    assert "**MISMATCH**" in markdown.details_markdown(c)
 
 
-def test_cost_per_token_and_verdicts():
-    assert report.usd_per_mtok(2.0, 10000.0) == pytest.approx(2.0 / 36e6 * 1e6)  # $0.0556
-    a = analysis_of(two_gpu_log(), price_specs=["h200=2.0", "NVIDIA B200=4.0"])
+def test_cost_verdicts_carry_the_range_of_both_step_time_spreads():
+    from upgrade_bench.report import verdict
+
+    assert verdict.usd_per_mtok(2.0, 10000.0) == pytest.approx(2.0 / 36e6 * 1e6)  # $0.0556
+    a = analysis_of(two_gpu_log(), prices={"h200": 2.0, "NVIDIA B200": 4.0})
     assert a.prices == {"H200 SXM": 2.0, "B200 SXM": 4.0}
-    (c,) = [c for c in a.comparisons if c["base"].points]
-    rows = {r["seq_len"]: r for r in c["cost"]}
+    c = only(a)
+    rows = rows_of(c)
     r = rows[1024]
-    assert r["base_usd_per_mtok"] == pytest.approx(0.0555556, rel=1e-5)
-    assert r["other_usd_per_mtok"] == pytest.approx(4.0 / (21000 * 3600) * 1e6)
-    assert r["cost_ratio"] == pytest.approx(20 / 21)  # (4/21000) / (2/10000)
-    assert r["verdict"] == "B200 SXM: 4.8% cheaper per token, 2.10x faster per step"  # 102.4/48.8
-    # 2K: (4/18900)/(2/9000) = 0.952 too; 2.0/9000 vs 4.0/18900
-    assert rows[2048]["cost_ratio"] == pytest.approx((4 / 18900) / (2 / 9000))
-    assert report.verdict("B200", 1.02, 1.5) == "B200: same $/token (within 3%), 1.50x faster per step"
-    assert report.verdict("B200", 1.25, 0.5) == "B200: 25.0% dearer per token, 2.00x slower per step"
-    assert report.verdict("B200", None, 2.0) == "no price"
+    assert r.base_usd_per_mtok == pytest.approx(0.0555556, rel=1e-5)
+    assert r.other_usd_per_mtok == pytest.approx(4.0 / (21000 * 3600) * 1e6)
+    # other over base: (4/21000) / (2/10000); its range moves with each side's step times
+    ratio = 20 / 21
+    low, high = ratio * (48.0 / 48.8) / (110.0 / 102.4), ratio * (50.0 / 48.8) / (100.0 / 102.4)
+    assert (r.cost.word, r.cost.value, r.cost.low, r.cost.high) == (
+        verdict.BELOW, pytest.approx(ratio), pytest.approx(low), pytest.approx(high))
+    assert r.speedup_range == pytest.approx((2.0 * (100 / 102.4) / (50 / 48.8), 2.0 * (110 / 102.4) / (48 / 48.8)))
+    assert r.break_even == pytest.approx(2.1)  # B200 costs the same per token at 2.1x the price
+    assert r.break_even_range == pytest.approx((2.1 * (100 / 102.4) / (50 / 48.8),
+                                                2.1 * (110 / 102.4) / (48 / 48.8)))
+    assert markdown.cost_words(c, r) == f"4.8% cheaper ({1 - high:.1%} to {1 - low:.1%})"
+    # 2K: the same ratio, but the spreads (200-250 ms, 100-120 ms) hold 1: the data says "same"
+    r = rows[2048]
+    assert r.cost.word == verdict.WITHIN and r.cost.low < 1 < r.cost.high
+    assert markdown.cost_words(c, r) == (f"same $/token within the spread ({r.cost.low - 1:+.1%} to "
+                                         f"{r.cost.high - 1:+.1%})")
+    # 3K: H200 timed once: no range, so no call, only a point estimate
+    r = rows[3072]
+    assert r.cost.word == verdict.UNDECIDED and r.cost.low is None
+    assert markdown.cost_words(c, r) == ("cannot decide: one timed step on H200 SXM (measured), no spread; "
+                                         f"point estimate {1 - (4 / 17000) / (2 / 8000):.1%} cheaper")
 
 
-def test_capability_gap_from_oom_and_capacity():
-    a = analysis_of(two_gpu_log(), price_specs=["H200=2", "B200=4"])
-    (c,) = [c for c in a.comparisons if c["base"].points]
-    rows = {r["seq_len"]: r for r in c["speedup"]}
-    assert rows[4096]["gap"] == "H200 SXM cannot run this (OOM)"
-    assert rows[8192]["gap"] == "H200 SXM cannot run this (max fit 6K)"
-    assert rows[4096]["speedup"] is None and rows[1024]["gap"] is None
-    cost = {r["seq_len"]: r for r in c["cost"]}
-    assert cost[8192]["verdict"] == "capability gap: H200 SXM cannot run this (max fit 6K)"
-    assert cost[8192]["other_usd_per_mtok"] == pytest.approx(4.0 / (12000 * 3600) * 1e6)
-    assert "**capability gap: H200 SXM cannot run this (OOM)**" in report_md.speedup_markdown(c)
+def test_several_runs_of_one_point_widen_its_range():
+    runs = [header("h1", "NVIDIA H200"), summary("h1", 1024, 400.0, H200_PEAK, 10000.0, 100.0, (99.0, 101.0)),
+            header("h2", "NVIDIA H200"), summary("h2", 1024, 380.0, H200_PEAK, 9500.0, 105.0, (104.0, 106.0)),
+            header("h3", "NVIDIA H200"), summary("h3", 1024, 390.0, H200_PEAK, 9700.0, 103.0, steps=1,
+                                                 spread=(103.0, 103.0)),
+            header("b", "NVIDIA B200", "fa4"), summary("b", 1024, 800.0, B200_PEAK, 20000.0, 50.0, (50.0, 50.0))]
+    r = rows_of(only(analysis_of(runs)))[1024]
+    assert r.base["run_id"] == "h3"  # the median TFLOPS of three runs
+    # fastest step of any run (99) and slowest (106) over the 103 ms used; B200 spread 0
+    assert r.speedup_range == pytest.approx((800 / 390 * 99 / 103, 800 / 390 * 106 / 103))
+
+
+def test_candidate_only_points_say_why_the_baseline_has_none():
+    c = only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4}))
+    rows = rows_of(c)
+    assert rows[4096].missing == "H200 SXM (measured) cannot run this (OOM)"
+    assert rows[8192].missing == "H200 SXM (measured) cannot run this (max fit 6K)"
+    assert rows[512].missing == "not measured on H200 SXM (measured)"  # no OOM, below the capacity
+    assert rows[4096].speedup is None and rows[1024].missing is None
+    assert rows[8192].other_usd_per_mtok == pytest.approx(4.0 / (12000 * 3600) * 1e6)
+    table = markdown.points_table(c)
+    assert "| 8K | - | - | $0.093 | **H200 SXM (measured) cannot run this (max fit 6K)** | - |" in table
+    assert "**not measured on H200 SXM (measured)**" in table
 
 
 def test_other_tables_decomposition_attention_mamf_capabilities():
     a = analysis_of(two_gpu_log())
-    (dec,) = [c for c in a.comparisons if c["decomposition"]]
-    ratios = {r["bucket"]: r["speedup"] for r in dec["decomposition"]}
+    (dec,) = a.decompositions
+    ratios = {r["bucket"]: r["speedup"] for r in dec.rows}
     assert ratios == pytest.approx({"attention": 2.0, "gemm": 1.6, "total": 500 / 300})
-    ((group, lines),) = a.attention.items()  # the unavailable fa2 record is left out
-    rows = {r["seq_len"]: r for r in report.attention_rows(lines, a.baseline)}
-    assert rows[1024]["ratios"]["B200 SXM"] == (pytest.approx(2.0), "fa4", "fa3")
-    assert a.mamf["B200 SXM"] == 1700.0 and a.mamf["H200 SXM"] == 800.0
-    text = report_md.render(a)
-    assert "B200 SXM: 2.12x" in text                          # MAMF ratio 1700/800
+    ((lines, table),) = a.attention.values()  # the unavailable fa2 record is left out
+    rows = {r["seq_len"]: r for r in table}
+    assert rows[1024]["ratios"]["B200 SXM", ""] == (pytest.approx(2.0), "fa4", "fa3")
+    assert a.mamf == {("H200 SXM", None): 800.0, ("B200 SXM", None): 1700.0}
+    text = markdown.render(a)
+    assert "B200 SXM (measured): 2.12x (theoretical peak 2.28x)" in text   # MAMF ratio 1700/800
     assert "| 1K | 50.0% |" in text                           # 400 TFLOPS / 800 MAMF on H200
     caps = {line.split("|")[1].strip(): line for line in text.splitlines() if "matmul:" in line}
     assert caps["**matmul:nvfp4**"].endswith("ok only on B200 SXM |")  # highlighted: only B200 can
     assert "only" not in caps["matmul:bf16"]
-    assert text.index("| item | H200 SXM | B200 SXM |") < text.index("## Speedup")
     assert "## Telemetry" in text and "1980" in text
 
 
 def test_series_labels_name_only_the_settings_that_differ_in_words():
-    assert [report.config_phrase(k, v) for k, v in [
+    assert [series.config_phrase(k, v) for k, v in [
         ("ZERO_STAGE", 3), ("GRAD_CHECKPOINT", True), ("OFFLOAD_OPTIMIZER", False),
         ("world_size", 1), ("world_size", 8), ("NUM_LAYERS", 0), ("NUM_LAYERS", 8),
         ("PYTORCH_CUDA_ALLOC_CONF", None), ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"),
@@ -205,159 +258,440 @@ def test_series_labels_name_only_the_settings_that_differ_in_words():
     recs = [header("a", "NVIDIA H200"), summary("a", 8192, 400.0, H200_PEAK),
             header("b", "NVIDIA H200", config={"ZERO_STAGE": 2, "GRAD_CHECKPOINT": False, "world_size": 1}),
             summary("b", 8192, 500.0, H200_PEAK)]
-    labels = sorted(s.label for s in report.load(recs).series)
+    labels = sorted(s.label for s in series.load(recs).series)
     # world_size is named first; MODEL and the rest, the same in both, not at all.
     assert labels == ["H200 SXM fa3: 1 GPU, ZeRO-2, no ckpt", "H200 SXM fa3: 8 GPUs, ZeRO-3, ckpt"]
 
 
-def test_close_lengths_share_one_tick_label():
-    # 272K and 280K (a capacity bracket) sit within 1.25x of 256K on the log axis.
-    assert figures.spaced_labels([8192, 32768, 196608, 262144, 278528, 286720, 524288]) == \
-        ["8K", "32K", "192K", "256K", "", "", "512K"]
-    # Measured from the last labelled length: 10K is 1.25x 8K, 12K only 1.2x 10K.
-    assert figures.spaced_labels([8192, 9216, 10240, 12288]) == ["8K", "", "10K", ""]
+def test_tick_labels_that_would_touch_are_left_out_but_never_the_last():
+    # labels 20 px wide, 3 px apart at least: 50 touches 30; 110 (the last) replaces 100
+    assert figures.spaced_labels([0, 30, 50, 100, 110], [20] * 5) == [True, True, False, False, True]
+    assert figures.spaced_labels([0, 23], [20, 20]) == [True, True]    # exactly 3 px apart
+    assert figures.spaced_labels([], []) == []
 
 
-def test_stack_parity_rules():
-    same = report.stack_of({"software": STACK})
-    assert report.stack_differences(same, dict(same)) == []
+def test_stack_parity_is_per_comparison():
+    same = stacks.stack_of({"software": STACK})
+    assert stacks.stack_differences(same, dict(same)) == []
     # one-sided attention package = the per-GPU backend choice; two versions = a mismatch
-    assert report.stack_differences(dict(same, **{"flash-attn-3": "3.0.0"}),
+    assert stacks.stack_differences(dict(same, **{"flash-attn-3": "3.0.0"}),
                                     dict(same, **{"flash-attn-4": "4.0.0b22"})) == []
-    assert report.stack_differences(dict(same, **{"flash-attn-4": "4.0.0b36"}),
+    assert stacks.stack_differences(dict(same, **{"flash-attn-4": "4.0.0b36"}),
                                     dict(same, **{"flash-attn-4": "4.0.0b22"})) == [
         ("flash-attn-4", "4.0.0b36", "4.0.0b22")]
-    a = analysis_of(two_gpu_log(b200_software={"torch": "2.12.0", "cuda": "12.9"}))
-    assert any(line.startswith("torch 2.13.0 on H200 SXM vs 2.12.0 on B200 SXM [benchmark.py")
-               for line in a.stack)
-    assert any(line.startswith("cuda 13.0 on H200 SXM vs 12.9 on B200 SXM") for line in a.stack)
-    assert analysis_of(two_gpu_log()).stack == []
+    c = only(analysis_of(two_gpu_log(b200_software={"torch": "2.12.0", "cuda": "12.9"})))
+    assert c.stack == [("torch", ["2.13.0"], ["2.12.0"]), ("cuda", ["13.0"], ["12.9"])]
+    assert "**Software stacks differ** (the stack alone moves results by double-digit percent): " \
+           "torch 2.13.0 vs 2.12.0; cuda 13.0 vs 12.9" in markdown.verdict_block(c, {})
+    assert only(analysis_of(two_gpu_log())).stack == []
 
 
-def test_config_pairing_and_ignore_config():
-    recs = [header("h", "NVIDIA H200", config={"world_size": 2}), summary("h", 1024, 400.0, H200_PEAK),
-            header("b", "NVIDIA B200", "fa4"), summary("b", 1024, 800.0, B200_PEAK)]
-    a = analysis_of(recs)
-    assert a.comparisons == []
-    assert "differs in world_size (--ignore-config world_size pairs them)" in a.hints[0]
-    a = analysis_of(recs, ignore=("world_size",))
-    assert [r["speedup"] for r in a.comparisons[0]["speedup"]] == [pytest.approx(2.0)]
+# ---------------------------------------------------------------- comparisons are the unit
 
+def guide_with_a_measured_h200(config=None, **h200):
+    """The guide's published figures plus a measured H200 sweep and MAMF of the guide's config."""
+    guide = published.guide_reference_records()
+    sweep_config = next(r["config"] for r in guide if r["run_id"] == "guide-h200-sweep" and r["kind"] == "header")
+    software = dict(published.GUIDE_STACK, torch="2.11.0", **{"flash-attn-4": "4.0.0b36"})
+    return guide + [
+        header("mine", "NVIDIA H200", "fa4", software=software, config={**sweep_config, **(config or {})},
+               hbm=139.8),
+        summary("mine", 131072, 400.0, H200_PEAK, 2700.0, 48500.0, (48000.0, 49000.0), **h200),
+        summary("mine", 8192, 130.0, H200_PEAK, 2500.0, 3243.0, (3200.0, 3300.0)),
+        header("mine-mamf", "NVIDIA H200", "fa4", software=software, script="mamf-finder.py"),
+        rec("mamf", "mine-mamf", script="mamf-finder.py", dtype="bf16", tflops_mean=812.9)]
+
+
+def test_one_gpu_logs_get_a_health_check_and_the_published_candidate_at_their_prices():
+    a = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5, "B200": 7.0})
+    kinds = [(c.kind, c.sources) for c in a.comparisons]
+    assert kinds == [(comparisons.UPGRADE, "measured vs guide's published"),
+                     (comparisons.HEALTH, "guide's published vs measured"),
+                     (comparisons.UPGRADE, "guide's published vs guide's published")]
+    mixed, health, guide = a.comparisons
+    # the health check: this node's 400 TFLOPS at 128K against the guide's 420
+    r = rows_of(health)[131072]
+    assert r.speedup == pytest.approx(400 / 420) and r.speed.word == "below"
+    assert health.mamf == (794.5, 812.9) and health.stack[:1] == [("torch", ["2.13.0+cu130"], ["2.11.0"])]
+    block = markdown.verdict_block(health, {})
+    assert block.startswith("## 2. Health check: this H200 SXM node vs the guide's published H200 SXM")
+    assert "> Attention backend differs: fa3 (published) vs fa4 (this node)." in block
+    assert "4.8% slower than published" in block
+    # what the guide's B200 row implies at these prices, against this node's measurements
+    r = rows_of(mixed)[131072]
+    assert r.speedup == pytest.approx(836 / 400)
+    assert r.base_usd_per_mtok == pytest.approx(3.5 / (2700 * 3600) * 1e6)
+    assert mixed.mamf == (812.9, 1745.0)
+
+
+def test_a_mixed_source_pair_never_feeds_another_pairs_numbers():
+    a = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5, "B200": 7.0})
+    guide = a.comparisons[-1]
+    assert guide.sources == "guide's published vs guide's published"
+    assert guide.mamf_ratio == pytest.approx(1745.0 / 794.5)      # 2.20x: guide over guide, not over 812.9
+    assert guide.stack == []                                        # the measured stack is not the guide's
+    assert rows_of(guide)[131072].base["tflops_per_gpu"] == 420.0  # the guide's H200, not this node's 400
+    assert rows_of(guide)[8192].speedup == pytest.approx(167 / 141)
+    assert "bf16 MAMF ratio of this pair: 2.20x (B200 SXM (guide's published) 1745.0 / H200 SXM " \
+           "(guide's published) 794.5)" in markdown.details_markdown(guide)
+
+
+def test_ignored_keys_and_a_world_size_difference_are_named_in_the_verdict():
+    recs = guide_with_a_measured_h200(config={"world_size": 2, "WARMUP_STEPS": 1})
+    a = analysis_of(recs, prices={"H200": 3.5, "B200": 7.0})
+    assert [c.sources for c in a.comparisons] == ["guide's published vs guide's published"]
+    (why,) = [why for s, why in a.unpaired if not s.reference]
+    assert why.startswith("nearest: H200 SXM fa3: 8 GPUs, 2 warm-up (guide's published) differs in "
+                          "world_size (2 GPUs vs 8 GPUs), WARMUP_STEPS (1 warm-up vs 2 warm-up); "
+                          "--ignore-config world_size --ignore-config WARMUP_STEPS pairs them")
+    a = analysis_of(recs, ignore=("world_size", "WARMUP_STEPS"), prices={"H200": 3.5, "B200": 7.0})
+    c = a.comparisons[0]
+    assert c.ignored == [("world_size", [2], [8]), ("WARMUP_STEPS", [1], [2])] and c.unlike == ["world_size"]
+    block = markdown.verdict_block(c, {})
+    assert block.splitlines()[0] == ("## 1. B200 SXM vs H200 SXM: measured vs guide's published - ignored: "
+                                     "world_size 2 vs 8; WARMUP_STEPS 1 vs 2")
+    assert "> **Not like for like** (world_size 2 vs 8): TFLOPS per GPU is not comparable" in block
+    assert "cheaper (" in block and block.count("(not like for like)") == 2  # 8K and 128K
+
+
+def test_duplicate_records_are_counted_once(tmp_path):
+    log = two_gpu_log()
+    first = write_jsonl(tmp_path / "a.jsonl", log)
+    again = write_jsonl(tmp_path / "b.jsonl", log[:3])  # header + two summaries of run-h200
+    tally = inputs.Tally()
+    data = series.load(inputs.read([first, again], tally), also_in=tally.seen_again)
+    (h200,) = [s for s in data.series if s.gpu == "H200 SXM" and s.is_sweep]
+    assert [len(v) for v in h200.repeats.values()] == [1, 1, 1]
+    assert tally.duplicates == {again: 3} and tally.seen_again == {"run-h200": {again}}
+    assert markdown.sources_words(h200, tally.seen_again).startswith(f"{first} (run run-h200; also in {again})")
+
+
+# ---------------------------------------------------------------- the published figures
 
 def test_guide_reference_records_are_labelled_and_reproduce_the_guide():
-    recs = reference.guide_reference_records()
+    recs = published.guide_reference_records()
     assert all(r["reference"] == "guide" for r in recs)
     headers = [r for r in recs if r["kind"] == "header"]
     assert {r["hardware"]["gpu_name"] for r in headers} == {"NVIDIA H200", "NVIDIA B200"}
     assert all("guide's published figures" in r["notes"] for r in headers)
     # the header's note alone marks a run as published figures
     unmarked = [{k: v for k, v in r.items() if k != "reference"} for r in recs]
-    assert {s.reference for s in report.load(unmarked).series} == {"guide"}
-    a = analysis_of(json.loads(json.dumps(recs)))
-    (c,) = [c for c in a.comparisons if c["base"].points]
-    assert c["other"].label == "B200 SXM fa4 (guide's published)"
-    rows = {r["seq_len"]: r for r in c["speedup"]}
-    assert rows[262144]["speedup"] == pytest.approx(852 / 419)  # the guide's 2.03x
-    assert rows[8192]["attn_share"] == pytest.approx(0.125, abs=0.001)  # DESIGN.md: 12.5% at 8K
-    (dec,) = [c for c in a.comparisons if c["decomposition"]]
-    assert [(r["bucket"], round(r["speedup"], 2)) for r in dec["decomposition"]] == [
+    assert {s.reference for s in series.load(unmarked).series} == {"guide"}
+    a = analysis_of(recs, prices={"H200": 3.5, "B200": 7.0})
+    c = only(a)
+    assert c.other.label == "B200 SXM fa4 (guide's published)"
+    rows = rows_of(c)
+    assert rows[262144].speedup == pytest.approx(852 / 419)  # the guide's 2.03x
+    # the range of published whole-number TFLOPS is their rounding; it holds the guide's 1.19x
+    assert rows[8192].speedup_range == pytest.approx((166.5 / 141.5, 167.5 / 140.5))
+    assert rows[8192].speedup_range[0] < 1.19 < rows[8192].speedup_range[1]
+    assert rows[8192].attn_share == pytest.approx(0.125, abs=0.001)  # the guide: 12.5% at 8K
+    # the guide's memory table, both GPUs
+    assert [r.other["peak_mem_gib"] for r in c.rows] == [16.3, 25.9, 37.6, 66.7, 95.7, 124.6]
+    assert [r.base["peak_mem_gib"] for r in c.rows] == [16.3, 25.8, 37.5, 66.5, 95.7, 124.5]
+    # the guide's verdict at a 2x price ratio: 8K 69% dearer; 256K about even
+    assert rows[8192].cost.value == pytest.approx(2 * 141 / 167)
+    assert rows[262144].break_even == pytest.approx(852 / 419)
+    (dec,) = a.decompositions
+    assert [(r["bucket"], round(r["speedup"], 2)) for r in dec.rows] == [
         ("attention", 1.87), ("everything else", 1.67), ("total", 1.69)]  # the guide's ratios
-    assert "guide's published" in report_md.render(a)
 
 
-# ---------------------------------------------------------------- the script, run for real
+def test_the_shipped_guide_reference_is_what_the_code_writes():
+    with open(REPO / "results" / "reference" / "guide.jsonl") as f:
+        shipped = [json.loads(line) for line in f]
+    assert shipped == json.loads(json.dumps(published.guide_reference_records()))
 
-def test_cli_report_figures_prices_and_garbage(tmp_path):
+
+# ---------------------------------------------------------------- the README's command
+
+@pytest.fixture(scope="module")
+def shipped_report(tmp_path_factory):
+    """plot_results.py on the shipped results/, as the README runs it, once per module."""
+    out = tmp_path_factory.mktemp("report")
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        code = plot_results.main(README_ARGS + ["--out", str(out)])
+    finally:
+        os.chdir(cwd)
+    assert code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def shipped_analysis():
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        tally = inputs.Tally()
+        data = series.load(inputs.read(inputs.expand(["results/"]), tally), also_in=tally.seen_again)
+        return comparisons.analyse(data, prices={"H200": 3.5, "B200": 7.0}), tally
+    finally:
+        os.chdir(cwd)
+
+
+def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
+    text = (shipped_report / "report.md").read_text()
+    sections = [line for line in text.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## 1. B200 SXM vs H200 SXM: guide's published vs guide's published"
+    assert text.index("Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00.") < text.index(sections[0])
+    assert "| 8K | 1.18x (1.18x to 1.19x) | $0.355 | $0.599 | 68.9% dearer" in text
+    assert ("At these prices B200 SXM is dearer per token at 8K, 32K, 64K, 128K; cheaper per token at 192K, "
+            "256K; 1.18x to 2.03x the baseline's TFLOPS per GPU.") in text
+    assert sections[1] == "## Series not compared"
+    # the README shows this block as the command's output: it must stay what the command prints
+    first_block = text[text.index(sections[0]):text.index(sections[1])].strip()
+    assert first_block in (REPO / "README.md").read_text()
+    for name in ("comparison-1.png", "upgrade.png", "attention.png", "decomposition.png"):
+        assert (shipped_report / name).stat().st_size > 10_000 and f"![{name}]({name})" in text
+    assert png_size(shipped_report / "comparison-1.png") == (1590, 840)  # 3 x 2 panels of 5.3 x 3.9 in
+
+
+def test_reading_a_folder_includes_its_reference_and_a_missing_gpu_names_it(tmp_path, capsys):
+    assert inputs.expand([str(REPO / "results")])[-1] == str(REPO / "results" / "reference" / "guide.jsonl")
+    code, _, err = cli(capsys, REPO / "results" / "h200x2_8b_longctx_sweep.jsonl", "--price", "B200=7",
+                       "--out", tmp_path)
+    assert code == 2 and err.count("\n") == 1
+    assert "--price B200=7: no GPU named 'B200' in the logs (GPUs: H200 SXM); the guide's published " \
+           "B200 SXM figures are in results/reference/guide.jsonl: add that file (or its folder)" in err
+
+
+def test_the_flat_table_has_one_row_per_point_and_no_double_count(shipped_report):
+    with open(shipped_report / "points.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(shipped_report / "points.jsonl") as f:
+        assert [json.loads(line)["run_id"] for line in f] == [r["run_id"] for r in rows]
+    sweep = [r for r in rows if r["run_id"] == "20261130T081436-e8dc5d"]
+    assert [r["seq_len"] for r in sweep] == ["8192", "32768", "65536", "131072"]  # in two logs, once here
+    (oom,) = [r for r in rows if r["status"] == "oom"]
+    assert (oom["gpu"], oom["seq_len"], oom["world_size"], oom["config.WARMUP_STEPS"]) == (
+        "H200 SXM", "286720", "2", "0")
+    guide = [r for r in rows if r["gpu"] == "B200 SXM"]
+    assert {r["provenance"] for r in guide} == {"guide's published"} and len(guide) == 6
+    tokens_per_s = 8192 / (2524.823529 * 1e-3)  # the guide's 167 TFLOPS at 8K
+    assert float(guide[0]["usd_per_mtok"]) == pytest.approx(7.0 / (tokens_per_s * 3600) * 1e6, rel=1e-6)
+    assert rows[0]["source"].startswith("results/") and "config.MODEL" in rows[0] and "step_ms" in rows[0]
+
+
+# ---------------------------------------------------------------- figures a buyer can read
+
+def overlaps(fig) -> list:
+    """Pairs of visible texts whose boxes overlap, texts outside the figure, and texts over
+    bars (a bar chart's labels sit beside the bars)."""
+    renderer = fig.canvas.get_renderer()
+    tick_labels, drawn = set(), []
+    for ax in fig.axes:  # tick labels outside the view limits exist but are not drawn
+        for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                tick_labels.update({id(tick.label1), id(tick.label2)})
+                drawn += [t for t in (tick.label1, tick.label2) if min(limits) <= tick.get_loc() <= max(limits)]
+    texts = [t for t in fig.findobj(Text) if id(t) not in tick_labels] + drawn
+    texts = [t for t in texts if t.get_visible() and t.get_text().strip()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer).expanded(0.98, 0.9)) for t in texts]
+    found = [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
+    found += [(a, "outside the figure") for a, box in boxes
+              if not fig.bbox.contains(box.x0, box.y0) or not fig.bbox.contains(box.x1, box.y1)]
+    bars = [p.get_window_extent(renderer) for ax in fig.axes for p in ax.patches]
+    found += [(a, "a bar") for a, box in boxes for bar in bars if box.overlaps(bar)]
+    return found
+
+
+def test_no_figure_text_overlaps_another_or_the_bars(shipped_analysis):
+    a, _ = shipped_analysis
+    drawn = [figures.draw_comparison(c, a) for c in a.comparisons]
+    drawn += [figures.draw_overview(a), figures.draw_attention(a), figures.draw_decomposition(a)]
+    for fig in drawn:
+        fig.canvas.draw()
+        assert overlaps(fig) == [], fig.texts[0].get_text() if fig.texts else fig.axes[0].get_title()
+        figures.plt.close(fig)
+
+
+def test_no_panel_is_drawn_empty():
+    # no length measured on both: no speedup panel; no price: throughput in place of $/token
+    recs = [header("h", "NVIDIA H200"), summary("h", 1024, 400.0, H200_PEAK, 10000.0, 100.0),
+            header("b", "NVIDIA B200", "fa4"), summary("b", 2048, 900.0, B200_PEAK, 9000.0, 200.0)]
+    a = analysis_of(recs)
+    fig = figures.draw_comparison(a.comparisons[0], a)
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title() for ax in panels] == ["Training throughput per GPU", "Throughput (no --price given)",
+                                                 "Attention FLOP share", "Peak memory vs HBM"]
+    assert all(len(ax.get_lines()) >= 2 for ax in panels)
+    figures.plt.close(fig)
+
+
+def test_each_series_has_its_own_colour_and_published_lines_are_dashed(shipped_analysis):
+    a, _ = shipped_analysis
+    fig = figures.draw_overview(a)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert len({line.get_color() for line in lines.values()}) == len(lines) == 5
+    assert {label.endswith("(guide's published)") for label, line in lines.items()
+            if line.get_linestyle() == "--"} == {True}
+    figures.plt.close(fig)
+
+
+# ---------------------------------------------------------------- hostile inputs: one line, exit 2
+
+def bad(capsys, *args, **kw):
+    code, out, err = cli(capsys, *args, **kw)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), (code, err)
+    return err
+
+
+@pytest.mark.parametrize("price, why", [
+    ("H200=inf", "finite price above 0"), ("H200=1e400", "finite price above 0"),
+    ("H200=nan", "finite price above 0"), ("H200=0", "finite price above 0"), ("H200=-3", "finite price above 0"),
+    ("H200=free", "finite price above 0"), ("=3", "GPU=USD_PER_GPU_HOUR")])
+def test_a_price_must_be_finite_and_positive(tmp_path, capsys, price, why):
+    assert why in bad(capsys, "--price", price, "missing.jsonl", "--out", tmp_path)  # before reading
+
+
+def test_a_gpu_priced_twice_is_an_error(tmp_path, capsys):
+    err = bad(capsys, "--price", "H200=3.5", "--price", "nvidia h200=4", "x.jsonl", "--out", tmp_path)
+    assert "--price 'H200=3.5' and --price 'nvidia h200=4' both price H200 SXM; give one" in err
+    log = write_jsonl(tmp_path / "two.jsonl", two_gpu_log())
+    err = bad(capsys, log, "--price", "H200=3", "--price", "H200 SXM=3", "--out", tmp_path)
+    assert "both price H200 SXM" in err
+
+
+def test_bad_output_targets_get_one_line(tmp_path, capsys):
+    log = write_jsonl(tmp_path / "two.jsonl", two_gpu_log())
+    assert f"error: --out {log!r}: {log!r} is a file, not a folder" in bad(capsys, log, "--out", log)
+    assert "is a file, not a folder" in bad(capsys, log, "--out", os.path.join(log, "sub"))
+    assert "--export" in bad(capsys, log, "--export", log, "--out", tmp_path / "o")
+    assert "a folder; give a file name" in bad(capsys, "--write-guide-reference", tmp_path)
+    assert "is a file, not a folder" in bad(capsys, "--write-guide-reference", os.path.join(log, "g.jsonl"))
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    if plot_results.folder_problem(read_only) is None:  # root writes anyway: a folder the kernel refuses
+        read_only = "/sys"
+    assert "cannot write in" in bad(capsys, log, "--out", read_only)
+    assert "cannot write in" in bad(capsys, "--write-guide-reference", os.path.join(read_only, "g.jsonl"))
+
+
+def test_inputs_that_are_no_log_file_are_named_for_what_they_are(tmp_path, capsys):
+    err = bad(capsys, "/dev/zero", "--out", tmp_path)
+    assert "'/dev/zero': a character device, not a file of JSON lines" in err
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert "a named pipe (FIFO), not a file of JSON lines; to read a pipe, give it on stdin as '-'" in \
+        bad(capsys, fifo, "--out", tmp_path)
+    (tmp_path / "empty").mkdir()
+    assert "a folder with no *.jsonl file (nor in its reference/)" in bad(capsys, tmp_path / "empty")
+    assert "no such file or folder, and no file matches it as a glob" in bad(capsys, tmp_path / "nothing-*.jsonl")
+    newer = write_jsonl(tmp_path / "newer.jsonl", [dict(two_gpu_log()[0], schema="999")])
+    assert "record schema '999' is newer than this code reads" in bad(capsys, newer, "--out", tmp_path)
+
+
+def test_wrongly_typed_fields_skip_the_record_with_its_reason(tmp_path, capsys):
+    log = two_gpu_log()
+    broken = [dict(log[1], seq_len=5120, tflops_per_gpu="200"), dict(log[0], run_id="x", hardware="B200"),
+              dict(log[0], run_id="y", config=[]), dict(log[1], run_id=["x"]),
+              dict(log[1], seq_len=6144, attn_flop_share="abc"), dict(log[1], seq_len=7168, step_ms=0),
+              dict(log[1], kind=["summary"])]
+    path = write_jsonl(tmp_path / "bad.jsonl", log + broken, extra_lines=[
+        "\ufeff" + json.dumps(header("bom", "NVIDIA H200")), json.dumps(summary("bom", 512, 1.0, H200_PEAK)),
+        '{"kind": "summary", "step_ms": NaN, "tokens_per_s_per_gpu": Infinity, "tflops_per_gpu": NaN, '
+        '"seq_len": 1024, "run_id": "run-b200", "schema": 1}'])
+    code, out, err = cli(capsys, path, "--price", "H200=2", "--price", "B200=4", "--out", tmp_path / "o")
+    assert code == 0, err
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warning.startswith(f"warning: {path}: 7 skipped (")
+    for reason in ("summary record: tflops_per_gpu is text, not a number >= 0",
+                   "header record: hardware is text, not an object",
+                   "header record: config is a list, not an object",
+                   "summary record: run_id is a list, not text",
+                   "summary record: attn_flop_share is text, not a fraction from 0 to 1",
+                   "summary record: step_ms is 0, not a positive number", "kind is a list, not a name"):
+        assert f"1 x {reason}" in warning
+    text = (tmp_path / "o" / "report.md").read_text()
+    assert "H200 SXM fa3: 1 GPU" not in text and "nan" not in text.lower() and "inf" not in text.replace("info", "")
+    assert "| 512 |" in text  # the BOM-prefixed header still names its run's GPU
+
+
+def test_a_report_never_prints_a_non_finite_number():
+    assert [markdown.fmt(v, kind) for v in (float("nan"), float("inf"), None) for kind in ("x", "usd", "pct")] \
+        == ["-"] * 9
+
+
+# ---------------------------------------------------------------- the command line, in-process
+
+def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys):
     log = write_jsonl(tmp_path / "two.jsonl", two_gpu_log(),
                       extra_lines=["not json at all", "[1, 2]", '{"no_kind": 1}', '{"kind": "summ'])
     out = tmp_path / "out"
     # B200 listed first on purpose: the baseline is still the lower-peak H200
-    res = run_cli(log, "--out", out, "--price", "B200=4.0", "--price", "H200=2.0")
-    assert res.returncode == 0, res.stderr
-    assert res.stderr.count("warning: skipped 4 malformed line(s)") == 1
+    code, stdout, err = cli(capsys, log, "--out", out, "--price", "B200=4.0", "--price", "H200=2.0")
+    assert code == 0, err
+    assert f"warning: {log}: 4 skipped (2 x not JSON; 1 x a JSON list, not a record; 1 x no kind)" in err
     text = (out / "report.md").read_text()
-    assert "baseline GPU: **H200 SXM**" in text and "Skipped 4 malformed line(s)" in text
-    assert "| 1K | 10.0% | 400.0 | 800.0 | 40.4% | 35.6% | 2.00x | 2.28x | 0.88x | 2.00x | ok |" in text
-    assert "B200 SXM: 4.8% cheaper per token, 2.10x faster per step" in text
-    assert "capability gap: H200 SXM cannot run this (OOM)" in text
-    assert "WARNING" not in text
-    assert png_size(out / "upgrade.png") == (1400, 1000)
-    assert png_size(out / "attention.png") == (550, 500)       # one pass/shape panel
-    assert png_size(out / "decomposition.png") == (550, 500)   # one seq_len panel
-    for name in ("upgrade.png", "attention.png", "decomposition.png"):
-        assert (out / name).stat().st_size > 10_000
-        assert f"![{name}]({name})" in text
+    block = markdown.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
+    assert stdout.startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])  # the terminal prints the block
+    assert text.splitlines()[4] == "## 1. B200 SXM vs H200 SXM: measured vs measured"
+    assert "| 1K | 10.0% | 400.0 | 800.0 | 40.4% | 35.6% | 2.00x | 2.28x | 0.88x | 2.00x | ok | 10.0 | 10.0 |" \
+        in text
+    assert "Skipped 4 malformed line(s) or record(s)" in text and "WARNING" not in text
 
 
-def test_cli_stack_mismatch_is_loud_and_strict_exits_2(tmp_path):
+def test_cli_strict_stack_refuses_measured_stacks_that_differ(tmp_path, capsys):
     log = write_jsonl(tmp_path / "mixed.jsonl", two_gpu_log(b200_software={"torch": "2.12.0"}))
-    res = run_cli(log, "--out", tmp_path / "out")
-    assert res.returncode == 0, res.stderr
-    assert "WARNING: SOFTWARE STACKS DIFFER" in res.stderr
-    assert "torch 2.13.0 on H200 SXM vs 2.12.0 on B200 SXM" in res.stderr
-    text = (tmp_path / "out" / "report.md").read_text()
-    assert text.splitlines()[2].startswith("> **WARNING: software stacks differ")
-    res = run_cli(log, "--out", tmp_path / "strict", "--strict-stack")
-    assert res.returncode == 2
-    assert res.stderr.strip().splitlines()[-1].startswith("error: --strict-stack: software stacks differ")
+    code, out, _ = cli(capsys, log, "--out", tmp_path / "out")
+    assert code == 0 and "torch 2.13.0 vs 2.12.0" in out
+    err = bad(capsys, log, "--out", tmp_path / "strict", "--strict-stack")
+    assert "--strict-stack: software stacks differ (B200 SXM fa4 vs H200 SXM fa3: torch 2.13.0 vs 2.12.0)" in err
     assert not (tmp_path / "strict" / "report.md").exists()
 
 
-def test_cli_bad_inputs_exit_2(tmp_path):
-    newer = write_jsonl(tmp_path / "newer.jsonl", [dict(two_gpu_log()[0], schema=records.SCHEMA + 1)])
-    res = run_cli(newer, "--out", tmp_path / "o")
-    assert res.returncode == 2
-    assert res.stderr.strip().count("\n") == 0 and "newer than this code reads" in res.stderr
-    log = write_jsonl(tmp_path / "two.jsonl", two_gpu_log())
-    res = run_cli(log, "--price", "A100=3", "--out", tmp_path / "o")
-    assert res.returncode == 2 and "--price 'A100=3': no GPU named 'A100'" in res.stderr
-    res = run_cli(log, "--price", "H200=free", "--out", tmp_path / "o")
-    assert res.returncode == 2 and "expected GPU=USD_PER_GPU_HOUR" in res.stderr
-    res = run_cli(log, "--baseline", "MI300X", "--out", tmp_path / "o")
-    assert res.returncode == 2 and "--baseline 'MI300X'" in res.stderr
-    res = run_cli(tmp_path / "nothing-*.jsonl", "--out", tmp_path / "o")
-    assert res.returncode == 2 and "no match" in res.stderr
-
-
-def test_cli_stdin_folder_and_baseline_flag(tmp_path):
+def test_cli_stdin_folder_and_baseline_flag(tmp_path, capsys, monkeypatch):
     recs = two_gpu_log()
     folder = tmp_path / "logs"
     folder.mkdir()
     is_h200 = lambda r: r["run_id"].endswith(("h200", "-h"))  # noqa: E731
     write_jsonl(folder / "h200.jsonl", [r for r in recs if is_h200(r)])
     b200 = "".join(json.dumps(r) + "\n" for r in recs if not is_h200(r))
-    res = run_cli(folder, "-", "--baseline", "b200", "--out", tmp_path / "out", stdin=b200)
-    assert res.returncode == 0, res.stderr
-    text = (tmp_path / "out" / "report.md").read_text()
-    assert "baseline GPU: **B200 SXM**" in text
-    assert "| 1K | 10.0% | 800.0 | 400.0 |" in text and "0.50x" in text
+    code, out, err = cli(capsys, folder, "-", "--baseline", "b200", "--out", tmp_path / "out", "--export",
+                         tmp_path / "table", stdin=b200, monkeypatch=monkeypatch)
+    assert code == 0, err
+    assert out.startswith("## 1. H200 SXM vs B200 SXM: measured vs measured")
+    assert "| 1K | 0.50x (0.46x to 0.52x) |" in out and "<stdin> (run run-b200)" in out
+    assert (tmp_path / "table" / "points.csv").exists()
 
 
-def test_cli_on_a_real_benchmark_log(tmp_path):
-    """benchmark.py's actual CPU output, copied as two renamed 'GPUs'."""
-    log = tmp_path / "tiny.jsonl"
-    rc, _, err = run_script("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "OUTPUT": str(log)},
-                            timeout=300)
-    assert rc == 0, err[-2000:]
-    real, skipped = records.read_lines(log.read_text().splitlines())
-    assert skipped == 0
-    fake = []
-    for gpu, scale in (("NVIDIA H200", 1.0), ("NVIDIA B200", 2.0)):
-        for r in real:
-            r = json.loads(json.dumps(r))
-            r["run_id"] += gpu[-4:]
-            if r["kind"] == "header":
-                r["hardware"]["gpu_name"] = gpu
-            if r["kind"] == "summary":
-                r["tflops_per_gpu"] *= scale
-                r["tokens_per_s_per_gpu"] *= scale
-                r["step_ms"] /= scale
-            fake.append(r)
-    res = run_cli(write_jsonl(tmp_path / "two.jsonl", fake), "--out", tmp_path / "out",
-                  "--price", "H200=1", "--price", "B200=2")
-    assert res.returncode == 0, res.stderr
-    text = (tmp_path / "out" / "report.md").read_text()
-    assert "## Speedup: B200 SXM sdpa vs H200 SXM sdpa" in text
-    assert text.count("| 2.00x | 2.28x | - | - | - |") == 2    # CPU run: MFU null
-    assert text.count("B200 SXM: same $/token (within 3%), 2.00x faster per step") == 2
-    assert png_size(tmp_path / "out" / "upgrade.png") == (1400, 1000)
+def test_cli_on_real_logs_of_the_suite(tmp_path, capsys):
+    """The shipped 8-layer H200 sweep (two runs of one config) against itself renamed B200, 2x faster."""
+    real = []
+    for name in ("h200x1_8L_rightsized_fa4_liger.jsonl", "h200x1_8L_rightsized_fa4_liger_perpoint.jsonl"):
+        real += records.read_lines((REPO / "results" / name).read_text().splitlines(), name)[0]
+    fake = json.loads(json.dumps(real))
+    for r in fake:
+        r["run_id"] += "-b200"
+        if r["kind"] == "header":
+            r["hardware"]["gpu_name"] = "NVIDIA B200"
+        if r["kind"] == "summary":
+            r["tflops_per_gpu"] *= 2
+            r["tokens_per_s_per_gpu"] *= 2
+            for k in ("step_ms", "step_ms_min", "step_ms_max"):
+                r[k] /= 2
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "two.jsonl", real + fake), "--out", tmp_path / "out",
+                         "--price", "H200=1", "--price", "B200=2")
+    assert code == 0, err
+    assert out.startswith("## 1. B200 SXM vs H200 SXM: measured vs measured")
+    # 2x faster at 2x the price: the same $/token, within the steps' and two runs' spread
+    assert out.count("| same $/token within the spread (") == 2 and "| 8K | 2.00x (" in out
+
+
+def test_thousands_of_one_run_files_compare_stacks_per_comparison(tmp_path):
+    paths = []
+    for i in range(1500):
+        gpu, peak = ("NVIDIA H200", H200_PEAK) if i % 2 else ("NVIDIA B200", B200_PEAK)
+        paths.append(write_jsonl(tmp_path / f"{i}.jsonl", [
+            header(f"r{i}", gpu),
+            summary(f"r{i}", 1024 * (1 + i % 4), 400.0 + i % 7, peak, 1e4, 100.0, (99.0, 101.0))]
+            + [rec("step", f"r{i}", seq_len=1024, step=k, step_ms=100.0) for k in range(20)]))
+    tally = inputs.Tally()
+    a = comparisons.analyse(series.load(inputs.read(paths, tally)))
+    (c,) = a.comparisons
+    assert len(c.base.stacks) == len(c.other.stacks) == 1 and c.stack == []
+    assert sum(len(v) for v in c.base.repeats.values()) == 750 and len(c.base.runs) == 750
+    assert markdown.sources_words(c.base, {}).endswith("and 747 more runs in 747 files")

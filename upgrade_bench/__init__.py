@@ -16,5 +16,5 @@ decompose          bench_decompose.py: the kernel classifier and the one-clock w
 attn_kernels       bench_flash_attn.py: one adapter per attention kernel, correctness check
 matmul             mamf-finder.py: the MAMF search over shapes
 capabilities, capability_probes   check_capabilities.py: gates, classification, tiny probes
-report, report_md, figures, reference   plot_results.py: analysis, markdown, PNGs, the guide's numbers
+report             plot_results.py: comparisons, $/token verdicts, report.md, figures, flat table
 """

@@ -1,7 +1,9 @@
 """The GPU table: dense peak TFLOPS per dtype, HBM, bandwidth, TDP and published MAMF.
 
-Figures are vendor datasheet dense (no sparsity) peaks as DESIGN.md lists them; `mamf_bf16`
-is the measured Maximum Achievable Matmul FLOPS the guide quotes (mean, bf16). An unknown
+Figures are the vendors' datasheet dense (no sparsity) peaks (NVIDIA and AMD datasheets), with
+HBM as the Machine Learning Engineering Open Book's compute/accelerator table gives it;
+`mamf_bf16`/`mamf_fp8` are the measured Maximum Achievable Matmul FLOPS (mean) that its
+insights/when-to-upgrade-gpus guide quotes. An unknown
 device gets no figure at all: MFU is then null unless the user passes PEAK_TFLOPS, never a
 silent fallback to another card's number.
 """

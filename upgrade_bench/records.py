@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 
 from .faults import EXIT_WRITE_FAILED
 
@@ -161,29 +162,72 @@ class SchemaTooNew(ValueError):
     pass
 
 
-def read_lines(lines, source: str = "<input>"):
-    """Parse JSONL lines into (records, skipped_count); newer schema -> SchemaTooNew.
+def _finite_float(text: str):
+    value = float(text)
+    return value if math.isfinite(value) else None
 
-    Blank lines are ignored; malformed or truncated lines and non-record JSON are skipped
-    and counted, so a log cut off by a crash still reads.
+
+def _loads(line: str):
+    """JSON with NaN, Infinity and overflowing floats (1e400) read as null, as the writer
+    writes them: a non-finite number is never a result."""
+    return json.loads(line, parse_constant=lambda _: None, parse_float=_finite_float)
+
+
+def schema_problem(record: dict, source: str, number: int) -> str | None:
+    """Why a record's `schema` is unreadable (None when it is fine); SchemaTooNew when it
+    names a newer schema in any spelling (2, 2.0, "999")."""
+    if "schema" not in record:
+        return None
+    value = record["schema"]
+    try:
+        schema = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+    except (ValueError, OverflowError):
+        schema = None
+    if schema is None or not math.isfinite(schema) or schema < 1:
+        return f"schema {str(value)[:20]!r} is not a schema number"
+    if schema > SCHEMA:
+        raise SchemaTooNew(f"{source}:{number}: record schema {value!r} is newer than this "
+                           f"code reads ({SCHEMA}); update the suite")
+    return None
+
+
+def iter_records(lines, source: str = "<input>", skipped=None):
+    """Records of JSONL lines, one at a time; each skipped line adds its reason to the
+    `skipped` Counter (when given). A newer schema raises SchemaTooNew.
+
+    Blank lines are ignored; a UTF-8 byte-order mark at a line's start is dropped; malformed
+    or truncated lines, non-record JSON and records whose `kind` is no string are skipped,
+    so a log cut off by a crash still reads.
     """
-    records, skipped = [], 0
     for number, line in enumerate(lines, 1):
-        line = line.strip()
+        line = line.lstrip("\ufeff").strip()
         if not line:
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            skipped += 1
+            record = _loads(line)
+        except (ValueError, RecursionError):  # JSONDecodeError, too many digits, too deep
+            reason = "not JSON"
+        else:
+            if not isinstance(record, dict):
+                reason = f"a JSON {type(record).__name__}, not a record"
+            elif "kind" not in record:
+                reason = "no kind"
+            elif not isinstance(record["kind"], str):
+                reason = f"kind is a {type(record['kind']).__name__}, not a name"
+            elif not record["kind"]:
+                reason = "kind is empty"
+            else:
+                reason = schema_problem(record, source, number)
+        if reason:
+            if skipped is not None:
+                skipped[reason] += 1
             continue
-        if not isinstance(record, dict) or "kind" not in record:
-            skipped += 1
-            continue
-        schema = record.get("schema", SCHEMA)
-        if isinstance(schema, int) and schema > SCHEMA:
-            raise SchemaTooNew(f"{source}:{number}: record schema {schema} is newer than this "
-                               f"code reads ({SCHEMA}); update the suite")
         record["log_file"] = source
-        records.append(record)
-    return records, skipped
+        yield record
+
+
+def read_lines(lines, source: str = "<input>"):
+    """Parse JSONL lines into (records, skipped_count); newer schema -> SchemaTooNew."""
+    skipped = Counter()
+    records = list(iter_records(lines, source, skipped))
+    return records, sum(skipped.values())

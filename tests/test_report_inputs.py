@@ -1,0 +1,38 @@
+"""What plot_results.py reads: records.read_lines on hostile lines."""
+from collections import Counter
+
+import pytest
+
+from upgrade_bench import records
+
+
+def test_non_finite_numbers_read_as_null_like_the_writer_writes_them():
+    lines = ['{"kind": "summary", "step_ms": NaN, "tokens_per_s_per_gpu": Infinity, '
+             '"mfu": -Infinity, "tflops_per_gpu": 1e400, "seq_len": 8192}']
+    (r,), skipped = records.read_lines(lines, "f.jsonl")
+    assert skipped == 0
+    assert (r["step_ms"], r["tokens_per_s_per_gpu"], r["mfu"], r["tflops_per_gpu"]) == (None,) * 4
+    assert r["seq_len"] == 8192 and r["log_file"] == "f.jsonl"
+
+
+@pytest.mark.parametrize("schema", ['"999"', "2.0", "2", '" 7 "', "1e3"])
+def test_a_newer_schema_in_any_spelling_is_refused(schema):
+    with pytest.raises(records.SchemaTooNew, match="f.jsonl:2: record schema .* newer than this code"):
+        records.read_lines(['{"kind": "header", "schema": 1}', '{"kind": "summary", "schema": %s}' % schema],
+                           "f.jsonl")
+
+
+def test_unreadable_schemas_kinds_and_a_bom_are_counted_with_their_reason():
+    skipped = Counter()
+    lines = ['\ufeff{"kind": "header", "schema": 1, "run_id": "a"}',   # a BOM: still a header
+             '{"kind": ["summary"], "schema": 1}', '{"kind": "", "schema": 1}',
+             '{"kind": "summary", "schema": "one"}', '{"kind": "summary", "schema": true}',
+             '{"kind": "summary", "schema": 0}', '{"kind": "summary", "schema": 1.0}',
+             '[1]', '{"schema": 1}', '{"kind": "summ', "9" * 5000, "[" * 100000]
+    got = list(records.iter_records(lines, "f.jsonl", skipped))
+    assert [r["kind"] for r in got] == ["header", "summary"]
+    assert skipped == Counter({"not JSON": 3, "kind is a list, not a name": 1, "kind is empty": 1,
+                               "schema 'one' is not a schema number": 1,
+                               "schema 'True' is not a schema number": 1,
+                               "schema '0' is not a schema number": 1,
+                               "a JSON list, not a record": 1, "no kind": 1})

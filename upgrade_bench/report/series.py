@@ -1,0 +1,301 @@
+"""Records grouped for the report: runs by their header, series by GPU + backend + configuration.
+
+A record belongs to the run whose `header` has its run_id (the latest such header before it,
+so sweeps that share a RUN_ID still resolve; else the first one anywhere). A run's GPU is
+the header's `hardware.gpu_name`, normalised through the GPU table ('NVIDIA H200' ->
+'H200 SXM'). A *series* is one GPU + attention backend + configuration (the header config
+minus the fields in PER_POINT_FIELDS and those the user ignores) + provenance (measured, or
+published figures fed through the pipeline: `"reference": "guide"`). Its points are
+`summary` records by sequence length; `load` takes the records one at a time and keeps of
+each header only what the report shows.
+"""
+import json
+from dataclasses import dataclass, field
+
+from .. import gpus
+from .stacks import stack_of
+
+# Config fields that vary per sweep point or do not change the workload: not part of a
+# series' identity (STEPS/SEED/TIME_STEPS/PROFILE_STEPS change precision, PEAK_TFLOPS only
+# the MFU denominator). WARMUP_STEPS stays in: run_sweep's capacity probes (one cold step, no
+# warm-up) are no steady-state throughput and must not mix with the sweep's points.
+PER_POINT_FIELDS = frozenset({"SEQ_LEN", "SEQLENS", "OUTPUT", "NOTES", "SEED", "STEPS",
+                              "PEAK_TFLOPS", "RUN_ID", "TIME_STEPS", "PROFILE_STEPS"})
+GUIDE_LABEL = "guide's published"
+MEASURED = "measured"
+# What the report shows of a header; the rest (clocks, hostnames, ...) is dropped as read.
+HEADER_FIELDS = ("run_id", "reference", "config", "attn_backend", "peak_tflops", "notes", "num_layers")
+
+
+@dataclass
+class Run:
+    """One run of a series: where it was read and the header facts the report shows."""
+    source: str
+    run_id: str | None
+    config: dict                # the run's whole configuration, per-point fields included
+    gpu_count: int | None       # GPUs on the node
+    num_layers: int | None      # decoder layers the model ran with
+    notes: str
+
+
+@dataclass
+class Series:
+    gpu: str                    # normalised name ('H200 SXM'), or the raw name if unknown
+    gpu_raw: str | None
+    backend: str
+    config: dict                # the configuration that identifies the series
+    config_key: str
+    reference: str | None       # e.g. "guide": published figures, not a measurement
+    peak_tflops: float | None   # table bf16 peak, else the header's
+    hbm_gib: float | None
+    stacks: list = field(default_factory=list)      # distinct software stacks of its runs
+    runs: dict = field(default_factory=dict)        # (source, run_id) -> Run, in reading order
+    ignored: dict = field(default_factory=dict)     # --ignore-config key -> distinct values
+    repeats: dict = field(default_factory=dict)     # seq_len -> [summary, ...]
+    points: dict = field(default_factory=dict)      # seq_len -> the summary used
+    errors: dict = field(default_factory=dict)      # seq_len -> error record
+    decompositions: dict = field(default_factory=dict)  # seq_len -> decomposition record
+    label: str = ""
+
+    @property
+    def is_sweep(self) -> bool:
+        return bool(self.repeats or self.errors)
+
+    @property
+    def provenance(self) -> str:
+        return provenance(self.reference) or MEASURED
+
+
+@dataclass
+class Gpu:
+    name: str
+    raw_names: set
+    peak_tflops: float | None
+    hbm_gib: float | None
+    mamf: list = field(default_factory=list)           # mamf records, `reference` set from the header
+    capabilities: dict = field(default_factory=dict)   # item -> capability record
+    capacity: list = field(default_factory=list)       # (config_key or None, reference, record)
+    attention: list = field(default_factory=list)      # (record, reference)
+
+
+@dataclass
+class Dataset:
+    series: list
+    gpus: dict                  # name -> Gpu
+    failures: list = field(default_factory=list)   # (series, error record) without a sequence length
+    orphans: int = 0            # records whose run has no header
+    also_in: dict = field(default_factory=dict)    # run_id -> other sources that repeat its records
+
+
+def gpu_identity(header) -> tuple:
+    """(normalised name, raw name) of a run's GPU."""
+    raw = ((header or {}).get("hardware") or {}).get("gpu_name")
+    spec = gpus.lookup(raw)
+    return (spec.name if spec else raw or "no GPU"), raw
+
+
+def reference_of(record: dict, header) -> str | None:
+    """'guide' (or another source) for published figures fed through the pipeline."""
+    for r in (record, header or {}):
+        if r.get("reference"):
+            return str(r["reference"])
+    notes = str((header or {}).get("notes") or "").lower()
+    return "guide" if "guide's published" in notes else None
+
+
+def provenance(reference: str | None) -> str:
+    if not reference:
+        return ""
+    return GUIDE_LABEL if reference == "guide" else f"published: {reference}"
+
+
+def config_key(config, ignore=()) -> tuple:
+    """(identifying config, its canonical text) without per-point and ignored fields."""
+    kept = {k: v for k, v in sorted((config or {}).items())
+            if k not in PER_POINT_FIELDS and k not in ignore}
+    return kept, json.dumps(kept, sort_keys=True, default=str)
+
+
+def median_record(records: list, key: str = "tflops_per_gpu") -> dict:
+    """Of repeated measurements of one point, the one with the (lower) median `key`."""
+    ranked = sorted(records, key=lambda r: r.get(key) or 0.0)
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def _compact(header: dict) -> dict:
+    hardware = header.get("hardware") or {}
+    return {**{k: header.get(k) for k in HEADER_FIELDS}, "stack": stack_of(header),
+            "hardware": {k: hardware.get(k) for k in ("gpu_name", "gpu_count", "hbm_gib")}}
+
+
+def _peak_and_hbm(raw_name, header) -> tuple:
+    spec = gpus.lookup(raw_name)
+    hw = (header or {}).get("hardware") or {}
+    peak = spec.bf16 if spec else (header or {}).get("peak_tflops")
+    return peak, hw.get("hbm_gib") or (spec.hbm_gib if spec else None)
+
+
+def load(records, ignore_config=(), also_in=None) -> Dataset:
+    """Group a stream of records into series (training points) and per-GPU collections."""
+    data = Dataset([], {}, also_in=also_in if also_in is not None else {})
+    series, latest, first, pending = {}, {}, {}, []
+    for r in records:
+        run_id = r.get("run_id")
+        if r["kind"] == "header":
+            header = _compact(r)
+            latest[run_id] = header
+            first.setdefault(run_id, header)
+            _gpu_entry(data.gpus, header)
+        elif run_id in latest:
+            _add(data, series, r, latest[run_id], ignore_config)
+        else:
+            pending.append(r)  # its header may come later, in this file or another
+    for r in pending:
+        header = first.get(r.get("run_id"))
+        if header is None:  # its run's header is missing: a GPU name on the record will do
+            data.orphans += 1
+            name = r.get("gpu_name")
+            header = {"hardware": {"gpu_name": name}} if isinstance(name, str) and name else None
+        _add(data, series, r, header, ignore_config)
+    for s in series.values():
+        s.points = {n: median_record(rs) for n, rs in sorted(s.repeats.items())}
+    data.series = sorted(series.values(), key=lambda s: (s.gpu, bool(s.reference), s.backend, s.config_key))
+    _label(data.series)
+    return data
+
+
+def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> None:
+    kind = record["kind"]
+    gpu = _gpu_entry(data.gpus, header)
+    reference = reference_of(record, header)
+    seq_len = record.get("seq_len")
+    if kind in ("summary", "error", "decomposition"):
+        s = _series_entry(series, header, record, reference, ignore_config)
+        if kind == "summary":
+            s.repeats.setdefault(seq_len, []).append(record)
+        elif kind == "decomposition":
+            s.decompositions[seq_len] = record
+        elif seq_len is not None:
+            s.errors[seq_len] = record
+        else:
+            data.failures.append((s, record))
+    elif kind == "capacity":
+        own = record.get("config")
+        key = config_key(own, ignore_config)[1] if isinstance(own, dict) else None
+        gpu.capacity.append((key, reference, record))
+    elif kind == "mamf":
+        gpu.mamf.append(dict(record, reference=reference))  # provenance from the header too
+    elif kind == "capability":
+        gpu.capabilities[record["item"]] = record
+    elif kind == "attention":
+        gpu.attention.append((record, reference))
+
+
+def _gpu_entry(gpu_map: dict, header) -> Gpu:
+    name, raw = gpu_identity(header)
+    peak, hbm = _peak_and_hbm(raw, header)
+    gpu = gpu_map.setdefault(name, Gpu(name, set(), peak, hbm))
+    if raw:
+        gpu.raw_names.add(raw)
+    gpu.peak_tflops = gpu.peak_tflops or peak
+    gpu.hbm_gib = gpu.hbm_gib or hbm
+    return gpu
+
+
+def _series_entry(series: dict, header, record, reference, ignore_config) -> Series:
+    name, raw = gpu_identity(header)
+    h = header or {}
+    # run_sweep writes a failed point's error under its own header, with the point's config
+    own = record.get("config")
+    run_config = own if isinstance(own, dict) else h.get("config") or {}
+    config, key = config_key(run_config, ignore_config)
+    backend = h.get("attn_backend") or record.get("attn_backend") or "-"
+    ident = (name, backend, key, reference)
+    if ident not in series:
+        peak, hbm = _peak_and_hbm(raw, header)
+        series[ident] = Series(name, raw, backend, config, key, reference, peak, hbm)
+    s = series[ident]
+    if h.get("stack") is not None and h["stack"] not in s.stacks:
+        s.stacks.append(h["stack"])
+    for k in ignore_config:
+        if k in run_config and run_config[k] not in s.ignored.setdefault(k, []):
+            s.ignored[k].append(run_config[k])
+    run = (record.get("log_file"), record.get("run_id"))
+    if run not in s.runs:
+        notes = h.get("notes") or run_config.get("NOTES") or ""
+        s.runs[run] = Run(run[0], run[1], run_config, (h.get("hardware") or {}).get("gpu_count"),
+                          h.get("num_layers"), notes if isinstance(notes, str) else str(notes))
+    return s
+
+
+def _short(value) -> str:
+    if value is None:  # not recorded (the guide's published runs leave some settings out)
+        return "-"
+    return str(int(value)) if isinstance(value, bool) else str(value)
+
+
+# The order differing settings are named in a series label; others follow, sorted.
+LABEL_ORDER = ("world_size", "MODEL", "NUM_LAYERS", "ZERO_STAGE", "OFFLOAD_OPTIMIZER",
+               "GRAD_CHECKPOINT", "USE_LIGER", "ATTN_BACKEND", "PACKED_DOC_LEN", "BATCH_SIZE",
+               "WARMUP_STEPS")
+
+
+def config_phrase(key: str, value) -> str:
+    """How one setting reads in a label: "ZeRO-3", "no ckpt", "2 GPUs"; else KEY=value."""
+    on = value in (True, 1, "1")
+    none = value in (0, "0")
+    phrases = {"world_size": f"{value} GPU{'' if value == 1 else 's'}",
+               "NUM_LAYERS": "all layers" if none else f"{value} layers",
+               "ZERO_STAGE": f"ZeRO-{value}",
+               "OFFLOAD_OPTIMIZER": "offload" if on else "no offload",
+               "GRAD_CHECKPOINT": "ckpt" if on else "no ckpt",
+               "USE_LIGER": "Liger" if on else "no Liger",
+               "ATTN_BACKEND": f"attn={value}",
+               "PACKED_DOC_LEN": "unpacked" if none else f"docs of {value}",
+               "BATCH_SIZE": f"batch {value}",
+               "WARMUP_STEPS": f"{value} warm-up",
+               # Recorded only when set (engine.RunConfig.header_config).
+               "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}
+    return phrases.get(key, f"{key}={_short(value)}")
+
+
+def ordered_keys(keys) -> list:
+    """Config keys in the order labels name them (LABEL_ORDER, then the rest sorted)."""
+    rank = {k: i for i, k in enumerate(LABEL_ORDER)}
+    return sorted(keys, key=lambda k: (rank.get(k, len(rank)), k))
+
+
+def labels(members: list) -> dict:
+    """{id(series): label}: GPU + backend, plus the config fields that differ between these
+    series, in words, plus provenance."""
+    varying = [k for k in ordered_keys({k for s in members for k in s.config})
+               if len({json.dumps(s.config.get(k), default=str) for s in members}) > 1]
+    out = {}
+    for s in members:
+        phrases = [config_phrase(k, s.config.get(k)) for k in varying]
+        tag = provenance(s.reference)
+        out[id(s)] = f"{s.gpu} {s.backend}" + (": " + ", ".join(phrases) if phrases else "") \
+            + (f" ({tag})" if tag else "")
+    return out
+
+
+def _label(series: list) -> None:
+    """Each series' label, among the series of its kind (sweep points vs decompositions)."""
+    for group in (True, False):
+        members = [s for s in series if s.is_sweep == group]
+        named = labels(members)
+        for s in members:
+            s.label = named[id(s)]
+
+
+def normalise_dtype(name) -> str:
+    text = str(name or "").lower()
+    for short, spellings in (("bf16", ("bf16", "bfloat16")), ("fp8", ("fp8", "float8")),
+                             ("fp16", ("fp16", "float16", "half")), ("fp4", ("fp4", "float4"))):
+        if any(s in text for s in spellings):
+            return short
+    return text
+
+
+def seq_label(n) -> str:
+    return f"{n // 1024}K" if isinstance(n, int) and n >= 1024 and n % 1024 == 0 else str(n)
