@@ -659,10 +659,12 @@ def test_cli_stdin_folder_and_baseline_flag(tmp_path, capsys, monkeypatch):
 
 
 def test_cli_on_real_logs_of_the_suite(tmp_path, capsys):
-    """The shipped 8-layer H200 sweep (two runs of one config) against itself renamed B200, 2x faster."""
+    """A shipped 8-layer H200 sweep (two runs of one config) against itself renamed B200, 2x faster."""
     real = []
-    for name in ("h200x1_8L_rightsized_fa4_liger.jsonl", "h200x1_8L_rightsized_fa4_liger_perpoint.jsonl"):
-        real += records.read_lines((REPO / "results" / name).read_text().splitlines(), name)[0]
+    for name in ("h200x1_8L_rightsized_fa4_liger_emptycache.jsonl",
+                 "h200x1_8L_rightsized_fa4_liger_emptycache_perpoint.jsonl"):
+        path = REPO / "results" / "experiments" / name
+        real += records.read_lines(path.read_text().splitlines(), name)[0]
     fake = json.loads(json.dumps(real))
     for r in fake:
         r["run_id"] += "-b200"

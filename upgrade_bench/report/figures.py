@@ -282,7 +282,9 @@ def draw_overview(a: Analysis):
     if not shown:
         return None
     col = colours([s for s in a.data.series if s.is_sweep])
-    priced = [s for s in shown if s.gpu in a.prices]
+    # A model cut to a few layers makes tokens far cheaper than the whole model would:
+    # its $/token is no price of training that model, so it stays off this panel.
+    priced = [s for s in shown if s.gpu in a.prices and not s.config.get("NUM_LAYERS")]
     fig, axes = _grid(3 if priced else 2, "All series (each its own colour; published dashed)")
     for ax, value in zip(axes, ("tflops_per_gpu", "peak_mem_gib")):
         lens = []
@@ -305,7 +307,7 @@ def draw_overview(a: Analysis):
                 lens += _line(axes[2], s, col[id(s)], i, list(usd.items()), s.label)
         _seq_axis(axes[2], lens)
         axes[2].set(ylabel="$ per 1M tokens (per GPU)", title="$/1M tokens at "
-                    + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()))
+                    + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()) + " (whole models)")
         axes[2].title.set_fontsize(10)
     _finish(fig, _figure_legend(fig, axes[:1], ncol=2, chars=80))
     return fig
