@@ -697,3 +697,24 @@ def test_thousands_of_one_run_files_compare_stacks_per_comparison(tmp_path):
     assert len(c.base.stacks) == len(c.other.stacks) == 1 and c.stack == []
     assert sum(len(v) for v in c.base.repeats.values()) == 750 and len(c.base.runs) == 750
     assert markdown.sources_words(c.base, {}).endswith("and 747 more runs in 747 files")
+
+
+def test_dollar_signs_in_figures_are_text_never_tex(tmp_path):
+    # One price gives a title with two '$': matplotlib read "$/1M tokens at $" as TeX and
+    # printed "/1Mtokensat3.50"; a log string with "$\x$" ended in a ParseFatalException.
+    recs = guide_with_a_measured_h200()
+    for r in recs:
+        if r["kind"] == "header" and r["run_id"] == "mine":
+            r["software"]["torch"] = "2.11$\\x$"
+            r["config"]["NOTES"] = "cost $1$"
+    a = analysis_of(recs, prices={"H200": 3.5})
+    health = only(a, comparisons.HEALTH)
+    for fig in (figures.draw_comparison(health, a), figures.draw_overview(a)):
+        fig.savefig(io.BytesIO(), format="png")  # no TeX parse error
+        texts = [t for t in fig.findobj(Text) if "$" in t.get_text()]
+        assert texts and not [t.get_text() for t in texts if t.get_parse_math()]
+        figures.plt.close(fig)
+    fig = figures.draw_comparison(health, a)
+    (money,) = [ax for ax in fig.axes if ax.get_title().startswith("$/1M tokens")]
+    assert money.get_title() == "$/1M tokens at H200 SXM $3.50 per GPU-hour"
+    figures.plt.close(fig)

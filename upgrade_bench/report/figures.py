@@ -15,6 +15,9 @@ import textwrap
 import matplotlib
 
 matplotlib.use("Agg")
+# Labels carry prices ("$3.50") and strings from the logs: '$' is a dollar, never TeX
+# (two of them made matplotlib typeset the text between; an unknown TeX command raised).
+matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import NullLocator  # noqa: E402
 
@@ -161,7 +164,7 @@ def _money_panel(ax, c: Comparison, col: dict) -> list:
             lens += _line(ax, s, col[id(s)], i, [(r.seq_len, getattr(r, key)) for r in c.rows], short_name(s),
                           under=i == 0)
         ax.set_ylabel("$ per 1M tokens (per GPU)")
-        prices = " / ".join(f"${usd:.2f}" for usd in dict.fromkeys(c.prices))
+        prices = ", ".join(f"{gpu} ${usd:.2f}" for gpu, usd in dict(zip((c.base.gpu, c.other.gpu), c.prices)).items())
         ax.set_title(f"$/1M tokens at {prices} per GPU-hour", fontsize=10)
     else:
         lens = _series_panel(ax, c, col, "tokens_per_s_per_gpu")
