@@ -718,3 +718,18 @@ def test_dollar_signs_in_figures_are_text_never_tex(tmp_path):
     (money,) = [ax for ax in fig.axes if ax.get_title().startswith("$/1M tokens")]
     assert money.get_title() == "$/1M tokens at H200 SXM $3.50 per GPU-hour"
     figures.plt.close(fig)
+
+
+def test_a_verdict_that_is_not_like_for_like_says_so_before_it_speaks():
+    # A 2-GPU sweep paired with the guide's 8-GPU rows: the headline is what a buyer reads
+    # first, so it may not state "cheaper" as a verdict, nor a health check "slower".
+    recs = guide_with_a_measured_h200(config={"world_size": 2, "WARMUP_STEPS": 1})
+    a = analysis_of(recs, ignore=("world_size", "WARMUP_STEPS"), prices={"H200": 3.5, "B200": 7.0})
+    upgrade, health = a.comparisons[:2]
+    assert markdown.headline(upgrade).startswith(
+        "**Not like for like** (world_size 2 vs 8): TFLOPS per GPU and $/token are not comparable, so what "
+        "follows is no verdict. At these prices B200 SXM is dearer per token at 8K; cheaper per token at 128K")
+    assert markdown.headline(health).startswith("**Not like for like** (world_size 8 vs 2): ")
+    assert markdown.speed_words(health, rows_of(health)[131072]).endswith(" (not like for like)")
+    like = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5, "B200": 7.0}).comparisons[0]
+    assert markdown.headline(like).startswith("At these prices B200 SXM is")

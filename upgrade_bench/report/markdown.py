@@ -128,13 +128,14 @@ def cost_words(c: Comparison, row) -> str:
     return text + (" (not like for like)" if c.unlike else "")
 
 
-def speed_words(row) -> str:
+def speed_words(c: Comparison, row) -> str:
     """A health check's call: this node slower / as published / faster."""
     if row.missing:
         return f"**{row.missing}**"
     if row.speed is None:
         return "no TFLOPS recorded"
-    return _call_words(row.speed, row, ("slower than published", "as published", "faster than published"))
+    text = _call_words(row.speed, row, ("slower than published", "as published", "faster than published"))
+    return text + (" (not like for like)" if c.unlike else "")
 
 
 def no_spread_words(s: Series, summary: dict) -> str:
@@ -167,7 +168,14 @@ def _with_range(value, value_range, kind: str = "x") -> str:
 
 
 def headline(c: Comparison) -> str:
-    """One sentence: where the candidate is cheaper / the same / dearer, and how much faster."""
+    """One sentence: where the candidate is cheaper / the same / dearer, and how much faster;
+    first, where the two series do different work per GPU, that this is no verdict."""
+    caveat = (f"**Not like for like** ({unlike_words(c)}): TFLOPS per GPU and $/token are not comparable, "
+              "so what follows is no verdict. ") if c.unlike else ""
+    return caveat + _findings(c)
+
+
+def _findings(c: Comparison) -> str:
     if c.kind == HEALTH:
         groups = _by_word(c, lambda r: r.speed, ("slower than published", "as published within the spread",
                                                  "faster than published"))
@@ -196,6 +204,11 @@ def ignored_words(ignored: list) -> str:
     def values(vs):
         return ", ".join(map(_short, vs)) or "not recorded"
     return "; ".join(f"{k} {values(b)} vs {values(o)}" for k, b, o in ignored)
+
+
+def unlike_words(c: Comparison) -> str:
+    """The ignored keys that make a comparison not like for like, with both values."""
+    return ignored_words([i for i in c.ignored if i[0] in c.unlike])
 
 
 def stack_words(stack: list) -> str:
@@ -227,7 +240,7 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
     out = [block_heading(c), "", headline(c), "",
            md_table(["", f"{names[0]}: {who(b)}", f"{names[1]}: {who(o)}"], rows), ""]
     if c.unlike:
-        out += [f"> **Not like for like** ({ignored_words([i for i in c.ignored if i[0] in c.unlike])}): "
+        out += [f"> **Not like for like** ({unlike_words(c)}): "
                 "TFLOPS per GPU is not comparable between these series, and neither is their $/token: "
                 "each GPU does different work.", ""]
     if c.stack:
@@ -251,7 +264,7 @@ def points_table(c: Comparison) -> str:
              f"{b.gpu} $/1M tokens published", "this node"],
             [[seq_label(r.seq_len), fmt((r.base or {}).get("tflops_per_gpu")),
               fmt((r.other or {}).get("tflops_per_gpu")), _with_range(r.speedup, r.speedup_range),
-              speed_words(r), fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
+              speed_words(c, r), fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
              for r in c.rows])
     return md_table(
         ["seq_len", "speedup", f"{b.gpu} $/1M tokens", f"{o.gpu} $/1M tokens",
