@@ -733,3 +733,21 @@ def test_a_verdict_that_is_not_like_for_like_says_so_before_it_speaks():
     assert markdown.speed_words(health, rows_of(health)[131072]).endswith(" (not like for like)")
     like = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5, "B200": 7.0}).comparisons[0]
     assert markdown.headline(like).startswith("At these prices B200 SXM is")
+
+
+def test_tables_of_one_gpu_against_itself_name_which_column_is_which():
+    a = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5, "B200": 7.0})
+    header_row = markdown.details_markdown(only(a, comparisons.HEALTH)).splitlines()[0]
+    assert "| H200 SXM (guide's published) TFLOPS | H200 SXM (measured) TFLOPS |" in header_row
+    assert "| H200 SXM (guide's published) peak GiB | H200 SXM (measured) peak GiB |" in header_row
+    # a measured decomposition against the guide's: the same GPU on both sides
+    recs = guide_with_a_measured_h200() + [
+        header("dec", "NVIDIA H200", "fa3", config=next(r["config"] for r in published.guide_reference_records()
+                                                        if r["run_id"] == "guide-h200-decompose"),
+               script="bench_decompose.py"),
+        rec("decomposition", "dec", script="bench_decompose.py", seq_len=8192,
+            total={"ms": 1000.0, "tflops": 420.0})]
+    text = markdown.decomposition_markdown(analysis_of(recs))
+    assert "| H200 SXM (guide's published) TFLOPS | H200 SXM (measured) TFLOPS |" in text
+    # GPUs that differ keep their short names
+    assert "| H200 SXM TFLOPS | B200 SXM TFLOPS |" in markdown.details_markdown(a.comparisons[0])

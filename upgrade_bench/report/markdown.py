@@ -49,6 +49,11 @@ def who(s: Series) -> str:
     return f"{s.gpu} ({s.provenance})"
 
 
+def column_names(base: Series, other: Series) -> tuple:
+    """How a table's columns name the two sides: the GPU, with provenance where both are one GPU."""
+    return (base.gpu, other.gpu) if base.gpu != other.gpu else (who(base), who(other))
+
+
 # ---------------------------------------------------------------- a series in words
 
 def _settings(s: Series, key: str) -> list:
@@ -295,7 +300,7 @@ def terminal_text(a: Analysis) -> str:
 
 def details_markdown(c: Comparison) -> str:
     """The guide's speedup table of one comparison, with the identity check and memory."""
-    b, o = c.base, c.other
+    b, o = column_names(c.base, c.other)
     rows = []
     for r in c.rows:
         check = "-" if r.identity_ok is None else ("ok" if r.identity_ok else "**MISMATCH**")
@@ -304,11 +309,11 @@ def details_markdown(c: Comparison) -> str:
                      fmt((r.other or {}).get("mfu"), "pct"), fmt(r.speedup, "x"), fmt(c.peak_ratio, "x"),
                      fmt(r.mfu_ratio, "x"), fmt(r.identity, "x"), check,
                      fmt((r.base or {}).get("peak_mem_gib")), fmt((r.other or {}).get("peak_mem_gib"))])
-    table = md_table(["seq_len", "attn FLOP share", f"{b.gpu} TFLOPS", f"{o.gpu} TFLOPS", f"{b.gpu} MFU",
-                      f"{o.gpu} MFU", "speedup", "peak ratio", "MFU ratio", "peak ratio x MFU ratio",
-                      "identity", f"{b.gpu} peak GiB", f"{o.gpu} peak GiB"], rows)
-    mamf = (f"bf16 MAMF ratio of this pair: {fmt(c.mamf_ratio, 'x')} ({who(o)} {fmt(c.mamf[1])} / "
-            f"{who(b)} {fmt(c.mamf[0])}); theoretical peak ratio {fmt(c.peak_ratio, 'x')}."
+    table = md_table(["seq_len", "attn FLOP share", f"{b} TFLOPS", f"{o} TFLOPS", f"{b} MFU",
+                      f"{o} MFU", "speedup", "peak ratio", "MFU ratio", "peak ratio x MFU ratio",
+                      "identity", f"{b} peak GiB", f"{o} peak GiB"], rows)
+    mamf = (f"bf16 MAMF ratio of this pair: {fmt(c.mamf_ratio, 'x')} ({who(c.other)} {fmt(c.mamf[1])} / "
+            f"{who(c.base)} {fmt(c.mamf[0])}); theoretical peak ratio {fmt(c.peak_ratio, 'x')}."
             if c.mamf_ratio else f"No bf16 MAMF of both sides' GPU and provenance; theoretical peak "
                                  f"ratio {fmt(c.peak_ratio, 'x')}.")
     return "\n\n".join([table, mamf])
@@ -370,14 +375,14 @@ def mamf_markdown(a: Analysis) -> str:
 def decomposition_markdown(a: Analysis) -> str:
     out = []
     for p in a.decompositions:
-        b, o = p.base, p.other
+        b, o = column_names(p.base, p.other)
         notes = [f"Ignored: {ignored_words(p.ignored)}." if p.ignored else "",
                  "**Not like for like**: TFLOPS per GPU is not comparable." if p.unlike else "",
                  f"Software stacks differ: {stack_words(p.stack)}." if p.stack else ""]
         note = " ".join(n for n in notes if n)
-        out.append(f"**{o.label} vs {b.label}**" + (f" {note}" if note else "") + "\n\n" + md_table(
-            ["seq_len", "bucket", f"{b.gpu} TFLOPS", f"{o.gpu} TFLOPS", f"{b.gpu} ms", f"{o.gpu} ms",
-             f"{b.gpu} time share", f"{o.gpu} time share", "speedup"],
+        out.append(f"**{p.other.label} vs {p.base.label}**" + (f" {note}" if note else "") + "\n\n" + md_table(
+            ["seq_len", "bucket", f"{b} TFLOPS", f"{o} TFLOPS", f"{b} ms", f"{o} ms",
+             f"{b} time share", f"{o} time share", "speedup"],
             [[seq_label(r["seq_len"]), r["bucket"], fmt(r["base_tflops"]), fmt(r["other_tflops"]),
               fmt(r["base_ms"]), fmt(r["other_ms"]), fmt(r["base_share"], "pct"),
               fmt(r["other_share"], "pct"), fmt(r["speedup"], "x")] for r in p.rows]))
