@@ -751,3 +751,14 @@ def test_tables_of_one_gpu_against_itself_name_which_column_is_which():
     assert "| H200 SXM (guide's published) TFLOPS | H200 SXM (measured) TFLOPS |" in text
     # GPUs that differ keep their short names
     assert "| H200 SXM TFLOPS | B200 SXM TFLOPS |" in markdown.details_markdown(a.comparisons[0])
+
+
+def test_panels_of_amounts_start_at_zero(shipped_analysis):
+    # An axis from 0.2 drew the guide's 69% dearer 8K $/token as a 4x gap; amounts
+    # (TFLOPS, $/token, share, GiB) start at zero, only the speedup's ratio axis may not.
+    a, _ = shipped_analysis
+    figs = [figures.draw_comparison(a.comparisons[0], a), figures.draw_overview(a), figures.draw_attention(a)]
+    panels = [ax for fig in figs for ax in fig.axes if ax.axison and not ax.get_title().startswith("Speedup")]
+    assert len(panels) == 4 + 3 + 2 and [ax.get_title() for ax in panels if ax.get_ylim()[0] != 0] == []
+    for fig in figs:
+        figures.plt.close(fig)

@@ -101,6 +101,13 @@ def _label_ticks(fig) -> None:
         ax.set_xticklabels([label.get_text() if k else "" for label, k in zip(labels, keep)], fontsize=TICK_FONT)
 
 
+def _from_zero(axes) -> None:
+    """Amounts (TFLOPS, $/token, shares, GiB) on a y axis from zero, so that a gap looks as
+    large as it is; once everything is drawn, as the limit stops autoscaling."""
+    for ax in axes:
+        ax.set_ylim(bottom=0)
+
+
 def _wrap(text: str, chars: int) -> str:
     return "\n".join(textwrap.fill(line, chars, subsequent_indent="  ") for line in text.split("\n"))
 
@@ -251,6 +258,7 @@ def draw_comparison(c: Comparison, a: Analysis):
     for ax, draw in zip(axes, drawn):
         _seq_axis(ax, draw(ax, c, col))
     _legend_panel(axes[-1], axes[:-1], c)
+    _from_zero([ax for ax, draw in zip(axes, drawn) if draw is not _speedup_panel])  # a ratio
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     _label_ticks(fig)
     return fig
@@ -312,6 +320,7 @@ def draw_overview(a: Analysis):
         axes[2].set(ylabel="$ per 1M tokens (per GPU)", title="$/1M tokens at "
                     + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()) + " (whole models)")
         axes[2].title.set_fontsize(10)
+    _from_zero(axes)
     _finish(fig, _figure_legend(fig, axes[:1], ncol=2, chars=80))
     return fig
 
@@ -334,6 +343,7 @@ def draw_attention(a: Analysis):
         _seq_axis(ax, lens)
         ax.set_ylabel("attention TFLOPS")
         ax.set_title(f"{pass_}: heads {shape[1]}/{shape[2]}, d {shape[3]}, causal {shape[4]}", fontsize=10)
+    _from_zero(axes)
     _finish(fig, _figure_legend(fig, axes, ncol=min(4, len(lines)), chars=40))
     return fig
 
