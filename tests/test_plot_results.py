@@ -762,3 +762,21 @@ def test_panels_of_amounts_start_at_zero(shipped_analysis):
     assert len(panels) == 4 + 3 + 2 and [ax.get_title() for ax in panels if ax.get_ylim()[0] != 0] == []
     for fig in figs:
         figures.plt.close(fig)
+
+
+def test_labels_never_state_a_setting_the_log_does_not_hold_and_keep_ignored_ones():
+    # A setting missing from a log is "not recorded", not "no offload" or "ZeRO-None".
+    assert [series.config_phrase(k, None) for k in ("OFFLOAD_OPTIMIZER", "ZERO_STAGE", "world_size",
+                                                    "PYTORCH_CUDA_ALLOC_CONF")] == [
+        "OFFLOAD_OPTIMIZER not recorded", "ZERO_STAGE not recorded", "world_size not recorded", "default allocator"]
+    recs = [header("a", "NVIDIA H200"), summary("a", 8192, 400.0, H200_PEAK),
+            header("b", "NVIDIA H200", config={"OFFLOAD_OPTIMIZER": None}), summary("b", 8192, 500.0, H200_PEAK)]
+    recs[2]["config"].pop("OFFLOAD_OPTIMIZER")
+    assert sorted(s.label for s in series.load(recs).series) == [
+        "H200 SXM fa3: OFFLOAD_OPTIMIZER not recorded", "H200 SXM fa3: offload"]
+    # --ignore-config world_size pairs a 2-GPU run with an 8-GPU one: the figures' labels
+    # still say which is which
+    recs = guide_with_a_measured_h200(config={"world_size": 2})
+    labels = {s.label for s in analysis_of(recs, ignore=("world_size",)).data.series if s.is_sweep}
+    assert labels == {"H200 SXM fa4: 2 GPUs", "H200 SXM fa3: 8 GPUs (guide's published)",
+                      "B200 SXM fa4: 8 GPUs (guide's published)"}

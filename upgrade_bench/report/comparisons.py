@@ -167,15 +167,11 @@ def pairs(members: list, baseline: str) -> list:
     return sorted(found, key=lambda t: _rank(*t))
 
 
-def _values(s: Series, key: str) -> list:
-    return s.ignored.get(key) or ([s.config[key]] if key in s.config else [])
-
-
 def ignored_differences(base: Series, other: Series) -> list:
     """(key, base values, other values) of --ignore-config keys whose values differ."""
     keys = ordered_keys(set(base.ignored) | set(other.ignored))
-    return [(k, _values(base, k), _values(other, k)) for k in keys
-            if sorted(map(json.dumps, _values(base, k))) != sorted(map(json.dumps, _values(other, k)))]
+    return [(k, base.settings(k), other.settings(k)) for k in keys
+            if sorted(map(json.dumps, base.settings(k))) != sorted(map(json.dumps, other.settings(k)))]
 
 
 def differing_keys(a: dict, b: dict) -> list:

@@ -56,12 +56,8 @@ def column_names(base: Series, other: Series) -> tuple:
 
 # ---------------------------------------------------------------- a series in words
 
-def _settings(s: Series, key: str) -> list:
-    return [s.config[key]] if key in s.config else list(s.ignored.get(key, []))
-
-
 def _phrases(s: Series, key: str) -> str:
-    return " / ".join(config_phrase(key, v) for v in _settings(s, key)) or "not recorded"
+    return " / ".join(config_phrase(key, v) for v in s.settings(key)) or "not recorded"
 
 
 def _stack_words(stack: dict) -> str:
@@ -91,16 +87,16 @@ def series_words(s: Series, also_in: dict) -> dict:
     counts = sorted({r.gpu_count for r in runs if r.gpu_count})
     node = f" ({' / '.join(map(str, counts))} on the node)" if counts else ""
     layers = sorted({r.num_layers for r in runs if r.num_layers})
-    model = ", ".join(map(str, _settings(s, "MODEL"))) or "model not recorded"
-    cut = [v for v in _settings(s, "NUM_LAYERS") if v not in (0, "0")]
+    model = ", ".join(map(str, s.settings("MODEL"))) or "model not recorded"
+    cut = [v for v in s.settings("NUM_LAYERS") if v not in (0, "0")]
     layer_words = _phrases(s, "NUM_LAYERS") if cut or not layers else f"all {' / '.join(map(str, layers))} layers"
     others = [config_phrase(k, s.config[k]) for k in sorted(s.config)
               if k not in SHOWN_KEYS and not (k == "MEM_DEBUG" and not s.config[k])]
     notes = list(dict.fromkeys(r.notes for r in runs if r.notes))
-    asked = ", ".join(map(_short, _settings(s, "ATTN_BACKEND"))) or "not recorded"
+    asked = ", ".join(map(_short, s.settings("ATTN_BACKEND"))) or "not recorded"
     return {"GPU": f"{s.gpu}, {_phrases(s, 'world_size')} in the run{node}",
             "model": f"{model}, {layer_words}",
-            "configuration": ", ".join([_phrases(s, k) for k in WORKLOAD_KEYS if _settings(s, k)] + others),
+            "configuration": ", ".join([_phrases(s, k) for k in WORKLOAD_KEYS if s.settings(k)] + others),
             "attention": f"{s.backend} (ATTN_BACKEND={asked})",
             "software": " | ".join(_stack_words(st) for st in s.stacks) or "not recorded",
             "source": f"{s.provenance}: {sources_words(s, also_in)}",

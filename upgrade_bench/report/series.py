@@ -57,6 +57,11 @@ class Series:
     decompositions: dict = field(default_factory=dict)  # seq_len -> decomposition record
     label: str = ""
 
+    def settings(self, key: str) -> list:
+        """Its values of a config key: the configuration's, or under --ignore-config those of
+        its runs; [] where no run recorded the key."""
+        return list(self.ignored.get(key, [])) or ([self.config[key]] if key in self.config else [])
+
     @property
     def is_sweep(self) -> bool:
         return bool(self.repeats or self.errors)
@@ -241,7 +246,10 @@ LABEL_ORDER = ("world_size", "MODEL", "NUM_LAYERS", "ZERO_STAGE", "OFFLOAD_OPTIM
 
 
 def config_phrase(key: str, value) -> str:
-    """How one setting reads in a label: "ZeRO-3", "no ckpt", "2 GPUs"; else KEY=value."""
+    """How one setting reads in a label: "ZeRO-3", "no ckpt", "2 GPUs"; else KEY=value; None
+    (not in the log) as "KEY not recorded"."""
+    if value is None and key != "PYTORCH_CUDA_ALLOC_CONF":
+        return f"{key} not recorded"
     on = value in (True, 1, "1")
     none = value in (0, "0")
     phrases = {"world_size": f"{value} GPU{'' if value == 1 else 's'}",
@@ -268,11 +276,12 @@ def ordered_keys(keys) -> list:
 def labels(members: list) -> dict:
     """{id(series): label}: GPU + backend, plus the config fields that differ between these
     series, in words, plus provenance."""
-    varying = [k for k in ordered_keys({k for s in members for k in s.config})
-               if len({json.dumps(s.config.get(k), default=str) for s in members}) > 1]
+    varying = [k for k in ordered_keys({k for s in members for k in list(s.config) + list(s.ignored)})
+               if len({json.dumps(s.settings(k), default=str) for s in members}) > 1]
     out = {}
     for s in members:
-        phrases = [config_phrase(k, s.config.get(k)) for k in varying]
+        phrases = [" / ".join(config_phrase(k, v) for v in s.settings(k)) or config_phrase(k, None)
+                   for k in varying]
         tag = provenance(s.reference)
         out[id(s)] = f"{s.gpu} {s.backend}" + (": " + ", ".join(phrases) if phrases else "") \
             + (f" ({tag})" if tag else "")
