@@ -780,3 +780,25 @@ def test_labels_never_state_a_setting_the_log_does_not_hold_and_keep_ignored_one
     labels = {s.label for s in analysis_of(recs, ignore=("world_size",)).data.series if s.is_sweep}
     assert labels == {"H200 SXM fa4: 2 GPUs", "H200 SXM fa3: 8 GPUs (guide's published)",
                       "B200 SXM fa4: 8 GPUs (guide's published)"}
+
+
+def test_a_length_only_one_side_has_says_what_is_known_and_the_headline_names_it():
+    recs = two_gpu_log() + [
+        rec("error", "run-h200", error="timeout", message="no step in 600 s", seq_len=512),
+        rec("capacity", "run-h200", max_fit_seq_len=6144, min_fail_seq_len=None, peak_mem_gib_at_max=130.0,
+            hbm_gib=139.8, seq_len_step=1024, config=CONFIG)]
+    recs = [r for r in recs if not (r["kind"] == "capacity" and r.get("min_fail_seq_len"))]
+    c = only(analysis_of(recs, prices={"H200": 2, "B200": 4}))
+    rows = rows_of(c)
+    assert rows[512].missing == "H200 SXM (measured) failed here (timeout)"   # tried, not "not measured"
+    assert rows[4096].missing == "H200 SXM (measured) cannot run this (OOM)"
+    # a capacity search that never failed is no ceiling: 8K was not tried on H200
+    assert rows[8192].missing == "not measured on H200 SXM (measured) (largest fit on record: 6K)"
+    assert markdown.headline(c).endswith(
+        " One side only: H200 SXM (measured) failed here (timeout) at 512; H200 SXM (measured) cannot run this "
+        "(OOM) at 4K; not measured on H200 SXM (measured) (largest fit on record: 6K) at 8K.")
+    # one speedup at every shared length: named once
+    same = [header("h", "NVIDIA H200"), summary("h", 1024, 400.0, H200_PEAK, 1e4, 100.0, (99.0, 101.0)),
+            header("b", "NVIDIA B200", "fa4"), summary("b", 1024, 800.0, B200_PEAK, 2e4, 50.0, (49.0, 51.0))]
+    assert markdown.headline(only(analysis_of(same))) == "No prices given: speed only, 2.00x the baseline's " \
+                                                         "TFLOPS per GPU."

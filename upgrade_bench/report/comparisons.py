@@ -215,21 +215,36 @@ def capacity_of(s: Series, gpu: Gpu) -> list:
             if (key is None or key == s.config_key) and reference == s.reference]
 
 
+def largest_fit(s: Series, gpu: Gpu, below: int | None = None) -> int | None:
+    """The longest sequence its capacity records saw fit; with `below`, only from searches
+    that failed at or below that length (a search that never failed sets no ceiling)."""
+    fits = [cap["max_fit_seq_len"] for cap in capacity_of(s, gpu) if cap.get("max_fit_seq_len")
+            and (below is None or (cap.get("min_fail_seq_len") or below + 1) <= below)]
+    return max(fits, default=None)
+
+
 def cannot_run(s: Series, gpu: Gpu, seq_len: int) -> str | None:
-    """Why a series cannot run a point: its OOM there, or its capacity ceiling below it."""
+    """Why a series cannot run a point: its OOM there, or a capacity search that failed at or below it."""
     if seq_len in s.points:
         return None
     error = s.errors.get(seq_len)
     if error and error.get("error") == "oom":
         return "OOM"
-    fits = [cap["max_fit_seq_len"] for cap in capacity_of(s, gpu) if cap.get("max_fit_seq_len")]
-    return f"max fit {seq_label(max(fits))}" if fits and max(fits) < seq_len else None
+    ceiling = largest_fit(s, gpu, below=seq_len)
+    return f"max fit {seq_label(ceiling)}" if ceiling is not None and ceiling < seq_len else None
 
 
 def missing_text(s: Series, gpu: Gpu, seq_len: int) -> str:
-    why = cannot_run(s, gpu, seq_len)
+    """Why a point of one side has no partner on series `s`: cannot run, failed, or not measured."""
     who = f"{s.gpu} ({s.provenance})"
-    return f"{who} cannot run this ({why})" if why else f"not measured on {who}"
+    why = cannot_run(s, gpu, seq_len)
+    if why:
+        return f"{who} cannot run this ({why})"
+    if seq_len in s.errors:
+        return f"{who} failed here ({s.errors[seq_len].get('error') or 'error'})"
+    fit = largest_fit(s, gpu)
+    return f"not measured on {who}" + (f" (largest fit on record: {seq_label(fit)})"
+                                       if fit is not None and fit < seq_len else "")
 
 
 def mamf_of(gpu: Gpu, reference: str | None, dtype: str = "bf16") -> float | None:

@@ -180,14 +180,25 @@ def _findings(c: Comparison) -> str:
     if c.kind == HEALTH:
         groups = _by_word(c, lambda r: r.speed, ("slower than published", "as published within the spread",
                                                  "faster than published"))
-        return f"This {c.other.gpu} node: {groups}." if groups else ""
+        return (f"This {c.other.gpu} node: {groups}." if groups else "") + _one_sided(c)
     speeds = [r.speedup for r in c.rows if r.speedup]
-    pace = f"{fmt(min(speeds), 'x')} to {fmt(max(speeds), 'x')} the baseline's TFLOPS per GPU" if speeds else ""
+    ends = dict.fromkeys(fmt(v, "x") for v in (min(speeds), max(speeds))) if speeds else {}
+    pace = " to ".join(ends) + " the baseline's TFLOPS per GPU" if speeds else ""
     if not c.prices:
         return f"No prices given: speed only, {pace}." if pace else "No prices given."
     groups = _by_word(c, lambda r: r.cost, ("cheaper per token", "the same within the spread", "dearer per token"))
     groups = groups or "not priced at any length"
-    return f"At these prices {c.other.gpu} is {groups}" + (f"; {pace}." if pace else ".")
+    return f"At these prices {c.other.gpu} is {groups}" + (f"; {pace}." if pace else ".") + _one_sided(c)
+
+
+def _one_sided(c: Comparison) -> str:
+    """' One side only: <why> at 192K; ...' for the lengths only one series has."""
+    found = {}
+    for r in c.rows:
+        if r.missing:
+            found.setdefault(r.missing, []).append(seq_label(r.seq_len))
+    return " One side only: " + "; ".join(f"{why} at {', '.join(lens)}" for why, lens in found.items()) + "." \
+        if found else ""
 
 
 def _by_word(c: Comparison, get, words: tuple) -> str:
