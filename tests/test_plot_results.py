@@ -628,7 +628,8 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys):
     text = (out / "report.md").read_text()
     block = markdown.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
     assert stdout.startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])  # the terminal prints the block
-    assert text.splitlines()[4] == "## 1. B200 SXM vs H200 SXM: measured vs measured"
+    assert next(line for line in text.splitlines() if line.startswith("## ")) == \
+        "## 1. B200 SXM vs H200 SXM: measured vs measured"
     assert "| 1K | 10.0% | 400.0 | 800.0 | 40.4% | 35.6% | 2.00x | 2.28x | 0.88x | 2.00x | ok | 10.0 | 10.0 |" \
         in text
     assert "Skipped 4 malformed line(s) or record(s)" in text and "WARNING" not in text
@@ -802,3 +803,26 @@ def test_a_length_only_one_side_has_says_what_is_known_and_the_headline_names_it
             header("b", "NVIDIA B200", "fa4"), summary("b", 1024, 800.0, B200_PEAK, 2e4, 50.0, (49.0, 51.0))]
     assert markdown.headline(only(analysis_of(same))) == "No prices given: speed only, 2.00x the baseline's " \
                                                          "TFLOPS per GPU."
+
+
+def test_logs_of_one_gpu_without_the_reference_are_told_where_it_is():
+    a = analysis_of([header("h", "NVIDIA H200"), summary("h", 1024, 400.0, H200_PEAK)])
+    ((_, why),) = a.unpaired
+    assert why == ("no series of another GPU and no published H200 SXM series to compare with; the guide's "
+                   "published H200 SXM figures are in results/reference/guide.jsonl: add that file (or its "
+                   "folder) to the inputs")
+    a = analysis_of([header("h", "NVIDIA A100"), summary("h", 1024, 200.0, 312.0)])
+    assert a.unpaired[0][1].endswith("series to compare with")  # the guide publishes no A100
+
+
+def test_a_page_without_summaries_or_with_skipped_lines_says_so_first(tmp_path, capsys):
+    log = write_jsonl(tmp_path / "headers.jsonl", [header("h", "NVIDIA H200")])
+    code, out, _ = cli(capsys, log, "--out", tmp_path / "o")
+    text = (tmp_path / "o" / "report.md").read_text()
+    assert code == 0 and "no training summaries" in out and "no training summaries" in text
+    assert "## Series" not in text and "listed below" not in text
+    log = write_jsonl(tmp_path / "two.jsonl", two_gpu_log(), extra_lines=['{"kind": "error", "seq_l'])
+    code, out, _ = cli(capsys, log, "--out", tmp_path / "p")
+    lines = (tmp_path / "p" / "report.md").read_text().splitlines()
+    assert lines[4] == ("**Skipped 1 malformed line(s) or record(s)** while reading (see Inputs): what they "
+                        "held is missing from the verdicts below.")

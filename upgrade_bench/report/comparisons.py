@@ -123,19 +123,24 @@ def choose_baseline(gpu_map: dict, candidates, requested: str | None = None) -> 
                                           gpu_map[n].hbm_gib or 0.0, n))
 
 
+def published_hint(name: str) -> str:
+    """'; the guide's published H200 SXM figures are in <file>: add ...' for a GPU the guide
+    publishes, else ''."""
+    spec = gpus.lookup(name)
+    if spec is None or spec not in map(gpus.lookup, PUBLISHED_GPUS):
+        return ""
+    return f"; the guide's published {spec.name} figures are in {SHIPPED_PATH}: add that file (or its folder) " \
+           "to the inputs"
+
+
 def match_prices(prices: dict, gpu_map: dict) -> dict:
     """{name as given: USD per GPU-hour} -> {dataset GPU: USD}; ValueError names what is wrong."""
     out, given = {}, {}
     for name, usd in prices.items():
         gpu = match_gpu(name, gpu_map)
         if gpu is None:
-            spec = gpus.lookup(name)
-            published = spec is not None and spec in map(gpus.lookup, PUBLISHED_GPUS)
             raise ValueError(f"--price {name}={usd:g}: no GPU named {name!r} in the logs "
-                             f"(GPUs: {', '.join(sorted(gpu_map))})"
-                             + (f"; the guide's published {spec.name} figures are in "
-                                f"{SHIPPED_PATH}: add that file (or its folder) to the inputs"
-                                if published else ""))
+                             f"(GPUs: {', '.join(sorted(gpu_map))})" + published_hint(name))
         if gpu in out:
             raise ValueError(f"--price {given[gpu]} and --price {name}: both price {gpu}; give one")
         out[gpu], given[gpu] = usd, name
@@ -193,8 +198,10 @@ def unpaired(members: list, paired: set, baseline: str) -> list:
             (c.gpu != s.gpu and baseline in (c.gpu, s.gpu)) or
             (c.gpu == s.gpu and bool(c.reference) != bool(s.reference)))]
         if not candidates:
+            published = any(c.reference for c in members)
             out.append((s, f"no series of {'another GPU' if s.gpu == baseline else baseline} and "
-                           f"no {'measured' if s.reference else 'published'} {s.gpu} series to compare with"))
+                           f"no {'measured' if s.reference else 'published'} {s.gpu} series to compare with"
+                           + ("" if published else published_hint(s.gpu))))
             continue
         nearest, keys = min(((c, differing_keys(s.config, c.config)) for c in candidates),
                             key=lambda t: len(t[1]))

@@ -292,11 +292,17 @@ def unpaired_markdown(a: Analysis) -> str:
     return "\n".join(f"- {s.label}: {why}" for s, why in a.unpaired)
 
 
+def no_comparison_words(a: Analysis) -> str:
+    if not a.data.series:
+        return "the input holds no training summaries (`summary` records) to compare"
+    return "no two series of the same configuration (the series and why are listed below)"
+
+
 def terminal_text(a: Analysis) -> str:
     """What plot_results.py prints: the same verdict blocks, then the series not compared."""
     out = [verdict_block(c, a.data.also_in) for c in a.comparisons]
     if not a.comparisons:
-        out.append("No comparison: no two series of the same configuration (see below).\n")
+        out.append(f"No comparison: {no_comparison_words(a)}.\n")
     lonely = unpaired_markdown(a)
     if lonely:
         out.append("## Series not compared\n\n" + lonely + "\n")
@@ -469,9 +475,11 @@ def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
     prices = ", ".join(f"{g} ${usd:.2f}" for g, usd in a.prices.items())
     out += [f"Prices per GPU-hour: {prices}." if prices else
             "No prices given (--price GPU=USD_PER_GPU_HOUR): speed only, no $/token verdicts.", ""]
+    if tally is not None and tally.skipped_total():
+        out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
+                "what they held is missing from the verdicts below.", ""]
     if not a.comparisons:
-        out += ["**No comparison**: no two series of the same configuration (the series and why "
-                "are listed below).", ""]
+        out += [f"**No comparison**: {no_comparison_words(a)}.", ""]
     out += [verdict_block(c, a.data.also_in) for c in a.comparisons]
     lonely = unpaired_markdown(a)
     if lonely:
@@ -485,7 +493,7 @@ def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
         out += [f"## Details of {title(c)}", "",
                 "The identity column checks the guide's `speedup ~= peak ratio x MFU ratio`.", "",
                 details_markdown(c), ""]
-    sections = [("Series", series_markdown(a)),
+    sections = [("Series", series_markdown(a) if a.data.series else ""),
                 ("Capabilities", capability_markdown(a)),
                 ("Peak memory vs sequence length", memory_markdown(a)),
                 ("Step decomposition", decomposition_markdown(a)),
