@@ -826,3 +826,13 @@ def test_a_page_without_summaries_or_with_skipped_lines_says_so_first(tmp_path, 
     lines = (tmp_path / "p" / "report.md").read_text().splitlines()
     assert lines[4] == ("**Skipped 1 malformed line(s) or record(s)** while reading (see Inputs): what they "
                         "held is missing from the verdicts below.")
+
+
+def test_a_speedup_without_a_range_is_marked_on_the_figure():
+    # 3K: H200 timed once, no range: without a mark its dot looked as exact as the others
+    a = analysis_of(two_gpu_log())
+    fig = figures.draw_comparison(only(a), a)
+    (ax,) = [ax for ax in fig.axes if ax.get_title().startswith("Speedup")]
+    (ring,) = [line for line in ax.get_lines() if line.get_label().startswith("no range")]
+    assert list(ring.get_xdata()) == [3072] and list(ring.get_ydata()) == [pytest.approx(2.2)]
+    figures.plt.close(fig)

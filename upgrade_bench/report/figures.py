@@ -152,6 +152,10 @@ def _speedup_panel(ax, c: Comparison, col: dict) -> list:
     ax.errorbar(xs, ys, yerr=[low, high], color=col[id(c.other)], marker="o", capsize=4,
                 linestyle="--" if published else "-", markerfacecolor="none" if published else None,
                 label=f"{ratio_name}, with its range")
+    bare = [r for r in rows if not r.speedup_range]
+    if bare:  # a point without a range would look as exact as the others
+        ax.plot([r.seq_len for r in bare], [r.speedup for r in bare], linestyle="none", marker="o", markersize=13,
+                markerfacecolor="none", markeredgecolor="black", label="no range: cannot decide")
     if c.kind == HEALTH:
         ax.axhline(1.0, color="grey", linestyle=":", label="as published (1.00x)")
     elif c.peak_ratio:
