@@ -836,3 +836,9 @@ def test_a_speedup_without_a_range_is_marked_on_the_figure():
     (ring,) = [line for line in ax.get_lines() if line.get_label().startswith("no range")]
     assert list(ring.get_xdata()) == [3072] and list(ring.get_ydata()) == [pytest.approx(2.2)]
     figures.plt.close(fig)
+
+
+def test_a_small_price_per_token_keeps_its_digits():
+    # a small model is cheap per token: "$0.000 vs $0.000, 40% cheaper" said nothing
+    assert [markdown.fmt(v, "usd") for v in (0.3551, 0.0123, 0.00028, 0.000041, 12.345)] == [
+        "$0.355", "$0.012", "$0.00028", "$0.000041", "$12.35"]

@@ -28,8 +28,9 @@ def fmt(value, kind: str = "num") -> str:
         return f"{value:.1%}"
     if kind == "x":
         return f"{value:.2f}x"
-    if kind == "usd":
-        return f"${value:.3f}" if value < 10 else f"${value:,.2f}"
+    if kind == "usd":  # three decimals, or two significant digits where that would print $0.000
+        digits = 3 if value <= 0 else max(3, 1 - math.floor(math.log10(value)))
+        return f"${value:.{digits}f}" if value < 10 else f"${value:,.2f}"
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 10 else f"{value:.1f}"
     if isinstance(value, list):
