@@ -801,8 +801,9 @@ def test_a_length_only_one_side_has_says_what_is_known_and_the_headline_names_it
     # one speedup at every shared length: named once
     same = [header("h", "NVIDIA H200"), summary("h", 1024, 400.0, H200_PEAK, 1e4, 100.0, (99.0, 101.0)),
             header("b", "NVIDIA B200", "fa4"), summary("b", 1024, 800.0, B200_PEAK, 2e4, 50.0, (49.0, 51.0))]
-    assert markdown.headline(only(analysis_of(same))) == "No prices given: speed only, 2.00x the baseline's " \
-                                                         "TFLOPS per GPU."
+    assert markdown.headline(only(analysis_of(same))) == (
+        "No price for H200 SXM and B200 SXM (--price H200=USD_PER_GPU_HOUR --price B200=USD_PER_GPU_HOUR): "
+        "speed only, 2.00x the baseline's TFLOPS per GPU.")
 
 
 def test_logs_of_one_gpu_without_the_reference_are_told_where_it_is():
@@ -842,3 +843,12 @@ def test_a_small_price_per_token_keeps_its_digits():
     # a small model is cheap per token: "$0.000 vs $0.000, 40% cheaper" said nothing
     assert [markdown.fmt(v, "usd") for v in (0.3551, 0.0123, 0.00028, 0.000041, 12.345)] == [
         "$0.355", "$0.012", "$0.00028", "$0.000041", "$12.35"]
+
+
+def test_a_price_for_one_side_only_names_the_side_without_one():
+    a = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5})
+    c = a.comparisons[0]
+    assert (c.other.gpu, c.prices) == ("B200 SXM", None)
+    assert markdown.headline(c).startswith("No price for B200 SXM (--price B200=USD_PER_GPU_HOUR): speed only, ")
+    assert markdown.cost_words(c, rows_of(c)[8192]) == "no price (--price B200=USD_PER_GPU_HOUR)"
+    assert only(a, comparisons.HEALTH).prices == (3.5, 3.5)

@@ -70,6 +70,7 @@ class Comparison:
     mamf: tuple                 # (base bf16 MAMF, other bf16 MAMF) of each side's GPU and provenance
     rows: list = field(default_factory=list)
     number: int = 0
+    unpriced: list = field(default_factory=list)   # its GPUs without a --price
 
     @property
     def mamf_ratio(self) -> float | None:
@@ -301,6 +302,7 @@ def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict)
                    differences_between(base.stacks, other.stacks), priced,
                    ratio(other.peak_tflops, base.peak_tflops),
                    (mamf_of(gpu_map[base.gpu], base.reference), mamf_of(gpu_map[other.gpu], other.reference)))
+    c.unpriced = [g for g in dict.fromkeys((base.gpu, other.gpu)) if g not in prices]
     c.rows = [_row(base, other, n, gpu_map, priced, c.peak_ratio)
               for n in sorted(set(base.points) | set(other.points))]
     return c

@@ -124,8 +124,7 @@ def cost_words(c: Comparison, row) -> str:
     if row.missing:
         return f"**{row.missing}**"
     if row.cost is None:
-        return "no throughput recorded" if c.prices else \
-            f"no price (--price {c.base.gpu.split()[0]}=USD --price {c.other.gpu.split()[0]}=USD)"
+        return "no throughput recorded" if c.prices else f"no price ({price_flags(c)})"
     text = _call_words(row.cost, row, ("cheaper", "same $/token", "dearer"))
     return text + (" (not like for like)" if c.unlike else "")
 
@@ -138,6 +137,11 @@ def speed_words(c: Comparison, row) -> str:
         return "no TFLOPS recorded"
     text = _call_words(row.speed, row, ("slower than published", "as published", "faster than published"))
     return text + (" (not like for like)" if c.unlike else "")
+
+
+def price_flags(c: Comparison) -> str:
+    """'--price B200=USD_PER_GPU_HOUR' for each GPU of a comparison without a price."""
+    return " ".join(f"--price {gpu.split()[0]}=USD_PER_GPU_HOUR" for gpu in c.unpriced)
 
 
 def no_spread_words(s: Series, summary: dict) -> str:
@@ -186,7 +190,8 @@ def _findings(c: Comparison) -> str:
     ends = dict.fromkeys(fmt(v, "x") for v in (min(speeds), max(speeds))) if speeds else {}
     pace = " to ".join(ends) + " the baseline's TFLOPS per GPU" if speeds else ""
     if not c.prices:
-        return f"No prices given: speed only, {pace}." if pace else "No prices given."
+        unpriced = f"No price for {' and '.join(c.unpriced)} ({price_flags(c)})"
+        return f"{unpriced}: speed only, {pace}." if pace else f"{unpriced}."
     groups = _by_word(c, lambda r: r.cost, ("cheaper per token", "the same within the spread", "dearer per token"))
     groups = groups or "not priced at any length"
     return f"At these prices {c.other.gpu} is {groups}" + (f"; {pace}." if pace else ".") + _one_sided(c)
