@@ -851,4 +851,5 @@ def test_a_price_for_one_side_only_names_the_side_without_one():
     assert (c.other.gpu, c.prices) == ("B200 SXM", None)
     assert markdown.headline(c).startswith("No price for B200 SXM (--price B200=USD_PER_GPU_HOUR): speed only, ")
     assert markdown.cost_words(c, rows_of(c)[8192]) == "no price (--price B200=USD_PER_GPU_HOUR)"
+    assert "| **price** | $3.50 per GPU-hour | not given |" in markdown.verdict_block(c, {})
     assert only(a, comparisons.HEALTH).prices == (3.5, 3.5)

@@ -70,11 +70,17 @@ class Comparison:
     mamf: tuple                 # (base bf16 MAMF, other bf16 MAMF) of each side's GPU and provenance
     rows: list = field(default_factory=list)
     number: int = 0
-    unpriced: list = field(default_factory=list)   # its GPUs without a --price
+    usd_per_gpu_hour: tuple = (None, None)   # (base, other) --price of each side, None where not given
 
     @property
     def mamf_ratio(self) -> float | None:
         return ratio(self.mamf[1], self.mamf[0])
+
+    @property
+    def unpriced(self) -> list:
+        """Its GPUs without a --price."""
+        sides = zip((self.base.gpu, self.other.gpu), self.usd_per_gpu_hour)
+        return list(dict.fromkeys(gpu for gpu, usd in sides if usd is None))
 
     @property
     def price_ratio(self) -> float | None:
@@ -297,12 +303,13 @@ def _row(base: Series, other: Series, n: int, gpu_map: dict, prices: tuple | Non
 def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict) -> Comparison:
     """A comparison of two series, from their own data only."""
     ignored = ignored_differences(base, other)
-    priced = (prices[base.gpu], prices[other.gpu]) if base.gpu in prices and other.gpu in prices else None
+    given = (prices.get(base.gpu), prices.get(other.gpu))
+    priced = None if None in given else given
     c = Comparison(kind, base, other, ignored, [k for k, _, _ in ignored if k in NOT_LIKE_FOR_LIKE],
                    differences_between(base.stacks, other.stacks), priced,
                    ratio(other.peak_tflops, base.peak_tflops),
                    (mamf_of(gpu_map[base.gpu], base.reference), mamf_of(gpu_map[other.gpu], other.reference)))
-    c.unpriced = [g for g in dict.fromkeys((base.gpu, other.gpu)) if g not in prices]
+    c.usd_per_gpu_hour = given
     c.rows = [_row(base, other, n, gpu_map, priced, c.peak_ratio)
               for n in sorted(set(base.points) | set(other.points))]
     return c

@@ -254,7 +254,7 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
         times = f" ({fmt(c.price_ratio, 'x')} the baseline's)" if c.kind != HEALTH else ""
         rows.append(["**price**", f"${c.prices[0]:.2f} per GPU-hour", f"${c.prices[1]:.2f} per GPU-hour{times}"])
     else:
-        rows.append(["**price**", "not given", "not given"])
+        rows.append(["**price**"] + [f"${usd:.2f} per GPU-hour" if usd else "not given" for usd in c.usd_per_gpu_hour])
     out = [block_heading(c), "", headline(c), "",
            md_table(["", f"{names[0]}: {who(b)}", f"{names[1]}: {who(o)}"], rows), ""]
     if c.unlike:
