@@ -761,6 +761,9 @@ def test_panels_of_amounts_start_at_zero(shipped_analysis):
     figs = [figures.draw_comparison(a.comparisons[0], a), figures.draw_overview(a), figures.draw_attention(a)]
     panels = [ax for fig in figs for ax in fig.axes if ax.axison and not ax.get_title().startswith("Speedup")]
     assert len(panels) == 4 + 3 + 2 and [ax.get_title() for ax in panels if ax.get_ylim()[0] != 0] == []
+    # nor does the highest point sit on the frame (the axis keeps its margin above)
+    for ax in figs[2].axes:
+        assert ax.get_ylim()[1] >= 1.04 * max(max(line.get_ydata()) for line in ax.get_lines())
     for fig in figs:
         figures.plt.close(fig)
 

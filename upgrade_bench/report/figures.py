@@ -9,6 +9,7 @@ records do. Every series has its own colour; provenance is the line style (measu
 published dashed with open markers). A panel without data is not drawn. Each draw_* returns
 the Figure, so tests can measure its text.
 """
+import math
 import os
 import textwrap
 
@@ -103,9 +104,11 @@ def _label_ticks(fig) -> None:
 
 def _from_zero(axes) -> None:
     """Amounts (TFLOPS, $/token, shares, GiB) on a y axis from zero, so that a gap looks as
-    large as it is; once everything is drawn, as the limit stops autoscaling."""
+    large as it is, and 5% above the highest line; once everything is drawn, as a limit
+    stops autoscaling."""
     for ax in axes:
-        ax.set_ylim(bottom=0)
+        top = ax.dataLim.y1
+        ax.set_ylim(0, top * 1.05 if math.isfinite(top) and top > 0 else None)
 
 
 def _wrap(text: str, chars: int) -> str:
