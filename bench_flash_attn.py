@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from upgrade_bench import attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
-from upgrade_bench.records import RecordWriter, run_main
+from upgrade_bench.faults import BadInput, run_main
+from upgrade_bench.records import RecordWriter
 
 SCRIPT = "bench_flash_attn.py"
 PASSES = ("fwd", "bwd", "fwd_bwd")
@@ -69,18 +70,16 @@ VARS = [
 
 
 def validate(s: dict, registry: dict) -> None:
-    """Cross-variable rules settings.Var cannot express; raises SettingsError (exit 2)."""
+    """Cross-variable rules settings.Var cannot express; raises BadInput."""
     names = s["BACKENDS"]
     if names != ["auto"] and (not names or any(n not in registry for n in names)):
-        raise settings.SettingsError(f"BACKENDS={' '.join(names)!r}: expected auto or a list of "
-                                     f"{'|'.join(registry)}")
+        raise BadInput(f"BACKENDS={' '.join(names)!r}: expected auto or a list of {'|'.join(registry)}")
     if not s["PASSES"] or any(p not in PASSES for p in s["PASSES"]):
-        raise settings.SettingsError(f"PASSES={' '.join(s['PASSES'])!r}: expected a list of "
-                                     f"{'|'.join(PASSES)}")
+        raise BadInput(f"PASSES={' '.join(s['PASSES'])!r}: expected a list of {'|'.join(PASSES)}")
     doc_len, shortest = s["PACKED_DOC_LEN"], min(s["SEQLENS"])
     if doc_len and doc_len >= shortest:
-        raise settings.SettingsError(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQLENS "
-                                     f"value (shortest {shortest}), or 0 for one document")
+        raise BadInput(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQLENS value "
+                       f"(shortest {shortest}), or 0 for one document")
 
 
 def resolve_heads(s: dict) -> tuple[int, int, int]:
@@ -93,18 +92,13 @@ def resolve_heads(s: dict) -> tuple[int, int, int]:
 
         try:
             dims = model.dims(model.load_config(s["MODEL"]))
-        except model.ConfigError as err:
-            raise settings.SettingsError(str(err)) from None
-        except Exception as err:  # OSError for a missing path, validation errors for a bad config
-            raise settings.SettingsError(
-                f"MODEL={s['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), a local config "
-                f"folder or a cached hub id ({type(err).__name__}: {str(err).splitlines()[0][:200]}); "
-                f"or set NHEADS, NHEADS_KV and HEAD_DIM") from None
+        except BadInput as err:  # explicit heads need no MODEL: say so
+            raise BadInput(f"{err}; or set NHEADS, NHEADS_KV and HEAD_DIM") from None
         preset = dims.heads, dims.kv_heads, dims.head_dim
         heads, kv_heads, head_dim = (mine or theirs for mine, theirs in zip(explicit, preset))
     if heads % kv_heads:
-        raise settings.SettingsError(f"NHEADS={heads}, NHEADS_KV={kv_heads}: query heads must be a "
-                                     f"multiple of key/value heads")
+        raise BadInput(f"NHEADS={heads}, NHEADS_KV={kv_heads}: query heads must be a multiple of "
+                       f"key/value heads")
     return heads, kv_heads, head_dim
 
 
@@ -130,13 +124,13 @@ def too_big(need_bytes: int, capacity_bytes: int) -> str | None:
 
 
 def check_fits(base: attn_kernels.Shape, elem_bytes: int, capacity_bytes: int) -> None:
-    """SettingsError unless the smallest work of a run fits in `capacity_bytes`: the inputs
+    """BadInput unless the smallest work of a run fits in `capacity_bytes`: the inputs
     of the shortest point, and the correctness check's float64 reference of its own shape."""
     need = max(base.input_bytes(elem_bytes), attn_kernels.check_shape(base).input_bytes(8))
     problem = too_big(need, capacity_bytes)
     if problem:
-        raise settings.SettingsError(f"NHEADS={base.heads}, NHEADS_KV={base.kv_heads}, "
-                                     f"HEAD_DIM={base.head_dim}, BATCH={base.batch}: {problem}")
+        raise BadInput(f"NHEADS={base.heads}, NHEADS_KV={base.kv_heads}, HEAD_DIM={base.head_dim}, "
+                       f"BATCH={base.batch}: {problem}")
 
 
 def pass_calls(forward, leaves, dout, pass_: str):
@@ -294,19 +288,15 @@ def format_table(records: list) -> str:
 def main() -> int:
     s = settings.load(VARS, __doc__)
     registry = attn_kernels.REGISTRY
-    try:
-        validate(s, registry)
-        heads, kv_heads, head_dim = resolve_heads(s)
-        import torch
+    validate(s, registry)
+    heads, kv_heads, head_dim = resolve_heads(s)
+    import torch
 
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
-        base = attn_kernels.Shape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
-                                  s["CAUSAL"], s["PACKED_DOC_LEN"])
-        check_fits(base, dtype.itemsize, memory_bytes(device))
-    except settings.SettingsError as err:
-        sys.stderr.write(f"error: {err}\n")
-        return faults.EXIT_BAD_INPUT
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
+    base = attn_kernels.Shape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
+                              s["CAUSAL"], s["PACKED_DOC_LEN"])
+    check_fits(base, dtype.itemsize, memory_bytes(device))
     chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.capability(),
                                    attn_kernels.import_problems(registry), bool(base.doc_len))
     warnings = []

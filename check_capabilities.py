@@ -26,9 +26,10 @@ import os
 import sys
 import time
 
-from upgrade_bench import attention, faults, fingerprint, settings
+from upgrade_bench import attention, fingerprint, settings
 from upgrade_bench import capabilities as caps
-from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines, run_main
+from upgrade_bench.faults import BadInput, run_main
+from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines
 
 SCRIPT = "check_capabilities.py"
 VARS = [
@@ -44,7 +45,7 @@ VARS = [
 
 
 def load_capacity_log(path: str):
-    """Records of CAPACITY_LOG (None when unset); exit 2 if it cannot be read."""
+    """Records of CAPACITY_LOG (None when unset); BadInput if it cannot be read."""
     if not path:
         return None
     records, problem = None, None
@@ -59,8 +60,7 @@ def load_capacity_log(path: str):
         except (OSError, SchemaTooNew) as err:
             problem = f"cannot be read ({err})"
     if problem:
-        sys.stderr.write(f"error: CAPACITY_LOG={path!r}: {problem}\n")
-        sys.exit(faults.EXIT_BAD_INPUT)
+        raise BadInput(f"CAPACITY_LOG={path!r}: {problem}")
     return records
 
 

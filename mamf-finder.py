@@ -31,7 +31,8 @@ import sys
 from contextlib import contextmanager
 
 from upgrade_bench import faults, fingerprint, flops, gpus, matmul, settings, telemetry, timing
-from upgrade_bench.records import RecordWriter, run_main
+from upgrade_bench.faults import BadInput, run_main
+from upgrade_bench.records import RecordWriter
 
 SCRIPT = "mamf-finder.py"
 SEARCH_BUDGET_S = 60.0
@@ -42,8 +43,7 @@ SCREEN_WARMUP, SCREEN_ITERS = 10, 30
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):
-        sys.stderr.write(f"error: {message} (see --help)\n")
-        sys.exit(faults.EXIT_BAD_INPUT)
+        raise BadInput(f"{message} (see --help)")
 
 
 def _int(low: int):
@@ -72,7 +72,7 @@ def _seconds(positive: bool):
 
 
 def parse_args(argv=None):
-    """(args, shapes to scan or None for the search); bad flags: one line, exit 2."""
+    """(args, shapes to scan or None for the search); BadInput for bad flags."""
     p = Parser(prog=SCRIPT, description=__doc__, usage=argparse.SUPPRESS,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     for dim, what in (("m", "rows of A and C"), ("n", "columns of B and C"),
@@ -99,7 +99,7 @@ def parse_args(argv=None):
     if args.output_file:
         try:
             settings.check_output("--output_file", args.output_file)
-        except settings.SettingsError as err:
+        except BadInput as err:
             p.error(str(err))
     dims = {}
     for dim in "mnk":
@@ -254,9 +254,8 @@ def pick_device(args):
     if not torch.cuda.is_available():
         return torch.device("cpu"), fingerprint.hardware(), None
     if args.cuda_device >= torch.cuda.device_count():
-        sys.stderr.write(f"error: --cuda_device {args.cuda_device}: expected an index below "
-                         f"{torch.cuda.device_count()} (the GPUs visible here)\n")
-        sys.exit(faults.EXIT_BAD_INPUT)
+        raise BadInput(f"--cuda_device {args.cuda_device}: expected an index below "
+                       f"{torch.cuda.device_count()} (the GPUs visible here)")
     torch.cuda.set_device(args.cuda_device)
     hardware = dict(fingerprint.hardware(args.cuda_device), cuda_device=args.cuda_device)
     return torch.device("cuda", args.cuda_device), hardware, hardware["sm_count"]

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from upgrade_bench import attn_kernels as ak
-from upgrade_bench import fingerprint
+from upgrade_bench import faults, fingerprint
 from upgrade_bench.records import read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,7 +193,7 @@ def run_main(monkeypatch, capsys, **env):
     for key, value in {**TINY, "ITERS": "2", "WARMUP": "1", **env}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(sys, "argv", ["bench_flash_attn.py"])
-    code = bench.main()
+    code = faults.run_main(bench.main)
     out = capsys.readouterr()
     records, skipped = read_lines(out.out.splitlines())
     assert skipped == 0
@@ -308,6 +308,12 @@ def test_named_unavailable_backend_and_packed_documents(monkeypatch, capsys):
         assert "block-diagonal" in r["note"]
     # 40 tokens in documents of 16: 16^2 + 16^2 + 8^2 = 576; fwd = 4 * 576 * 4 * 16 / 2
     assert math_points[0]["tflop"] * 1e12 == pytest.approx(73_728)
+
+
+def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
+    with pytest.raises(faults.BadInput, match=r"^MODEL='/nonexistent': not a preset .*; or set NHEADS, "
+                                              r"NHEADS_KV and HEAD_DIM$"):
+        bench.resolve_heads({"MODEL": "/nonexistent", "NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0})
 
 
 # --- the script as a subprocess --------------------------------------------------------------

@@ -7,6 +7,7 @@ import torch
 
 from conftest import import_script, run_proc
 from upgrade_bench import capabilities as caps
+from upgrade_bench.faults import BadInput
 from upgrade_bench import capability_probes as probes
 
 HOPPER = caps.Device((9, 0))
@@ -296,13 +297,12 @@ def test_bad_settings_stop_before_any_work(tmp_path):
     ('{"kind": "capacity"}\n'.encode("utf-16"), "not UTF-8 JSON lines (invalid start byte at byte 0)"),
     (None, "not a regular file"),  # a folder
 ])
-def test_a_capacity_log_that_is_no_text_log_is_one_line_and_exit_2(tmp_path, capsys, content, problem):
+def test_a_capacity_log_that_is_no_text_log_is_bad_input(tmp_path, content, problem):
     path = tmp_path / "capacity.jsonl"
     if content is None:
         path.mkdir()
     else:
         path.write_bytes(content)
-    with pytest.raises(SystemExit) as exit_:
+    with pytest.raises(BadInput) as err:
         import_script("check_capabilities.py").load_capacity_log(str(path))
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err == f"error: CAPACITY_LOG={str(path)!r}: {problem}\n"
+    assert str(err.value) == f"CAPACITY_LOG={str(path)!r}: {problem}"

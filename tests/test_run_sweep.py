@@ -17,7 +17,8 @@ import pytest
 
 from conftest import SMALL_DISK_BYTES, script_env
 from upgrade_bench import procs, settings, sweep, telemetry
-from upgrade_bench.records import RecordWriter, WriteFailed, read_lines
+from upgrade_bench.faults import BadInput, WriteFailed
+from upgrade_bench.records import RecordWriter, read_lines
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_SWEEP = REPO / "run_sweep.sh"
@@ -276,7 +277,7 @@ def test_points_that_would_all_fail_alike_stop_the_sweep_and_others_do_not():
     ctx = types.SimpleNamespace(out="/x/night.jsonl", log_path="/x/night.log")
     with pytest.raises(WriteFailed, match=r"could not append to /x/night.jsonl \(exit 4: disk full\?\)"):
         sweep.stop_if_hopeless(ctx, {"error": "write_failed"})  # even where its error record fits
-    with pytest.raises(sweep.BadInput, match="rejected the configuration"):
+    with pytest.raises(BadInput, match="rejected the configuration"):
         sweep.stop_if_hopeless(ctx, {"error": "bad_input"})
     for goes_on in ({"error": "oom"}, {"error": "timeout"}, None):
         sweep.stop_if_hopeless(ctx, goes_on)
@@ -315,7 +316,7 @@ def test_a_capacity_search_with_nothing_to_search_is_refused(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("FIND_MAX_SEQLEN", "1")
     monkeypatch.setenv("MAX_SEQLEN_LIMIT", "1")
-    with pytest.raises(sweep.BadInput, match=r"MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP \(8192\) or the "
+    with pytest.raises(BadInput, match=r"MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP \(8192\) or the "
                                              r"smallest SEQLENS \(8192\)"):
         sweep.load_settings([])
     monkeypatch.setenv("MAX_SEQLEN_LIMIT", "8192")  # one probe is a search
@@ -510,7 +511,7 @@ def test_an_out_it_cannot_append_to_is_refused_before_anything_starts(monkeypatc
     for name in CLEARED:
         monkeypatch.delenv(name, raising=False)
     s = settings.parse(sweep.VARS + sweep.PASSED, {"OUT": out, "MODEL": "tiny"})
-    with pytest.raises(sweep.BadInput, match=r"OUT='/proc/.*\.jsonl': cannot write there \(no file can "
+    with pytest.raises(BadInput, match=r"OUT='/proc/.*\.jsonl': cannot write there \(no file can "
                                              r"be created in /proc"):
         sweep.prepare(s)
 

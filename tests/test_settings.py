@@ -4,8 +4,9 @@ import sys
 import pytest
 
 from conftest import import_script
-from upgrade_bench import gpus, records, settings
-from upgrade_bench.settings import TRAINING_VARS, SettingsError
+from upgrade_bench import faults, gpus, records, settings
+from upgrade_bench.faults import BadInput
+from upgrade_bench.settings import TRAINING_VARS
 
 
 def parse(**env):
@@ -37,7 +38,7 @@ def test_values_are_typed():
     ("SEED", "18446744073709551616", "<= 9223372036854775807"),  # past torch's 64-bit seeds
 ])
 def test_bad_values_name_variable_value_and_allowed(name, value, allowed):
-    with pytest.raises(SettingsError) as err:
+    with pytest.raises(BadInput) as err:
         parse(**{name: value})
     assert str(err.value).startswith(f"{name}={value!r}: expected ")
     assert allowed in str(err.value)
@@ -50,14 +51,13 @@ def test_the_largest_seed_plus_any_seq_len_is_still_a_seed_torch_takes():
     torch.Generator().manual_seed(seed + 2**62)  # the scripts seed with SEED + seq_len
 
 
-def test_load_refuses_an_output_it_cannot_append_to_before_anything_runs(tmp_path, monkeypatch, capsys):
+def test_load_refuses_an_output_it_cannot_append_to_before_anything_runs(tmp_path, monkeypatch):
     for var in TRAINING_VARS:
         monkeypatch.delenv(var.name, raising=False)
     monkeypatch.setenv("OUTPUT", str(tmp_path))
-    with pytest.raises(SystemExit) as exit_:
+    with pytest.raises(BadInput) as err:
         settings.load(TRAINING_VARS, "doc", argv=[])
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err == f"error: OUTPUT={str(tmp_path)!r}: cannot write there (is a folder)\n"
+    assert str(err.value) == f"OUTPUT={str(tmp_path)!r}: cannot write there (is a folder)"
     monkeypatch.setenv("OUTPUT", str(tmp_path / "new" / "log.jsonl"))
     assert settings.load(TRAINING_VARS, "doc", argv=[])["OUTPUT"].endswith("log.jsonl")
     assert list(tmp_path.iterdir()) == []  # the check leaves nothing behind
@@ -72,9 +72,7 @@ def test_every_writer_refuses_an_output_it_cannot_append_to_before_any_work(scri
     monkeypatch.setenv("OUTPUT", "/proc/log.jsonl")
     monkeypatch.setattr(sys, "argv", [script])
     monkeypatch.setattr(records, "claim_stdout", lambda: pytest.fail("started"))
-    with pytest.raises(SystemExit) as exit_:
-        module.main()
-    assert exit_.value.code == 2
+    assert faults.run_main(module.main) == 2
     assert capsys.readouterr().err == ("error: OUTPUT='/proc/log.jsonl': cannot write there (no file can "
                                        "be created in /proc: No such file or directory)\n")
 

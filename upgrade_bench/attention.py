@@ -8,6 +8,7 @@ a silent fallback, and never transformers' late download of a hub kernel.
 import importlib
 
 from . import fingerprint
+from .faults import BadInput
 
 # Our name -> transformers' attn_implementation.
 HF_IMPLEMENTATION = {"fa3": "flash_attention_3", "fa4": "flash_attention_4",
@@ -21,10 +22,6 @@ INSTALL_HINT = {
 
 # Which backends need a CUDA GPU at all.
 _NEEDS_GPU = {"fa3", "fa4", "fa2"}
-
-
-class BackendUnavailable(RuntimeError):
-    pass
 
 
 # Our name -> (distribution, module, version prefix it must have). FA2 and FA4 both install
@@ -59,17 +56,17 @@ def installed_backends(requested: str = "auto") -> set:
 
 
 def resolve(requested: str, capability: tuple | None, installed: set) -> tuple[str, str]:
-    """(backend, why) for a request; raises BackendUnavailable with the install hint.
+    """(backend, why) for a request; raises BadInput with the install hint.
 
     capability: (major, minor) of the GPU, None without one.
     """
     if requested != "auto":
         if requested in _NEEDS_GPU and capability is None:
-            raise BackendUnavailable(f"ATTN_BACKEND={requested} needs a CUDA GPU; on CPU use sdpa or eager")
+            raise BadInput(f"ATTN_BACKEND={requested} needs a CUDA GPU; on CPU use sdpa or eager")
         if requested not in installed:
-            raise BackendUnavailable(f"ATTN_BACKEND={requested} is not installed: {INSTALL_HINT[requested]}")
+            raise BadInput(f"ATTN_BACKEND={requested} is not installed: {INSTALL_HINT[requested]}")
         if requested == "fa3" and capability[0] != 9:
-            raise BackendUnavailable(f"ATTN_BACKEND=fa3 runs on Hopper (sm_90) only, this GPU is "
+            raise BadInput(f"ATTN_BACKEND=fa3 runs on Hopper (sm_90) only, this GPU is "
                                      f"sm_{capability[0]}{capability[1]}")
         return requested, "requested"
     if capability is None:
