@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from upgrade_bench import attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
+from upgrade_bench import attn_backends, attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.records import RecordWriter
 
@@ -41,7 +41,7 @@ MASK_NOTE = ("packed as a block-diagonal mask: the kernel still does the full s^
 
 VARS = [
     settings.Var("BACKENDS", "str_list", ["auto"], "auto (every backend importable and supported "
-                 "here) or a list of " + " ".join(attn_kernels.REGISTRY)),
+                 "here) or a list of " + " ".join(attn_backends.KERNELS)),
     settings.Var("SEQLENS", "int_list", [1024 * 2**i for i in range(8)], "sequence lengths; OOM "
                  "at the long ones becomes a record", min=1),
     settings.Var("MODEL", "str", "llama-3.1-8b", "take head shapes from this model preset "
@@ -287,7 +287,7 @@ def format_table(records: list) -> str:
 
 def main() -> int:
     s = settings.load(VARS, __doc__)
-    registry = attn_kernels.REGISTRY
+    registry = attn_backends.KERNELS
     validate(s, registry)
     heads, kv_heads, head_dim = resolve_heads(s)
     import torch
@@ -297,7 +297,7 @@ def main() -> int:
     base = attn_kernels.Shape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
                               s["CAUSAL"], s["PACKED_DOC_LEN"])
     check_fits(base, dtype.itemsize, memory_bytes(device))
-    chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.capability(),
+    chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.device(),
                                    attn_kernels.import_problems(registry), bool(base.doc_len))
     warnings = []
     peak, peak_source, warning = gpus.resolve_peak(fingerprint.gpu_name(), s["DTYPE"], s["PEAK_TFLOPS"])

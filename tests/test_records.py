@@ -1,4 +1,4 @@
-"""JSONL records, backend resolution and the engine's pure helpers."""
+"""JSONL records, failures and their exit codes, and the engine's pure helpers."""
 import io
 import json
 import subprocess
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import mount_tmpfs
-from upgrade_bench import attention, engine, faults, records
+from upgrade_bench import engine, faults, records
 from upgrade_bench.faults import BadInput
 
 
@@ -117,41 +117,6 @@ def test_reader_skips_garbage_and_counts_it():
 def test_reader_refuses_a_newer_schema():
     with pytest.raises(records.SchemaTooNew, match="f.jsonl:1: record schema 99"):
         records.read_lines(['{"kind": "summary", "schema": 99}'], "f.jsonl")
-
-
-ALL = {"fa3", "fa4", "fa2", "sdpa", "eager"}
-
-
-@pytest.mark.parametrize("cap, installed, expected", [
-    ((9, 0), ALL, "fa3"),
-    ((9, 0), {"fa4", "sdpa", "eager"}, "fa4"),
-    ((9, 0), {"sdpa", "eager"}, "sdpa"),
-    ((10, 0), ALL, "fa4"),
-    ((10, 0), {"fa3", "sdpa", "eager"}, "sdpa"),
-    ((8, 0), ALL, "sdpa"),
-    (None, ALL, "sdpa"),
-])
-def test_auto_backend_rule(cap, installed, expected):
-    assert attention.resolve("auto", cap, installed)[0] == expected
-
-
-def test_explicit_backend_missing_fails_with_install_hint():
-    with pytest.raises(BadInput, match="install.sh --force fa4"):
-        attention.resolve("fa4", (9, 0), {"sdpa", "eager"})
-    with pytest.raises(BadInput, match="needs a CUDA GPU"):
-        attention.resolve("fa3", None, ALL)
-    with pytest.raises(BadInput, match="Hopper"):
-        attention.resolve("fa3", (10, 0), ALL)
-    assert attention.resolve("sdpa", None, {"sdpa", "eager"}) == ("sdpa", "requested")
-
-
-def test_an_explicit_backend_imports_only_its_own_package(monkeypatch):
-    checked = []
-    monkeypatch.setattr(attention, "package_problem", lambda name: checked.append(name))
-    assert attention.installed_backends("sdpa") == {"sdpa", "eager"} and checked == []
-    assert attention.installed_backends("fa4") == {"sdpa", "eager", "fa4"} and checked == ["fa4"]
-    checked.clear()
-    assert attention.installed_backends() == ALL and checked == ["fa3", "fa4", "fa2"]
 
 
 def test_arch_list_loses_suffixes_deepspeed_cannot_parse():

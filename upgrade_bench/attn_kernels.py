@@ -1,20 +1,20 @@
-"""Isolated attention kernels for bench_flash_attn.py: one adapter per backend, discovery,
-inputs in each backend's layout, and the float64 reference of the correctness check.
+"""Isolated attention kernels for bench_flash_attn.py: discovery, inputs in each backend's
+layout, and the float64 reference of the correctness check.
 
-Layouts: the flash APIs (fa2/fa3/fa4) take (batch, seq, heads, dim) and run GQA natively;
-SDPA takes (batch, heads, seq, dim) and runs GQA natively where the kernel accepts
-`enable_gqa` (else the caller repeats the KV heads before the call). Packed documents run
-through the flash APIs' varlen entry points (cu_seqlens); SDPA math/efficient get a
-block-diagonal mask instead, and still do the full s^2 work; SDPA flash/cuDNN do not run
-packed here. Discovery is a pure function of (requested names, compute capability, import
-problems, packed?), so it is testable without a GPU.
+The backends, their adapters and layouts are attn_backends.py's table. An SDPA kernel that
+refuses `enable_gqa` gets the KV heads repeated before the call. Packed documents run
+through the flash APIs' varlen entry points; SDPA math/efficient get a block-diagonal mask
+instead, and still do the full s^2 work; SDPA flash/cuDNN do not run packed here.
+Discovery is a pure function of (requested names, device, import problems, packed?), so it
+is testable without a GPU.
 """
 from dataclasses import dataclass, replace
-from typing import Callable
 
-from . import attention, flops
+from . import attn_backends, flops
+from .attn_adapters import BHSD, BSHD, Args
+from .attn_backends import Backend
+from .fingerprint import Device
 
-BSHD, BHSD = "bshd", "bhsd"
 # The check runs each kernel on this many tokens before any timing: several 128-row tiles
 # (so tile edges and the causal diagonal are crossed), small enough for a float64 reference.
 CHECK_SEQ_LEN = 512
@@ -56,153 +56,38 @@ def check_shape(shape: Shape) -> Shape:
                    doc_len=min(shape.doc_len, CHECK_DOC_LEN))
 
 
-@dataclass
-class Args:
-    """Per-shape arguments of a call, built outside the timed region."""
-    causal: bool
-    cu_seqlens: object = None  # varlen: int32 document offsets over the flattened batch
-    max_doc_len: int = 0
-    mask: object = None        # SDPA packed: additive (s, s) mask in the compute dtype
-    enable_gqa: bool = False   # SDPA: K/V with fewer heads than Q, handled by the kernel
+# --- discovery ------------------------------------------------------------------------------
+
+def _packed_by(how: str) -> str:
+    return "/".join(name for name, b in attn_backends.KERNELS.items() if b.packed == how)
 
 
-# --- adapters: run(q, k, v, args) -> out, everything in the backend's layout ---------------
-
-def _out(result):
-    """FA3 3.x returns out; older FA3 and FA4 return (out, lse): keep out."""
-    return result[0] if isinstance(result, tuple) else result
-
-
-def _flash(func, varlen_func, q, k, v, a: Args):
-    if a.cu_seqlens is None:
-        return _out(func(q, k, v, causal=a.causal))
-    b, s, h, d = q.shape
-    out = varlen_func(q.reshape(b * s, h, d), k.reshape(b * s, -1, d), v.reshape(b * s, -1, d),
-                      cu_seqlens_q=a.cu_seqlens, cu_seqlens_k=a.cu_seqlens,
-                      max_seqlen_q=a.max_doc_len, max_seqlen_k=a.max_doc_len, causal=a.causal)
-    return _out(out).reshape(b, s, h, d)
-
-
-def fa3(q, k, v, a: Args):
-    import flash_attn_interface as fa
-
-    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
-
-
-def fa4(q, k, v, a: Args):
-    from flash_attn import cute as fa
-
-    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
-
-
-def fa2(q, k, v, a: Args):
-    import flash_attn as fa
-
-    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
-
-
-def _sdpa(kernel: str, q, k, v, a: Args):
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    with sdpa_kernel(getattr(SDPBackend, kernel)):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=a.mask,
-                                              is_causal=a.causal and a.mask is None,
-                                              enable_gqa=a.enable_gqa)
-
-
-def sdpa_cudnn(q, k, v, a: Args):
-    return _sdpa("CUDNN_ATTENTION", q, k, v, a)
-
-
-def sdpa_flash(q, k, v, a: Args):
-    return _sdpa("FLASH_ATTENTION", q, k, v, a)
-
-
-def sdpa_efficient(q, k, v, a: Args):
-    return _sdpa("EFFICIENT_ATTENTION", q, k, v, a)
-
-
-def sdpa_math(q, k, v, a: Args):
-    return _sdpa("MATH", q, k, v, a)
-
-
-# --- the registry and discovery --------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Backend:
-    name: str
-    run: Callable              # run(q, k, v, Args) -> out, in `layout`
-    layout: str
-    min_major: int = 0         # compute capability majors it runs on (max None = no limit)
-    max_major: int | None = None
-    arch_note: str = ""
-    cpu: bool = False          # also runs without a GPU
-    packed: str = ""           # how packed documents run: "varlen", "mask" or "" (not at all)
-    probe: Callable | None = None  # () -> why it cannot be imported, or None
-
-
-def _flash_probe(name: str):
-    return lambda: attention.package_problem(name)
-
-
-def _sdpa_probe(kernel: str):
-    def probe() -> str | None:
-        from torch.nn.attention import SDPBackend
-
-        return None if hasattr(SDPBackend, kernel) else f"this torch has no SDPBackend.{kernel}"
-    return probe
-
-
-REGISTRY = {b.name: b for b in (
-    Backend("fa3", fa3, BSHD, 9, 9, "FA3 runs on Hopper (sm_90) only", packed="varlen",
-            probe=_flash_probe("fa3")),
-    Backend("fa4", fa4, BSHD, 9, 11, "FA4 has SM90 (Hopper) and SM100 (Blackwell) paths",
-            packed="varlen", probe=_flash_probe("fa4")),
-    Backend("fa2", fa2, BSHD, 8, None, "FA2 needs Ampere (sm_80) or newer", packed="varlen",
-            probe=_flash_probe("fa2")),
-    Backend("sdpa-cudnn", sdpa_cudnn, BHSD, 8, None, "cuDNN attention needs sm_80 or newer",
-            probe=_sdpa_probe("CUDNN_ATTENTION")),
-    Backend("sdpa-flash", sdpa_flash, BHSD, 8, None, "torch's flash kernel needs sm_80 or newer",
-            cpu=True, probe=_sdpa_probe("FLASH_ATTENTION")),
-    Backend("sdpa-efficient", sdpa_efficient, BHSD, 5, None, "needs sm_50 or newer",
-            packed="mask", probe=_sdpa_probe("EFFICIENT_ATTENTION")),
-    Backend("sdpa-math", sdpa_math, BHSD, cpu=True, packed="mask", probe=_sdpa_probe("MATH")),
-)}
-
-NO_PACKED = ("takes no document mask here; packed documents run on fa2/fa3/fa4 (varlen) or "
-             "sdpa-efficient/sdpa-math (block-diagonal mask)")
+NO_PACKED = (f"takes no document mask here; packed documents run on {_packed_by('varlen')} (varlen) "
+             f"or {_packed_by('mask')} (block-diagonal mask)")
 
 
 def import_problems(registry: dict) -> dict:
     """{name: why it cannot be imported, or None}: the only impure part of discovery."""
-    return {name: b.probe() if b.probe else None for name, b in registry.items()}
+    return {name: attn_backends.import_problem(b) for name, b in registry.items()}
 
 
-def unavailable_reason(b: Backend, capability: tuple | None, import_problem: str | None,
+def unavailable_reason(b: Backend, device: Device, import_problem: str | None,
                        packed: bool) -> str | None:
-    """Why `b` cannot run here, or None. capability: (major, minor) of the GPU, None on CPU."""
-    if capability is None and not b.cpu:
-        return f"{b.name} needs a CUDA GPU"
-    if import_problem:
-        return import_problem
-    if capability is not None:
-        major, minor = capability
-        if major < b.min_major or (b.max_major is not None and major > b.max_major):
-            return f"{b.name} does not run on sm_{major}{minor}: {b.arch_note}"
-    if packed and not b.packed:
-        return f"{b.name} {NO_PACKED}"
-    return None
+    """Why `b` cannot run here, or None."""
+    reason = attn_backends.arch_problem(b, device) or import_problem
+    if reason is None and packed and not b.packed:
+        reason = f"{b.name} {NO_PACKED}"
+    return reason
 
 
-def discover(requested: list, registry: dict, capability: tuple | None, problems: dict,
+def discover(requested: list, registry: dict, device: Device, problems: dict,
              packed: bool) -> list:
     """[(name, reason or None)]: `auto` keeps what runs here, a named list keeps every name
     (an unavailable one with its reason, to become a record)."""
     auto = requested == ["auto"]
     chosen = []
     for name in (registry if auto else requested):
-        reason = unavailable_reason(registry[name], capability, problems.get(name), packed)
+        reason = unavailable_reason(registry[name], device, problems.get(name), packed)
         if reason is None or not auto:
             chosen.append((name, reason))
     return chosen

@@ -7,7 +7,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from . import attention, fingerprint, flops, gpus, memory, model, timing
+from . import attn_backends, fingerprint, flops, gpus, memory, model, timing
 from .faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 from .procs import free_port
 
@@ -89,9 +89,8 @@ def resolve(settings: dict) -> RunConfig:
     if settings["USE_LIGER"] == "auto" and not has_gpu:
         warnings.append("no GPU: USE_LIGER=auto resolved to off")
 
-    cap = fingerprint.capability()
-    backend, why = attention.resolve(settings["ATTN_BACKEND"], cap,
-                                     attention.installed_backends(settings["ATTN_BACKEND"]))
+    backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], fingerprint.device(),
+                                         attn_backends.installed(settings["ATTN_BACKEND"]))
     hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"])
     model.check_counted(settings["MODEL"], hf_config, max(settings["SEQ_LEN"]))
     weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
@@ -160,7 +159,7 @@ def build_engine(rc: RunConfig, probe=None):
     if rc.use_liger:
         model.apply_liger(rc.hf_config.model_type)
     torch.manual_seed(rc.settings["SEED"])
-    net = model.build(rc.hf_config, attention.HF_IMPLEMENTATION[rc.backend], rc.weights,
+    net = model.build(rc.hf_config, attn_backends.BACKENDS[rc.backend].hf_name, rc.weights,
                       rc.weights_path, rc.device, torch.bfloat16)
     if rc.settings["GRAD_CHECKPOINT"]:
         net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -274,7 +273,7 @@ def header_fields(rc: RunConfig) -> dict:
     """The header record of any script that runs the training step."""
     return {"software": fingerprint.software(), "hardware": fingerprint.hardware(),
             "config": rc.header_config(), "attn_backend": rc.backend, "attn_backend_why": rc.backend_why,
-            "attn_versions": attention.versions(), "weights": rc.weights,
+            "attn_versions": attn_backends.versions(), "weights": rc.weights,
             "model_type": rc.hf_config.model_type, "num_layers": rc.dims.layers,
             "n_dense_params": flops.dense_params(rc.dims), "peak_tflops": rc.peak_tflops,
             "peak_source": rc.peak_source, "warnings": rc.warnings, "notes": rc.settings["NOTES"]}

@@ -8,6 +8,7 @@ import importlib.metadata as md
 import os
 import platform
 import socket
+from dataclasses import dataclass
 
 from . import telemetry
 
@@ -90,7 +91,27 @@ def gpu_name() -> str | None:
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
 
 
-def capability() -> tuple | None:
+@dataclass(frozen=True)
+class Device:
+    """The accelerator a run uses: its compute capability as torch reports it (None without a
+    GPU), and whether it is an AMD GPU under ROCm, where that capability is in gfx's numbering
+    (MI300X, gfx942: (9, 4)) and never to be read as NVIDIA's sm (Hopper: (9, 0))."""
+    capability: tuple | None
+    is_hip: bool = False
+
+    @property
+    def arch(self) -> str:
+        if self.capability is None:
+            return "cpu"
+        major, minor = self.capability
+        # On ROCm the digits begin the gfx name: gfx94 (gfx942), gfx90 (gfx90a), gfx110 (gfx1100).
+        return f"gfx{major}{minor}" if self.is_hip else f"sm_{major}{minor}"
+
+
+def device(index: int = 0) -> Device:
+    """GPU `index` (as this process numbers it), or the CPU."""
     import torch
 
-    return torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None
+    if not torch.cuda.is_available():
+        return Device(None)
+    return Device(tuple(torch.cuda.get_device_capability(index)), bool(torch.version.hip))

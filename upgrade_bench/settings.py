@@ -10,6 +10,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
+from .attn_backends import TRAINING, auto_help
 from .faults import BadInput
 from .flops import COUNTED_MODEL_TYPES
 from .records import output_problem
@@ -172,8 +173,8 @@ TRAINING_VARS = [
     Var("GRAD_CHECKPOINT", "bool", True, "activation checkpointing of every decoder layer"),
     Var("USE_LIGER", "choice", "auto", "Liger kernels (fused RMSNorm/RoPE/SwiGLU/linear-CE); "
         "auto = on with a GPU, off on CPU", choices=("auto", "0", "1")),
-    Var("ATTN_BACKEND", "choice", "auto", "attention: auto = Hopper FA3>FA4>SDPA, Blackwell "
-        "FA4>SDPA, CPU SDPA", choices=("auto", "fa3", "fa4", "fa2", "sdpa", "eager")),
+    Var("ATTN_BACKEND", "choice", "auto", f"attention backend; {auto_help()}",
+        choices=("auto", *TRAINING)),
     Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "
         "inside each sequence (0 = one dense sequence; else at least 2)", min=0),
     Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",
