@@ -26,7 +26,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from upgrade_bench import attn_backends, attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
+from upgrade_bench import (attn_backends, attn_kernels, faults, fingerprint, flops, gpus, header, settings,
+                           telemetry, timing)
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.records import RecordWriter
 
@@ -308,10 +309,10 @@ def main() -> int:
     if not chosen:
         warnings.append("BACKENDS=auto found no backend that runs here")
     writer = RecordWriter(SCRIPT, s["OUTPUT"])
-    writer.write("header", software=fingerprint.software(), hardware=fingerprint.hardware(),
-                 config={**s, "NHEADS": heads, "NHEADS_KV": kv_heads, "HEAD_DIM": head_dim},
-                 backends={name: reason or "available" for name, reason in chosen},
-                 peak_tflops=peak, peak_source=peak_source, warnings=warnings, notes=s["NOTES"])
+    writer.write("header", **header.fields(
+        {**s, "NHEADS": heads, "NHEADS_KV": kv_heads, "HEAD_DIM": head_dim}, s["NOTES"], warnings,
+        backends={name: reason or "available" for name, reason in chosen}, peak_tflops=peak,
+        peak_source=peak_source))
     for warning in warnings:
         sys.stderr.write(f"warning: {warning}\n")
     records = []

@@ -26,7 +26,7 @@ import os
 import sys
 import time
 
-from upgrade_bench import attn_backends, fingerprint, settings
+from upgrade_bench import attn_backends, fingerprint, header, settings
 from upgrade_bench import capabilities as caps
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines
@@ -139,8 +139,7 @@ def main() -> int:
     device = fingerprint.device()
     gpu_name = fingerprint.gpu_name()
     writer = RecordWriter(SCRIPT, s["OUTPUT"])
-    writer.write("header", software=fingerprint.software(), hardware=fingerprint.hardware(),
-                 config=s, device_arch=device.arch, warnings=[], notes=s["NOTES"])
+    writer.write("header", **header.fields(s, s["NOTES"], device_arch=device.arch))
     done = {}
     broken_after = None  # the item after which the CUDA context stopped working
     gpu_count = torch.cuda.device_count() if on_gpu else 0

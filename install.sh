@@ -120,8 +120,8 @@ PY
 # --- verify ----------------------------------------------------------------------------
 if [ $verify = 1 ]; then
   "$PY" - <<'PY' >&2
-from upgrade_bench import fingerprint
-for name, version in fingerprint.software().items():
+from upgrade_bench import header
+for name, version in header.software().items():
     print(f"  {name:20s} {version}")
 PY
   if [ $cpu = 1 ]; then

@@ -30,7 +30,7 @@ import signal
 import sys
 from contextlib import contextmanager
 
-from upgrade_bench import faults, fingerprint, flops, gpus, matmul, settings, telemetry, timing
+from upgrade_bench import faults, fingerprint, flops, gpus, header, matmul, settings, telemetry, timing
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.records import RecordWriter
 
@@ -304,10 +304,9 @@ class Run:
     def write_header(self) -> None:
         warnings = [] if self.peak else [f"no {self.peak_key} peak known for "
                                          f"{self.gpu_name or 'a CPU'}: efficiency is null"]
-        self.writer.write("header", software=fingerprint.software(), hardware=self.hardware,
-                          config=self.config(), peak_tflops=self.peak, peak_source=self.peak_source,
-                          published_mamf_tflops=self.published, warnings=warnings,
-                          notes=self.args.notes)
+        self.writer.write("header", **header.fields(
+            self.config(), self.args.notes, warnings, hardware=self.hardware, peak_tflops=self.peak,
+            peak_source=self.peak_source, published_mamf_tflops=self.published))
         for text in warnings:
             sys.stderr.write(f"warning: {text}\n")
 

@@ -94,6 +94,7 @@ TABLE = (
     _sdpa("sdpa-math", "MATH", (0, None), "", cpu=True, packed="mask"),
 )
 BACKENDS = {b.name: b for b in TABLE}
+DISTRIBUTIONS = tuple(b.package.distribution for b in TABLE if b.package)
 TRAINING = {b.name: b for b in TABLE if b.hf_name}  # ATTN_BACKEND's choices
 KERNELS = {b.name: b for b in TABLE if b.run}       # the kernel benchmark's and the probes'
 

@@ -7,7 +7,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from . import attn_backends, fingerprint, flops, gpus, memory, model, timing
+from . import attn_backends, fingerprint, flops, gpus, header, memory, model, timing
 from .faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 from .procs import free_port
 
@@ -271,12 +271,11 @@ def gather_objects(obj) -> list:
 
 def header_fields(rc: RunConfig) -> dict:
     """The header record of any script that runs the training step."""
-    return {"software": fingerprint.software(), "hardware": fingerprint.hardware(),
-            "config": rc.header_config(), "attn_backend": rc.backend, "attn_backend_why": rc.backend_why,
-            "attn_versions": attn_backends.versions(), "weights": rc.weights,
-            "model_type": rc.hf_config.model_type, "num_layers": rc.dims.layers,
-            "n_dense_params": flops.dense_params(rc.dims), "peak_tflops": rc.peak_tflops,
-            "peak_source": rc.peak_source, "warnings": rc.warnings, "notes": rc.settings["NOTES"]}
+    return header.fields(rc.header_config(), rc.settings["NOTES"], rc.warnings, attn_backend=rc.backend,
+                         attn_backend_why=rc.backend_why, attn_versions=attn_backends.versions(),
+                         weights=rc.weights, model_type=rc.hf_config.model_type,
+                         num_layers=rc.dims.layers, n_dense_params=flops.dense_params(rc.dims),
+                         peak_tflops=rc.peak_tflops, peak_source=rc.peak_source)
 
 
 def run_script(script: str, variables, doc: str, run_point) -> int:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from . import telemetry
 
-# Distribution names; FA2 and FA4 both install the `flash_attn` module, so the
-# distribution tells them apart.
-PACKAGES = ("torch", "transformers", "deepspeed", "liger-kernel", "flash-attn", "flash-attn-3",
-            "flash-attn-4", "nvidia-cutlass-dsl", "triton", "numpy", "nvidia-ml-py")
+# The distributions of the stack a header lists, besides the attention packages (which the
+# backend table names: see header.software).
+STACK_DISTRIBUTIONS = ("torch", "transformers", "deepspeed", "liger-kernel", "nvidia-cutlass-dsl",
+                       "triton", "numpy", "nvidia-ml-py")
 
 
 def package_version(dist: str) -> str | None:
@@ -25,11 +25,13 @@ def package_version(dist: str) -> str | None:
         return None
 
 
-def software() -> dict:
+def software(more_distributions=()) -> dict:
+    """Python, CUDA/HIP, cuDNN and NCCL versions, and those of STACK_DISTRIBUTIONS and
+    `more_distributions` (None: not installed)."""
     import torch
 
     stack = {"python": platform.python_version()}
-    stack.update({name: package_version(name) for name in PACKAGES})
+    stack.update({name: package_version(name) for name in STACK_DISTRIBUTIONS + tuple(more_distributions)})
     stack["cuda"] = torch.version.cuda
     stack["hip"] = getattr(torch.version, "hip", None)
     try:

@@ -723,14 +723,13 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
     (exit 4): later points could not be kept either. Only the header's failure raises
     WriteFailed (nothing has started then).
     """
-    from . import fingerprint
+    from . import header
 
     s, rc = ctx.s, ctx.run_config
-    ctx.writer.write("header", software=fingerprint.software(), hardware=ctx.hardware,
-                     config={**{v.name: s[v.name] for v in VARS}, **ctx.config},
-                     attn_backend=rc.backend, peak_tflops=rc.peak_tflops, peak_source=rc.peak_source,
-                     warnings=rc.warnings, notes=s["NOTES"], out=ctx.out, log=ctx.log_path,
-                     skipped_seq_lens=sorted(done))
+    ctx.writer.write("header", **header.fields(
+        {**{v.name: s[v.name] for v in VARS}, **ctx.config}, s["NOTES"], rc.warnings,
+        hardware=ctx.hardware, attn_backend=rc.backend, peak_tflops=rc.peak_tflops,
+        peak_source=rc.peak_source, out=ctx.out, log=ctx.log_path, skipped_seq_lens=sorted(done)))
     say(f"results: {ctx.out}  (benchmark log: {ctx.log_path})")
     if done:
         say(f"resuming: seq_len {' '.join(map(str, sorted(done)))} already done with this config")
