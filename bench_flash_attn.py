@@ -124,7 +124,7 @@ def too_big(need_bytes: int, capacity_bytes: int) -> str | None:
             f"{capacity_bytes / 2**30:.1f} GiB this device has")
 
 
-def check_fits(base: attn_kernels.Shape, elem_bytes: int, capacity_bytes: int) -> None:
+def check_fits(base: attn_kernels.AttentionShape, elem_bytes: int, capacity_bytes: int) -> None:
     """BadInput unless the smallest work of a run fits in `capacity_bytes`: the inputs
     of the shortest point, and the correctness check's float64 reference of its own shape."""
     need = max(base.input_bytes(elem_bytes), attn_kernels.check_shape(base).input_bytes(8))
@@ -187,7 +187,7 @@ def free_memory(device) -> None:
         torch.cuda.empty_cache()
 
 
-def run_check(backend, base: attn_kernels.Shape, b: Bench):
+def run_check(backend, base: attn_kernels.AttentionShape, b: Bench):
     """(gqa mode, Check), or the fields of the one record a backend gets when it cannot run."""
     try:
         return attn_kernels.check_backend(backend, attn_kernels.check_shape(base), b.dtype, b.device,
@@ -232,7 +232,7 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: Bench) -> dict:
             "mfu": flops.mfu(achieved, b.peak), "status": "ok", "reason": None}
 
 
-def run_backend(backend, base: attn_kernels.Shape, b: Bench, write):
+def run_backend(backend, base: attn_kernels.AttentionShape, b: Bench, write):
     """The check, then every seq_len x pass of one backend; every outcome is a record."""
     s = b.s
     checked = run_check(backend, base, b)
@@ -295,7 +295,7 @@ def main() -> int:
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
-    base = attn_kernels.Shape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
+    base = attn_kernels.AttentionShape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
                               s["CAUSAL"], s["PACKED_DOC_LEN"])
     check_fits(base, dtype.itemsize, memory_bytes(device))
     chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.device(),

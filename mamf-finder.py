@@ -115,7 +115,7 @@ def parse_args(argv=None):
         p.error("give all of --m, --n, --k (or their _range) to scan shapes, or none to search")
     if not given:
         return args, None
-    return args, [matmul.Shape(m, n, k) for m in dims["m"] for n in dims["n"] for k in dims["k"]]
+    return args, [matmul.GemmShape(m, n, k) for m in dims["m"] for n in dims["n"] for k in dims["k"]]
 
 
 class Bench:
@@ -313,7 +313,7 @@ class Run:
     def probe(self) -> bool:
         """One tiny matmul: an unsupported dtype becomes one clear record, not a crash."""
         try:
-            self.bench.measure(matmul.Shape(self.space.lo, self.space.lo, self.space.lo), 1, 1)
+            self.bench.measure(matmul.GemmShape(self.space.lo, self.space.lo, self.space.lo), 1, 1)
             return True
         except Exception as err:
             fields = {**faults.error_fields(err), "error": "unsupported"}

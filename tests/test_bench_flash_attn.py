@@ -36,7 +36,7 @@ sdpa_math = KERNELS["sdpa-math"].run
 
 def shape(**kw):
     base = dict(batch=1, seq_len=1024, heads=32, kv_heads=8, head_dim=128, causal=True)
-    return ak.Shape(**{**base, **kw})
+    return ak.AttentionShape(**{**base, **kw})
 
 
 def test_flops_causal_gqa_8b_heads():
@@ -173,7 +173,7 @@ def test_import_probes_with_faked_packages(monkeypatch):
 # --- the correctness check -------------------------------------------------------------------
 
 def test_check_repeat_kv_reduces_grads_per_kv_head():
-    small = ak.Shape(1, 64, 4, 2, 16, True)
+    small = ak.AttentionShape(1, 64, 4, 2, 16, True)
     result = ak.check(KERNELS["sdpa-math"], small, torch.bfloat16, "cpu", "repeat_kv", 0)
     assert result.backward_error is None
     verdict = ak.judge(result.errors, ("out", "dq", "dk", "dv"), ak.TOLERANCE["bf16"])
@@ -188,7 +188,7 @@ def _gqa_refusing(q, k, v, a):
 
 def test_check_backend_falls_back_to_repeated_kv():
     double = Backend("no-gqa", run=_gqa_refusing, layout=BHSD, cpu=True)
-    mode, result = ak.check_backend(double, ak.Shape(1, 64, 4, 2, 16, True), torch.bfloat16, "cpu", 0)
+    mode, result = ak.check_backend(double, ak.AttentionShape(1, 64, 4, 2, 16, True), torch.bfloat16, "cpu", 0)
     assert mode == "repeat_kv"
     assert ak.judge(result.errors, ("out", "dq", "dk", "dv"), 2e-2)["ok"]
 

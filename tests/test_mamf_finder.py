@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, import_script, parse_jsonl, run_proc, run_script, script_env
 from upgrade_bench import flops, gpus, matmul
 from upgrade_bench.faults import BadInput
-from upgrade_bench.matmul import Shape
+from upgrade_bench.matmul import GemmShape
 
 SCRIPT = "mamf-finder.py"
 LATTICE = range(256, 20480 + 1, 256)  # every shape the GPU search space can reach
@@ -72,7 +72,7 @@ def waves_optimum():
 def test_search_finds_an_off_grid_optimum_exactly():
     measure = Counter(smooth)
     result = matmul.search(measure, matmul.default_space(), budget_s=1e9, clock=measure.clock)
-    assert result.best == Shape(3328, 5376, 11520)
+    assert result.best == GemmShape(3328, 5376, 11520)
     assert result.tflops == pytest.approx(800)
     assert measure.calls <= 250  # 64 coarse + refinement + 16 finals, of 512,000 lattice shapes
 
@@ -120,7 +120,7 @@ def test_search_stops_at_its_budget_and_still_reports_a_full_measurement():
     assert result.best is not None and len(result.finals) >= 1
     tiny = Counter(waves, cost_s=100)  # a budget spent on the first screen: one final anyway
     result = matmul.search(tiny, matmul.default_space(), budget_s=1, clock=tiny.clock)
-    assert tiny.calls == 2 and result.best == Shape(1024, 2048, 4096)
+    assert tiny.calls == 2 and result.best == GemmShape(1024, 2048, 4096)
 
 
 def test_search_skips_failed_shapes():
@@ -162,10 +162,10 @@ def test_wave_fill_and_whole_wave_pairs():
 def test_default_space_is_tile_aligned_and_scales_down_for_a_cpu():
     space = matmul.default_space(sm_count=132)
     assert all(d % 256 == 0 and space.lo <= d <= space.hi for s in space.coarse() for d in s)
-    assert Shape(1024, 4096, 12288) in space.coarse() and Shape(1536, 2816, 12288) in space.coarse()
-    assert space.neighbours(Shape(256, 4096, 20480), 256) == [
-        Shape(512, 4096, 20480), Shape(256, 4352, 20480), Shape(256, 3840, 20480),
-        Shape(256, 4096, 20224)]  # never below lo or above hi
+    assert GemmShape(1024, 4096, 12288) in space.coarse() and GemmShape(1536, 2816, 12288) in space.coarse()
+    assert space.neighbours(GemmShape(256, 4096, 20480), 256) == [
+        GemmShape(512, 4096, 20480), GemmShape(256, 4352, 20480), GemmShape(256, 3840, 20480),
+        GemmShape(256, 4096, 20224)]  # never below lo or above hi
     cpu = matmul.default_space(unit=4)
     assert max(max(s) for s in cpu.coarse()) == 256 and cpu.steps == (16, 8, 4)
 
@@ -204,7 +204,7 @@ def test_peaks_efficiency_and_warmup():
 def test_flags_ranges_and_lists():
     mamf = load_script()
     args, shapes = mamf.parse_args(["--m_range", "0", "1024", "256", "--n", "64", "--k", "32", "64"])
-    assert shapes == [Shape(m, 64, k) for m in (256, 512, 768) for k in (32, 64)]
+    assert shapes == [GemmShape(m, 64, k) for m in (256, 512, 768) for k in (32, 64)]
     args, shapes = mamf.parse_args([])
     assert shapes is None and args.dtype == "bfloat16" and args.budget_s is None
     assert (args.num_iterations, args.num_warmup_iterations, args.warmup_s) == (100, 50, 30.0)

@@ -30,7 +30,7 @@ TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2}
 
 
 @dataclass(frozen=True)
-class Shape:
+class AttentionShape:
     batch: int
     seq_len: int
     heads: int
@@ -50,7 +50,7 @@ class Shape:
         return self.batch * self.seq_len * self.head_dim * 4 * (self.heads + self.kv_heads) * elem_bytes
 
 
-def check_shape(shape: Shape) -> Shape:
+def check_shape(shape: AttentionShape) -> AttentionShape:
     """The small shape of the correctness check: same heads, dims, mask kind and packing."""
     return replace(shape, batch=min(shape.batch, 2), seq_len=CHECK_SEQ_LEN,
                    doc_len=min(shape.doc_len, CHECK_DOC_LEN))
@@ -122,14 +122,14 @@ def packed_mask(seq_len: int, doc_len: int, causal: bool, dtype, device):
     return mask
 
 
-def gqa_mode(backend: Backend, shape: Shape, native: bool) -> str:
+def gqa_mode(backend: Backend, shape: AttentionShape, native: bool) -> str:
     """mha (equal heads), native (the kernel shares K/V heads) or repeat_kv (copied before)."""
     if shape.heads == shape.kv_heads:
         return "mha"
     return "native" if native or backend.layout == BSHD else "repeat_kv"
 
 
-def make_args(backend: Backend, shape: Shape, dtype, device, mode: str) -> Args:
+def make_args(backend: Backend, shape: AttentionShape, dtype, device, mode: str) -> Args:
     import torch
 
     args = Args(causal=shape.causal, enable_gqa=backend.layout == BHSD and mode == "native")
@@ -151,7 +151,7 @@ def to_layout(q, k, v, backend: Backend, mode: str) -> list:
     return [t.detach().contiguous().requires_grad_() for t in tensors]
 
 
-def random_inputs(backend: Backend, shape: Shape, dtype, device, mode: str) -> list:
+def random_inputs(backend: Backend, shape: AttentionShape, dtype, device, mode: str) -> list:
     """Unit-normal leaves for timing, allocated directly in the backend's layout."""
     import torch
 
@@ -162,7 +162,7 @@ def random_inputs(backend: Backend, shape: Shape, dtype, device, mode: str) -> l
     return [torch.randn(size, dtype=dtype, device=device, requires_grad=True) for size in sizes]
 
 
-def reference(q, k, v, dout, shape: Shape):
+def reference(q, k, v, dout, shape: AttentionShape):
     """float64 math SDPA with K/V heads expanded: (out, [dq, dk, dv]), all (b, s, h, d)."""
     import torch
     import torch.nn.functional as F
@@ -187,7 +187,7 @@ class Check:
     backward_error: str | None  # why the backward could not run, if it raised
 
 
-def check(backend: Backend, shape: Shape, dtype, device, mode: str, seed: int) -> Check:
+def check(backend: Backend, shape: AttentionShape, dtype, device, mode: str, seed: int) -> Check:
     """Run the kernel on `shape` (a check_shape) and compare with the float64 reference.
 
     Inputs are rounded to `dtype` once and the reference sees the rounded values, so the
@@ -244,7 +244,7 @@ def _no_kernel_reason(err: RuntimeError, caught) -> str | None:
     return (why or str(err))[:500]
 
 
-def check_backend(backend: Backend, shape: Shape, dtype, device, seed: int) -> tuple[str, Check]:
+def check_backend(backend: Backend, shape: AttentionShape, dtype, device, seed: int) -> tuple[str, Check]:
     """(gqa mode, Check): native GQA first; SDPA kernels that refuse it get K/V repeated.
 
     Raises NoKernel when the kernel refuses the inputs either way.
