@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .faults import BadInput
 from .flops import COUNTED_MODEL_TYPES, ModelDims
+from .paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 PRESETS = {"llama-3.1-8b": REPO / "configs" / "llama-3.1-8b.json",
            "tiny": REPO / "configs" / "tiny.json"}
 # Where install.sh stages real weights of a preset (MODEL_DIR overrides).

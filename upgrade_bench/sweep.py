@@ -38,12 +38,12 @@ from pathlib import Path
 
 from . import settings
 from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED, BadInput, WriteFailed, run_main, stop
+from .paths import REPO
 from .procs import Log, ProcessResult, free_port, run_process, signals_ignored
 from .records import RecordWriter, claim_stdout, read_lines
 from .settings import Var
 
 SCRIPT = "run_sweep.sh"
-REPO = Path(__file__).resolve().parent.parent
 GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
