@@ -1,10 +1,10 @@
-"""Settings: parsing, validation messages, --help, and the GPU table lookup."""
+"""Settings: parsing, validation messages, --help."""
 import sys
 
 import pytest
 
 from conftest import import_script
-from upgrade_bench import faults, gpus, records, settings
+from upgrade_bench import faults, records, settings
 from upgrade_bench.faults import BadInput
 from upgrade_bench.settings import TRAINING_VARS
 
@@ -87,30 +87,3 @@ def test_with_defaults_changes_only_named_defaults():
     changed = settings.with_defaults(TRAINING_VARS, ZERO_STAGE=2)
     assert settings.parse(changed, {})["ZERO_STAGE"] == 2
     assert settings.parse(changed, {})["STEPS"] == 10
-
-
-@pytest.mark.parametrize("device, name, bf16", [
-    ("NVIDIA H200", "H200 SXM", 989),
-    ("NVIDIA H100 80GB HBM3", "H100 SXM", 989),
-    ("NVIDIA H100 PCIe", "H100 PCIe", 756),
-    ("NVIDIA GH200 480GB", "GH200", 989),
-    ("NVIDIA B200", "B200 SXM", 2250),
-    ("NVIDIA B300 SXM6 AC", "B300 SXM", 2250),
-    ("NVIDIA A100-SXM4-80GB", "A100 SXM", 312),
-    ("AMD Instinct MI300X", "MI300X", 1300),
-])
-def test_gpu_lookup(device, name, bf16):
-    spec = gpus.lookup(device)
-    assert spec.name == name and spec.peak_tflops("bf16") == bf16
-
-
-@pytest.mark.parametrize("device", ["NVIDIA H200 NVL", "NVIDIA L4", None])
-def test_unknown_gpu_gets_no_peak_and_a_warning(device):
-    peak, source, warning = gpus.resolve_peak(device)
-    assert peak is None and source is None and "PEAK_TFLOPS" in warning
-
-
-def test_peak_override_wins():
-    assert gpus.resolve_peak("NVIDIA L4", override=121.0) == (121.0, "PEAK_TFLOPS", None)
-    assert gpus.resolve_peak("NVIDIA H200", "fp8")[0] == 1979
-    assert gpus.resolve_peak("NVIDIA H200", "fp4")[0] is None
