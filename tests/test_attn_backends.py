@@ -4,11 +4,13 @@ README, install.sh) reading the same names."""
 import re
 import subprocess
 import sys
+import types
 
 import pytest
+import torch
 
 from conftest import REPO, import_script
-from upgrade_bench import attn_backends, settings
+from upgrade_bench import attn_adapters, attn_backends, settings
 from upgrade_bench.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
 from upgrade_bench.faults import BadInput
 from upgrade_bench.fingerprint import Device
@@ -81,6 +83,23 @@ def test_a_package_of_the_wrong_release_or_that_fails_to_import_is_a_problem(mon
     assert attn_backends.package_problem(fa2) == ("import flash_attn failed: OSError: libcudart.so.13: "
                                                   "cannot open shared object file")
     assert attn_backends.import_problem(BACKENDS["sdpa-math"]) is None
+
+
+def test_the_flash_adapter_calls_the_packages_dense_and_varlen_api(monkeypatch):
+    varlen = []
+    package = types.SimpleNamespace(  # FA4 returns (out, lse); FA3 3.x returns out
+        flash_attn_func=lambda q, k, v, causal: (q * 2 if causal else q, "lse"),
+        flash_attn_varlen_func=lambda q, k, v, **kw: varlen.append((q.shape, kw)) or q + 1)
+    monkeypatch.setitem(sys.modules, "fake_flash_attn", package)
+    run = attn_adapters.flash("fake_flash_attn")
+    q = torch.ones(2, 4, 3, 8)  # (b, s, h, d)
+    assert torch.equal(run(q, q, q, attn_adapters.Args(causal=True)), q * 2)
+    offsets = torch.tensor([0, 4, 8], dtype=torch.int32)
+    out = run(q, q, q, attn_adapters.Args(causal=True, cu_seqlens=offsets, max_doc_len=4))
+    assert torch.equal(out, q + 1)  # back in (b, s, h, d)
+    [(shape, kw)] = varlen
+    assert shape == (8, 3, 8) and kw == {"cu_seqlens_q": offsets, "cu_seqlens_k": offsets,
+                                         "max_seqlen_q": 4, "max_seqlen_k": 4, "causal": True}
 
 
 # ---- every consumer reads the table ---------------------------------------------------------
