@@ -44,8 +44,8 @@ def test_architectures_the_flop_count_does_not_cover_are_refused(tmp_path):
     bert = CONFIG_MAPPING["bert"](hidden_size=64, intermediate_size=160, num_hidden_layers=2,
                                   num_attention_heads=4, vocab_size=1024).to_dict()
     with pytest.raises(BadInput, match=r"model type 'bert' is not one the FLOP count covers "
-                                               r"\(decoder-only, full causal attention, gated MLP\): "
-                                               r"llama, mistral, qwen2, qwen3, gemma"):
+                                         r"\(decoder-only, full causal attention, gated MLP\): "
+                                         r"llama, mistral, qwen2, qwen3, gemma"):
         engine.resolve(training(MODEL=saved(tmp_path, bert)))
     windowed = {**TINY, "model_type": "mistral", "sliding_window": 32}
     with pytest.raises(BadInput, match=r"sliding-window attention \(32 tokens\) at SEQ_LEN 64"):
@@ -89,7 +89,7 @@ def test_an_uncached_hub_id_fails_at_once_when_the_hub_cannot_be_reached(hub, mo
         closed.bind(("127.0.0.1", 0))
         monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:%d" % closed.getsockname()[1])
         with pytest.raises(BadInput, match=rf"MODEL='{UNCACHED}': not a preset .* cached hub id, "
-                                                    r"and the hub cannot be reached to fetch it \(127.0.0.1:"):
+                                              r"and the hub cannot be reached to fetch it \(127.0.0.1:"):
             model.load_config(UNCACHED)
     assert hub == [{"local_files_only": True}]  # the cache only: no download, no retries
 

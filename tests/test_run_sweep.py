@@ -317,7 +317,7 @@ def test_a_capacity_search_with_nothing_to_search_is_refused(monkeypatch):
     monkeypatch.setenv("FIND_MAX_SEQLEN", "1")
     monkeypatch.setenv("MAX_SEQLEN_LIMIT", "1")
     with pytest.raises(BadInput, match=r"MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP \(8192\) or the "
-                                             r"smallest SEQLENS \(8192\)"):
+                                       r"smallest SEQLENS \(8192\)"):
         sweep.load_settings([])
     monkeypatch.setenv("MAX_SEQLEN_LIMIT", "8192")  # one probe is a search
     assert sweep.load_settings([])["MAX_SEQLEN_LIMIT"] == 8192
@@ -512,7 +512,7 @@ def test_an_out_it_cannot_append_to_is_refused_before_anything_starts(monkeypatc
         monkeypatch.delenv(name, raising=False)
     s = settings.parse(sweep.VARS + sweep.PASSED, {"OUT": out, "MODEL": "tiny"})
     with pytest.raises(BadInput, match=r"OUT='/proc/.*\.jsonl': cannot write there \(no file can "
-                                             r"be created in /proc"):
+                                       r"be created in /proc"):
         sweep.prepare(s)
 
 

@@ -80,7 +80,7 @@ def resolve(settings: dict) -> RunConfig:
     use_liger = settings["USE_LIGER"] == "1" or (settings["USE_LIGER"] == "auto" and has_gpu)
     if use_liger and not has_gpu:
         raise BadInput("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
-                        "use USE_LIGER=0 or auto on CPU")
+                       "use USE_LIGER=0 or auto on CPU")
     if use_liger and fingerprint.package_version("liger-kernel") is None:
         if settings["USE_LIGER"] == "1":
             raise BadInput("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
@@ -98,11 +98,11 @@ def resolve(settings: dict) -> RunConfig:
     doc_len = settings["PACKED_DOC_LEN"]
     if doc_len == 1:  # its one token is masked: every label would be, and the loss NaN
         raise BadInput("PACKED_DOC_LEN=1: a document needs at least 2 tokens (one predicts the "
-                        "next); use 0 for dense sequences")
+                       "next); use 0 for dense sequences")
     shortest = min(settings["SEQ_LEN"])
     if doc_len and doc_len >= shortest:
         raise BadInput(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQ_LEN "
-                        f"(shortest {shortest}), or 0 for dense sequences")
+                       f"(shortest {shortest}), or 0 for dense sequences")
     if doc_len and backend == "eager":
         raise BadInput("PACKED_DOC_LEN with ATTN_BACKEND=eager: use sdpa or a flash backend")
 

@@ -126,8 +126,8 @@ def check_counted(model: str, config, longest_seq_len: int) -> None:
     """BadInput unless flops.py counts this architecture (see COUNTED_MODEL_TYPES)."""
     if config.model_type not in COUNTED_MODEL_TYPES:
         raise BadInput(f"MODEL={model!r}: model type {config.model_type!r} is not one the FLOP "
-                          f"count covers (decoder-only, full causal attention, gated MLP): "
-                          f"{', '.join(COUNTED_MODEL_TYPES)}")
+                       f"count covers (decoder-only, full causal attention, gated MLP): "
+                       f"{', '.join(COUNTED_MODEL_TYPES)}")
     window = getattr(config, "sliding_window", None)
     layer_types = getattr(config, "layer_types", None)
     # Configs that list their layers' kinds (qwen2, qwen3) window only the "sliding" ones;
@@ -135,8 +135,8 @@ def check_counted(model: str, config, longest_seq_len: int) -> None:
     windowed = any(t != "full_attention" for t in layer_types) if layer_types else True
     if window and window < longest_seq_len and windowed:
         raise BadInput(f"MODEL={model!r}: sliding-window attention ({window} tokens) at SEQ_LEN "
-                          f"{longest_seq_len}, which the FLOP count (every token attends to all "
-                          f"earlier ones) does not cover")
+                       f"{longest_seq_len}, which the FLOP count (every token attends to all "
+                       f"earlier ones) does not cover")
 
 
 def _has_weights(path: Path) -> bool:
@@ -165,7 +165,7 @@ def resolve_weights(requested: str, model: str) -> tuple[str, Path | None]:
     if requested == "pretrained" and path is None:
         where = model_dir() / Path(STAGED[model]).name if model in STAGED else model
         raise BadInput(f"WEIGHTS=pretrained: no *.safetensors at {where}; stage them with "
-                                f"./install.sh (HF cache) or use WEIGHTS=random")
+                       f"./install.sh (HF cache) or use WEIGHTS=random")
     return ("pretrained", path) if path else ("random", None)
 
 
