@@ -15,7 +15,7 @@ engine             DeepSpeed setup, batches, the timed training step, a training
 memory             peak memory across ranks, MEM_DEBUG's staged probes and snapshot
 timing             device timers (CUDA events, L2 flush) and summary statistics
 telemetry          NVML sampling: clocks, power, temperature, throttle reasons, energy
-sweep, procs       run_sweep.sh: planning, resume, the capacity search; running a process group
+sweep, child_process   run_sweep.sh: planning, resume, the capacity search; running a process group
 decompose          bench_decompose.py: the kernel classifier and the one-clock wall-time split
 attn_kernels       bench_flash_attn.py: discovery, inputs per layout, the float64 correctness check
 mamf               mamf-finder.py: the MAMF search over shapes

@@ -8,8 +8,8 @@ import sys
 from dataclasses import dataclass
 
 from . import attn_backends, fingerprint, flops, gpus, header, memory, model, timing
+from .child_process import free_port
 from .faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
-from .procs import free_port
 
 
 def sanitize_arch_list(value: str) -> str:

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import settings
+from .child_process import Log, ProcessResult, free_port, run_process, signals_ignored
 from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED, BadInput, WriteFailed, run_main, stop
 from .paths import REPO
-from .procs import Log, ProcessResult, free_port, run_process, signals_ignored
 from .records import RecordWriter, claim_stdout, read_lines
 from .settings import Var
 
