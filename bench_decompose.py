@@ -20,7 +20,8 @@ no Liger.
 """
 import sys
 
-from upgrade_bench import decompose, engine, memory, records, settings, timing
+from upgrade_bench import decompose, engine, memory, settings, timing
+from upgrade_bench.faults import run_main
 
 SCRIPT = "bench_decompose.py"
 # Every training variable but STEPS, which TIME_STEPS replaces here.
@@ -86,4 +87,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(records.run_main(main))
+    sys.exit(run_main(main))

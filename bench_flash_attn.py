@@ -26,8 +26,10 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from upgrade_bench import attn_kernels, faults, fingerprint, flops, gpus, settings, telemetry, timing
-from upgrade_bench.records import RecordWriter, run_main
+from upgrade_bench import (attn_backends, attn_kernels, faults, fingerprint, flops, gpus, header, settings,
+                           telemetry, timing)
+from upgrade_bench.faults import BadInput, run_main
+from upgrade_bench.records import RecordWriter
 
 SCRIPT = "bench_flash_attn.py"
 PASSES = ("fwd", "bwd", "fwd_bwd")
@@ -40,7 +42,7 @@ MASK_NOTE = ("packed as a block-diagonal mask: the kernel still does the full s^
 
 VARS = [
     settings.Var("BACKENDS", "str_list", ["auto"], "auto (every backend importable and supported "
-                 "here) or a list of " + " ".join(attn_kernels.REGISTRY)),
+                 "here) or a list of " + " ".join(attn_backends.KERNELS)),
     settings.Var("SEQLENS", "int_list", [1024 * 2**i for i in range(8)], "sequence lengths; OOM "
                  "at the long ones becomes a record", min=1),
     settings.Var("MODEL", "str", "llama-3.1-8b", "take head shapes from this model preset "
@@ -69,18 +71,16 @@ VARS = [
 
 
 def validate(s: dict, registry: dict) -> None:
-    """Cross-variable rules settings.Var cannot express; raises SettingsError (exit 2)."""
+    """Cross-variable rules settings.Var cannot express; raises BadInput."""
     names = s["BACKENDS"]
     if names != ["auto"] and (not names or any(n not in registry for n in names)):
-        raise settings.SettingsError(f"BACKENDS={' '.join(names)!r}: expected auto or a list of "
-                                     f"{'|'.join(registry)}")
+        raise BadInput(f"BACKENDS={' '.join(names)!r}: expected auto or a list of {'|'.join(registry)}")
     if not s["PASSES"] or any(p not in PASSES for p in s["PASSES"]):
-        raise settings.SettingsError(f"PASSES={' '.join(s['PASSES'])!r}: expected a list of "
-                                     f"{'|'.join(PASSES)}")
+        raise BadInput(f"PASSES={' '.join(s['PASSES'])!r}: expected a list of {'|'.join(PASSES)}")
     doc_len, shortest = s["PACKED_DOC_LEN"], min(s["SEQLENS"])
     if doc_len and doc_len >= shortest:
-        raise settings.SettingsError(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQLENS "
-                                     f"value (shortest {shortest}), or 0 for one document")
+        raise BadInput(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQLENS value "
+                       f"(shortest {shortest}), or 0 for one document")
 
 
 def resolve_heads(s: dict) -> tuple[int, int, int]:
@@ -93,18 +93,13 @@ def resolve_heads(s: dict) -> tuple[int, int, int]:
 
         try:
             dims = model.dims(model.load_config(s["MODEL"]))
-        except model.ConfigError as err:
-            raise settings.SettingsError(str(err)) from None
-        except Exception as err:  # OSError for a missing path, validation errors for a bad config
-            raise settings.SettingsError(
-                f"MODEL={s['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), a local config "
-                f"folder or a cached hub id ({type(err).__name__}: {str(err).splitlines()[0][:200]}); "
-                f"or set NHEADS, NHEADS_KV and HEAD_DIM") from None
+        except BadInput as err:  # explicit heads need no MODEL: say so
+            raise BadInput(f"{err}; or set NHEADS, NHEADS_KV and HEAD_DIM") from None
         preset = dims.heads, dims.kv_heads, dims.head_dim
         heads, kv_heads, head_dim = (mine or theirs for mine, theirs in zip(explicit, preset))
     if heads % kv_heads:
-        raise settings.SettingsError(f"NHEADS={heads}, NHEADS_KV={kv_heads}: query heads must be a "
-                                     f"multiple of key/value heads")
+        raise BadInput(f"NHEADS={heads}, NHEADS_KV={kv_heads}: query heads must be a multiple of "
+                       f"key/value heads")
     return heads, kv_heads, head_dim
 
 
@@ -129,14 +124,14 @@ def too_big(need_bytes: int, capacity_bytes: int) -> str | None:
             f"{capacity_bytes / 2**30:.1f} GiB this device has")
 
 
-def check_fits(base: attn_kernels.Shape, elem_bytes: int, capacity_bytes: int) -> None:
-    """SettingsError unless the smallest work of a run fits in `capacity_bytes`: the inputs
+def check_fits(base: attn_kernels.AttentionShape, elem_bytes: int, capacity_bytes: int) -> None:
+    """BadInput unless the smallest work of a run fits in `capacity_bytes`: the inputs
     of the shortest point, and the correctness check's float64 reference of its own shape."""
     need = max(base.input_bytes(elem_bytes), attn_kernels.check_shape(base).input_bytes(8))
     problem = too_big(need, capacity_bytes)
     if problem:
-        raise settings.SettingsError(f"NHEADS={base.heads}, NHEADS_KV={base.kv_heads}, "
-                                     f"HEAD_DIM={base.head_dim}, BATCH={base.batch}: {problem}")
+        raise BadInput(f"NHEADS={base.heads}, NHEADS_KV={base.kv_heads}, HEAD_DIM={base.head_dim}, "
+                       f"BATCH={base.batch}: {problem}")
 
 
 def pass_calls(forward, leaves, dout, pass_: str):
@@ -192,7 +187,7 @@ def free_memory(device) -> None:
         torch.cuda.empty_cache()
 
 
-def run_check(backend, base: attn_kernels.Shape, b: Bench):
+def run_check(backend, base: attn_kernels.AttentionShape, b: Bench):
     """(gqa mode, Check), or the fields of the one record a backend gets when it cannot run."""
     try:
         return attn_kernels.check_backend(backend, attn_kernels.check_shape(base), b.dtype, b.device,
@@ -237,7 +232,7 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: Bench) -> dict:
             "mfu": flops.mfu(achieved, b.peak), "status": "ok", "reason": None}
 
 
-def run_backend(backend, base: attn_kernels.Shape, b: Bench, write):
+def run_backend(backend, base: attn_kernels.AttentionShape, b: Bench, write):
     """The check, then every seq_len x pass of one backend; every outcome is a record."""
     s = b.s
     checked = run_check(backend, base, b)
@@ -293,21 +288,17 @@ def format_table(records: list) -> str:
 
 def main() -> int:
     s = settings.load(VARS, __doc__)
-    registry = attn_kernels.REGISTRY
-    try:
-        validate(s, registry)
-        heads, kv_heads, head_dim = resolve_heads(s)
-        import torch
+    registry = attn_backends.KERNELS
+    validate(s, registry)
+    heads, kv_heads, head_dim = resolve_heads(s)
+    import torch
 
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
-        base = attn_kernels.Shape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
-                                  s["CAUSAL"], s["PACKED_DOC_LEN"])
-        check_fits(base, dtype.itemsize, memory_bytes(device))
-    except settings.SettingsError as err:
-        sys.stderr.write(f"error: {err}\n")
-        return faults.EXIT_BAD_INPUT
-    chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.capability(),
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
+    base = attn_kernels.AttentionShape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
+                              s["CAUSAL"], s["PACKED_DOC_LEN"])
+    check_fits(base, dtype.itemsize, memory_bytes(device))
+    chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.device(),
                                    attn_kernels.import_problems(registry), bool(base.doc_len))
     warnings = []
     peak, peak_source, warning = gpus.resolve_peak(fingerprint.gpu_name(), s["DTYPE"], s["PEAK_TFLOPS"])
@@ -318,10 +309,10 @@ def main() -> int:
     if not chosen:
         warnings.append("BACKENDS=auto found no backend that runs here")
     writer = RecordWriter(SCRIPT, s["OUTPUT"])
-    writer.write("header", software=fingerprint.software(), hardware=fingerprint.hardware(),
-                 config={**s, "NHEADS": heads, "NHEADS_KV": kv_heads, "HEAD_DIM": head_dim},
-                 backends={name: reason or "available" for name, reason in chosen},
-                 peak_tflops=peak, peak_source=peak_source, warnings=warnings, notes=s["NOTES"])
+    writer.write("header", **header.fields(
+        {**s, "NHEADS": heads, "NHEADS_KV": kv_heads, "HEAD_DIM": head_dim}, s["NOTES"], warnings,
+        backends={name: reason or "available" for name, reason in chosen}, peak_tflops=peak,
+        peak_source=peak_source))
     for warning in warnings:
         sys.stderr.write(f"warning: {warning}\n")
     records = []

@@ -14,7 +14,8 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
 """
 import sys
 
-from upgrade_bench import engine, flops, memory, records, settings, telemetry
+from upgrade_bench import engine, flops, memory, settings, telemetry
+from upgrade_bench.faults import run_main
 from upgrade_bench.timing import summarize
 
 SCRIPT = "benchmark.py"
@@ -66,4 +67,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(records.run_main(main))
+    sys.exit(run_main(main))

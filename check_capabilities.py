@@ -26,9 +26,10 @@ import os
 import sys
 import time
 
-from upgrade_bench import attention, faults, fingerprint, settings
+from upgrade_bench import attn_backends, fingerprint, header, settings
 from upgrade_bench import capabilities as caps
-from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines, run_main
+from upgrade_bench.faults import BadInput, run_main
+from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines
 
 SCRIPT = "check_capabilities.py"
 VARS = [
@@ -44,7 +45,7 @@ VARS = [
 
 
 def load_capacity_log(path: str):
-    """Records of CAPACITY_LOG (None when unset); exit 2 if it cannot be read."""
+    """Records of CAPACITY_LOG (None when unset); BadInput if it cannot be read."""
     if not path:
         return None
     records, problem = None, None
@@ -59,36 +60,33 @@ def load_capacity_log(path: str):
         except (OSError, SchemaTooNew) as err:
             problem = f"cannot be read ({err})"
     if problem:
-        sys.stderr.write(f"error: CAPACITY_LOG={path!r}: {problem}\n")
-        sys.exit(faults.EXIT_BAD_INPUT)
+        raise BadInput(f"CAPACITY_LOG={path!r}: {problem}")
     return records
 
 
-# SDPA backends first, beta kernel packages last.
-ATTENTION_ORDER = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "sdpa_math", "fa2", "fa3", "fa4")
-PACKAGES = {"fa2": "flash-attn 2.x", "fa3": "flash-attn-3", "fa4": "flash-attn-4"}
+# torch's own kernels first, separately installed (beta) packages last.
+ATTENTION_ORDER = sorted(attn_backends.KERNELS.values(), key=lambda b: b.package is not None)
 
 
-def attention_verdict(name: str, device: caps.Device, dev) -> caps.Verdict:
+def attention_verdict(backend: attn_backends.Backend, device: fingerprint.Device, dev) -> caps.Verdict:
     import torch
 
     from upgrade_bench import capability_probes as p
 
-    if name.startswith("sdpa_"):
-        version = torch.__version__
-        if name == "sdpa_cudnn" and device.capability:
-            version += f", cudnn {torch.backends.cudnn.version()}"
-    else:
-        version = attention.versions()[name]
-        if version and not version.startswith(attention.PACKAGES[name][2]):
+    if backend.package:
+        version = fingerprint.package_version(backend.package.distribution)
+        if version and not version.startswith(backend.package.version_prefix):
             version = None  # the distribution, but not a release this backend runs (FA2 needs 2.x)
-        verdict = caps.install_gate(device, version, PACKAGES[name], attention.INSTALL_HINT[name])
-        if verdict:
-            return verdict
-    return caps.evaluate(f"attention:{name}", device, lambda: p.attention(name, dev, version))
+    else:
+        version = torch.__version__
+        if backend.sdpa_kernel == "CUDNN_ATTENTION" and device.capability:
+            version += f", cudnn {torch.backends.cudnn.version()}"
+    item = f"attention:{backend.name}"
+    return caps.attention_gate(backend, device, version) or caps.evaluate(
+        item, device, lambda: p.attention(backend.name, dev, version))
 
 
-def plan(s: dict, device: caps.Device, dev, gpu_name, gpu_count: int, capacity_records, done: dict):
+def plan(s: dict, device: fingerprint.Device, dev, gpu_name, gpu_count: int, capacity_records, done: dict):
     """(item, category, needs a working CUDA context, make_verdict) in run order. Attention
     runs last: a kernel package that crashes the process takes no other item with it.
     `done` holds the verdicts so far (max_seq_len reads the memory items)."""
@@ -125,8 +123,8 @@ def plan(s: dict, device: caps.Device, dev, gpu_name, gpu_count: int, capacity_r
             "interconnect:gpu_count", lambda: caps.Passed(f"{gpu_count} x {gpu_name}", gpu_count))),
         ("interconnect:topology", "interconnect", False, probe("interconnect:topology", p.topology)),
         ("interconnect:nccl", "interconnect", False, probe("interconnect:nccl", p.nccl_version)),
-    ] + [(f"attention:{name}", "attention", True,
-          lambda name=name: attention_verdict(name, device, dev)) for name in ATTENTION_ORDER])
+    ] + [(f"attention:{b.name}", "attention", True,
+          lambda b=b: attention_verdict(b, device, dev)) for b in ATTENTION_ORDER])
 
 
 def main() -> int:
@@ -138,11 +136,10 @@ def main() -> int:
 
     on_gpu = torch.cuda.is_available()
     dev = torch.device("cuda", 0) if on_gpu else torch.device("cpu")
-    device = caps.Device(fingerprint.capability(), bool(getattr(torch.version, "hip", None)))
+    device = fingerprint.device()
     gpu_name = fingerprint.gpu_name()
     writer = RecordWriter(SCRIPT, s["OUTPUT"])
-    writer.write("header", software=fingerprint.software(), hardware=fingerprint.hardware(),
-                 config=s, device_arch=device.arch, warnings=[], notes=s["NOTES"])
+    writer.write("header", **header.fields(s, s["NOTES"], device_arch=device.arch))
     done = {}
     broken_after = None  # the item after which the CUDA context stopped working
     gpu_count = torch.cuda.device_count() if on_gpu else 0

@@ -51,12 +51,14 @@ if [ $cpu = 0 ]; then
   [ -n "$gpu" ] || die "no NVIDIA GPU found (nvidia-smi); use --cpu for a CPU-only install"
   cc=${gpu##*, }; major=${cc%%.*}
   say "GPU: $gpu"
-  case "$major" in
-    9) attn=fa3 ;;
-    10) attn=fa4 ;;
-    8) attn=none; say "compute capability $cc has no FA3/FA4 build: the suite will use SDPA" ;;
-    *) [ -n "$force" ] || die "compute capability $cc is not supported (FA3 needs 9.0, FA4 9.0/10.x); pass --force fa4|none to try anyway" ;;
-  esac
+  # Every benchmark computes in bf16, whose tensor cores need sm_80 (Ampere) or newer.
+  [ "$major" -ge 8 ] 2>/dev/null || [ -n "$force" ] ||
+    die "compute capability $cc is below 8.0: no bf16 tensor cores; pass --force fa4|none to try anyway"
+  # The package ATTN_BACKEND=auto would pick here, from the backend table (standard library
+  # only: the venv does not exist yet).
+  attn=$("$PYTHON" -E -S -c 'import sys; from upgrade_bench.attn_backends import install_choice; print(install_choice(sys.argv[1]))' "$cc") ||
+    die "cannot read the attention backend table (upgrade_bench/attn_backends.py) with $PYTHON"
+  [ "$attn" = none ] && say "compute capability $cc has no FA3/FA4 build: the suite will use SDPA"
   [ -n "$force" ] && attn=$force
 fi
 
@@ -118,8 +120,8 @@ PY
 # --- verify ----------------------------------------------------------------------------
 if [ $verify = 1 ]; then
   "$PY" - <<'PY' >&2
-from upgrade_bench import fingerprint
-for name, version in fingerprint.software().items():
+from upgrade_bench import header
+for name, version in header.software().items():
     print(f"  {name:20s} {version}")
 PY
   if [ $cpu = 1 ]; then
@@ -130,19 +132,15 @@ PY
     say "verify: a tiny attention call with $attn"
     ATTN=$attn "$PY" - <<'PY' >&2 || die "verify failed: the attention package does not run on this GPU" 1
 import os, torch
-q = torch.randn(1, 256, 4, 128, device="cuda", dtype=torch.bfloat16)
+from upgrade_bench.attn_adapters import BSHD, Args
+from upgrade_bench.attn_backends import KERNELS
 attn = os.environ["ATTN"]
-if attn == "fa3":
-    from flash_attn_interface import flash_attn_func
-elif attn == "fa4":
-    from flash_attn.cute import flash_attn_func
-else:
-    from torch.nn.functional import scaled_dot_product_attention as sdpa
-    flash_attn_func = lambda q, k, v, causal: sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal)
-out = flash_attn_func(q, q, q, causal=True)
-out = out[0] if isinstance(out, tuple) else out
+backend = KERNELS[attn if attn != "none" else "sdpa-math"]
+q = torch.randn(1, 256, 4, 128, device="cuda", dtype=torch.bfloat16)
+q = q if backend.layout == BSHD else q.transpose(1, 2)
+out = backend.run(q, q, q, Args(causal=True))
 torch.cuda.synchronize()
-print(f"  {attn}: ok, output {tuple(out.shape)}, finite={bool(torch.isfinite(out.float()).all())}")
+print(f"  {backend.name}: ok, output {tuple(out.shape)}, finite={bool(torch.isfinite(out.float()).all())}")
 PY
   fi
   say "done: run ./run_sweep.sh (see README.md)"

@@ -30,8 +30,9 @@ import signal
 import sys
 from contextlib import contextmanager
 
-from upgrade_bench import faults, fingerprint, flops, gpus, matmul, settings, telemetry, timing
-from upgrade_bench.records import RecordWriter, run_main
+from upgrade_bench import faults, fingerprint, flops, gpus, header, mamf, settings, telemetry, timing
+from upgrade_bench.faults import BadInput, run_main
+from upgrade_bench.records import RecordWriter
 
 SCRIPT = "mamf-finder.py"
 SEARCH_BUDGET_S = 60.0
@@ -42,8 +43,7 @@ SCREEN_WARMUP, SCREEN_ITERS = 10, 30
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):
-        sys.stderr.write(f"error: {message} (see --help)\n")
-        sys.exit(faults.EXIT_BAD_INPUT)
+        raise BadInput(f"{message} (see --help)")
 
 
 def _int(low: int):
@@ -72,7 +72,7 @@ def _seconds(positive: bool):
 
 
 def parse_args(argv=None):
-    """(args, shapes to scan or None for the search); bad flags: one line, exit 2."""
+    """(args, shapes to scan or None for the search); BadInput for bad flags."""
     p = Parser(prog=SCRIPT, description=__doc__, usage=argparse.SUPPRESS,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     for dim, what in (("m", "rows of A and C"), ("n", "columns of B and C"),
@@ -82,7 +82,7 @@ def parse_args(argv=None):
         group.add_argument(f"--{dim}_range", nargs=3, type=_int(0),
                            metavar=("START", "STOP", "STEP"),
                            help=f"{what}: range(START, STOP, STEP); START 0 begins at STEP")
-    p.add_argument("--dtype", choices=matmul.DTYPES, default="bfloat16",
+    p.add_argument("--dtype", choices=mamf.DTYPES, default="bfloat16",
                    help="float8_e4m3fn: NVIDIA sm89+, float8_e4m3fnuz: ROCm (default: %(default)s)")
     p.add_argument("--num_iterations", type=_int(1), default=100, help="timed iterations per shape (default: %(default)s)")
     p.add_argument("--num_warmup_iterations", type=_int(0), default=50,
@@ -99,13 +99,13 @@ def parse_args(argv=None):
     if args.output_file:
         try:
             settings.check_output("--output_file", args.output_file)
-        except settings.SettingsError as err:
+        except BadInput as err:
             p.error(str(err))
     dims = {}
     for dim in "mnk":
         values, rng = getattr(args, dim), getattr(args, f"{dim}_range")
         if rng:
-            values = matmul.expand_range(*rng) if rng[2] else []
+            values = mamf.expand_range(*rng) if rng[2] else []
             if not values:
                 p.error(f"--{dim}_range {' '.join(map(str, rng))}: expected STEP >= 1 and "
                         f"STOP > START")
@@ -115,7 +115,7 @@ def parse_args(argv=None):
         p.error("give all of --m, --n, --k (or their _range) to scan shapes, or none to search")
     if not given:
         return args, None
-    return args, [matmul.Shape(m, n, k) for m in dims["m"] for n in dims["n"] for k in dims["k"]]
+    return args, [mamf.GemmShape(m, n, k) for m in dims["m"] for n in dims["n"] for k in dims["k"]]
 
 
 class Bench:
@@ -162,7 +162,7 @@ class Bench:
         with self.torch.no_grad():
             times, method = timing.time_iterations(fn, self.device, iters, warmup, before,
                                                    host_ahead=False)
-        return {**matmul.tflops_stats(times, flops.matmul_flops(*shape)), **method}
+        return {**mamf.tflops_stats(times, flops.matmul_flops(*shape)), **method}
 
     def warm_up(self, shape, seconds: float, show) -> None:
         """Run the measurement loop for `seconds` first: a cold chip scores higher on the
@@ -254,9 +254,8 @@ def pick_device(args):
     if not torch.cuda.is_available():
         return torch.device("cpu"), fingerprint.hardware(), None
     if args.cuda_device >= torch.cuda.device_count():
-        sys.stderr.write(f"error: --cuda_device {args.cuda_device}: expected an index below "
-                         f"{torch.cuda.device_count()} (the GPUs visible here)\n")
-        sys.exit(faults.EXIT_BAD_INPUT)
+        raise BadInput(f"--cuda_device {args.cuda_device}: expected an index below "
+                       f"{torch.cuda.device_count()} (the GPUs visible here)")
     torch.cuda.set_device(args.cuda_device)
     hardware = dict(fingerprint.hardware(args.cuda_device), cuda_device=args.cuda_device)
     return torch.device("cuda", args.cuda_device), hardware, hardware["sm_count"]
@@ -272,18 +271,18 @@ class Run:
         self.gpu_name = self.hardware["gpu_name"]
         self.mode = "scan" if shapes else "search"
         self.budget_s = args.budget_s or (SEARCH_BUDGET_S if self.mode == "search" else None)
-        self.warmup_s = matmul.warmup_seconds(args.warmup_s, self.budget_s, self.on_gpu)
+        self.warmup_s = mamf.warmup_seconds(args.warmup_s, self.budget_s, self.on_gpu)
         # A CPU gets the same search on shapes 64x smaller: seconds, not hours.
-        self.space = matmul.default_space(sm_count, unit=256 if self.on_gpu else 4)
+        self.space = mamf.default_space(sm_count, unit=256 if self.on_gpu else 4)
         self.screen_iters = (min(SCREEN_WARMUP, args.num_warmup_iterations),
                              min(SCREEN_ITERS, args.num_iterations))
-        self.peak_key = matmul.PEAK_KEY[args.dtype]
+        self.peak_key = mamf.PEAK_KEY[args.dtype]
         self.peak, self.peak_source, _ = gpus.resolve_peak(self.gpu_name, self.peak_key)
-        self.published = matmul.published_mamf(self.gpu_name, args.dtype)
+        self.published = mamf.published_mamf(self.gpu_name, args.dtype)
         self.writer = RecordWriter(SCRIPT, args.output_file)
         self.bench = Bench(self.device, args.dtype)
         self.sampler = telemetry.RunSampler(self.device.index or 0)  # one NVML session
-        self.tally = matmul.Tally()
+        self.tally = mamf.Tally()
         self.progress = Progress()
         self.signals = Signals()
         self.phase = "probe"
@@ -305,17 +304,16 @@ class Run:
     def write_header(self) -> None:
         warnings = [] if self.peak else [f"no {self.peak_key} peak known for "
                                          f"{self.gpu_name or 'a CPU'}: efficiency is null"]
-        self.writer.write("header", software=fingerprint.software(), hardware=self.hardware,
-                          config=self.config(), peak_tflops=self.peak, peak_source=self.peak_source,
-                          published_mamf_tflops=self.published, warnings=warnings,
-                          notes=self.args.notes)
+        self.writer.write("header", **header.fields(
+            self.config(), self.args.notes, warnings, hardware=self.hardware, peak_tflops=self.peak,
+            peak_source=self.peak_source, published_mamf_tflops=self.published))
         for text in warnings:
             sys.stderr.write(f"warning: {text}\n")
 
     def probe(self) -> bool:
         """One tiny matmul: an unsupported dtype becomes one clear record, not a crash."""
         try:
-            self.bench.measure(matmul.Shape(self.space.lo, self.space.lo, self.space.lo), 1, 1)
+            self.bench.measure(mamf.GemmShape(self.space.lo, self.space.lo, self.space.lo), 1, 1)
             return True
         except Exception as err:
             fields = {**faults.error_fields(err), "error": "unsupported"}
@@ -362,7 +360,7 @@ class Run:
             self.bench.warm_up(warm, self.warmup_s, self.progress.show)
         self.start = time.monotonic()
         if self.mode == "search":
-            matmul.search(lambda s: self.measure(s, True), self.space, self.budget_s,
+            mamf.search(lambda s: self.measure(s, True), self.space, self.budget_s,
                           screen=lambda s: self.measure(s, False), progress=self.enter)
             return
         self.enter("scan")
@@ -376,7 +374,7 @@ class Run:
         """The `mamf` record and the table on stderr, also after an interrupt."""
         now = time.monotonic()
         best = self.tally.best()
-        fields = matmul.mamf_fields(best, self.args.dtype, self.peak)
+        fields = mamf.mamf_fields(best, self.args.dtype, self.peak)
         self.writer.write("mamf", **fields, shapes_tried=len(self.tally.shapes),
                           measurements=self.tally.measurements, elapsed_s=now - _T0,
                           search_s=now - self.start if self.start else 0.0, warmup_s=self.warmup_s,

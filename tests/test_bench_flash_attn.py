@@ -17,8 +17,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from upgrade_bench import faults, fingerprint
 from upgrade_bench import attn_kernels as ak
-from upgrade_bench import fingerprint
+from upgrade_bench.attn_adapters import BHSD
+from upgrade_bench.attn_backends import KERNELS, Backend
+from upgrade_bench.fingerprint import Device
 from upgrade_bench.records import read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,13 +29,14 @@ sys.path.insert(0, str(ROOT))
 import bench_flash_attn as bench  # noqa: E402
 
 TINY = {"NHEADS": "4", "NHEADS_KV": "2", "HEAD_DIM": "16"}
+sdpa_math = KERNELS["sdpa-math"].run
 
 
 # --- FLOP counts -----------------------------------------------------------------------------
 
 def shape(**kw):
     base = dict(batch=1, seq_len=1024, heads=32, kv_heads=8, head_dim=128, causal=True)
-    return ak.Shape(**{**base, **kw})
+    return ak.AttentionShape(**{**base, **kw})
 
 
 def test_flops_causal_gqa_8b_heads():
@@ -104,7 +108,8 @@ def test_judge_scales_by_the_reference_and_nan_fails():
 
 # --- discovery -------------------------------------------------------------------------------
 
-NOTHING_MISSING = {name: None for name in ak.REGISTRY}
+NOTHING_MISSING = {name: None for name in KERNELS}
+HOPPER, BLACKWELL, AMPERE, VOLTA, CPU = (Device(c) for c in ((9, 0), (10, 0), (8, 0), (7, 0), None))
 
 
 def names(chosen):
@@ -114,31 +119,34 @@ def names(chosen):
 def test_auto_on_hopper_blackwell_ampere_and_cpu():
     problems = {**NOTHING_MISSING, "fa2": "flash-attn is not installed"}
     sdpa = ["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]
-    hopper = ak.discover(["auto"], ak.REGISTRY, (9, 0), problems, packed=False)
+    hopper = ak.discover(["auto"], KERNELS, HOPPER, problems, packed=False)
     assert names(hopper) == ["fa3", "fa4"] + sdpa and all(r is None for _, r in hopper)
-    assert names(ak.discover(["auto"], ak.REGISTRY, (10, 0), problems, False)) == ["fa4"] + sdpa
-    ampere = ak.discover(["auto"], ak.REGISTRY, (8, 0), NOTHING_MISSING, False)
+    assert names(ak.discover(["auto"], KERNELS, BLACKWELL, problems, False)) == ["fa4"] + sdpa
+    ampere = ak.discover(["auto"], KERNELS, AMPERE, NOTHING_MISSING, False)
     assert names(ampere) == ["fa2"] + sdpa
-    assert names(ak.discover(["auto"], ak.REGISTRY, (7, 0), NOTHING_MISSING, False)) == \
+    assert names(ak.discover(["auto"], KERNELS, VOLTA, NOTHING_MISSING, False)) == \
         ["sdpa-efficient", "sdpa-math"]
-    assert names(ak.discover(["auto"], ak.REGISTRY, None, NOTHING_MISSING, False)) == \
+    assert names(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False)) == \
         ["sdpa-flash", "sdpa-math"]
+    # MI300X reports (9, 4) under ROCm: no Hopper kernels, no cuDNN
+    mi300x = ak.discover(["auto"], KERNELS, Device((9, 4), is_hip=True), NOTHING_MISSING, False)
+    assert names(mi300x) == ["fa2", "sdpa-flash", "sdpa-efficient", "sdpa-math"]
 
 
 def test_named_backends_keep_their_reason():
     problems = {**NOTHING_MISSING, "fa2": "flash-attn is not installed: pip install ..."}
-    chosen = dict(ak.discover(["fa3", "fa2", "sdpa-math"], ak.REGISTRY, (10, 0), problems, False))
+    chosen = dict(ak.discover(["fa3", "fa2", "sdpa-math"], KERNELS, BLACKWELL, problems, False))
     assert "sm_100" in chosen["fa3"] and "Hopper" in chosen["fa3"]
     assert chosen["fa2"] == problems["fa2"]
     assert chosen["sdpa-math"] is None
-    on_cpu = dict(ak.discover(["fa4", "sdpa-efficient"], ak.REGISTRY, None, NOTHING_MISSING, False))
+    on_cpu = dict(ak.discover(["fa4", "sdpa-efficient"], KERNELS, CPU, NOTHING_MISSING, False))
     assert on_cpu == {"fa4": "fa4 needs a CUDA GPU", "sdpa-efficient": "sdpa-efficient needs a CUDA GPU"}
 
 
 def test_packed_documents_exclude_mask_less_sdpa_kernels():
-    auto = ak.discover(["auto"], ak.REGISTRY, (9, 0), NOTHING_MISSING, packed=True)
+    auto = ak.discover(["auto"], KERNELS, HOPPER, NOTHING_MISSING, packed=True)
     assert names(auto) == ["fa3", "fa4", "fa2", "sdpa-efficient", "sdpa-math"]
-    named = dict(ak.discover(["sdpa-cudnn"], ak.REGISTRY, (9, 0), NOTHING_MISSING, packed=True))
+    named = dict(ak.discover(["sdpa-cudnn"], KERNELS, HOPPER, NOTHING_MISSING, packed=True))
     assert "document mask" in named["sdpa-cudnn"]
 
 
@@ -153,20 +161,20 @@ def test_import_probes_with_faked_packages(monkeypatch):
         raise ImportError(f"No module named {module!r}")
 
     monkeypatch.setattr(importlib, "import_module", fake_import)
-    problems = ak.import_problems(ak.REGISTRY)
+    problems = ak.import_problems(KERNELS)
     assert problems["fa4"] is None
     assert problems["fa3"].startswith("flash-attn-3 is not installed")
     assert problems["fa2"].startswith("flash-attn 1.0.9 is not 2.x")
     assert problems["sdpa-math"] is None
     monkeypatch.setattr(importlib, "import_module", lambda m: types.SimpleNamespace())
-    assert "import flash_attn.cute failed" in ak.import_problems(ak.REGISTRY)["fa4"]
+    assert "import flash_attn.cute failed" in ak.import_problems(KERNELS)["fa4"]
 
 
 # --- the correctness check -------------------------------------------------------------------
 
 def test_check_repeat_kv_reduces_grads_per_kv_head():
-    small = ak.Shape(1, 64, 4, 2, 16, True)
-    result = ak.check(ak.REGISTRY["sdpa-math"], small, torch.bfloat16, "cpu", "repeat_kv", 0)
+    small = ak.AttentionShape(1, 64, 4, 2, 16, True)
+    result = ak.check(KERNELS["sdpa-math"], small, torch.bfloat16, "cpu", "repeat_kv", 0)
     assert result.backward_error is None
     verdict = ak.judge(result.errors, ("out", "dq", "dk", "dv"), ak.TOLERANCE["bf16"])
     assert verdict["ok"], result.errors
@@ -175,12 +183,12 @@ def test_check_repeat_kv_reduces_grads_per_kv_head():
 def _gqa_refusing(q, k, v, a):
     if a.enable_gqa:
         raise RuntimeError("No available kernel. Aborting execution.")
-    return ak.sdpa_math(q, k, v, a)
+    return sdpa_math(q, k, v, a)
 
 
 def test_check_backend_falls_back_to_repeated_kv():
-    double = ak.Backend("no-gqa", _gqa_refusing, ak.BHSD, cpu=True)
-    mode, result = ak.check_backend(double, ak.Shape(1, 64, 4, 2, 16, True), torch.bfloat16, "cpu", 0)
+    double = Backend("no-gqa", run=_gqa_refusing, layout=BHSD, cpu=True)
+    mode, result = ak.check_backend(double, ak.AttentionShape(1, 64, 4, 2, 16, True), torch.bfloat16, "cpu", 0)
     assert mode == "repeat_kv"
     assert ak.judge(result.errors, ("out", "dq", "dk", "dv"), 2e-2)["ok"]
 
@@ -193,7 +201,7 @@ def run_main(monkeypatch, capsys, **env):
     for key, value in {**TINY, "ITERS": "2", "WARMUP": "1", **env}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(sys, "argv", ["bench_flash_attn.py"])
-    code = bench.main()
+    code = faults.run_main(bench.main)
     out = capsys.readouterr()
     records, skipped = read_lines(out.out.splitlines())
     assert skipped == 0
@@ -215,11 +223,11 @@ class _BrokenBackward(torch.autograd.Function):
 
 
 def _broken_backward(q, k, v, a):
-    return _BrokenBackward.apply(ak.sdpa_math(q, k, v, a))
+    return _BrokenBackward.apply(sdpa_math(q, k, v, a))
 
 
 def test_wrong_backend_is_reported_not_ok(monkeypatch, capsys):
-    monkeypatch.setitem(ak.REGISTRY, "wrong", ak.Backend("wrong", _ignores_causal, ak.BHSD, cpu=True))
+    monkeypatch.setitem(KERNELS, "wrong", Backend("wrong", run=_ignores_causal, layout=BHSD, cpu=True))
     code, records, err = run_main(monkeypatch, capsys, BACKENDS="wrong sdpa-math", SEQLENS="32")
     points = {(r["backend"], r["pass"]): r for r in records if r["kind"] == "attention"}
     for pass_ in bench.PASSES:
@@ -231,7 +239,7 @@ def test_wrong_backend_is_reported_not_ok(monkeypatch, capsys):
 
 
 def test_backward_failure_is_a_record_and_forward_still_timed(monkeypatch, capsys):
-    monkeypatch.setitem(ak.REGISTRY, "no-bwd", ak.Backend("no-bwd", _broken_backward, ak.BHSD, cpu=True))
+    monkeypatch.setitem(KERNELS, "no-bwd", Backend("no-bwd", run=_broken_backward, layout=BHSD, cpu=True))
     code, records, _ = run_main(monkeypatch, capsys, BACKENDS="no-bwd", SEQLENS="32")
     points = {r["pass"]: r for r in records if r["kind"] == "attention"}
     assert points["fwd"]["status"] == "ok" and points["fwd"]["ok"] is True
@@ -246,7 +254,7 @@ def test_backend_refusing_the_inputs_is_unavailable(monkeypatch, capsys):
     def refuses(q, k, v, a):
         raise RuntimeError("No available kernel. Aborting execution.")
 
-    monkeypatch.setitem(ak.REGISTRY, "refuses", ak.Backend("refuses", refuses, ak.BHSD, cpu=True))
+    monkeypatch.setitem(KERNELS, "refuses", Backend("refuses", run=refuses, layout=BHSD, cpu=True))
     code, records, _ = run_main(monkeypatch, capsys, BACKENDS="refuses sdpa-math", SEQLENS="32",
                                 PASSES="fwd")
     (refused,) = [r for r in records if r.get("backend") == "refuses"]
@@ -259,9 +267,9 @@ def test_oom_at_a_long_sequence_is_a_record_and_the_run_goes_on(monkeypatch, cap
     def oom_at_128(q, k, v, a):
         if q.shape[2] == 128:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
-        return ak.sdpa_math(q, k, v, a)
+        return sdpa_math(q, k, v, a)
 
-    monkeypatch.setitem(ak.REGISTRY, "oomy", ak.Backend("oomy", oom_at_128, ak.BHSD, cpu=True))
+    monkeypatch.setitem(KERNELS, "oomy", Backend("oomy", run=oom_at_128, layout=BHSD, cpu=True))
     code, records, err = run_main(monkeypatch, capsys, BACKENDS="oomy", SEQLENS="32 128 64")
     status = {(r["seq_len"], r["pass"]): r["status"] for r in records if r["kind"] == "attention"}
     assert status == {(n, p): "oom" if n == 128 else "ok" for n in (32, 128, 64) for p in bench.PASSES}
@@ -308,6 +316,12 @@ def test_named_unavailable_backend_and_packed_documents(monkeypatch, capsys):
         assert "block-diagonal" in r["note"]
     # 40 tokens in documents of 16: 16^2 + 16^2 + 8^2 = 576; fwd = 4 * 576 * 4 * 16 / 2
     assert math_points[0]["tflop"] * 1e12 == pytest.approx(73_728)
+
+
+def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
+    with pytest.raises(faults.BadInput, match=r"^MODEL='/nonexistent': not a preset .*; or set NHEADS, "
+                                              r"NHEADS_KV and HEAD_DIM$"):
+        bench.resolve_heads({"MODEL": "/nonexistent", "NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0})
 
 
 # --- the script as a subprocess --------------------------------------------------------------

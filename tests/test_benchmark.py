@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import REPO, TINY_FAST, launcher, parse_jsonl
-from upgrade_bench import engine, records, settings
+from upgrade_bench import engine, faults, records, settings
 
 
 def kinds(records):
@@ -181,7 +181,7 @@ def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole
         for step in range(10_000):
             writer.write("step", seq_len=seq_len, step=step, pad="x" * 100)
 
-    code = records.run_main(engine.run_script, "benchmark.py", settings.TRAINING_VARS, "doc", run_point)
+    code = faults.run_main(engine.run_script, "benchmark.py", settings.TRAINING_VARS, "doc", run_point)
     assert code == 4
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         f"error: cannot append to {out} (No space left on device): stopped at this 'step' record")

@@ -6,13 +6,16 @@ import pytest
 import torch
 
 from conftest import import_script, run_proc
+from upgrade_bench import attn_backends, fingerprint
 from upgrade_bench import capabilities as caps
+from upgrade_bench.faults import BadInput
 from upgrade_bench import capability_probes as probes
 
-HOPPER = caps.Device((9, 0))
-BLACKWELL = caps.Device((10, 0))
-AMPERE = caps.Device((8, 0))
-NO_GPU = caps.Device(None)
+HOPPER = fingerprint.Device((9, 0))
+BLACKWELL = fingerprint.Device((10, 0))
+AMPERE = fingerprint.Device((8, 0))
+NO_GPU = fingerprint.Device(None)
+MI300X = fingerprint.Device((9, 4), is_hip=True)
 
 
 # ---- gate + classification, with fake probes ---------------------------------------------
@@ -70,17 +73,32 @@ def test_warnings_raised_by_a_refused_call_explain_it():
         warnings.warn("Flash attention requires sm80 or newer")
         raise RuntimeError("No available kernel. Aborting execution.")
 
-    verdict = caps.evaluate("attention:sdpa_efficient", HOPPER, probe)
+    verdict = caps.evaluate("attention:sdpa-efficient", HOPPER, probe)
     assert verdict.status == "unsupported_stack"
     assert "No available kernel" in verdict.detail and "requires sm80" in verdict.detail
 
 
 def test_no_gpu_is_unavailable_before_anything_else():
     assert caps.evaluate("matmul:fp16", NO_GPU, lambda: 1 / 0) == caps.Verdict("unavailable", "no GPU")
-    assert caps.install_gate(NO_GPU, None, "flash-attn-4") == caps.Verdict("unavailable", "no GPU")
-    missing = caps.install_gate(HOPPER, None, "flash-attn-3", "./install.sh --force fa3")
+    fa3, fa4 = attn_backends.BACKENDS["fa3"], attn_backends.BACKENDS["fa4"]
+    assert caps.attention_gate(fa4, NO_GPU, None) == caps.Verdict("unavailable", "no GPU")
+    missing = caps.attention_gate(fa3, HOPPER, None)
     assert missing.status == "unavailable" and "flash-attn-3 is not installed" in missing.detail
-    assert caps.install_gate(HOPPER, "4.0.0b36", "flash-attn-4") is None
+    assert "./install.sh --force fa3" in missing.detail
+    assert caps.attention_gate(fa4, HOPPER, "4.0.0b36") is None
+
+
+def test_an_attention_backend_outside_its_architectures_is_hardware_and_not_run():
+    fa3 = attn_backends.BACKENDS["fa3"]
+    on_blackwell = caps.attention_gate(fa3, BLACKWELL, "3.0.0")
+    assert on_blackwell.status == "unsupported_hardware"
+    assert on_blackwell.detail == "fa3 does not run on sm_100: FA3 runs on Hopper (sm_90) only (not run)"
+    assert caps.attention_gate(fa3, HOPPER, "3.0.0") is None
+    # ROCm's (9, 4) is no Hopper: fa3 is NVIDIA's; torch's own kernels run there but cuDNN's
+    assert caps.attention_gate(fa3, MI300X, "3.0.0").status == "unsupported_hardware"
+    assert caps.attention_gate(attn_backends.BACKENDS["sdpa-cudnn"], MI300X, "2.13").status == \
+        "unsupported_hardware"
+    assert caps.attention_gate(attn_backends.BACKENDS["sdpa-flash"], MI300X, "2.13") is None
 
 
 def test_a_verdict_only_takes_the_five_answers():
@@ -89,8 +107,7 @@ def test_a_verdict_only_takes_the_five_answers():
 
 
 def test_rocm_is_never_gated_by_the_nvidia_capability():
-    mi300 = caps.Device((9, 4), is_hip=True)
-    assert caps.gate(caps.NEEDS["matmul:mxfp8:block32"], mi300) is None
+    assert caps.gate(caps.NEEDS["matmul:mxfp8:block32"], MI300X) is None
 
 
 # ---- the probes, run for real where torch has CPU kernels ----------------------------------
@@ -114,7 +131,7 @@ def test_tf32_probe_notices_when_tf32_did_not_run():
 
 
 def test_sdpa_math_attention_probe_checks_fwd_and_bwd_against_the_reference():
-    result = probes.attention("sdpa_math", "cpu", torch.__version__)
+    result = probes.attention("sdpa-math", "cpu", torch.__version__)
     assert result.value["out_max_abs_err"] < probes.ATTN_OUT_ATOL
     assert result.value["grad_max_rel_err"] < probes.ATTN_GRAD_RTOL
 
@@ -296,13 +313,12 @@ def test_bad_settings_stop_before_any_work(tmp_path):
     ('{"kind": "capacity"}\n'.encode("utf-16"), "not UTF-8 JSON lines (invalid start byte at byte 0)"),
     (None, "not a regular file"),  # a folder
 ])
-def test_a_capacity_log_that_is_no_text_log_is_one_line_and_exit_2(tmp_path, capsys, content, problem):
+def test_a_capacity_log_that_is_no_text_log_is_bad_input(tmp_path, content, problem):
     path = tmp_path / "capacity.jsonl"
     if content is None:
         path.mkdir()
     else:
         path.write_bytes(content)
-    with pytest.raises(SystemExit) as exit_:
+    with pytest.raises(BadInput) as err:
         import_script("check_capabilities.py").load_capacity_log(str(path))
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err == f"error: CAPACITY_LOG={str(path)!r}: {problem}\n"
+    assert str(err.value) == f"CAPACITY_LOG={str(path)!r}: {problem}"

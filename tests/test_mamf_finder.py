@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from conftest import REPO, import_script, parse_jsonl, run_proc, run_script, script_env
-from upgrade_bench import flops, gpus, matmul
-from upgrade_bench.matmul import Shape
+from upgrade_bench import flops, gpus, mamf
+from upgrade_bench.faults import BadInput
+from upgrade_bench.mamf import GemmShape
 
 SCRIPT = "mamf-finder.py"
 LATTICE = range(256, 20480 + 1, 256)  # every shape the GPU search space can reach
@@ -50,7 +51,7 @@ def smooth(shape):
 def mn_term(m, n):
     # Whole waves of 128x256 tiles on 132 SMs; more than one wave's worth of output costs
     # a little (data movement, power), and so does an elongated output.
-    return (matmul.wave_fill(m, n, 132) * (1 - 0.005 * abs(math.log2(m / n)))
+    return (mamf.wave_fill(m, n, 132) * (1 - 0.005 * abs(math.log2(m / n)))
             * (1 - 0.02 * max(0.0, math.log2(m * n / 2**22))))
 
 
@@ -70,8 +71,8 @@ def waves_optimum():
 
 def test_search_finds_an_off_grid_optimum_exactly():
     measure = Counter(smooth)
-    result = matmul.search(measure, matmul.default_space(), budget_s=1e9, clock=measure.clock)
-    assert result.best == Shape(3328, 5376, 11520)
+    result = mamf.search(measure, mamf.default_space(), budget_s=1e9, clock=measure.clock)
+    assert result.best == GemmShape(3328, 5376, 11520)
     assert result.tflops == pytest.approx(800)
     assert measure.calls <= 250  # 64 coarse + refinement + 16 finals, of 512,000 lattice shapes
 
@@ -79,14 +80,14 @@ def test_search_finds_an_off_grid_optimum_exactly():
 def test_search_finds_whole_wave_shapes_within_one_percent():
     optimum = waves_optimum()  # at 1536x2816 (12 x 11 tiles: all 132 SMs busy)
     measure = Counter(waves)
-    result = matmul.search(measure, matmul.default_space(sm_count=132), budget_s=1e9,
+    result = mamf.search(measure, mamf.default_space(sm_count=132), budget_s=1e9,
                            clock=measure.clock)
     assert waves(result.best) >= 0.99 * optimum
     assert measure.calls <= 600
     # Without the whole-wave candidates, one-axis moves from the grid's 97%-full shapes
     # cannot reach it: that is why the coarse phase has them.
     blind = Counter(waves)
-    result = matmul.search(blind, matmul.default_space(), budget_s=1e9, clock=blind.clock)
+    result = mamf.search(blind, mamf.default_space(), budget_s=1e9, clock=blind.clock)
     assert waves(result.best) < 0.98 * optimum
 
 
@@ -94,14 +95,14 @@ def test_search_under_noise_still_lands_within_one_percent():
     optimum = waves_optimum()
     for seed in range(3):
         measure = Counter(waves, noise=0.003, seed=seed)  # 0.3%: a 30-iteration screen's jitter
-        result = matmul.search(measure, matmul.default_space(sm_count=132), budget_s=1e9,
+        result = mamf.search(measure, mamf.default_space(sm_count=132), budget_s=1e9,
                                clock=measure.clock)
         assert waves(result.best) >= 0.99 * optimum, seed
 
 
 def test_search_uses_the_cheap_screen_to_rank_and_measure_only_for_finals():
     screen, full = Counter(waves), Counter(waves)
-    result = matmul.search(full, matmul.default_space(sm_count=132), budget_s=1e9,
+    result = mamf.search(full, mamf.default_space(sm_count=132), budget_s=1e9,
                            clock=lambda: 0.0, screen=screen, finalists=5)
     assert full.calls == 5 and len(result.finals) == 5
     assert set(result.finals) <= set(result.screened)
@@ -112,14 +113,14 @@ def test_search_uses_the_cheap_screen_to_rank_and_measure_only_for_finals():
 def test_search_stops_at_its_budget_and_still_reports_a_full_measurement():
     measure = Counter(waves, cost_s=0.5)  # 20 s buys 40 measurements: not even the coarse grid
     phases = []
-    result = matmul.search(measure, matmul.default_space(sm_count=132), budget_s=20,
+    result = mamf.search(measure, mamf.default_space(sm_count=132), budget_s=20,
                            clock=measure.clock, progress=phases.append)
     assert phases == ["coarse", "refine", "final"]
     assert measure.now <= 20 + 0.5  # one final may start just before the end
     assert result.best is not None and len(result.finals) >= 1
     tiny = Counter(waves, cost_s=100)  # a budget spent on the first screen: one final anyway
-    result = matmul.search(tiny, matmul.default_space(), budget_s=1, clock=tiny.clock)
-    assert tiny.calls == 2 and result.best == Shape(1024, 2048, 4096)
+    result = mamf.search(tiny, mamf.default_space(), budget_s=1, clock=tiny.clock)
+    assert tiny.calls == 2 and result.best == GemmShape(1024, 2048, 4096)
 
 
 def test_search_skips_failed_shapes():
@@ -127,7 +128,7 @@ def test_search_skips_failed_shapes():
         return None if shape.k > 12288 else waves(shape)
 
     measure = Counter(ooms_above_12k)
-    result = matmul.search(measure, matmul.default_space(sm_count=132), budget_s=1e9,
+    result = mamf.search(measure, mamf.default_space(sm_count=132), budget_s=1e9,
                            clock=measure.clock)
     assert result.best.k <= 12288 and result.tflops is not None
     assert any(v is None for v in result.screened.values())
@@ -136,13 +137,13 @@ def test_search_skips_failed_shapes():
 # --- pure helpers ---------------------------------------------------------------------------
 
 def test_ranges_skip_zero_like_the_classic():
-    assert matmul.expand_range(0, 1024, 256) == [256, 512, 768]
-    assert matmul.expand_range(512, 1025, 256) == [512, 768, 1024]
-    assert len(matmul.expand_range(0, 20480, 256)) == 79  # the classic quick scan: 256..20224
+    assert mamf.expand_range(0, 1024, 256) == [256, 512, 768]
+    assert mamf.expand_range(512, 1025, 256) == [512, 768, 1024]
+    assert len(mamf.expand_range(0, 20480, 256)) == 79  # the classic quick scan: 256..20224
 
 
 def test_tflops_figures_from_iteration_times():
-    stats = matmul.tflops_stats([1.0, 2.0, 6.0], flops.matmul_flops(1000, 1000, 1000))
+    stats = mamf.tflops_stats([1.0, 2.0, 6.0], flops.matmul_flops(1000, 1000, 1000))
     # 2e9 FLOP: mean 3 ms -> 0.667 TFLOPS, median 2 ms -> 1, fastest 1 ms -> 2
     assert stats["tflops_mean"] == pytest.approx(2 / 3)
     assert stats["tflops_median"] == pytest.approx(1.0)
@@ -150,27 +151,27 @@ def test_tflops_figures_from_iteration_times():
 
 
 def test_wave_fill_and_whole_wave_pairs():
-    assert matmul.wave_fill(1024, 4096, 132) == pytest.approx(128 / 132)
-    assert matmul.wave_fill(1536, 2816, 132) == 1.0           # 12 x 11 tiles
-    assert matmul.wave_fill(1280, 4096, 132) == pytest.approx(160 / 264)  # a nearly empty 2nd wave
-    pairs = matmul.full_wave_pairs(132, lo=1024, hi=16384)
+    assert mamf.wave_fill(1024, 4096, 132) == pytest.approx(128 / 132)
+    assert mamf.wave_fill(1536, 2816, 132) == 1.0           # 12 x 11 tiles
+    assert mamf.wave_fill(1280, 4096, 132) == pytest.approx(160 / 264)  # a nearly empty 2nd wave
+    pairs = mamf.full_wave_pairs(132, lo=1024, hi=16384)
     assert (1024, 4096) in pairs and (1536, 2816) in pairs and (1280, 4096) not in pairs
-    assert all(matmul.wave_fill(m, n, 132) >= 0.95 and m % 256 == n % 256 == 0 for m, n in pairs)
+    assert all(mamf.wave_fill(m, n, 132) >= 0.95 and m % 256 == n % 256 == 0 for m, n in pairs)
 
 
 def test_default_space_is_tile_aligned_and_scales_down_for_a_cpu():
-    space = matmul.default_space(sm_count=132)
+    space = mamf.default_space(sm_count=132)
     assert all(d % 256 == 0 and space.lo <= d <= space.hi for s in space.coarse() for d in s)
-    assert Shape(1024, 4096, 12288) in space.coarse() and Shape(1536, 2816, 12288) in space.coarse()
-    assert space.neighbours(Shape(256, 4096, 20480), 256) == [
-        Shape(512, 4096, 20480), Shape(256, 4352, 20480), Shape(256, 3840, 20480),
-        Shape(256, 4096, 20224)]  # never below lo or above hi
-    cpu = matmul.default_space(unit=4)
+    assert GemmShape(1024, 4096, 12288) in space.coarse() and GemmShape(1536, 2816, 12288) in space.coarse()
+    assert space.neighbours(GemmShape(256, 4096, 20480), 256) == [
+        GemmShape(512, 4096, 20480), GemmShape(256, 4352, 20480), GemmShape(256, 3840, 20480),
+        GemmShape(256, 4096, 20224)]  # never below lo or above hi
+    cpu = mamf.default_space(unit=4)
     assert max(max(s) for s in cpu.coarse()) == 256 and cpu.steps == (16, 8, 4)
 
 
 def test_tally_reports_full_measurements_and_a_screen_only_before_any():
-    tally = matmul.Tally()
+    tally = mamf.Tally()
     rec = lambda m, tflops: {"m": m, "n": 1, "k": 1, "tflops_mean": tflops}  # noqa: E731
     tally.add(rec(1, 700.0), full=False)
     tally.add(rec(2, 650.0), full=False)
@@ -183,31 +184,31 @@ def test_tally_reports_full_measurements_and_a_screen_only_before_any():
 
 
 def test_peaks_efficiency_and_warmup():
-    assert gpus.resolve_peak("NVIDIA H200", matmul.PEAK_KEY["float8_e4m3fn"])[0] == 1979
-    assert matmul.published_mamf("NVIDIA H200", "bfloat16") == 794.5
-    assert matmul.published_mamf("NVIDIA H200", "float8_e4m3fn") == 1453.4
-    assert matmul.published_mamf("NVIDIA H200", "float32") is None
+    assert gpus.resolve_peak("NVIDIA H200", mamf.PEAK_KEY["float8_e4m3fn"])[0] == 1979
+    assert mamf.published_mamf("NVIDIA H200", "bfloat16") == 794.5
+    assert mamf.published_mamf("NVIDIA H200", "float8_e4m3fn") == 1453.4
+    assert mamf.published_mamf("NVIDIA H200", "float32") is None
     best = {"m": 1024, "n": 4096, "k": 13312, "tflops_mean": 784.3, "tflops_median": 786.0,
             "tflops_max": 792.0, "iters": 100}
-    fields = matmul.mamf_fields(best, "bfloat16", 989)
+    fields = mamf.mamf_fields(best, "bfloat16", 989)
     assert fields["efficiency"] == pytest.approx(784.3 / 989) and fields["k"] == 13312
-    assert matmul.mamf_fields(None, "bfloat16", 989)["tflops_mean"] is None
-    assert matmul.warmup_seconds(30, 60, True) == 30
-    assert matmul.warmup_seconds(30, 20, True) == 10  # a short budget shortens the warm-up
-    assert matmul.warmup_seconds(30, None, True) == 30
-    assert matmul.warmup_seconds(30, 60, False) == 0
+    assert mamf.mamf_fields(None, "bfloat16", 989)["tflops_mean"] is None
+    assert mamf.warmup_seconds(30, 60, True) == 30
+    assert mamf.warmup_seconds(30, 20, True) == 10  # a short budget shortens the warm-up
+    assert mamf.warmup_seconds(30, None, True) == 30
+    assert mamf.warmup_seconds(30, 60, False) == 0
 
 
 # --- flags ----------------------------------------------------------------------------------
 
 def test_flags_ranges_and_lists():
-    mamf = load_script()
-    args, shapes = mamf.parse_args(["--m_range", "0", "1024", "256", "--n", "64", "--k", "32", "64"])
-    assert shapes == [Shape(m, 64, k) for m in (256, 512, 768) for k in (32, 64)]
-    args, shapes = mamf.parse_args([])
+    script = load_script()
+    args, shapes = script.parse_args(["--m_range", "0", "1024", "256", "--n", "64", "--k", "32", "64"])
+    assert shapes == [GemmShape(m, 64, k) for m in (256, 512, 768) for k in (32, 64)]
+    args, shapes = script.parse_args([])
     assert shapes is None and args.dtype == "bfloat16" and args.budget_s is None
     assert (args.num_iterations, args.num_warmup_iterations, args.warmup_s) == (100, 50, 30.0)
-    args, _ = mamf.parse_args(["--dtype", "float8_e4m3fn", "--output_file", "x.jsonl",
+    args, _ = script.parse_args(["--dtype", "float8_e4m3fn", "--output_file", "x.jsonl",
                                "--notes", "n", "--cuda_device", "1", "--budget_s", "90"])
     assert (args.dtype, args.output_file, args.cuda_device, args.budget_s) == (
         "float8_e4m3fn", "x.jsonl", 1, 90.0)
@@ -226,12 +227,11 @@ def test_flags_ranges_and_lists():
     (["--num_iterations", "0"], "expected an integer >= 1"),
     (["--output_file", "/proc/mamf.jsonl"], "--output_file='/proc/mamf.jsonl': cannot write there"),
 ])
-def test_bad_flags_one_line_exit_2(argv, needle, capsys):
-    mamf = load_script()
-    with pytest.raises(SystemExit) as exit_:
-        mamf.parse_args(argv)
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2 and needle in err and err.count("\n") == 1
+def test_bad_flags_are_bad_input_of_one_line(argv, needle):
+    script = load_script()
+    with pytest.raises(BadInput) as err:
+        script.parse_args(argv)
+    assert needle in str(err.value) and "\n" not in str(err.value)
 
 
 def test_bad_flag_in_a_real_process_before_any_work():
@@ -262,7 +262,7 @@ def test_scan_on_cpu_writes_matmul_and_mamf_records(tmp_path):
     assert rc == 0, err
     assert [r["kind"] for r in recs] == ["header"] + ["matmul"] * 4 + ["mamf"]
     assert parse_jsonl(out.read_text()) == [{"kind": "earlier run"}] + recs
-    header, matmuls, mamf = recs[0], recs[1:-1], recs[-1]
+    header, matmuls, headline = recs[0], recs[1:-1], recs[-1]
     assert header["config"]["mode"] == "scan" and header["notes"] == "cpu"
     assert header["config"]["warmup_s"] == 0  # no accelerator warm-up on a CPU
     assert [(r["m"], r["k"]) for r in matmuls] == [(32, 32), (32, 48), (64, 32), (64, 48)]
@@ -270,10 +270,10 @@ def test_scan_on_cpu_writes_matmul_and_mamf_records(tmp_path):
         check_matmul(r)
         assert (r["iters"], r["warmup_iters"], r["dtype"]) == (5, 2, "float32")
     best = max(matmuls, key=lambda r: r["tflops_mean"])
-    assert {key: mamf[key] for key in ("m", "n", "k", "tflops_mean", "tflops_max")} == {
+    assert {key: headline[key] for key in ("m", "n", "k", "tflops_mean", "tflops_max")} == {
         key: best[key] for key in ("m", "n", "k", "tflops_mean", "tflops_max")}
-    assert mamf["shapes_tried"] == 4 and mamf["interrupted"] is False
-    assert mamf["efficiency"] is None and header["warnings"]  # no peak for a CPU, and it says so
+    assert headline["shapes_tried"] == 4 and headline["interrupted"] is False
+    assert headline["efficiency"] is None and header["warnings"]  # no peak for a CPU, and it says so
     assert "MAMF float32" in err
 
 
@@ -286,11 +286,11 @@ def test_search_on_cpu_ranks_with_screens_and_reports_a_full_measurement():
     assert {"coarse", "final"} <= phases
     assert all(r["iters"] == 8 for r in matmuls)  # the screen never exceeds the full counts
     finals = [r for r in matmuls if r["phase"] == "final"]
-    mamf = recs[-1]
-    assert mamf["kind"] == "mamf" and mamf["mode"] == "search"
-    assert mamf["tflops_mean"] == max(r["tflops_mean"] for r in finals)
-    assert mamf["search_s"] < 3 + 2  # the budget, plus one final measurement at most
-    assert mamf["shapes_tried"] == len({(r["m"], r["n"], r["k"]) for r in matmuls})
+    headline = recs[-1]
+    assert headline["kind"] == "mamf" and headline["mode"] == "search"
+    assert headline["tflops_mean"] == max(r["tflops_mean"] for r in finals)
+    assert headline["search_s"] < 3 + 2  # the budget, plus one final measurement at most
+    assert headline["shapes_tried"] == len({(r["m"], r["n"], r["k"]) for r in matmuls})
 
 
 def test_fp8_runs_through_scaled_mm_with_an_fp8_output(tmp_path, capsys):
@@ -337,8 +337,8 @@ def test_interrupt_still_writes_the_best_so_far(signum, tmp_path):
     _, err = proc.communicate(timeout=60)
     recs = parse_jsonl(out.read_text())
     assert proc.returncode == 128 + signum, err
-    mamf = recs[-1]
-    assert mamf["kind"] == "mamf" and mamf["interrupted"] is True and "interrupted" in err
+    headline = recs[-1]
+    assert headline["kind"] == "mamf" and headline["interrupted"] is True and "interrupted" in err
     matmuls = [r for r in recs if r["kind"] == "matmul"]
-    assert 3 <= mamf["shapes_tried"] == len(matmuls) < 12500
-    assert mamf["tflops_mean"] == max(r["tflops_mean"] for r in matmuls)
+    assert 3 <= headline["shapes_tried"] == len(matmuls) < 12500
+    assert headline["tflops_mean"] == max(r["tflops_mean"] for r in matmuls)

@@ -1,6 +1,6 @@
 """Model configs before any work: sizes no model can have, architectures the FLOP count does
 not cover, PACKED_DOC_LEN=1, and a hub id that is neither cached nor reachable; each refused
-in one line (engine.BadConfig -> exit 2)."""
+in one line (faults.BadInput -> exit 2)."""
 import json
 import socket
 
@@ -11,6 +11,7 @@ from transformers import CONFIG_MAPPING, AutoConfig
 
 from conftest import REPO
 from upgrade_bench import engine, model, settings
+from upgrade_bench.faults import BadInput
 
 TINY = json.loads((REPO / "configs" / "tiny.json").read_text())
 PROXIES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
@@ -34,7 +35,7 @@ def saved(tmp_path, config: dict) -> str:
 ])
 def test_sizes_no_model_can_have_are_refused(tmp_path, changes, problem):
     path = saved(tmp_path, {**TINY, **changes})
-    with pytest.raises(engine.BadConfig) as err:
+    with pytest.raises(BadInput) as err:
         engine.resolve(training(MODEL=path, NUM_LAYERS=1))
     assert str(err.value) == f"MODEL={path!r}: {problem}"
 
@@ -42,18 +43,18 @@ def test_sizes_no_model_can_have_are_refused(tmp_path, changes, problem):
 def test_architectures_the_flop_count_does_not_cover_are_refused(tmp_path):
     bert = CONFIG_MAPPING["bert"](hidden_size=64, intermediate_size=160, num_hidden_layers=2,
                                   num_attention_heads=4, vocab_size=1024).to_dict()
-    with pytest.raises(engine.BadConfig, match=r"model type 'bert' is not one the FLOP count covers "
-                                               r"\(decoder-only, full causal attention, gated MLP\): "
-                                               r"llama, mistral, qwen2, qwen3, gemma"):
+    with pytest.raises(BadInput, match=r"model type 'bert' is not one the FLOP count covers "
+                                         r"\(decoder-only, full causal attention, gated MLP\): "
+                                         r"llama, mistral, qwen2, qwen3, gemma"):
         engine.resolve(training(MODEL=saved(tmp_path, bert)))
     windowed = {**TINY, "model_type": "mistral", "sliding_window": 32}
-    with pytest.raises(engine.BadConfig, match=r"sliding-window attention \(32 tokens\) at SEQ_LEN 64"):
+    with pytest.raises(BadInput, match=r"sliding-window attention \(32 tokens\) at SEQ_LEN 64"):
         engine.resolve(training(MODEL=saved(tmp_path, windowed)))
     assert engine.resolve(training(MODEL=saved(tmp_path, windowed), SEQ_LEN=32)).hf_config.model_type == "mistral"
 
 
 def test_a_document_of_one_token_is_refused_as_every_label_would_be_masked():
-    with pytest.raises(engine.BadConfig, match="PACKED_DOC_LEN=1: a document needs at least 2 tokens"):
+    with pytest.raises(BadInput, match="PACKED_DOC_LEN=1: a document needs at least 2 tokens"):
         engine.resolve(training(PACKED_DOC_LEN=1))
     for doc_len, predicted in ((1, 0), (2, 4)):  # 8 tokens: what the loss can learn from
         batch = engine.make_batch(1, 8, doc_len, 50, torch.device("cpu"), torch.Generator().manual_seed(0))
@@ -87,8 +88,8 @@ def test_an_uncached_hub_id_fails_at_once_when_the_hub_cannot_be_reached(hub, mo
     with socket.socket() as closed:  # bound, not listening: connections to it are refused
         closed.bind(("127.0.0.1", 0))
         monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:%d" % closed.getsockname()[1])
-        with pytest.raises(model.ConfigError, match=rf"MODEL='{UNCACHED}': not a preset .* cached hub id, "
-                                                    r"and the hub cannot be reached to fetch it \(127.0.0.1:"):
+        with pytest.raises(BadInput, match=rf"MODEL='{UNCACHED}': not a preset .* cached hub id, "
+                                              r"and the hub cannot be reached to fetch it \(127.0.0.1:"):
             model.load_config(UNCACHED)
     assert hub == [{"local_files_only": True}]  # the cache only: no download, no retries
 
@@ -96,7 +97,7 @@ def test_an_uncached_hub_id_fails_at_once_when_the_hub_cannot_be_reached(hub, mo
 def test_hf_hub_offline_is_honoured_without_a_probe(hub, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(model, "hub_unreachable", lambda endpoint: pytest.fail("probed while offline"))
-    with pytest.raises(model.ConfigError, match="HF_HUB_OFFLINE is set"):
+    with pytest.raises(BadInput, match="HF_HUB_OFFLINE is set"):
         model.load_config(UNCACHED)
     assert hub == [{"local_files_only": True}]
 

@@ -1,4 +1,4 @@
-"""JSONL records, backend resolution and the engine's pure helpers."""
+"""JSONL records, failures and their exit codes, and the engine's pure helpers."""
 import io
 import json
 import subprocess
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conftest import mount_tmpfs
-from upgrade_bench import attention, engine, faults, records
-from upgrade_bench.attention import BackendUnavailable
+from upgrade_bench import engine, faults, records
+from upgrade_bench.faults import BadInput
 
 
 def test_every_record_has_the_contract_fields_and_is_appended(tmp_path):
@@ -47,7 +47,7 @@ def test_a_full_disk_stops_the_writer_leaving_every_earlier_record_whole(small_d
     stream = io.StringIO()
     writer = records.RecordWriter("x.py", str(out), run_id="r1", stream=stream)
     step = 0
-    with pytest.raises(records.WriteFailed, match=r"night.jsonl \(No space left on device\): "
+    with pytest.raises(faults.WriteFailed, match=r"night.jsonl \(No space left on device\): "
                                                   r"stopped at this 'step' record"):
         for step in range(10_000):
             writer.write("step", step=step, pad="x" * 100)
@@ -60,10 +60,21 @@ def test_a_full_disk_stops_the_writer_leaving_every_earlier_record_whole(small_d
 
 def test_run_main_makes_a_write_failure_one_line_and_exit_4(capsys):
     def main():
-        raise records.WriteFailed("cannot append to /x (No space left on device): stopped")
+        raise faults.WriteFailed("cannot append to /x (No space left on device): stopped")
 
-    assert records.run_main(main) == faults.EXIT_WRITE_FAILED == 4
+    assert faults.run_main(main) == faults.EXIT_WRITE_FAILED == 4
     assert capsys.readouterr().err == "error: cannot append to /x (No space left on device): stopped\n"
+
+
+def test_run_main_makes_bad_input_one_line_and_exit_2_and_passes_everything_else_on(capsys):
+    def main(name):
+        raise BadInput(f"{name}='x': expected an integer")
+
+    assert faults.run_main(main, "STEPS") == faults.EXIT_BAD_INPUT == 2
+    assert capsys.readouterr().err == "error: STEPS='x': expected an integer\n"
+    assert faults.run_main(lambda: 0) == 0
+    with pytest.raises(KeyError):  # a bug is no bad input: its traceback stays
+        faults.run_main(lambda: {}["x"])
 
 
 @pytest.mark.parametrize("path, problem", [
@@ -106,41 +117,6 @@ def test_reader_skips_garbage_and_counts_it():
 def test_reader_refuses_a_newer_schema():
     with pytest.raises(records.SchemaTooNew, match="f.jsonl:1: record schema 99"):
         records.read_lines(['{"kind": "summary", "schema": 99}'], "f.jsonl")
-
-
-ALL = {"fa3", "fa4", "fa2", "sdpa", "eager"}
-
-
-@pytest.mark.parametrize("cap, installed, expected", [
-    ((9, 0), ALL, "fa3"),
-    ((9, 0), {"fa4", "sdpa", "eager"}, "fa4"),
-    ((9, 0), {"sdpa", "eager"}, "sdpa"),
-    ((10, 0), ALL, "fa4"),
-    ((10, 0), {"fa3", "sdpa", "eager"}, "sdpa"),
-    ((8, 0), ALL, "sdpa"),
-    (None, ALL, "sdpa"),
-])
-def test_auto_backend_rule(cap, installed, expected):
-    assert attention.resolve("auto", cap, installed)[0] == expected
-
-
-def test_explicit_backend_missing_fails_with_install_hint():
-    with pytest.raises(BackendUnavailable, match="install.sh --force fa4"):
-        attention.resolve("fa4", (9, 0), {"sdpa", "eager"})
-    with pytest.raises(BackendUnavailable, match="needs a CUDA GPU"):
-        attention.resolve("fa3", None, ALL)
-    with pytest.raises(BackendUnavailable, match="Hopper"):
-        attention.resolve("fa3", (10, 0), ALL)
-    assert attention.resolve("sdpa", None, {"sdpa", "eager"}) == ("sdpa", "requested")
-
-
-def test_an_explicit_backend_imports_only_its_own_package(monkeypatch):
-    checked = []
-    monkeypatch.setattr(attention, "package_problem", lambda name: checked.append(name))
-    assert attention.installed_backends("sdpa") == {"sdpa", "eager"} and checked == []
-    assert attention.installed_backends("fa4") == {"sdpa", "eager", "fa4"} and checked == ["fa4"]
-    checked.clear()
-    assert attention.installed_backends() == ALL and checked == ["fa3", "fa4", "fa2"]
 
 
 def test_arch_list_loses_suffixes_deepspeed_cannot_parse():

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SMALL_DISK_BYTES, script_env
-from upgrade_bench import procs, settings, sweep, telemetry
-from upgrade_bench.records import RecordWriter, WriteFailed, read_lines
+from upgrade_bench import child_process, settings, sweep, telemetry
+from upgrade_bench.faults import BadInput, WriteFailed
+from upgrade_bench.records import RecordWriter, read_lines
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_SWEEP = REPO / "run_sweep.sh"
@@ -276,7 +277,7 @@ def test_points_that_would_all_fail_alike_stop_the_sweep_and_others_do_not():
     ctx = types.SimpleNamespace(out="/x/night.jsonl", log_path="/x/night.log")
     with pytest.raises(WriteFailed, match=r"could not append to /x/night.jsonl \(exit 4: disk full\?\)"):
         sweep.stop_if_hopeless(ctx, {"error": "write_failed"})  # even where its error record fits
-    with pytest.raises(sweep.BadInput, match="rejected the configuration"):
+    with pytest.raises(BadInput, match="rejected the configuration"):
         sweep.stop_if_hopeless(ctx, {"error": "bad_input"})
     for goes_on in ({"error": "oom"}, {"error": "timeout"}, None):
         sweep.stop_if_hopeless(ctx, goes_on)
@@ -285,7 +286,7 @@ def test_points_that_would_all_fail_alike_stop_the_sweep_and_others_do_not():
 def test_the_benchmark_log_ends_a_partial_line_and_a_full_disk_only_stops_it(small_disk):
     path = small_disk / "night.log"
     path.write_text("a line a killed process left unfinished")
-    log = procs.Log(str(path))
+    log = child_process.Log(str(path))
     log.write("the next process\n")
     assert path.read_text() == "a line a killed process left unfinished\nthe next process\n"
     for _ in range(SMALL_DISK_BYTES // 100):
@@ -304,8 +305,9 @@ def test_ctrl_c_in_the_teardown_after_the_last_point_is_no_interruption(tmp_path
     def ctrl_c(summary):  # as the point is done: what is left of the process is its teardown
         signal.raise_signal(signal.SIGINT)
 
-    result = procs.run_process([sys.executable, "-c", LAST_POINT_THEN_TEARDOWN], dict(os.environ),
-                               seq_lens, 0, procs.Log(str(tmp_path / "log")), ctrl_c, False, io.StringIO())
+    result = child_process.run_process([sys.executable, "-c", LAST_POINT_THEN_TEARDOWN], dict(os.environ),
+                                       seq_lens, 0, child_process.Log(str(tmp_path / "log")), ctrl_c, False,
+                                       io.StringIO())
     assert result.status == status and len(result.summaries) == 1
     assert result.exit_code == -signal.SIGTERM  # the group was stopped, not waited for
 
@@ -315,8 +317,8 @@ def test_a_capacity_search_with_nothing_to_search_is_refused(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("FIND_MAX_SEQLEN", "1")
     monkeypatch.setenv("MAX_SEQLEN_LIMIT", "1")
-    with pytest.raises(sweep.BadInput, match=r"MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP \(8192\) or the "
-                                             r"smallest SEQLENS \(8192\)"):
+    with pytest.raises(BadInput, match=r"MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP \(8192\) or the "
+                                       r"smallest SEQLENS \(8192\)"):
         sweep.load_settings([])
     monkeypatch.setenv("MAX_SEQLEN_LIMIT", "8192")  # one probe is a search
     assert sweep.load_settings([])["MAX_SEQLEN_LIMIT"] == 8192
@@ -510,8 +512,8 @@ def test_an_out_it_cannot_append_to_is_refused_before_anything_starts(monkeypatc
     for name in CLEARED:
         monkeypatch.delenv(name, raising=False)
     s = settings.parse(sweep.VARS + sweep.PASSED, {"OUT": out, "MODEL": "tiny"})
-    with pytest.raises(sweep.BadInput, match=r"OUT='/proc/.*\.jsonl': cannot write there \(no file can "
-                                             r"be created in /proc"):
+    with pytest.raises(BadInput, match=r"OUT='/proc/.*\.jsonl': cannot write there \(no file can "
+                                       r"be created in /proc"):
         sweep.prepare(s)
 
 
@@ -605,8 +607,8 @@ def test_output_file_naming(tmp_path):
 
 
 def test_timing_totals_split_wall_time_into_startup_and_steps():
-    a = procs.ProcessResult([8192, 32768], wall_s=200.0, steps_s=80.0, timed_s=60.0)
-    b = procs.ProcessResult([65536], wall_s=150.0, steps_s=100.0, timed_s=90.0)
+    a = child_process.ProcessResult([8192, 32768], wall_s=200.0, steps_s=80.0, timed_s=60.0)
+    b = child_process.ProcessResult([65536], wall_s=150.0, steps_s=100.0, timed_s=90.0)
     totals = sweep.timing_totals([a.timing(), b.timing()])
     assert totals["process_wall_s"] == 350 and totals["steps_s"] == 180 and totals["timed_steps_s"] == 150
     assert totals["startup_s"] == 170 and totals["processes"][0]["warmup_s"] == 20
@@ -617,8 +619,8 @@ def test_exit_codes_and_eta():
     assert sweep.classify_exit(4)[0] == "write_failed"
     assert "OOM killer" in sweep.classify_exit(-9)[1] and sweep.classify_exit(1)[0] == "exception"
     assert sweep.eta_s([100.0, 50.0], 4) == 300.0 and sweep.eta_s([], 3) is None
-    assert procs.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8
-    assert procs.parse_record("[INFO] launch.py: spawned") is None
+    assert child_process.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8
+    assert child_process.parse_record("[INFO] launch.py: spawned") is None
 
 
 # ---------------------------------------------------------------- telemetry

@@ -1,20 +1,20 @@
-"""Isolated attention kernels for bench_flash_attn.py: one adapter per backend, discovery,
-inputs in each backend's layout, and the float64 reference of the correctness check.
+"""Isolated attention kernels for bench_flash_attn.py: discovery, inputs in each backend's
+layout, and the float64 reference of the correctness check.
 
-Layouts: the flash APIs (fa2/fa3/fa4) take (batch, seq, heads, dim) and run GQA natively;
-SDPA takes (batch, heads, seq, dim) and runs GQA natively where the kernel accepts
-`enable_gqa` (else the caller repeats the KV heads before the call). Packed documents run
-through the flash APIs' varlen entry points (cu_seqlens); SDPA math/efficient get a
-block-diagonal mask instead, and still do the full s^2 work; SDPA flash/cuDNN do not run
-packed here. Discovery is a pure function of (requested names, compute capability, import
-problems, packed?), so it is testable without a GPU.
+The backends, their adapters and layouts are attn_backends.py's table. An SDPA kernel that
+refuses `enable_gqa` gets the KV heads repeated before the call. Packed documents run
+through the flash APIs' varlen entry points; SDPA math/efficient get a block-diagonal mask
+instead, and still do the full s^2 work; SDPA flash/cuDNN do not run packed here.
+Discovery is a pure function of (requested names, device, import problems, packed?), so it
+is testable without a GPU.
 """
 from dataclasses import dataclass, replace
-from typing import Callable
 
-from . import attention, flops
+from . import attn_backends, flops
+from .attn_adapters import BHSD, BSHD, Args
+from .attn_backends import Backend
+from .fingerprint import Device
 
-BSHD, BHSD = "bshd", "bhsd"
 # The check runs each kernel on this many tokens before any timing: several 128-row tiles
 # (so tile edges and the causal diagonal are crossed), small enough for a float64 reference.
 CHECK_SEQ_LEN = 512
@@ -30,7 +30,7 @@ TOLERANCE = {"bf16": 2e-2, "fp16": 1e-2}
 
 
 @dataclass(frozen=True)
-class Shape:
+class AttentionShape:
     batch: int
     seq_len: int
     heads: int
@@ -50,159 +50,44 @@ class Shape:
         return self.batch * self.seq_len * self.head_dim * 4 * (self.heads + self.kv_heads) * elem_bytes
 
 
-def check_shape(shape: Shape) -> Shape:
+def check_shape(shape: AttentionShape) -> AttentionShape:
     """The small shape of the correctness check: same heads, dims, mask kind and packing."""
     return replace(shape, batch=min(shape.batch, 2), seq_len=CHECK_SEQ_LEN,
                    doc_len=min(shape.doc_len, CHECK_DOC_LEN))
 
 
-@dataclass
-class Args:
-    """Per-shape arguments of a call, built outside the timed region."""
-    causal: bool
-    cu_seqlens: object = None  # varlen: int32 document offsets over the flattened batch
-    max_doc_len: int = 0
-    mask: object = None        # SDPA packed: additive (s, s) mask in the compute dtype
-    enable_gqa: bool = False   # SDPA: K/V with fewer heads than Q, handled by the kernel
+# --- discovery ------------------------------------------------------------------------------
+
+def _packed_by(how: str) -> str:
+    return "/".join(name for name, b in attn_backends.KERNELS.items() if b.packed == how)
 
 
-# --- adapters: run(q, k, v, args) -> out, everything in the backend's layout ---------------
-
-def _out(result):
-    """FA3 3.x returns out; older FA3 and FA4 return (out, lse): keep out."""
-    return result[0] if isinstance(result, tuple) else result
-
-
-def _flash(func, varlen_func, q, k, v, a: Args):
-    if a.cu_seqlens is None:
-        return _out(func(q, k, v, causal=a.causal))
-    b, s, h, d = q.shape
-    out = varlen_func(q.reshape(b * s, h, d), k.reshape(b * s, -1, d), v.reshape(b * s, -1, d),
-                      cu_seqlens_q=a.cu_seqlens, cu_seqlens_k=a.cu_seqlens,
-                      max_seqlen_q=a.max_doc_len, max_seqlen_k=a.max_doc_len, causal=a.causal)
-    return _out(out).reshape(b, s, h, d)
-
-
-def fa3(q, k, v, a: Args):
-    import flash_attn_interface as fa
-
-    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
-
-
-def fa4(q, k, v, a: Args):
-    from flash_attn import cute as fa
-
-    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
-
-
-def fa2(q, k, v, a: Args):
-    import flash_attn as fa
-
-    return _flash(fa.flash_attn_func, fa.flash_attn_varlen_func, q, k, v, a)
-
-
-def _sdpa(kernel: str, q, k, v, a: Args):
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    with sdpa_kernel(getattr(SDPBackend, kernel)):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=a.mask,
-                                              is_causal=a.causal and a.mask is None,
-                                              enable_gqa=a.enable_gqa)
-
-
-def sdpa_cudnn(q, k, v, a: Args):
-    return _sdpa("CUDNN_ATTENTION", q, k, v, a)
-
-
-def sdpa_flash(q, k, v, a: Args):
-    return _sdpa("FLASH_ATTENTION", q, k, v, a)
-
-
-def sdpa_efficient(q, k, v, a: Args):
-    return _sdpa("EFFICIENT_ATTENTION", q, k, v, a)
-
-
-def sdpa_math(q, k, v, a: Args):
-    return _sdpa("MATH", q, k, v, a)
-
-
-# --- the registry and discovery --------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Backend:
-    name: str
-    run: Callable              # run(q, k, v, Args) -> out, in `layout`
-    layout: str
-    min_major: int = 0         # compute capability majors it runs on (max None = no limit)
-    max_major: int | None = None
-    arch_note: str = ""
-    cpu: bool = False          # also runs without a GPU
-    packed: str = ""           # how packed documents run: "varlen", "mask" or "" (not at all)
-    probe: Callable | None = None  # () -> why it cannot be imported, or None
-
-
-def _flash_probe(name: str):
-    return lambda: attention.package_problem(name)
-
-
-def _sdpa_probe(kernel: str):
-    def probe() -> str | None:
-        from torch.nn.attention import SDPBackend
-
-        return None if hasattr(SDPBackend, kernel) else f"this torch has no SDPBackend.{kernel}"
-    return probe
-
-
-REGISTRY = {b.name: b for b in (
-    Backend("fa3", fa3, BSHD, 9, 9, "FA3 runs on Hopper (sm_90) only", packed="varlen",
-            probe=_flash_probe("fa3")),
-    Backend("fa4", fa4, BSHD, 9, 11, "FA4 has SM90 (Hopper) and SM100 (Blackwell) paths",
-            packed="varlen", probe=_flash_probe("fa4")),
-    Backend("fa2", fa2, BSHD, 8, None, "FA2 needs Ampere (sm_80) or newer", packed="varlen",
-            probe=_flash_probe("fa2")),
-    Backend("sdpa-cudnn", sdpa_cudnn, BHSD, 8, None, "cuDNN attention needs sm_80 or newer",
-            probe=_sdpa_probe("CUDNN_ATTENTION")),
-    Backend("sdpa-flash", sdpa_flash, BHSD, 8, None, "torch's flash kernel needs sm_80 or newer",
-            cpu=True, probe=_sdpa_probe("FLASH_ATTENTION")),
-    Backend("sdpa-efficient", sdpa_efficient, BHSD, 5, None, "needs sm_50 or newer",
-            packed="mask", probe=_sdpa_probe("EFFICIENT_ATTENTION")),
-    Backend("sdpa-math", sdpa_math, BHSD, cpu=True, packed="mask", probe=_sdpa_probe("MATH")),
-)}
-
-NO_PACKED = ("takes no document mask here; packed documents run on fa2/fa3/fa4 (varlen) or "
-             "sdpa-efficient/sdpa-math (block-diagonal mask)")
+NO_PACKED = (f"takes no document mask here; packed documents run on {_packed_by('varlen')} (varlen) "
+             f"or {_packed_by('mask')} (block-diagonal mask)")
 
 
 def import_problems(registry: dict) -> dict:
     """{name: why it cannot be imported, or None}: the only impure part of discovery."""
-    return {name: b.probe() if b.probe else None for name, b in registry.items()}
+    return {name: attn_backends.import_problem(b) for name, b in registry.items()}
 
 
-def unavailable_reason(b: Backend, capability: tuple | None, import_problem: str | None,
+def unavailable_reason(b: Backend, device: Device, import_problem: str | None,
                        packed: bool) -> str | None:
-    """Why `b` cannot run here, or None. capability: (major, minor) of the GPU, None on CPU."""
-    if capability is None and not b.cpu:
-        return f"{b.name} needs a CUDA GPU"
-    if import_problem:
-        return import_problem
-    if capability is not None:
-        major, minor = capability
-        if major < b.min_major or (b.max_major is not None and major > b.max_major):
-            return f"{b.name} does not run on sm_{major}{minor}: {b.arch_note}"
-    if packed and not b.packed:
-        return f"{b.name} {NO_PACKED}"
-    return None
+    """Why `b` cannot run here, or None."""
+    reason = attn_backends.arch_problem(b, device) or import_problem
+    if reason is None and packed and not b.packed:
+        reason = f"{b.name} {NO_PACKED}"
+    return reason
 
 
-def discover(requested: list, registry: dict, capability: tuple | None, problems: dict,
+def discover(requested: list, registry: dict, device: Device, problems: dict,
              packed: bool) -> list:
     """[(name, reason or None)]: `auto` keeps what runs here, a named list keeps every name
     (an unavailable one with its reason, to become a record)."""
     auto = requested == ["auto"]
     chosen = []
     for name in (registry if auto else requested):
-        reason = unavailable_reason(registry[name], capability, problems.get(name), packed)
+        reason = unavailable_reason(registry[name], device, problems.get(name), packed)
         if reason is None or not auto:
             chosen.append((name, reason))
     return chosen
@@ -237,14 +122,14 @@ def packed_mask(seq_len: int, doc_len: int, causal: bool, dtype, device):
     return mask
 
 
-def gqa_mode(backend: Backend, shape: Shape, native: bool) -> str:
+def gqa_mode(backend: Backend, shape: AttentionShape, native: bool) -> str:
     """mha (equal heads), native (the kernel shares K/V heads) or repeat_kv (copied before)."""
     if shape.heads == shape.kv_heads:
         return "mha"
     return "native" if native or backend.layout == BSHD else "repeat_kv"
 
 
-def make_args(backend: Backend, shape: Shape, dtype, device, mode: str) -> Args:
+def make_args(backend: Backend, shape: AttentionShape, dtype, device, mode: str) -> Args:
     import torch
 
     args = Args(causal=shape.causal, enable_gqa=backend.layout == BHSD and mode == "native")
@@ -266,7 +151,7 @@ def to_layout(q, k, v, backend: Backend, mode: str) -> list:
     return [t.detach().contiguous().requires_grad_() for t in tensors]
 
 
-def random_inputs(backend: Backend, shape: Shape, dtype, device, mode: str) -> list:
+def random_inputs(backend: Backend, shape: AttentionShape, dtype, device, mode: str) -> list:
     """Unit-normal leaves for timing, allocated directly in the backend's layout."""
     import torch
 
@@ -277,7 +162,7 @@ def random_inputs(backend: Backend, shape: Shape, dtype, device, mode: str) -> l
     return [torch.randn(size, dtype=dtype, device=device, requires_grad=True) for size in sizes]
 
 
-def reference(q, k, v, dout, shape: Shape):
+def reference(q, k, v, dout, shape: AttentionShape):
     """float64 math SDPA with K/V heads expanded: (out, [dq, dk, dv]), all (b, s, h, d)."""
     import torch
     import torch.nn.functional as F
@@ -302,7 +187,7 @@ class Check:
     backward_error: str | None  # why the backward could not run, if it raised
 
 
-def check(backend: Backend, shape: Shape, dtype, device, mode: str, seed: int) -> Check:
+def check(backend: Backend, shape: AttentionShape, dtype, device, mode: str, seed: int) -> Check:
     """Run the kernel on `shape` (a check_shape) and compare with the float64 reference.
 
     Inputs are rounded to `dtype` once and the reference sees the rounded values, so the
@@ -359,7 +244,7 @@ def _no_kernel_reason(err: RuntimeError, caught) -> str | None:
     return (why or str(err))[:500]
 
 
-def check_backend(backend: Backend, shape: Shape, dtype, device, seed: int) -> tuple[str, Check]:
+def check_backend(backend: Backend, shape: AttentionShape, dtype, device, seed: int) -> tuple[str, Check]:
     """(gqa mode, Check): native GQA first; SDPA kernels that refuse it get K/V repeated.
 
     Raises NoKernel when the kernel refuses the inputs either way.

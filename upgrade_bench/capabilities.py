@@ -20,7 +20,9 @@ import re
 import warnings
 from dataclasses import dataclass
 
+from . import attn_backends
 from .faults import is_oom
+from .fingerprint import Device
 
 STATUSES = ("ok", "unsupported_hardware", "unsupported_stack", "unavailable", "error")
 CATEGORIES = ("dtype", "attention", "memory", "interconnect")
@@ -46,16 +48,6 @@ class Passed:
 
 
 @dataclass(frozen=True)
-class Device:
-    capability: tuple | None  # (major, minor); None without a GPU
-    is_hip: bool = False
-
-    @property
-    def arch(self) -> str:
-        return f"sm_{self.capability[0]}{self.capability[1]}" if self.capability else "cpu"
-
-
-@dataclass(frozen=True)
 class Need:
     min_capability: tuple
     why: str
@@ -69,9 +61,10 @@ class NotEngaged(RuntimeError):
     """The call ran but the stack silently did something else (e.g. fp32 instead of TF32)."""
 
 
-# What the silicon must have, as NVIDIA compute capability. Items without an entry are
-# probed on any GPU (the probe decides). ROCm devices are never gated: their capability
-# tuple is not comparable, so the probe decides there too.
+# What the silicon must have for a matmul format, as NVIDIA compute capability. Items
+# without an entry are probed on any GPU (the probe decides). ROCm devices are never gated
+# here: their capability tuple is not comparable, so the probe decides there too. Attention
+# backends are gated by their row of attn_backends.py (attention_gate).
 NEEDS = {
     "matmul:bf16": Need((8, 0), "bf16 tensor cores need sm_80+ (Ampere)"),
     "matmul:tf32": Need((8, 0), "tf32 tensor cores need sm_80+ (Ampere)"),
@@ -81,10 +74,6 @@ NEEDS = {
     "matmul:mxfp8:block32": Need((10, 0), "MX block-scaled tensor cores need sm_100+ (Blackwell)"),
     "matmul:mxfp4:block32": Need((10, 0), "fp4 tensor cores need sm_100+ (Blackwell)"),
     "matmul:nvfp4:block16": Need((10, 0), "fp4 tensor cores need sm_100+ (Blackwell)"),
-    "attention:fa2": Need((8, 0), "FlashAttention-2 kernels need sm_80+ (Ampere)"),
-    "attention:sdpa_flash": Need((8, 0), "FlashAttention-2 kernels need sm_80+ (Ampere)"),
-    "attention:sdpa_cudnn": Need((8, 0), "cuDNN fused attention needs sm_80+ (Ampere)"),
-    "attention:fa3": Need((9, 0), "FlashAttention-3 uses Hopper's TMA and wgmma: sm_90+"),
 }
 
 
@@ -140,13 +129,19 @@ def evaluate(item: str, device: Device, probe) -> Verdict:
     return classify(outcome, [w.message for w in caught])
 
 
-def install_gate(device: Device, version: str | None, package: str, hint: str = "") -> Verdict | None:
-    """A package to probe must be installed; without a GPU there is nothing to probe at all."""
+def attention_gate(backend: attn_backends.Backend, device: Device, version: str | None) -> Verdict | None:
+    """The verdict on an attention backend reached without running it, or None: run the probe.
+
+    No GPU: nothing to probe. A package that is not installed (version None) is unavailable;
+    a GPU outside the backend's architectures is the hardware's answer.
+    """
     if device.capability is None:
         return Verdict("unavailable", NO_GPU)
-    if version is None:
-        return Verdict("unavailable", f"{package} is not installed" + (f" ({hint})" if hint else ""))
-    return None
+    if backend.package and version is None:
+        return Verdict("unavailable", f"{backend.package.label} is not installed "
+                                      f"({backend.package.install_hint})")
+    problem = attn_backends.arch_problem(backend, device)
+    return Verdict("unsupported_hardware", f"{problem} (not run)") if problem else None
 
 
 def check_close(actual, expected, rtol: float, what: str) -> float:

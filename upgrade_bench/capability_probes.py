@@ -15,6 +15,8 @@ import time
 
 import torch
 
+from . import attn_backends
+from .attn_adapters import BSHD, Args
 from .capabilities import (NVML_LEVEL_CODE, NotEngaged, Passed, WrongResult, check_close,
                            parse_topo_matrix, summarize_topology)
 from .faults import is_oom
@@ -167,40 +169,19 @@ def reference_attention(q, k, v):
     return torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v)
 
 
-def _sdpa(kind: str):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    backend = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
-               "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa_math": SDPBackend.MATH}[kind]
+def attention_function(name: str):
+    """Backend `name`'s kernel as the probe calls it: (b, s, h, d) in and out, causal. The
+    SDPA kernels get K/V repeated to the query heads (not every one takes enable_gqa). Its
+    package is imported at the call: an import error is the stack's answer."""
+    backend = attn_backends.KERNELS[name]
 
     def run(q, k, v):
+        if backend.layout == BSHD:
+            return backend.run(q, k, v, Args(causal=True))
         rep = q.shape[2] // k.shape[2]
         k, v = k.repeat_interleave(rep, dim=2), v.repeat_interleave(rep, dim=2)
-        with sdpa_kernel(backend):
-            out = torch.nn.functional.scaled_dot_product_attention(
-                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        out = backend.run(*(t.transpose(1, 2) for t in (q, k, v)), Args(causal=True))
         return out.transpose(1, 2)
-
-    return run
-
-
-def attention_function(backend: str):
-    """The package's attention call, (b, s, h, d) in and out, imported now (an import error
-    is the stack's answer)."""
-    if backend.startswith("sdpa_"):
-        return _sdpa(backend)
-    if backend == "fa4":
-        from flash_attn.cute import flash_attn_func
-    elif backend == "fa3":
-        from flash_attn_interface import flash_attn_func
-    elif backend == "fa2":
-        from flash_attn import flash_attn_func
-    else:
-        raise ValueError(f"unknown attention backend {backend!r}")
-
-    def run(q, k, v):
-        out = flash_attn_func(q, k, v, causal=True)
-        return out[0] if isinstance(out, tuple) else out  # some versions also return the LSE
 
     return run
 

@@ -7,13 +7,9 @@ import re
 import sys
 from dataclasses import dataclass
 
-from . import attention, fingerprint, flops, gpus, memory, model, timing
-from .faults import EXIT_BAD_INPUT, NonFiniteLoss, error_fields, exit_code_for
-from .procs import free_port
-
-
-class BadConfig(ValueError):
-    """A combination of settings that cannot run; reported as one line, exit 2."""
+from . import attn_backends, fingerprint, flops, gpus, header, memory, model, timing
+from .child_process import free_port
+from .faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 
 
 def sanitize_arch_list(value: str) -> str:
@@ -70,7 +66,7 @@ class RunConfig:
 def resolve(settings: dict) -> RunConfig:
     """Check every setting against this machine before any model or GPU work.
 
-    Raises BadConfig with one line on anything that cannot run.
+    Raises BadInput with one line on anything that cannot run.
     """
     import torch
 
@@ -83,47 +79,32 @@ def resolve(settings: dict) -> RunConfig:
 
     use_liger = settings["USE_LIGER"] == "1" or (settings["USE_LIGER"] == "auto" and has_gpu)
     if use_liger and not has_gpu:
-        raise BadConfig("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
-                        "use USE_LIGER=0 or auto on CPU")
+        raise BadInput("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
+                       "use USE_LIGER=0 or auto on CPU")
     if use_liger and fingerprint.package_version("liger-kernel") is None:
         if settings["USE_LIGER"] == "1":
-            raise BadConfig("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
+            raise BadInput("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
         use_liger = False
         warnings.append("liger-kernel not installed: USE_LIGER=auto resolved to off")
     if settings["USE_LIGER"] == "auto" and not has_gpu:
         warnings.append("no GPU: USE_LIGER=auto resolved to off")
 
-    cap = fingerprint.capability()
-    try:
-        backend, why = attention.resolve(settings["ATTN_BACKEND"], cap,
-                                         attention.installed_backends(settings["ATTN_BACKEND"]))
-    except attention.BackendUnavailable as err:
-        raise BadConfig(str(err)) from None
-
-    try:
-        hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"])
-        model.check_counted(settings["MODEL"], hf_config, max(settings["SEQ_LEN"]))
-    except model.ConfigError as err:
-        raise BadConfig(str(err)) from None
-    except Exception as err:  # OSError for a missing path, validation errors for a bad config
-        raise BadConfig(f"MODEL={settings['MODEL']!r}: not a preset ({', '.join(model.PRESETS)}), "
-                        f"a local config folder or a cached hub id ({type(err).__name__}: "
-                        f"{str(err).splitlines()[0][:200]})") from None
-    try:
-        weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
-    except FileNotFoundError as err:
-        raise BadConfig(str(err)) from None
+    backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], fingerprint.device(),
+                                         attn_backends.installed(settings["ATTN_BACKEND"]))
+    hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"])
+    model.check_counted(settings["MODEL"], hf_config, max(settings["SEQ_LEN"]))
+    weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
 
     doc_len = settings["PACKED_DOC_LEN"]
     if doc_len == 1:  # its one token is masked: every label would be, and the loss NaN
-        raise BadConfig("PACKED_DOC_LEN=1: a document needs at least 2 tokens (one predicts the "
-                        "next); use 0 for dense sequences")
+        raise BadInput("PACKED_DOC_LEN=1: a document needs at least 2 tokens (one predicts the "
+                       "next); use 0 for dense sequences")
     shortest = min(settings["SEQ_LEN"])
     if doc_len and doc_len >= shortest:
-        raise BadConfig(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQ_LEN "
-                        f"(shortest {shortest}), or 0 for dense sequences")
+        raise BadInput(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQ_LEN "
+                       f"(shortest {shortest}), or 0 for dense sequences")
     if doc_len and backend == "eager":
-        raise BadConfig("PACKED_DOC_LEN with ATTN_BACKEND=eager: use sdpa or a flash backend")
+        raise BadInput("PACKED_DOC_LEN with ATTN_BACKEND=eager: use sdpa or a flash backend")
 
     peak, source, warning = gpus.resolve_peak(fingerprint.gpu_name(), "bf16", settings["PEAK_TFLOPS"])
     if warning:
@@ -178,7 +159,7 @@ def build_engine(rc: RunConfig, probe=None):
     if rc.use_liger:
         model.apply_liger(rc.hf_config.model_type)
     torch.manual_seed(rc.settings["SEED"])
-    net = model.build(rc.hf_config, attention.HF_IMPLEMENTATION[rc.backend], rc.weights,
+    net = model.build(rc.hf_config, attn_backends.BACKENDS[rc.backend].hf_name, rc.weights,
                       rc.weights_path, rc.device, torch.bfloat16)
     if rc.settings["GRAD_CHECKPOINT"]:
         net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -288,19 +269,13 @@ def gather_objects(obj) -> list:
     return out
 
 
-def fail_bad_config(err: BadConfig) -> None:
-    sys.stderr.write(f"error: {err}\n")
-    sys.exit(EXIT_BAD_INPUT)
-
-
 def header_fields(rc: RunConfig) -> dict:
     """The header record of any script that runs the training step."""
-    return {"software": fingerprint.software(), "hardware": fingerprint.hardware(),
-            "config": rc.header_config(), "attn_backend": rc.backend, "attn_backend_why": rc.backend_why,
-            "attn_versions": attention.versions(), "weights": rc.weights,
-            "model_type": rc.hf_config.model_type, "num_layers": rc.dims.layers,
-            "n_dense_params": flops.dense_params(rc.dims), "peak_tflops": rc.peak_tflops,
-            "peak_source": rc.peak_source, "warnings": rc.warnings, "notes": rc.settings["NOTES"]}
+    return header.fields(rc.header_config(), rc.settings["NOTES"], rc.warnings, attn_backend=rc.backend,
+                         attn_backend_why=rc.backend_why, attn_versions=attn_backends.versions(),
+                         weights=rc.weights, model_type=rc.hf_config.model_type,
+                         num_layers=rc.dims.layers, n_dense_params=flops.dense_params(rc.dims),
+                         peak_tflops=rc.peak_tflops, peak_source=rc.peak_source)
 
 
 def run_script(script: str, variables, doc: str, run_point) -> int:
@@ -308,17 +283,15 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
 
     run_point(engine, rc, writer, seq_len, debug) writes the script's records (debug: a
     memory.Debug under MEM_DEBUG=1, else None).
-    Any failure becomes one `error` record and the exit code a sweep reads (3 = OOM).
+    Any failure becomes one `error` record and the exit code a sweep reads (3 = OOM); bad
+    settings raise BadInput before anything starts.
     """
     from . import records, settings
 
     s = settings.load(variables, doc)
     stdout = records.claim_stdout()
     prepare_process_env()
-    try:
-        rc = resolve(s)
-    except BadConfig as err:
-        fail_bad_config(err)
+    rc = resolve(s)
     writer = records.RecordWriter(script, s["OUTPUT"], enabled=rc.rank == 0, stream=stdout)
     writer.write("header", **header_fields(rc))
     if rc.rank == 0:
@@ -330,8 +303,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
         for seq_len in s["SEQ_LEN"]:
             run_point(eng, rc, writer, seq_len, debug)
-    except records.WriteFailed:
-        raise  # no record can say so: records.run_main makes it one line and an exit code
+    except WriteFailed:
+        raise  # no record can say so: faults.run_main makes it one line and an exit code
     except Exception as err:  # one record per failure, then an exit code the sweep reads
         fields = error_fields(err)
         writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)

@@ -1,18 +1,49 @@
-"""How a failure becomes a record and an exit code, for every script.
+"""How a failure becomes a record, a line and an exit code, for every script.
 
 The exit codes are the contract with run_sweep.sh: 3 = out of memory (the point is
 recorded as `oom` and the sweep goes on), 2 = bad input (nothing ran), 4 = a record could
 not be written (a full disk: the sweep stops, as no later point could be kept either),
 1 = anything else.
+
+Bad input is found in many places (a setting, a flag, a model config, an attention
+backend, a log to read) and is always raised as BadInput; every script's `__main__` runs
+its main through run_main, the one place that turns it, or a WriteFailed, into one line
+on stderr and the exit code.
 """
+import sys
+
 EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
 EXIT_OOM = 3
 EXIT_WRITE_FAILED = 4
 
 
+class BadInput(ValueError):
+    """Input that cannot run: a setting, a flag, a config, a file; str() is the one line the
+    user sees (what was given, and what is allowed). Raised before any work starts."""
+
+
+class WriteFailed(RuntimeError):
+    """A record could not be appended to its file (a full disk, say); str() is the one line."""
+
+
 class NonFiniteLoss(RuntimeError):
     """A NaN/inf loss: the step ran but its numbers mean nothing."""
+
+
+def stop(err: BadInput | WriteFailed) -> int:
+    """Say `err` in one line on stderr; the exit code it ends a script with."""
+    sys.stderr.write(f"error: {err}\n")
+    return EXIT_BAD_INPUT if isinstance(err, BadInput) else EXIT_WRITE_FAILED
+
+
+def run_main(main, *args) -> int:
+    """A script's main(*args). Bad input ends it before any work; a record that cannot be
+    written ends it too, as measuring on is pointless when the results cannot be kept."""
+    try:
+        return main(*args)
+    except (BadInput, WriteFailed) as err:
+        return stop(err)
 
 
 def is_oom(err: BaseException) -> bool:

@@ -8,13 +8,14 @@ import importlib.metadata as md
 import os
 import platform
 import socket
+from dataclasses import dataclass
 
 from . import telemetry
 
-# Distribution names; FA2 and FA4 both install the `flash_attn` module, so the
-# distribution tells them apart.
-PACKAGES = ("torch", "transformers", "deepspeed", "liger-kernel", "flash-attn", "flash-attn-3",
-            "flash-attn-4", "nvidia-cutlass-dsl", "triton", "numpy", "nvidia-ml-py")
+# The distributions of the stack a header lists, besides the attention packages (which the
+# backend table names: see header.software).
+STACK_DISTRIBUTIONS = ("torch", "transformers", "deepspeed", "liger-kernel", "nvidia-cutlass-dsl",
+                       "triton", "numpy", "nvidia-ml-py")
 
 
 def package_version(dist: str) -> str | None:
@@ -24,11 +25,13 @@ def package_version(dist: str) -> str | None:
         return None
 
 
-def software() -> dict:
+def software(more_distributions=()) -> dict:
+    """Python, CUDA/HIP, cuDNN and NCCL versions, and those of STACK_DISTRIBUTIONS and
+    `more_distributions` (None: not installed)."""
     import torch
 
     stack = {"python": platform.python_version()}
-    stack.update({name: package_version(name) for name in PACKAGES})
+    stack.update({name: package_version(name) for name in STACK_DISTRIBUTIONS + tuple(more_distributions)})
     stack["cuda"] = torch.version.cuda
     stack["hip"] = getattr(torch.version, "hip", None)
     try:
@@ -90,7 +93,27 @@ def gpu_name() -> str | None:
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
 
 
-def capability() -> tuple | None:
+@dataclass(frozen=True)
+class Device:
+    """The accelerator a run uses: its compute capability as torch reports it (None without a
+    GPU), and whether it is an AMD GPU under ROCm, where that capability is in gfx's numbering
+    (MI300X, gfx942: (9, 4)) and never to be read as NVIDIA's sm (Hopper: (9, 0))."""
+    capability: tuple | None
+    is_hip: bool = False
+
+    @property
+    def arch(self) -> str:
+        if self.capability is None:
+            return "cpu"
+        major, minor = self.capability
+        # On ROCm the digits begin the gfx name: gfx94 (gfx942), gfx90 (gfx90a), gfx110 (gfx1100).
+        return f"gfx{major}{minor}" if self.is_hip else f"sm_{major}{minor}"
+
+
+def device(index: int = 0) -> Device:
+    """GPU `index` (as this process numbers it), or the CPU."""
     import torch
 
-    return torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None
+    if not torch.cuda.is_available():
+        return Device(None)
+    return Device(tuple(torch.cuda.get_device_capability(index)), bool(torch.version.hip))

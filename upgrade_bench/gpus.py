@@ -1,14 +1,17 @@
 """The GPU table: dense peak TFLOPS per dtype, HBM, bandwidth, TDP and published MAMF.
 
-Figures are the vendors' datasheet dense (no sparsity) peaks (NVIDIA and AMD datasheets), with
-HBM as the Machine Learning Engineering Open Book's compute/accelerator table gives it;
-`mamf_bf16`/`mamf_fp8` are the measured Maximum Achievable Matmul FLOPS (mean) that its
-insights/when-to-upgrade-gpus guide quotes. An unknown
-device gets no figure at all: MFU is then null unless the user passes PEAK_TFLOPS, never a
-silent fallback to another card's number.
+Each row cites its sources. Peaks (dense, no sparsity), HBM, bandwidth and TDP are the
+vendor's datasheet figures (`datasheet`: NVIDIA's and AMD's product datasheets, by title).
+`mamf_bf16`/`mamf_fp8` are measured Maximum Achievable Matmul FLOPS (mean of 100 iterations
+after 50 warm-up, the best shape found), from MAMF_SOURCE, the table the guide
+(insights/when-to-upgrade-gpus) quotes. An unknown device gets no figure at all: MFU is then
+null unless the user passes PEAK_TFLOPS, never a silent fallback to another card's number.
 """
 import re
 from dataclasses import dataclass
+
+MAMF_SOURCE = ("Stas Bekman, Machine Learning Engineering Open Book, compute/accelerator/README.md, "
+               "\"Maximum Achievable Matmul FLOPS comparison table\" (BF16 and FP8 float8_e4m3fn)")
 
 
 @dataclass(frozen=True)
@@ -20,8 +23,9 @@ class GPUSpec:
     hbm_gib: float
     hbm_tbps: float
     tdp_w: float | None
-    mamf_bf16: float | None = None
-    mamf_fp8: float | None = None
+    mamf_bf16: float | None = None  # from MAMF_SOURCE
+    mamf_fp8: float | None = None   # from MAMF_SOURCE
+    datasheet: str = ""             # the vendor document the other figures come from
 
     def peak_tflops(self, dtype: str = "bf16") -> float | None:
         # fp16 runs on the same tensor cores at the bf16 rate on every card listed here.
@@ -31,18 +35,31 @@ class GPUSpec:
 # (pattern on the lower-cased device name, spec). Order matters: the first match wins, so
 # "gh200" precedes "h200" and "h200 nvl" (a different, lower-clocked card) matches nothing.
 _TABLE = [
-    (r"gh200", GPUSpec("GH200", 989, 1979, None, 96, 4.0, 900, 828.6)),
-    (r"gb200", GPUSpec("GB200", 2500, 5000, 10000, 186, 8.0, None, 1822.0)),
-    (r"a100.*sxm|a100-sxm", GPUSpec("A100 SXM", 312, None, None, 80, 2.0, 400, 271.2)),
-    (r"h100.*pcie", GPUSpec("H100 PCIe", 756, 1513, None, 80, 2.0, 350)),
-    (r"h100(?!.*nvl)", GPUSpec("H100 SXM", 989, 1979, None, 80, 3.35, 700, 794.5)),
-    # The guide measured MAMF on H100 and quotes it for H200 (same compute die).
-    (r"h200(?!.*nvl)", GPUSpec("H200 SXM", 989, 1979, None, 141, 4.8, 700, 794.5, 1453.4)),
-    (r"b300", GPUSpec("B300 SXM", 2250, 4500, 15000, 288, 8.0, 1300, 1769.0)),
-    (r"b200", GPUSpec("B200 SXM", 2250, 4500, 10000, 180, 8.0, 1000, 1745.0, 3432.5)),
-    (r"mi355x", GPUSpec("MI355X", 2500, 5000, 10100, 288, 8.0, 1400, 1565.0)),
-    (r"mi325x", GPUSpec("MI325X", 1300, 2610, None, 256, 6.0, 1000, 784.9)),
-    (r"mi300x", GPUSpec("MI300X", 1300, 2610, None, 192, 5.3, 750, 668.4)),
+    # HBM is the 96 GB HBM3 version's; the MAMF was measured on the 144 GB HBM3e one at 900 W.
+    (r"gh200", GPUSpec("GH200", 989, 1979, None, 96, 4.0, 900, 828.6, 1535.0,
+                       datasheet="NVIDIA GH200 Grace Hopper Superchip datasheet")),
+    # Per GPU: the NVL72 rack's figures divided by its 72 GPUs.
+    (r"gb200", GPUSpec("GB200", 2500, 5000, 10000, 186, 8.0, None, 1822.0, 3615.6,
+                       datasheet="NVIDIA GB200 NVL72 datasheet")),
+    (r"a100.*sxm|a100-sxm", GPUSpec("A100 SXM", 312, None, None, 80, 2.0, 400, 271.2,
+                                    datasheet="NVIDIA A100 Tensor Core GPU datasheet")),
+    (r"h100.*pcie", GPUSpec("H100 PCIe", 756, 1513, None, 80, 2.0, 350,
+                            datasheet="NVIDIA H100 Tensor Core GPU datasheet")),
+    (r"h100(?!.*nvl)", GPUSpec("H100 SXM", 989, 1979, None, 80, 3.35, 700, 794.5, 1402.6,
+                               datasheet="NVIDIA H100 Tensor Core GPU datasheet")),
+    # The bf16 MAMF was measured on H100 and is quoted for H200 (same compute die); fp8 on H200.
+    (r"h200(?!.*nvl)", GPUSpec("H200 SXM", 989, 1979, None, 141, 4.8, 700, 794.5, 1453.4,
+                               datasheet="NVIDIA H200 Tensor Core GPU datasheet")),
+    (r"b300", GPUSpec("B300 SXM", 2250, 4500, 15000, 288, 8.0, 1300, 1769.0, 3353.3,
+                      datasheet="NVIDIA DGX B300 datasheet")),
+    (r"b200", GPUSpec("B200 SXM", 2250, 4500, 10000, 180, 8.0, 1000, 1745.0, 3432.5,
+                      datasheet="NVIDIA DGX B200 datasheet")),
+    (r"mi355x", GPUSpec("MI355X", 2500, 5000, 10100, 288, 8.0, 1400, 1565.0,
+                        datasheet="AMD Instinct MI355X GPU datasheet")),
+    (r"mi325x", GPUSpec("MI325X", 1300, 2610, None, 256, 6.0, 1000, 784.9,
+                        datasheet="AMD Instinct MI325X accelerator datasheet")),
+    (r"mi300x", GPUSpec("MI300X", 1300, 2610, None, 192, 5.3, 750, 668.4,
+                        datasheet="AMD Instinct MI300X accelerator datasheet")),
 ]
 
 

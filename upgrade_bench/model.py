@@ -13,9 +13,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from .faults import BadInput
 from .flops import COUNTED_MODEL_TYPES, ModelDims
+from .paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 PRESETS = {"llama-3.1-8b": REPO / "configs" / "llama-3.1-8b.json",
            "tiny": REPO / "configs" / "tiny.json"}
 # Where install.sh stages real weights of a preset (MODEL_DIR overrides).
@@ -29,8 +30,8 @@ def model_dir() -> Path:
     return Path(os.environ.get("MODEL_DIR", REPO / "models"))
 
 
-class ConfigError(ValueError):
-    """A model config that cannot be used; str() is the one line the user sees."""
+def not_a_model(model: str) -> str:
+    return f"MODEL={model!r}: not a preset ({', '.join(PRESETS)}), a local config folder or a cached hub id"
 
 
 def hub_unreachable(endpoint: str, timeout_s: float = HUB_PROBE_S) -> str | None:
@@ -61,32 +62,38 @@ def hub_config(repo_id: str):
             validate_repo_id(repo_id)
         except HFValidationError:
             raise  # not a hub id either: the caller says what MODEL can be
-    where = f"MODEL={repo_id!r}: not a preset ({', '.join(PRESETS)}), a local config folder or a cached hub id"
+    where = not_a_model(repo_id)
     if constants.is_offline_mode():
-        raise ConfigError(f"{where}, and HF_HUB_OFFLINE is set: fetch it once online, or unset it")
+        raise BadInput(f"{where}, and HF_HUB_OFFLINE is set: fetch it once online, or unset it")
     problem = hub_unreachable(constants.ENDPOINT)
     if problem:
-        raise ConfigError(f"{where}, and the hub cannot be reached to fetch it ({problem})")
+        raise BadInput(f"{where}, and the hub cannot be reached to fetch it ({problem})")
     return AutoConfig.from_pretrained(repo_id)
 
 
 def load_config(model: str, num_layers: int = 0):
     """A transformers config from a preset name, a local path or a hub id.
 
-    ConfigError: sizes no model can have, NUM_LAYERS above the model's, or a hub id that is
-    neither cached nor fetchable now.
+    BadInput: no config there, sizes no model can have, NUM_LAYERS above the model's, or a
+    hub id that is neither cached nor fetchable now.
     """
     from transformers import AutoConfig
 
     source = str(PRESETS.get(model, model))
-    config = AutoConfig.from_pretrained(source) if os.path.exists(source) else hub_config(source)
+    try:
+        config = AutoConfig.from_pretrained(source) if os.path.exists(source) else hub_config(source)
+    except BadInput:
+        raise
+    except Exception as err:  # OSError for a missing path, validation errors for a bad config
+        first_line = (str(err).splitlines() or [""])[0][:200]
+        raise BadInput(f"{not_a_model(model)} ({type(err).__name__}: {first_line})") from None
     try:
         dims(config)  # refuses before NUM_LAYERS is compared with a size no model can have
-    except ConfigError as err:
-        raise ConfigError(f"MODEL={model!r}: {err}") from None
+    except BadInput as err:
+        raise BadInput(f"MODEL={model!r}: {err}") from None
     if num_layers:
         if num_layers > config.num_hidden_layers:
-            raise ConfigError(f"NUM_LAYERS={num_layers}: the model has only {config.num_hidden_layers} layers")
+            raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {config.num_hidden_layers} layers")
         config.num_hidden_layers = num_layers
         if getattr(config, "layer_types", None):
             config.layer_types = config.layer_types[:num_layers]
@@ -97,39 +104,39 @@ def _size(config, name: str, default=None) -> int:
     value = getattr(config, name, None)
     value = default if value is None else value
     if value is None:
-        raise ConfigError(f"no {name} in the config")
+        raise BadInput(f"no {name} in the config")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name}={value!r}: expected an integer >= 1")
+        raise BadInput(f"{name}={value!r}: expected an integer >= 1")
     return value
 
 
 def dims(config) -> ModelDims:
-    """The sizes the FLOP count needs; ConfigError names one a model cannot have."""
+    """The sizes the FLOP count needs; BadInput names one a model cannot have."""
     heads = _size(config, "num_attention_heads")
     hidden = _size(config, "hidden_size")
     kv_heads = _size(config, "num_key_value_heads", heads)
     if heads % kv_heads:
-        raise ConfigError(f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}")
+        raise BadInput(f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}")
     return ModelDims(hidden=hidden, intermediate=_size(config, "intermediate_size"),
                      layers=_size(config, "num_hidden_layers"), heads=heads, kv_heads=kv_heads,
                      head_dim=_size(config, "head_dim", hidden // heads), vocab=_size(config, "vocab_size"))
 
 
 def check_counted(model: str, config, longest_seq_len: int) -> None:
-    """ConfigError unless flops.py counts this architecture (see COUNTED_MODEL_TYPES)."""
+    """BadInput unless flops.py counts this architecture (see COUNTED_MODEL_TYPES)."""
     if config.model_type not in COUNTED_MODEL_TYPES:
-        raise ConfigError(f"MODEL={model!r}: model type {config.model_type!r} is not one the FLOP "
-                          f"count covers (decoder-only, full causal attention, gated MLP): "
-                          f"{', '.join(COUNTED_MODEL_TYPES)}")
+        raise BadInput(f"MODEL={model!r}: model type {config.model_type!r} is not one the FLOP "
+                       f"count covers (decoder-only, full causal attention, gated MLP): "
+                       f"{', '.join(COUNTED_MODEL_TYPES)}")
     window = getattr(config, "sliding_window", None)
     layer_types = getattr(config, "layer_types", None)
     # Configs that list their layers' kinds (qwen2, qwen3) window only the "sliding" ones;
     # the others (mistral) every layer.
     windowed = any(t != "full_attention" for t in layer_types) if layer_types else True
     if window and window < longest_seq_len and windowed:
-        raise ConfigError(f"MODEL={model!r}: sliding-window attention ({window} tokens) at SEQ_LEN "
-                          f"{longest_seq_len}, which the FLOP count (every token attends to all "
-                          f"earlier ones) does not cover")
+        raise BadInput(f"MODEL={model!r}: sliding-window attention ({window} tokens) at SEQ_LEN "
+                       f"{longest_seq_len}, which the FLOP count (every token attends to all "
+                       f"earlier ones) does not cover")
 
 
 def _has_weights(path: Path) -> bool:
@@ -153,12 +160,12 @@ def weights_path(model: str) -> Path | None:
 
 
 def resolve_weights(requested: str, model: str) -> tuple[str, Path | None]:
-    """('pretrained', path) or ('random', None); WEIGHTS=pretrained without weights raises."""
+    """('pretrained', path) or ('random', None); BadInput for WEIGHTS=pretrained without weights."""
     path = weights_path(model) if requested != "random" else None
     if requested == "pretrained" and path is None:
         where = model_dir() / Path(STAGED[model]).name if model in STAGED else model
-        raise FileNotFoundError(f"WEIGHTS=pretrained: no *.safetensors at {where}; stage them with "
-                                f"./install.sh (HF cache) or use WEIGHTS=random")
+        raise BadInput(f"WEIGHTS=pretrained: no *.safetensors at {where}; stage them with "
+                       f"./install.sh (HF cache) or use WEIGHTS=random")
     return ("pretrained", path) if path else ("random", None)
 
 

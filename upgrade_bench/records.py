@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import Counter
 
-from .faults import EXIT_WRITE_FAILED
+from .faults import WriteFailed
 
 SCHEMA = 1
 
@@ -110,20 +110,6 @@ def output_problem(path: str) -> str | None:
     except OSError as err:
         return f"no file can be created in {parent}: {err.strerror or err}"
     return None
-
-
-class WriteFailed(RuntimeError):
-    """A record could not be appended to its file (a full disk, say); str() is the one line."""
-
-
-def run_main(main, *args) -> int:
-    """A script's main(*args); a record that could not be written ends it with one line and
-    EXIT_WRITE_FAILED: measuring on is pointless when the results cannot be kept."""
-    try:
-        return main(*args)
-    except WriteFailed as err:
-        sys.stderr.write(f"error: {err}\n")
-        return EXIT_WRITE_FAILED
 
 
 class RecordWriter:

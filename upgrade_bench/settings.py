@@ -1,15 +1,17 @@
 """Environment-variable settings: one declarative table per script, validated up front.
 
 A script lists its `Var`s, calls `load(VARS, __doc__)`, and gets a plain dict. Any bad
-value stops the script with exit code 2 and one line naming the variable, the value and
-what is allowed, before a model or a GPU is touched. `--help` prints the table.
+value raises faults.BadInput naming the variable, the value and what is allowed, before a
+model or a GPU is touched (the script's run_main makes it one line and exit 2). `--help`
+prints the table.
 """
 import math
 import os
 import sys
 from dataclasses import dataclass, replace
 
-from .faults import EXIT_BAD_INPUT
+from .attn_backends import TRAINING, auto_help
+from .faults import BadInput
 from .flops import COUNTED_MODEL_TYPES
 from .records import output_problem
 
@@ -42,19 +44,15 @@ class Var:
         return "text"
 
 
-class SettingsError(ValueError):
-    """A value outside what a Var allows; str() is the one line the user sees."""
-
-
 def _check_range(var: Var, value: float, raw: str) -> None:
     if (var.min is not None and value < var.min) or (var.max is not None and value > var.max):
-        raise SettingsError(f"{var.name}={raw!r}: expected {var.allowed()}")
+        raise BadInput(f"{var.name}={raw!r}: expected {var.allowed()}")
 
 
 def parse_value(var: Var, raw: str):
-    """Turn one raw string into the Var's type, or raise SettingsError."""
+    """Turn one raw string into the Var's type, or raise BadInput."""
     text = raw.strip()
-    bad = SettingsError(f"{var.name}={raw!r}: expected {var.allowed()}")
+    bad = BadInput(f"{var.name}={raw!r}: expected {var.allowed()}")
     if var.kind == "int":
         try:
             value = int(text)
@@ -99,11 +97,11 @@ def parse_value(var: Var, raw: str):
 
 
 def check_output(name: str, path: str) -> None:
-    """SettingsError unless records can be appended to `path`: the one check of every
+    """BadInput unless records can be appended to `path`: the one check of every
     results file (OUTPUT, --output_file, the sweep's OUT), made before any work."""
     problem = output_problem(path)
     if problem:
-        raise SettingsError(f"{name}={path!r}: cannot write there ({problem})")
+        raise BadInput(f"{name}={path!r}: cannot write there ({problem})")
 
 
 def parse(variables, environ=None) -> dict:
@@ -133,7 +131,7 @@ def help_text(variables, doc: str) -> str:
 
 
 def load(variables, doc: str, argv=None) -> dict:
-    """Entry point for scripts: --help, then parse or exit 2 with one clear line."""
+    """Entry point for scripts: --help, then parse; BadInput on an argument or a value."""
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         print(help_text(variables, doc))
@@ -141,18 +139,13 @@ def load(variables, doc: str, argv=None) -> dict:
     # The DeepSpeed launcher appends --local_rank=N; anything else is a mistake.
     unknown = [a for a in argv if not a.startswith("--local_rank")]
     if unknown:
-        sys.stderr.write(f"error: unexpected argument {unknown[0]!r}: this script is configured "
-                         f"by environment variables (see --help)\n")
-        sys.exit(EXIT_BAD_INPUT)
-    try:
-        values = parse(variables)
-        for var in variables:
-            if var.kind == "output" and values[var.name]:
-                check_output(var.name, values[var.name])
-        return values
-    except SettingsError as err:
-        sys.stderr.write(f"error: {err}\n")
-        sys.exit(EXIT_BAD_INPUT)
+        raise BadInput(f"unexpected argument {unknown[0]!r}: this script is configured by "
+                       f"environment variables (see --help)")
+    values = parse(variables)
+    for var in variables:
+        if var.kind == "output" and values[var.name]:
+            check_output(var.name, values[var.name])
+    return values
 
 
 # torch seeds are unsigned 64-bit, and the scripts seed with SEED + seq_len: a SEED below 2^63
@@ -180,8 +173,8 @@ TRAINING_VARS = [
     Var("GRAD_CHECKPOINT", "bool", True, "activation checkpointing of every decoder layer"),
     Var("USE_LIGER", "choice", "auto", "Liger kernels (fused RMSNorm/RoPE/SwiGLU/linear-CE); "
         "auto = on with a GPU, off on CPU", choices=("auto", "0", "1")),
-    Var("ATTN_BACKEND", "choice", "auto", "attention: auto = Hopper FA3>FA4>SDPA, Blackwell "
-        "FA4>SDPA, CPU SDPA", choices=("auto", "fa3", "fa4", "fa2", "sdpa", "eager")),
+    Var("ATTN_BACKEND", "choice", "auto", f"attention backend; {auto_help()}",
+        choices=("auto", *TRAINING)),
     Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "
         "inside each sequence (0 = one dense sequence; else at least 2)", min=0),
     Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",

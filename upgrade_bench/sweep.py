@@ -37,13 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import settings
-from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED
-from .procs import Log, ProcessResult, free_port, run_process, signals_ignored
-from .records import RecordWriter, WriteFailed, claim_stdout, read_lines, run_main
+from .child_process import Log, ProcessResult, free_port, run_process, signals_ignored
+from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED, BadInput, WriteFailed, run_main, stop
+from .paths import REPO
+from .records import RecordWriter, claim_stdout, read_lines
 from .settings import Var
 
 SCRIPT = "run_sweep.sh"
-REPO = Path(__file__).resolve().parent.parent
 GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
@@ -81,10 +81,6 @@ EXTRA_ENV = ("MODEL_DIR", "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
 CONFIG_IGNORED = ("SEQ_LEN", "OUTPUT", "NOTES")  # differ between processes of one config
 # Peak memory does not depend on how many steps ran: any sweep summary seeds the search.
 CAPACITY_IGNORED = CONFIG_IGNORED + ("STEPS", "WARMUP_STEPS")
-
-
-class BadInput(ValueError):
-    """One line for the user, exit 2, nothing started."""
 
 
 class Interrupted(Exception):
@@ -609,27 +605,17 @@ def load_settings(argv) -> dict:
         if os.environ.get(name):
             raise BadInput(f"{name} is set: the sweep sets it per process; use "
                            f"{'SEQLENS' if name == 'SEQ_LEN' else 'OUT'} instead")
-    try:
-        s = settings.parse(VARS + PASSED)
-        check_capacity_bounds(s)
-    except settings.SettingsError as err:
-        raise BadInput(str(err)) from None
+    s = settings.parse(VARS + PASSED)
+    check_capacity_bounds(s)
     return s
 
 
-def check_out(path: str) -> None:
-    try:
-        settings.check_output("OUT", path)
-    except settings.SettingsError as err:
-        raise BadInput(str(err)) from None
-
-
 def check_capacity_bounds(s: dict) -> None:
-    """SettingsError when FIND_MAX_SEQLEN has nothing to search: a limit below where it starts."""
+    """BadInput when FIND_MAX_SEQLEN has nothing to search: a limit below where it starts."""
     limit, step, first = s["MAX_SEQLEN_LIMIT"], s["SEQLEN_STEP"], min(s["SEQLENS"])
     if s["FIND_MAX_SEQLEN"] and limit < max(step, first):
-        raise settings.SettingsError(f"MAX_SEQLEN_LIMIT={limit}: below SEQLEN_STEP ({step}) or the "
-                                     f"smallest SEQLENS ({first}), where FIND_MAX_SEQLEN starts")
+        raise BadInput(f"MAX_SEQLEN_LIMIT={limit}: below SEQLEN_STEP ({step}) or the "
+                       f"smallest SEQLENS ({first}), where FIND_MAX_SEQLEN starts")
 
 
 def prepare(s: dict) -> Context:
@@ -648,7 +634,7 @@ def prepare(s: dict) -> Context:
     if not os.path.isfile(s["BENCHMARK"]):
         raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: no such file")
     if s["OUT"] and not (s["OUT"].endswith("/") or os.path.isdir(s["OUT"])):
-        check_out(s["OUT"])  # before the imports below: a typo fails at once
+        settings.check_output("OUT", s["OUT"])  # before the imports below: a typo fails at once
 
     import torch
 
@@ -671,10 +657,7 @@ def prepare(s: dict) -> Context:
     training.update(SEQ_LEN=sorted(set(s["SEQLENS"])), OUTPUT="")
     if s["FIND_MAX_SEQLEN"]:
         training.update(PROBE_STEPS)
-    try:
-        rc = engine.resolve(training)
-    except engine.BadConfig as err:
-        raise BadInput(str(err)) from None
+    rc = engine.resolve(training)
     config = dict(rc.header_config(), world_size=world)  # OUTPUT filled in below
     hardware = fingerprint.hardware()
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -682,7 +665,7 @@ def prepare(s: dict) -> Context:
     existing = os.listdir(folder) if os.path.isdir(folder) else []
     out = resolve_out(s["OUT"], str(REPO / "results"), slug(hardware.get("gpu_name")), rc.backend, stamp,
                       s["RESUME"], existing)
-    check_out(out)
+    settings.check_output("OUT", out)
     config["OUTPUT"] = out
     return Context(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
                    gpus=gpus, hostfile=hostfile, multi_node=multi_node, devices=devices,
@@ -710,6 +693,7 @@ def dry_run(ctx: Context, todo: list[int], out) -> None:
 
 
 def main(argv=None) -> int:
+    """The sweep; bad input raises BadInput before anything starts (see faults.run_main)."""
     try:
         s = load_settings(sys.argv[1:] if argv is None else argv)
         stdout = claim_stdout()  # records (or DRY_RUN's commands) only: imports print too
@@ -720,9 +704,6 @@ def main(argv=None) -> int:
         if s["DRY_RUN"]:
             dry_run(ctx, todo, stdout)
             return 0
-    except BadInput as err:
-        sys.stderr.write(f"error: {err}\n")
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 
@@ -731,7 +712,7 @@ def main(argv=None) -> int:
 
     signal.signal(signal.SIGTERM, interrupt)  # scancel / kill: same clean stop as Ctrl-C
     ctx.writer = RecordWriter(SCRIPT, ctx.out, stream=stdout)
-    return run_main(run, ctx, previous, done, todo)
+    return run(ctx, previous, done, todo)
 
 
 def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
@@ -742,14 +723,13 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
     (exit 4): later points could not be kept either. Only the header's failure raises
     WriteFailed (nothing has started then).
     """
-    from . import fingerprint
+    from . import header
 
     s, rc = ctx.s, ctx.run_config
-    ctx.writer.write("header", software=fingerprint.software(), hardware=ctx.hardware,
-                     config={**{v.name: s[v.name] for v in VARS}, **ctx.config},
-                     attn_backend=rc.backend, peak_tflops=rc.peak_tflops, peak_source=rc.peak_source,
-                     warnings=rc.warnings, notes=s["NOTES"], out=ctx.out, log=ctx.log_path,
-                     skipped_seq_lens=sorted(done))
+    ctx.writer.write("header", **header.fields(
+        {**{v.name: s[v.name] for v in VARS}, **ctx.config}, s["NOTES"], rc.warnings,
+        hardware=ctx.hardware, attn_backend=rc.backend, peak_tflops=rc.peak_tflops,
+        peak_source=rc.peak_source, out=ctx.out, log=ctx.log_path, skipped_seq_lens=sorted(done)))
     say(f"results: {ctx.out}  (benchmark log: {ctx.log_path})")
     if done:
         say(f"resuming: seq_len {' '.join(map(str, sorted(done)))} already done with this config")
@@ -782,16 +762,15 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
             f"{fmt_s(totals['startup_s'])}, steps {fmt_s(totals['steps_s'])}")
         if log.error:
             say(f"the benchmark log {ctx.log_path} is incomplete: {log.error.strerror or log.error}")
-    if stopped:
-        sys.stderr.write(f"error: {stopped}\n")
+    code = stop(stopped) if stopped else 0
     if interrupted:
         say("interrupted: what finished is in the file; run again with the same OUT to resume")
         return EXIT_INTERRUPTED
     if stopped:
-        return EXIT_BAD_INPUT if isinstance(stopped, BadInput) else EXIT_WRITE_FAILED
+        return code
     crashed = [f for f in failures.values() if f["error"] != "oom"]
     return 1 if crashed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

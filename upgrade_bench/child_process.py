@@ -11,11 +11,10 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from .paths import REPO
 from .records import append_line, read_lines
 
-REPO = Path(__file__).resolve().parent.parent  # the child's working directory
 KILL_GRACE_S = 10  # SIGTERM -> SIGKILL; enough for a rank to exit, short enough for a night
 PDSH_GRACE_S = 30  # DeepSpeed's pdsh runner needs a moment to pkill the ranks on other nodes
 STDERR_TAIL_LINES = 40

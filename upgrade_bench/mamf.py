@@ -31,7 +31,7 @@ PEAK_KEY = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32",
 DTYPES = tuple(PEAK_KEY)
 
 
-class Shape(NamedTuple):
+class GemmShape(NamedTuple):
     m: int  # rows of A and C
     n: int  # columns of B and C
     k: int  # the reduction dimension
@@ -97,18 +97,18 @@ class SearchSpace:
     lo: int = 256                    # bounds of every dimension
     hi: int = 20480
 
-    def coarse(self) -> list[Shape]:
-        grid = [Shape(m, n, k) for m in self.grid_m for n in self.grid_n for k in self.grid_k]
+    def coarse(self) -> list[GemmShape]:
+        grid = [GemmShape(m, n, k) for m in self.grid_m for n in self.grid_n for k in self.grid_k]
         return list(dict.fromkeys(grid + list(self.extra)))
 
-    def neighbours(self, shape: Shape, step: int) -> list[Shape]:
+    def neighbours(self, shape: GemmShape, step: int) -> list[GemmShape]:
         out = []
         for axis in range(3):
             for sign in (1, -1):
                 dims = list(shape)
                 dims[axis] += sign * step
                 if self.lo <= dims[axis] <= self.hi:
-                    out.append(Shape(*dims))
+                    out.append(GemmShape(*dims))
         return out
 
 
@@ -123,7 +123,7 @@ def default_space(sm_count: int | None = None, unit: int = 256) -> SearchSpace:
     extra = ()
     if sm_count:
         pairs = full_wave_pairs(sm_count, lo=4 * unit, hi=64 * unit, align=unit)
-        extra = tuple(Shape(m, n, k) for m, n in pairs for k in grid_k[1:])
+        extra = tuple(GemmShape(m, n, k) for m, n in pairs for k in grid_k[1:])
     return SearchSpace(grid_m=tuple(unit * x for x in (4, 8, 16, 32)),
                        grid_n=tuple(unit * x for x in (8, 16, 32, 64)), grid_k=grid_k,
                        extra=extra, steps=(4 * unit, 2 * unit, unit), lo=unit, hi=80 * unit)
@@ -131,17 +131,17 @@ def default_space(sm_count: int | None = None, unit: int = 256) -> SearchSpace:
 
 @dataclass
 class SearchResult:
-    best: Shape | None      # the best shape by full-measurement mean (None: all failed)
+    best: GemmShape | None      # the best shape by full-measurement mean (None: all failed)
     tflops: float | None
-    screened: dict = field(default_factory=dict)  # Shape -> screen TFLOPS (None = failed)
-    finals: dict = field(default_factory=dict)    # Shape -> full TFLOPS (None = failed)
+    screened: dict = field(default_factory=dict)  # GemmShape -> screen TFLOPS (None = failed)
+    finals: dict = field(default_factory=dict)    # GemmShape -> full TFLOPS (None = failed)
 
 
 def _ranked(values: dict) -> list:
     return sorted((s for s, v in values.items() if v is not None), key=values.get, reverse=True)
 
 
-def _pattern_search(seed: Shape, value, space: SearchSpace, threshold: float, has_time) -> None:
+def _pattern_search(seed: GemmShape, value, space: SearchSpace, threshold: float, has_time) -> None:
     best, best_v = seed, value(seed)
     for step in space.steps:
         while has_time():

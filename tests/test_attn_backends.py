@@ -1,0 +1,171 @@
+"""The attention backend table: the auto rule per GPU and vendor, explicit requests, and every
+consumer (settings, the training step, the kernel benchmark, check_capabilities, the
+README, install.sh) reading the same names."""
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+import torch
+
+from conftest import REPO, import_script
+from upgrade_bench import attn_adapters, attn_backends, settings
+from upgrade_bench.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
+from upgrade_bench.faults import BadInput
+from upgrade_bench.fingerprint import Device
+
+ALL = set(TRAINING)
+HOPPER, BLACKWELL, AMPERE, CPU = Device((9, 0)), Device((10, 0)), Device((8, 0)), Device(None)
+MI300X = Device((9, 4), is_hip=True)  # gfx942: ROCm's (9, 4) is no Hopper
+MI250X = Device((9, 0), is_hip=True)  # gfx90a: nor is ROCm's (9, 0)
+
+
+@pytest.mark.parametrize("device, installed, expected", [
+    (HOPPER, ALL, "fa3"),
+    (HOPPER, {"fa4", "sdpa", "eager"}, "fa4"),
+    (HOPPER, {"sdpa", "eager"}, "sdpa"),
+    (BLACKWELL, ALL, "fa4"),
+    (BLACKWELL, {"fa3", "sdpa", "eager"}, "sdpa"),
+    (Device((12, 0)), ALL, "sdpa"),  # consumer Blackwell: no FA4 path
+    (AMPERE, ALL, "sdpa"),
+    (CPU, ALL, "sdpa"),
+    (MI300X, ALL, "sdpa"),
+    (MI250X, ALL, "sdpa"),
+])
+def test_auto_rule_per_gpu_and_vendor(device, installed, expected):
+    assert resolve("auto", device, installed)[0] == expected
+
+
+def test_auto_says_what_it_passed_over():
+    assert resolve("auto", HOPPER, ALL) == ("fa3", "auto on sm_90: fa3")
+    assert resolve("auto", BLACKWELL, {"sdpa", "eager"}) == (
+        "sdpa", "auto on sm_100: sdpa (fa3 does not run on sm_100: FA3 runs on Hopper (sm_90) only; "
+                "fa4 is not installed)")
+    assert resolve("auto", MI300X, ALL)[1].startswith("auto on gfx94: sdpa (fa3 does not run on AMD GPUs")
+
+
+def test_an_explicit_backend_that_cannot_run_fails_with_the_reason_or_the_install_hint():
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa4 is not installed: .*install.sh --force fa4$"):
+        resolve("fa4", HOPPER, {"sdpa", "eager"})
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa3 needs a CUDA GPU; on CPU use sdpa or eager$"):
+        resolve("fa3", CPU, ALL)
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa3 does not run on sm_100: .*Hopper"):
+        resolve("fa3", BLACKWELL, ALL)
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa3 does not run on AMD GPUs \(gfx94, ROCm\)"):
+        resolve("fa3", MI300X, ALL)
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa2 does not run on sm_75: FA2 needs Ampere"):
+        resolve("fa2", Device((7, 5)), ALL)
+    assert resolve("sdpa", CPU, {"sdpa"}) == ("sdpa", "requested")
+    assert resolve("fa2", MI300X, ALL) == ("fa2", "requested")  # its ROCm build
+
+
+def test_an_explicit_backend_imports_only_its_own_package(monkeypatch):
+    checked = []
+    monkeypatch.setattr(attn_backends, "import_problem", lambda b: checked.append(b.name))
+    assert attn_backends.installed("sdpa") == {"sdpa"} and checked == ["sdpa"]
+    checked.clear()
+    assert attn_backends.installed("fa4") == {"fa4"} and checked == ["fa4"]
+    checked.clear()
+    assert attn_backends.installed() == {"fa3", "fa4", "sdpa"} and checked == ["fa3", "fa4", "sdpa"]
+
+
+def test_a_package_of_the_wrong_release_or_that_fails_to_import_is_a_problem(monkeypatch):
+    fa2 = BACKENDS["fa2"].package
+    monkeypatch.setattr(attn_backends.fingerprint, "package_version", {"flash-attn": "1.0.9"}.get)
+    assert attn_backends.package_problem(fa2).startswith("flash-attn 1.0.9 is not 2.x: install flash-attn 2.x")
+    monkeypatch.setattr(attn_backends.fingerprint, "package_version", {"flash-attn": "2.8.3"}.get)
+
+    def broken(module):
+        raise OSError("libcudart.so.13: cannot open shared object file")
+
+    monkeypatch.setattr(attn_backends.importlib, "import_module", broken)
+    assert attn_backends.package_problem(fa2) == ("import flash_attn failed: OSError: libcudart.so.13: "
+                                                  "cannot open shared object file")
+    assert attn_backends.import_problem(BACKENDS["sdpa-math"]) is None
+
+
+def test_the_flash_adapter_calls_the_packages_dense_and_varlen_api(monkeypatch):
+    varlen = []
+    package = types.SimpleNamespace(  # FA4 returns (out, lse); FA3 3.x returns out
+        flash_attn_func=lambda q, k, v, causal: (q * 2 if causal else q, "lse"),
+        flash_attn_varlen_func=lambda q, k, v, **kw: varlen.append((q.shape, kw)) or q + 1)
+    monkeypatch.setitem(sys.modules, "fake_flash_attn", package)
+    run = attn_adapters.flash("fake_flash_attn")
+    q = torch.ones(2, 4, 3, 8)  # (b, s, h, d)
+    assert torch.equal(run(q, q, q, attn_adapters.Args(causal=True)), q * 2)
+    offsets = torch.tensor([0, 4, 8], dtype=torch.int32)
+    out = run(q, q, q, attn_adapters.Args(causal=True, cu_seqlens=offsets, max_doc_len=4))
+    assert torch.equal(out, q + 1)  # back in (b, s, h, d)
+    [(shape, kw)] = varlen
+    assert shape == (8, 3, 8) and kw == {"cu_seqlens_q": offsets, "cu_seqlens_k": offsets,
+                                         "max_seqlen_q": 4, "max_seqlen_k": 4, "causal": True}
+
+
+# ---- every consumer reads the table ---------------------------------------------------------
+
+def test_training_names_are_settings_choices_and_transformers_implementations():
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    (var,) = [v for v in settings.TRAINING_VARS if v.name == "ATTN_BACKEND"]
+    assert var.choices == ("auto", "fa3", "fa4", "fa2", "sdpa", "eager")
+    assert list(TRAINING) == list(var.choices[1:])
+    for backend in TRAINING.values():
+        assert backend.hf_name == "eager" or backend.hf_name in ALL_ATTENTION_FUNCTIONS.valid_keys()
+    assert "auto = the first of fa3 > fa4 > sdpa" in var.help
+
+
+def test_kernel_names_are_the_benchmarks_and_the_capability_items():
+    assert list(KERNELS) == ["fa3", "fa4", "fa2", "sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]
+    bench = import_script("bench_flash_attn.py")
+    bench.validate({"BACKENDS": list(KERNELS), "PASSES": ["fwd"], "PACKED_DOC_LEN": 0, "SEQLENS": [8]},
+                   KERNELS)
+    (var,) = [v for v in bench.VARS if v.name == "BACKENDS"]
+    assert var.help.endswith(" ".join(KERNELS))
+    order = [b.name for b in import_script("check_capabilities.py").ATTENTION_ORDER]
+    assert sorted(order) == sorted(KERNELS)
+    assert order[:4] == ["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]  # torch's own first
+    assert all(b.run and b.layout for b in KERNELS.values())
+
+
+def test_the_readme_lists_the_tables_names():
+    readme = (REPO / "README.md").read_text()
+    assert "one of auto\\|" + "\\|".join(TRAINING) + " |" in readme
+    assert "a list of " + " ".join(KERNELS) + " |" in readme
+
+
+def test_header_versions_cover_every_package():
+    assert set(attn_backends.versions()) == {b.name for b in BACKENDS.values() if b.package}
+
+
+# ---- install.sh -----------------------------------------------------------------------------
+
+INSTALL_SH = (REPO / "install.sh").read_text()
+
+
+def install_sh_choice(compute_capability: str) -> str:
+    """install.sh's own line, run as it runs: the system Python, standard library only."""
+    (code,) = re.findall(r"-E -S -c '([^']*install_choice[^']*)'", INSTALL_SH)
+    done = subprocess.run([sys.executable, "-E", "-S", "-c", code, compute_capability], cwd=REPO,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("compute_capability, package", [
+    ("9.0", "fa3"), ("10.0", "fa4"), ("10.3", "fa4"), ("8.0", "none"), ("8.9", "none"), ("12.0", "none"),
+])
+def test_install_sh_installs_what_auto_picks(compute_capability, package):
+    assert install_sh_choice(compute_capability) == package
+    major, minor = map(int, compute_capability.split("."))
+    picked = resolve("auto", Device((major, minor)), set(BACKENDS))[0]
+    assert package == (picked if BACKENDS[picked].package else "none")
+
+
+def test_install_sh_can_install_every_package_it_chooses_or_is_forced_to():
+    forced = re.search(r'case "\$force" in ""\|([\w|]+)\)', INSTALL_SH).group(1).split("|")
+    hinted = [b.name for b in BACKENDS.values() if b.package and "./install.sh --force" in b.package.install_hint]
+    assert sorted(forced) == sorted(hinted + ["none"])
+    for name in hinted:
+        arm = re.search(rf"^  {name}\) .*?;;", INSTALL_SH, re.M | re.S).group(0)
+        assert f'"{BACKENDS[name].package.distribution}' in arm

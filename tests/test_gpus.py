@@ -1,0 +1,49 @@
+"""The GPU table: the lookup by device name, the peak for MFU, and where each figure comes from."""
+import pytest
+
+from conftest import REPO
+from upgrade_bench import gpus, mamf
+
+
+@pytest.mark.parametrize("device, name, bf16", [
+    ("NVIDIA H200", "H200 SXM", 989),
+    ("NVIDIA H100 80GB HBM3", "H100 SXM", 989),
+    ("NVIDIA H100 PCIe", "H100 PCIe", 756),
+    ("NVIDIA GH200 480GB", "GH200", 989),
+    ("NVIDIA B200", "B200 SXM", 2250),
+    ("NVIDIA B300 SXM6 AC", "B300 SXM", 2250),
+    ("NVIDIA A100-SXM4-80GB", "A100 SXM", 312),
+    ("AMD Instinct MI300X", "MI300X", 1300),
+])
+def test_gpu_lookup(device, name, bf16):
+    spec = gpus.lookup(device)
+    assert spec.name == name and spec.peak_tflops("bf16") == bf16
+
+
+@pytest.mark.parametrize("device", ["NVIDIA H200 NVL", "NVIDIA L4", None])
+def test_unknown_gpu_gets_no_peak_and_a_warning(device):
+    peak, source, warning = gpus.resolve_peak(device)
+    assert peak is None and source is None and "PEAK_TFLOPS" in warning
+
+
+def test_peak_override_wins():
+    assert gpus.resolve_peak("NVIDIA L4", override=121.0) == (121.0, "PEAK_TFLOPS", None)
+    assert gpus.resolve_peak("NVIDIA H200", "fp8")[0] == 1979
+    assert gpus.resolve_peak("NVIDIA H200", "fp4")[0] is None
+
+
+def test_every_row_cites_its_vendor_datasheet_and_the_mamf_figures_their_table():
+    for _, spec in gpus._TABLE:
+        vendor = "AMD Instinct" if spec.name.startswith("MI") else "NVIDIA"
+        assert spec.datasheet.startswith(vendor) and spec.datasheet.endswith("datasheet"), spec
+    assert "Machine Learning Engineering Open Book" in gpus.MAMF_SOURCE
+    assert "compute/accelerator/README.md" in gpus.MAMF_SOURCE
+    assert mamf.published_mamf("NVIDIA B300 SXM6 AC", "float8_e4m3fn") == 3353.3
+    assert mamf.published_mamf("AMD Instinct MI300X", "float8_e4m3fnuz") is None  # none measured
+
+
+def test_no_code_cites_a_design_document_the_repository_does_not_have():
+    design = "DESIGN" + ".md"
+    files = [*REPO.glob("*.py"), *REPO.glob("*.sh"), *(REPO / "upgrade_bench").rglob("*.py"),
+             *(REPO / "tests").glob("*.py")]
+    assert [str(f) for f in files if design in f.read_text()] == []

@@ -1,0 +1,194 @@
+"""Attention backends: one row each, and the questions every script asks of them.
+
+Every consumer reads this table: the training step (ATTN_BACKEND, its `auto` rule,
+transformers' attn_implementation), the kernel benchmark (BACKENDS, adapters, packed
+documents), check_capabilities (one attention item per kernel), the header (package
+versions) and install.sh (which package a GPU gets). Adding a backend is a row here, an
+adapter in attn_adapters.py when its API is new, and the README.
+
+`auto` is a pure function of (device, installed backends), so it is testable without a
+GPU: the first row marked `auto` that runs on this device and is installed. An explicitly
+requested backend that cannot run here fails at start with the reason or the install hint:
+never a silent fallback, and never transformers' late download of a hub kernel.
+
+Architectures are vendor-aware: under ROCm torch reports a capability in gfx's numbering
+(MI300X, gfx942: (9, 4)), which is no Hopper; a row says which NVIDIA majors it runs on
+and, apart from that, whether it runs on ROCm at all.
+"""
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+from . import attn_adapters, fingerprint
+from .attn_adapters import BHSD, BSHD
+from .faults import BadInput
+from .fingerprint import Device
+
+
+@dataclass(frozen=True)
+class Package:
+    """A backend installed apart from torch."""
+    distribution: str    # what pip installs; FA2 and FA4 both install the module `flash_attn`
+    module: str          # what is imported (its flash_attn_varlen_func is the API we call)
+    version_prefix: str  # the releases that are this backend ("" = any)
+    install_hint: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.distribution} {self.version_prefix}x" if self.version_prefix else self.distribution
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str                         # our one spelling: settings, records, capability items
+    hf_name: str | None = None        # transformers' attn_implementation: training can use it
+    package: Package | None = None    # None: part of torch
+    sdpa_kernel: str = ""             # the torch SDPBackend member it pins, for an SDPA kernel
+    nvidia_majors: tuple = (0, None)  # NVIDIA compute-capability majors it runs on (None: no top)
+    rocm: bool = False                # also runs on AMD GPUs under ROCm
+    cpu: bool = False                 # also runs without a GPU
+    arch_note: str = ""               # why those limits, said when a GPU is outside them
+    auto: bool = False                # a candidate of ATTN_BACKEND=auto, in table order
+    packed: str = ""                  # packed documents in the kernel benchmark: varlen, mask, "" (no)
+    run: Callable | None = None       # the kernel benchmark's adapter: run(q, k, v, Args) -> out
+    layout: str = ""                  # the adapter's layout: BSHD or BHSD
+
+
+def _flash(name: str, hf_name: str, package: Package, nvidia_majors: tuple, arch_note: str,
+           rocm: bool = False, auto: bool = False) -> Backend:
+    """A FlashAttention package: its flash_attn_func API, varlen for packed documents."""
+    return Backend(name, hf_name, package, nvidia_majors=nvidia_majors, rocm=rocm, arch_note=arch_note,
+                   auto=auto, packed="varlen", run=attn_adapters.flash(package.module), layout=BSHD)
+
+
+def _sdpa(name: str, kernel: str, nvidia_majors: tuple, arch_note: str, rocm: bool = True,
+          cpu: bool = False, packed: str = "") -> Backend:
+    """One kernel of torch's scaled_dot_product_attention, pinned."""
+    return Backend(name, sdpa_kernel=kernel, nvidia_majors=nvidia_majors, rocm=rocm, cpu=cpu,
+                   arch_note=arch_note, packed=packed, run=attn_adapters.sdpa(kernel), layout=BHSD)
+
+
+# In the order `auto` tries them (the guide: FA3 on Hopper, FA4 on Blackwell, else SDPA) and
+# the kernel benchmark and check_capabilities run them.
+TABLE = (
+    _flash("fa3", "flash_attention_3",
+           Package("flash-attn-3", "flash_attn_interface", "",
+                   "install flash-attn-3 (Hopper): ./install.sh --force fa3"),
+           (9, 9), "FA3 runs on Hopper (sm_90) only", auto=True),
+    _flash("fa4", "flash_attention_4",
+           Package("flash-attn-4", "flash_attn.cute", "",
+                   "install flash-attn-4 (Hopper SM90 / Blackwell SM100): ./install.sh --force fa4"),
+           (9, 11), "FA4 has SM90 (Hopper) and SM100 (Blackwell) paths", auto=True),
+    _flash("fa2", "flash_attention_2",
+           Package("flash-attn", "flash_attn", "2.",
+                   "install flash-attn 2.x: pip install flash-attn --no-build-isolation"),
+           (8, None), "FA2 needs Ampere (sm_80) or newer; its ROCm build runs on MI200/MI300",
+           rocm=True),
+    Backend("sdpa", hf_name="sdpa", rocm=True, cpu=True, auto=True),  # torch picks the kernel
+    Backend("eager", hf_name="eager", rocm=True, cpu=True),
+    _sdpa("sdpa-cudnn", "CUDNN_ATTENTION", (8, None), "cuDNN attention is NVIDIA's, sm_80 or newer",
+          rocm=False),
+    _sdpa("sdpa-flash", "FLASH_ATTENTION", (8, None), "torch's flash kernel needs sm_80 or newer",
+          cpu=True),
+    _sdpa("sdpa-efficient", "EFFICIENT_ATTENTION", (5, None), "needs sm_50 or newer", packed="mask"),
+    _sdpa("sdpa-math", "MATH", (0, None), "", cpu=True, packed="mask"),
+)
+BACKENDS = {b.name: b for b in TABLE}
+DISTRIBUTIONS = tuple(b.package.distribution for b in TABLE if b.package)
+TRAINING = {b.name: b for b in TABLE if b.hf_name}  # ATTN_BACKEND's choices
+KERNELS = {b.name: b for b in TABLE if b.run}       # the kernel benchmark's and the probes'
+
+
+def arch_problem(backend: Backend, device: Device) -> str | None:
+    """Why `backend` cannot run on `device` whatever is installed, or None."""
+    if device.capability is None:
+        return None if backend.cpu else f"{backend.name} needs a CUDA GPU"
+    if device.is_hip:
+        return None if backend.rocm else (f"{backend.name} does not run on AMD GPUs ({device.arch}, "
+                                          f"ROCm): {backend.arch_note}")
+    low, high = backend.nvidia_majors
+    major = device.capability[0]
+    if major < low or (high is not None and major > high):
+        return f"{backend.name} does not run on {device.arch}: {backend.arch_note}"
+    return None
+
+
+def package_problem(package: Package) -> str | None:
+    """Why `package` cannot be used here, or None if it imports."""
+    version = fingerprint.package_version(package.distribution)
+    if version is None:
+        return f"{package.distribution} is not installed: {package.install_hint}"
+    if not version.startswith(package.version_prefix):
+        return f"{package.distribution} {version} is not {package.version_prefix}x: {package.install_hint}"
+    try:
+        importlib.import_module(package.module).flash_attn_varlen_func
+    except Exception as err:  # ImportError, or a CUDA/ABI error raised while importing
+        return f"import {package.module} failed: {type(err).__name__}: {err}"
+    return None
+
+
+def import_problem(backend: Backend) -> str | None:
+    """Why `backend` cannot be imported here, or None (whether it runs on this GPU aside)."""
+    if backend.package:
+        return package_problem(backend.package)
+    if backend.sdpa_kernel:
+        from torch.nn.attention import SDPBackend
+
+        return None if hasattr(SDPBackend, backend.sdpa_kernel) else \
+            f"this torch has no SDPBackend.{backend.sdpa_kernel}"
+    return None
+
+
+def installed(requested: str = "auto") -> set:
+    """The training backends `requested` can resolve to that import here: every `auto`
+    candidate for auto, else the one asked for. Importing the others (FA4 loads the CuTe
+    DSL) would only slow the start of every process."""
+    names = [b.name for b in TABLE if b.auto] if requested == "auto" else [requested]
+    return {name for name in names if import_problem(BACKENDS[name]) is None}
+
+
+def resolve(requested: str, device: Device, installed_names: set) -> tuple[str, str]:
+    """(training backend, why) for ATTN_BACKEND=`requested`; BadInput with the reason or the
+    install hint when an explicit one cannot run here."""
+    if requested != "auto":
+        backend = BACKENDS[requested]
+        problem = arch_problem(backend, device)
+        if problem:
+            on_cpu = [b.name for b in TRAINING.values() if b.cpu]
+            hint = f"; on CPU use {' or '.join(on_cpu)}" if device.capability is None else ""
+            raise BadInput(f"ATTN_BACKEND={problem}{hint}")
+        if requested not in installed_names:
+            raise BadInput(f"ATTN_BACKEND={requested} is not installed: {backend.package.install_hint}")
+        return requested, "requested"
+    passed_over = []
+    for backend in (b for b in TABLE if b.auto):
+        problem = arch_problem(backend, device) or (
+            None if backend.name in installed_names else f"{backend.name} is not installed")
+        if problem is None:
+            why = f" ({'; '.join(passed_over)})" if passed_over else ""
+            return backend.name, f"auto on {device.arch}: {backend.name}{why}"
+        passed_over.append(problem)
+    raise AssertionError("sdpa runs everywhere: auto always finds a backend")
+
+
+def auto_help() -> str:
+    """The auto rule in a line, for ATTN_BACKEND's --help."""
+    candidates = [b for b in TABLE if b.auto]
+    notes = "; ".join(b.arch_note for b in candidates if b.arch_note)
+    return (f"auto = the first of {' > '.join(b.name for b in candidates)} that is installed and "
+            f"runs on this GPU ({notes})")
+
+
+def install_choice(compute_capability: str) -> str:
+    """The attention package install.sh installs on an NVIDIA GPU of `compute_capability`
+    ('9.0', as nvidia-smi prints it): the backend auto picks there with every package
+    installed, or 'none' when that one ships with torch. Standard library only: install.sh
+    asks before the venv exists."""
+    major, minor = (int(x) for x in compute_capability.split("."))
+    name, _ = resolve("auto", Device((major, minor)), set(BACKENDS))
+    return name if BACKENDS[name].package else "none"
+
+
+def versions() -> dict:
+    """{backend: installed version of its package, or None}, for the header."""
+    return {b.name: fingerprint.package_version(b.package.distribution) for b in TABLE if b.package}
