@@ -4,6 +4,7 @@ settings           environment variables of every script, validated, with --help
 gpus               the GPU peak/HBM table and the lookup by device name
 flops              FLOP accounting (the guide's convention): dense, attention, MFU, HFU
 records            the JSON-lines writer and reader
+runs               a run's identity (config keys that say what ran) and its records' header
 faults             a failure's error record and exit code (3 = OOM, 2 = bad input)
 fingerprint        software and hardware stack for the header record
 model              model configs, presets, weights, building
