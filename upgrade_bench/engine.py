@@ -55,16 +55,36 @@ class RunConfig:
     alloc_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF as this process got it
 
     def header_config(self) -> dict:
-        s = dict(self.settings)
-        s.update(USE_LIGER=self.use_liger, world_size=self.world_size)
-        # The caching allocator's settings move peak memory and the memory ceiling (on the
-        # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
-        # so they are part of the configuration: RESUME, the capacity search and the
-        # report keep runs with different settings apart. Only when set, so runs with
-        # the default allocator compare equal to logs written before this field existed.
-        if self.alloc_conf:
-            s["PYTORCH_CUDA_ALLOC_CONF"] = self.alloc_conf
-        return s
+        return header_config(self.settings, self.use_liger, self.world_size, self.alloc_conf)
+
+
+def header_config(settings: dict, use_liger: bool, world_size: int, alloc_conf: str) -> dict:
+    """The `config` of a training-step header: the settings as resolved on the machine."""
+    s = dict(settings)
+    s.update(USE_LIGER=use_liger, world_size=world_size)
+    # The caching allocator's settings move peak memory and the memory ceiling (on the
+    # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
+    # so they are part of the configuration: RESUME, the capacity search and the
+    # report keep runs with different settings apart. Only when set, so runs with
+    # the default allocator compare equal to logs written before this field existed.
+    if alloc_conf:
+        s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+    return s
+
+
+def resolve_liger(requested: str, has_gpu: bool, installed: bool) -> tuple[bool, list[str]]:
+    """(Liger on, warnings) for USE_LIGER on a machine; BadConfig where it cannot run."""
+    use_liger = requested == "1" or (requested == "auto" and has_gpu)
+    if use_liger and not has_gpu:
+        raise BadConfig("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
+                        "use USE_LIGER=0 or auto on CPU")
+    if use_liger and not installed:
+        if requested == "1":
+            raise BadConfig("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
+        return False, ["liger-kernel not installed: USE_LIGER=auto resolved to off"]
+    if requested == "auto" and not has_gpu:
+        return False, ["no GPU: USE_LIGER=auto resolved to off"]
+    return use_liger, []
 
 
 def resolve(settings: dict) -> RunConfig:
@@ -79,19 +99,8 @@ def resolve(settings: dict) -> RunConfig:
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local_rank) if has_gpu else torch.device("cpu")
-    warnings = []
-
-    use_liger = settings["USE_LIGER"] == "1" or (settings["USE_LIGER"] == "auto" and has_gpu)
-    if use_liger and not has_gpu:
-        raise BadConfig("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
-                        "use USE_LIGER=0 or auto on CPU")
-    if use_liger and fingerprint.package_version("liger-kernel") is None:
-        if settings["USE_LIGER"] == "1":
-            raise BadConfig("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
-        use_liger = False
-        warnings.append("liger-kernel not installed: USE_LIGER=auto resolved to off")
-    if settings["USE_LIGER"] == "auto" and not has_gpu:
-        warnings.append("no GPU: USE_LIGER=auto resolved to off")
+    use_liger, warnings = resolve_liger(settings["USE_LIGER"], has_gpu,
+                                        fingerprint.package_version("liger-kernel") is not None)
 
     cap = fingerprint.capability()
     try:

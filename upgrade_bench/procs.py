@@ -9,10 +9,10 @@ import sys
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .interrupts import ignored
 from .records import append_line, read_lines
 
 REPO = Path(__file__).resolve().parent.parent  # the child's working directory
@@ -124,22 +124,11 @@ def _wait_until(done, timeout_s: float) -> bool:
     return True
 
 
-@contextmanager
-def signals_ignored():
-    """Ctrl-C and SIGTERM wait until the block is done (work that must not be cut short)."""
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def stop_group(proc, multi_node: bool) -> None:
     """SIGTERM the process group of `proc` (launcher, ranks and anything they started),
     then SIGKILL what is left after a grace period: no orphan keeps holding GPU memory."""
     # A second Ctrl-C (or scancel's SIGTERM) must not cut this short and leave ranks behind.
-    with signals_ignored():
+    with ignored():
         if multi_node and proc.poll() is None:  # its handler pkills the ranks on other nodes
             proc.send_signal(signal.SIGTERM)
             _wait_until(lambda: proc.poll() is not None, PDSH_GRACE_S)
@@ -220,7 +209,7 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
     except BaseException:
         stop_group(proc, multi_node)  # whatever else stops the sweep here leaves no orphan
         raise
-    with signals_ignored():  # the process has ended: only its bookkeeping is left
+    with ignored():  # the process has ended: only its bookkeeping is left
         for t in readers:
             t.join(timeout=5)
         result.exit_code = proc.wait()
