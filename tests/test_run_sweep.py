@@ -186,6 +186,7 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_p
     assert all(row.split()[1] not in ("0.0", "-") for row in table[1:3])  # a CPU's figures, readable
     assert "point 2/3 seq_len 128" in first.stderr and "ETA" in first.stderr
     assert "process 1: starting up" in first.stderr
+    assert "start-up done in" in (tmp_path / "sweep.log").read_text()  # the benchmark says so too
     stdout_recs = [json.loads(line) for line in first.stdout.splitlines()]
     assert [r["kind"] for r in stdout_recs].count("summary") == 2  # stdout is the same JSONL stream
     assert not any("log_file" in r for r in stdout_recs)  # as written, not as read back

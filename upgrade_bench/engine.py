@@ -5,11 +5,11 @@ fwd + bwd + optimizer step.
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 
 from . import attention, fingerprint, flops, gpus, memory, model, timing
 from .faults import EXIT_BAD_INPUT, NonFiniteLoss, error_fields, exit_code_for
-from .procs import free_port
 
 
 class BadConfig(ValueError):
@@ -26,12 +26,12 @@ def sanitize_arch_list(value: str) -> str:
 
 
 def prepare_process_env(environ=os.environ) -> None:
-    """Environment fixes that must precede importing DeepSpeed; single-process defaults."""
+    """Environment fixes that must precede importing DeepSpeed; single-process defaults (a
+    world of one has no rendezvous, so no MASTER_ADDR/MASTER_PORT: see build_engine)."""
     if environ.get("TORCH_CUDA_ARCH_LIST"):
         environ["TORCH_CUDA_ARCH_LIST"] = sanitize_arch_list(environ["TORCH_CUDA_ARCH_LIST"])
     if "RANK" not in environ:  # run as plain `python script.py`: a world of one
-        environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+        environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
 
 
 @dataclass
@@ -177,7 +177,13 @@ def build_engine(rc: RunConfig, probe=None):
     on_gpu = rc.device.type == "cuda"
     if on_gpu:
         torch.cuda.set_device(rc.device)
-    deepspeed.init_distributed(dist_backend="nccl" if on_gpu else "gloo", verbose=False)
+    backend = "nccl" if on_gpu else "gloo"
+    if rc.world_size == 1:
+        # A world of one needs no rendezvous: an in-process store, not a TCP port that another
+        # run on the host may hold. DeepSpeed then takes the initialized process group as it is.
+        torch.distributed.init_process_group(backend, store=torch.distributed.HashStore(), rank=0,
+                                             world_size=1)
+    deepspeed.init_distributed(dist_backend=backend, verbose=False)
     ds_config = deepspeed_config(rc.settings, on_gpu)
     keep_alive = None
     if rc.settings["ZERO_STAGE"] == 3:
@@ -336,7 +342,12 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     debug = memory.Debug(rc, writer) if s["MEM_DEBUG"] else None
     seq_len = None
     try:
+        say_rank0(rc, "start-up: building the model and the DeepSpeed engine (minutes for an 8B "
+                      "model on a node; a first run also builds DeepSpeed's CPU ops) ...")
+        started = time.monotonic()
         eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
+        say_rank0(rc, f"start-up done in {time.monotonic() - started:.0f} s; measuring seq_len "
+                      f"{' '.join(map(str, s['SEQ_LEN']))}")
         for seq_len in s["SEQ_LEN"]:
             run_point(eng, rc, writer, seq_len, debug)
     except records.WriteFailed:
@@ -350,6 +361,12 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         return exit_code_for(err)
     shut_down_distributed(clean=True)
     return 0
+
+
+def say_rank0(rc: RunConfig, message: str) -> None:
+    if rc.rank == 0:
+        sys.stderr.write(f"{message}\n")
+        sys.stderr.flush()
 
 
 def shut_down_distributed(clean: bool) -> None:
