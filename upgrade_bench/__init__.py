@@ -23,6 +23,8 @@ interrupts         Ctrl-C and SIGTERM: one clean stop for every script
 decompose          bench_decompose.py: the kernel classifier and the one-clock wall-time split
 attn_kernels       bench_flash_attn.py: one adapter per attention kernel, correctness check
 matmul             mamf-finder.py: the MAMF search over shapes
+mamf_bench         mamf-finder.py: one shape's operands and timing, as the published tool
+mamf_run           mamf-finder.py: a run's device, records, progress line and table
 capabilities, capability_probes   check_capabilities.py: gates, classification, tiny probes
 report, report_md, figures, reference   plot_results.py: analysis, markdown, PNGs, the guide's numbers
 """

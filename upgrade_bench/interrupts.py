@@ -54,7 +54,8 @@ class Signals:
         finally:
             self.holding = False
         if self.pending:
-            raise Interrupted(self.pending)
+            signum, self.pending = self.pending, None
+            raise Interrupted(signum)
 
 
 @contextmanager
