@@ -22,6 +22,7 @@ devices            the GPUs visible here, from NVML (planning without torch)
 interrupts         Ctrl-C and SIGTERM: one clean stop for every script
 decompose          bench_decompose.py: the kernel classifier and the one-clock wall-time split
 attn_kernels       bench_flash_attn.py: one adapter per attention kernel, correctness check
+attn_bench         bench_flash_attn.py: each backend checked then timed, a record per outcome, the table
 matmul             mamf-finder.py: the MAMF search over shapes
 mamf_bench         mamf-finder.py: one shape's operands and timing, as the published tool
 mamf_run           mamf-finder.py: a run's device, records, progress line and table
