@@ -1,6 +1,7 @@
 """Planning a sweep (upgrade_bench.sweep_plan), in-process: commands, devices, resume, the
 results file, every bad input; and that planning, DRY_RUN included, never imports torch."""
 import io
+import shlex
 import subprocess
 import sys
 import types
@@ -176,6 +177,16 @@ def test_a_cpu_sweep_writes_under_the_ignored_folder_unless_out_says(environ, tm
     on_gpu = plan_of(environ, OUT="", USE_LIGER="0", ATTN_BACKEND="sdpa")
     assert Path(on_gpu.out).parent == REPO / "results" and Path(on_gpu.out).name.startswith("nvidia-h200_sdpa_")
     assert on_gpu.peak_tflops == 989 and on_gpu.hardware["hbm_gib"] == 139.8
+
+
+def test_the_cpu_sweep_install_sh_suggests_is_the_tiny_model_into_the_ignored_folder(environ):
+    line = next(line.strip() for line in (REPO / "install.sh").read_text().splitlines()
+                if line.strip().startswith("tiny_sweep="))
+    *assignments, command = shlex.split(shlex.split(line.split("=", 1)[1])[0])
+    assert command == "./run_sweep.sh"
+    plan = plan_of(environ, **dict(a.split("=", 1) for a in assignments))
+    assert plan.s["MODEL"] == "tiny" and plan.s["SEQLENS"] == [64, 128]
+    assert Path(plan.out).parent == REPO / sweep_plan.CPU_OUT
 
 
 def test_dry_run_eight_gpus_on_a_smaller_machine(environ, tmp_path):
