@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from upgrade_bench.procs import PORT_ATTEMPTS, PORT_TAKEN, free_port
+
 REPO = Path(__file__).resolve().parent.parent
 
 # The tiny preset on CPU with the cheapest DeepSpeed config; tests override what they test.
@@ -57,6 +59,16 @@ def launcher() -> str:
     """The deepspeed launcher of this interpreter's environment (a venv need not be on PATH)."""
     beside = Path(sys.executable).parent / "deepspeed"
     return str(beside) if beside.exists() else shutil.which("deepspeed")
+
+
+def run_launched(args: list, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
+    """run_proc of `deepspeed --master_port P <args>` on a free port (not the launcher's
+    29500, which other runs on the host use), again on another one if it was taken."""
+    for _ in range(PORT_ATTEMPTS):
+        proc = run_proc([launcher(), "--master_port", str(free_port()), *args], env, timeout)
+        if PORT_TAKEN not in proc.stderr:
+            break
+    return proc
 
 
 @pytest.fixture

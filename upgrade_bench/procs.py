@@ -90,6 +90,12 @@ class Log:
                     self.error = err
 
 
+# How torch's TCPStore says a rendezvous port was taken (by another run) before it bound it,
+# and how many ports to try: a new one is as likely to be free as the first.
+PORT_TAKEN = "EADDRINUSE"
+PORT_ATTEMPTS = 3
+
+
 def free_port() -> int:
     """A TCP port free on this host now, for a rendezvous (MASTER_PORT)."""
     with socket.socket() as sock:

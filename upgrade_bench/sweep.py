@@ -36,7 +36,7 @@ from . import fingerprint
 from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED
 from .interrupts import Signals, ignored
 from .numfmt import sig
-from .procs import Log, ProcessResult, run_process
+from .procs import PORT_ATTEMPTS, PORT_TAKEN, Log, ProcessResult, run_process
 from .records import RecordWriter, WriteFailed, claim_stdout, run_main
 from .sweep_capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
 from .sweep_plan import (REPO, VARS, BadInput, Plan, done_summaries, dry_run, existing_records,
@@ -44,8 +44,6 @@ from .sweep_plan import (REPO, VARS, BadInput, Plan, done_summaries, dry_run, ex
 from .sweep_tables import capacity_table, fmt_s, sweep_table
 
 SCRIPT = "run_sweep.sh"
-# A port found free can be taken before the ranks bind it; a new one is as likely to be free.
-PORT_ATTEMPTS = 3
 
 
 @dataclass
@@ -78,7 +76,7 @@ def _pythonpath() -> str:
 def port_taken(result: ProcessResult) -> bool:
     """The process failed before its header because its rendezvous port was in use."""
     return result.status == "failed" and result.header is None and any(
-        "EADDRINUSE" in line for line in result.stderr_tail)
+        PORT_TAKEN in line for line in result.stderr_tail)
 
 
 def start_process(ctx: Context, seq_lens: list[int], probe: bool, on_summary) -> ProcessResult:
