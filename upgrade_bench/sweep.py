@@ -2,13 +2,14 @@
 
 Runs benchmark.py over SEQLENS (ascending) under the DeepSpeed launcher and gathers every
 record in one JSON-lines file, results/<gpu>_<backend>_<time>.jsonl (or OUT; out/ instead
-of results/ without a GPU): the only input plot_results.py needs. All pending lengths run in one benchmark process, so start-up
-(launch, model and DeepSpeed init, JIT: 70-120 s per process on an 8B model) is paid once;
-a point that fails (OOM, crash, or no summary within POINT_TIMEOUT: its process group is
-killed) gets an `error` record and the remaining lengths start in a fresh process. An
-existing OUT (or RESUME=1) skips lengths that already have a `summary` with the same
-config; Ctrl-C stops cleanly and keeps what was done. Progress and the final table go to
-stderr, the records to stdout and the file, the benchmark's own log to <file>.log.
+of results/ without a GPU): the only input plot_results.py needs. All pending lengths run
+in one benchmark process, so start-up (launch, model and DeepSpeed init, JIT: 70-120 s per
+process on an 8B model) is paid once; a point that fails (OOM, crash, or no summary within
+POINT_TIMEOUT: its process group is killed) gets an `error` record and the remaining lengths
+start in a fresh process. An existing OUT (or RESUME=1) skips lengths that already have a
+`summary` of the same run identity (upgrade_bench/runs.py); Ctrl-C or SIGTERM stops cleanly
+and keeps what was done. Progress and the final table go to stderr, the records to stdout
+and the file, the benchmark's own log to <file>.log.
 
 FIND_MAX_SEQLEN=1 finds the largest length that fits instead and writes a `capacity` record:
 one step per probe, doubling from the smallest SEQLENS value in one process, then the length
