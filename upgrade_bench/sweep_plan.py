@@ -316,7 +316,9 @@ def prepare(s: dict, environ=os.environ) -> Plan:
                                        attention.installed_backends(s["ATTN_BACKEND"]))
     except (ValueError, engine.BadConfig, attention.BackendUnavailable) as err:
         raise BadInput(str(err)) from None
-    peak, peak_source, warning = gpus.resolve_peak(first and first.name, "bf16", s["PEAK_TFLOPS"])
+    peak, peak_source, peak_warning = gpus.resolve_peak(first and first.name, "bf16", s["PEAK_TFLOPS"])
+    if peak_warning:
+        warnings.append(peak_warning)
 
     training = {v.name: s[v.name] for v in PASSED}
     training.update(SEQ_LEN=sorted(set(s["SEQLENS"])), OUTPUT="")
@@ -330,11 +332,10 @@ def prepare(s: dict, environ=os.environ) -> Plan:
                       time.strftime("%Y%m%d-%H%M%S"), s["RESUME"], existing)
     check_out(out)
     config["OUTPUT"] = out
-    return Plan(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable, gpus=per_node, hostfile=hostfile,
-                multi_node=len(hosts) > 1, devices=selected,
+    return Plan(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
+                gpus=per_node, hostfile=hostfile, multi_node=len(hosts) > 1, devices=selected,
                 config=json.loads(json.dumps(config, default=str)), hardware=devices.hardware(seen),
-                backend=backend, peak_tflops=peak, peak_source=peak_source,
-                warnings=warnings + [warning] * bool(warning))
+                backend=backend, peak_tflops=peak, peak_source=peak_source, warnings=warnings)
 
 
 def existing_records(path: str) -> list[dict]:
