@@ -119,17 +119,17 @@ def run_check(backend, base: attn_kernels.Shape, b: AttentionBench):
         return {"status": "error", "reason": f"correctness check failed: {fields['reason']}"}
 
 
-def prepare(backend, shape, mode: str, dtype, device, seed: int):
+def prepare(backend, shape, mode: str, b: AttentionBench):
     """(forward, leaves, dout) for timing `shape`, or failure fields (OOM at long seq_len)."""
     import torch
 
-    problem = too_big(shape.input_bytes(dtype.itemsize), memory_bytes(device))
+    problem = too_big(shape.input_bytes(b.dtype.itemsize), memory_bytes(b.device))
     if problem:  # not allocated: past a CPU's RAM that would be the OOM killer, not an error
         return {"status": "oom", "reason": problem}
-    torch.manual_seed(seed + shape.seq_len)
+    torch.manual_seed(b.s["SEED"] + shape.seq_len)
     try:
-        args = attn_kernels.make_args(backend, shape, dtype, device, mode)
-        leaves = attn_kernels.random_inputs(backend, shape, dtype, device, mode)
+        args = attn_kernels.make_args(backend, shape, b.dtype, b.device, mode)
+        leaves = attn_kernels.random_inputs(backend, shape, b.dtype, b.device, mode)
         forward = lambda: backend.run(*leaves, args)  # noqa: E731
         return forward, leaves, torch.randn_like(forward())  # dout strided like the real output
     except Exception as err:
@@ -165,7 +165,7 @@ def run_backend(backend, base: attn_kernels.Shape, b: AttentionBench, write):
     common = {"gqa": mode, "tol": tol, "note": "; ".join(n for n in notes if n) or None}
     for seq_len in s["SEQLENS"]:
         shape = replace(base, seq_len=seq_len)
-        inputs = prepare(backend, shape, mode, b.dtype, b.device, s["SEED"])
+        inputs = prepare(backend, shape, mode, b)
         for pass_ in s["PASSES"]:
             names = CHECKED[pass_] if pass_ == "fwd" or not check.backward_error else ("out",)
             verdict = attn_kernels.judge(check.errors, names, tol)
