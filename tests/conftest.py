@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from upgrade_bench import settings, sweep_plan
 from upgrade_bench.procs import PORT_ATTEMPTS, PORT_TAKEN, free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -18,6 +19,11 @@ REPO = Path(__file__).resolve().parent.parent
 # The tiny preset on CPU with the cheapest DeepSpeed config; tests override what they test.
 TINY_FAST = {"MODEL": "tiny", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0",
              "STEPS": "2", "WARMUP_STEPS": "1", "SEQ_LEN": "64"}
+
+
+# What a sweep reads from the environment: a sweep test sets what it needs, nothing leaks in.
+SWEEP_CLEARED = {v.name for v in sweep_plan.VARS + settings.TRAINING_VARS} | {
+    "RUN_ID", "CUDA_VISIBLE_DEVICES", "DS_ENV_FILE", "PYTORCH_CUDA_ALLOC_CONF"}
 
 
 def script_env(extra: dict) -> dict:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SMALL_DISK_BYTES, script_env
-from upgrade_bench import devices, procs, settings, sweep, sweep_plan
+from conftest import SMALL_DISK_BYTES, SWEEP_CLEARED, script_env
+from upgrade_bench import devices, procs, sweep, sweep_plan
 from upgrade_bench.records import WriteFailed, read_lines
 from upgrade_bench.runs import run_identity
 from upgrade_bench.sweep_tables import sweep_table
@@ -88,12 +88,10 @@ for s in seq_lens:
           peak_mem_gib=peak)
 '''
 
-CLEARED = {v.name for v in sweep_plan.VARS + settings.TRAINING_VARS} | {
-    "RUN_ID", "CUDA_VISIBLE_DEVICES", "DS_ENV_FILE", "PYTORCH_CUDA_ALLOC_CONF"}
 
 
 def sweep_env(**extra) -> dict:
-    env = {k: v for k, v in script_env({}).items() if k not in CLEARED}
+    env = {k: v for k, v in script_env({}).items() if k not in SWEEP_CLEARED}
     env.update(PYTHON=sys.executable, PYTHONPATH=str(REPO))
     env.update({k: str(v) for k, v in extra.items()})
     return env
@@ -126,7 +124,7 @@ def fake(tmp_path):
 def in_process(monkeypatch, capsys):
     """execute(**env) -> (exit code, stderr): the sweep in this process, on no GPU, its
     benchmark processes real children; env goes to os.environ, as the children read it."""
-    for name in CLEARED:
+    for name in SWEEP_CLEARED:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])
 
@@ -194,7 +192,7 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_p
     # Lose the 128 summary, as if the night had been cut short: what the sweep plans from the
     # file (its run identity against the real benchmark's header) runs only that point.
     kept = [r for r in recs if not (r["kind"] == "summary" and r["seq_len"] == 128)]
-    for name in CLEARED:
+    for name in SWEEP_CLEARED:
         monkeypatch.delenv(name, raising=False)
     for key, value in {**REAL_TINY, "SEQLENS": "64 128", "OUT": str(out), "RESUME": "1"}.items():
         monkeypatch.setenv(key, str(value))

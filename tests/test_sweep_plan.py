@@ -9,19 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import script_env
-from upgrade_bench import devices, settings, sweep_plan
+from conftest import SWEEP_CLEARED, script_env
+from upgrade_bench import devices, sweep_plan
 from upgrade_bench.sweep_plan import BadInput
 
 REPO = Path(__file__).resolve().parent.parent
-CLEARED = {v.name for v in sweep_plan.VARS + settings.TRAINING_VARS} | {
-    "RUN_ID", "CUDA_VISIBLE_DEVICES", "DS_ENV_FILE", "PYTORCH_CUDA_ALLOC_CONF"}
 
 
 @pytest.fixture
 def environ(monkeypatch):
     """A clean environment for the sweep's settings (os.environ itself: the sweep reads it)."""
-    for name in CLEARED:
+    for name in SWEEP_CLEARED:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])  # whatever this machine has
     return monkeypatch
@@ -290,7 +288,7 @@ def test_run_sweep_sh_dry_run_prints_commands_and_imports_no_torch(tmp_path):
     code = ("import sys; from upgrade_bench import sweep; code = sweep.main(); "
             "sys.stderr.write(f'imported: {sorted(m for m in (\"torch\", \"transformers\") if m in sys.modules)}\\n'); "
             "sys.exit(code)")
-    env = {k: v for k, v in script_env(run).items() if k not in CLEARED - set(run)}
+    env = {k: v for k, v in script_env(run).items() if k not in SWEEP_CLEARED - set(run)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     [line] = proc.stdout.splitlines()
