@@ -143,5 +143,11 @@ torch.cuda.synchronize()
 print(f"  {backend.name}: ok, output {tuple(out.shape)}, finite={bool(torch.isfinite(out.float()).all())}")
 PY
   fi
+fi
+if [ $cpu = 1 ]; then
+  # The guide's sweep is an 8B model at 8K..256K: on a CPU, the tiny one (seconds, into out/).
+  tiny_sweep='MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 GRAD_CHECKPOINT=0 SEQLENS="64 128" ./run_sweep.sh'
+  say "done: try the sweep on CPU with the tiny model: $tiny_sweep"
+else
   say "done: run ./run_sweep.sh (see README.md)"
 fi

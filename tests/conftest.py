@@ -11,11 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from upgrade_bench import settings, sweep_plan
+from upgrade_bench.child_process import PORT_ATTEMPTS, PORT_TAKEN, free_port
+
 REPO = Path(__file__).resolve().parent.parent
 
 # The tiny preset on CPU with the cheapest DeepSpeed config; tests override what they test.
 TINY_FAST = {"MODEL": "tiny", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0",
              "STEPS": "2", "WARMUP_STEPS": "1", "SEQ_LEN": "64"}
+
+
+# What a sweep reads from the environment: a sweep test sets what it needs, nothing leaks in.
+SWEEP_CLEARED = {v.name for v in sweep_plan.VARS + settings.TRAINING_VARS} | {
+    "RUN_ID", "CUDA_VISIBLE_DEVICES", "DS_ENV_FILE", "PYTORCH_CUDA_ALLOC_CONF"}
 
 
 def script_env(extra: dict) -> dict:
@@ -57,6 +65,16 @@ def launcher() -> str:
     """The deepspeed launcher of this interpreter's environment (a venv need not be on PATH)."""
     beside = Path(sys.executable).parent / "deepspeed"
     return str(beside) if beside.exists() else shutil.which("deepspeed")
+
+
+def run_launched(args: list, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
+    """run_proc of `deepspeed --master_port P <args>` on a free port (not the launcher's
+    29500, which other runs on the host use), again on another one if it was taken."""
+    for _ in range(PORT_ATTEMPTS):
+        proc = run_proc([launcher(), "--master_port", str(free_port()), *args], env, timeout)
+        if PORT_TAKEN not in proc.stderr:
+            break
+    return proc
 
 
 @pytest.fixture

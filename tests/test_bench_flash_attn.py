@@ -17,7 +17,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from upgrade_bench import faults, fingerprint
+from upgrade_bench import attn_bench, faults, fingerprint, flops
 from upgrade_bench import attn_kernels as ak
 from upgrade_bench.attn_adapters import BHSD
 from upgrade_bench.attn_backends import KERNELS, Backend
@@ -67,7 +67,7 @@ def test_flops_to_tflops_matches_the_probe():
     # The H200 probe: FA4 fwd 650.5 TFLOPS at 32K causal 32 heads x 128 = 13.52 ms per call.
     work = shape(seq_len=32768).flops("fwd")
     assert work == 8_796_093_022_208
-    assert bench.flops.tflops(work, 13.522) == pytest.approx(650.5, rel=1e-3)
+    assert flops.tflops(work, 13.522) == pytest.approx(650.5, rel=1e-3)
 
 
 # --- pure helpers ----------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def test_oom_at_a_long_sequence_is_a_record_and_the_run_goes_on(monkeypatch, cap
 
 
 def test_inputs_that_cannot_fit_this_device_are_refused_before_any_work(monkeypatch, capsys):
-    monkeypatch.setattr(bench, "memory_bytes", lambda device: 2**30)  # a 1 GiB device
+    monkeypatch.setattr(attn_bench, "memory_bytes", lambda device: 2**30)  # a 1 GiB device
     for allocates in ("check_backend", "random_inputs"):
         monkeypatch.setattr(ak, allocates, lambda *args: pytest.fail("allocated"))
     code, records, err = run_main(monkeypatch, capsys, HEAD_DIM="1000000", SEQLENS="1024")
@@ -290,7 +290,7 @@ def test_inputs_that_cannot_fit_this_device_are_refused_before_any_work(monkeypa
 
 
 def test_a_long_point_that_cannot_fit_is_an_oom_record_without_allocating(monkeypatch, capsys):
-    monkeypatch.setattr(bench, "memory_bytes", lambda device: 2**30)
+    monkeypatch.setattr(attn_bench, "memory_bytes", lambda device: 2**30)
     # 4M tokens of 4+2 heads x 16 need 3 GiB for their inputs; 32 tokens fit.
     code, records, _ = run_main(monkeypatch, capsys, BACKENDS="sdpa-math", SEQLENS="32 4194304", PASSES="fwd")
     status = {r["seq_len"]: (r["status"], r["reason"]) for r in records if r["kind"] == "attention"}
@@ -361,14 +361,40 @@ def test_auto_on_cpu_runs_sdpa_flash_and_math_from_the_model_preset(tmp_path):
     assert "sdpa-math" in proc.stderr and "TFLOPS" in proc.stderr
 
 
-@pytest.mark.parametrize("env, needle", [
-    ({"BACKENDS": "fa9"}, "BACKENDS='fa9'"),
-    ({"PASSES": "fwd back"}, "PASSES='fwd back'"),
-    ({**TINY, "NHEADS": "5"}, "NHEADS=5"),
-    ({**TINY, "PACKED_DOC_LEN": "64", "SEQLENS": "64 128"}, "PACKED_DOC_LEN=64"),
-    ({"DTYPE": "fp8"}, "DTYPE='fp8'"),
-])
-def test_bad_input_exits_2_with_one_line(tmp_path, env, needle):
-    proc, records = run_script(tmp_path, **env)
+def test_bad_input_exits_2_with_one_line(tmp_path):
+    proc, records = run_script(tmp_path, BACKENDS="fa9")
     assert proc.returncode == 2 and records == []
-    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr == "error: BACKENDS='fa9': expected auto or a list of " + "|".join(KERNELS) + "\n"
+
+
+@pytest.mark.parametrize("env, needle", [
+    ({"PASSES": "fwd back"}, "PASSES='fwd back'"),
+    ({"NHEADS": "5"}, "NHEADS=5"),
+    ({"PACKED_DOC_LEN": "64", "SEQLENS": "64 128"}, "PACKED_DOC_LEN=64"),
+    ({"DTYPE": "fp8"}, "DTYPE='fp8'"),
+    ({"NHEADS": "0", "MODEL": "/nonexistent/model"}, "MODEL='/nonexistent/model'"),
+])
+def test_every_bad_input_is_one_line_and_exit_2_before_any_record(monkeypatch, capsys, env, needle):
+    for var in bench.VARS:
+        monkeypatch.delenv(var.name, raising=False)
+    for key, value in {**TINY, **env}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(sys, "argv", ["bench_flash_attn.py"])
+    code = faults.run_main(bench.main)
+    out = capsys.readouterr()
+    assert code == 2 and out.out == ""
+    assert needle in out.err and len(out.err.strip().splitlines()) == 1
+
+
+def test_the_table_shows_a_cpus_small_figures_and_what_could_not_run():
+    point = {"kind": "attention", "backend": "sdpa-math", "pass": "fwd", "seq_len": 1024, "status": "ok",
+             "ok": True, "tflops": 0.00123}
+    records = [point, {**point, "pass": "bwd", "ok": False, "tflops": 812.34},
+               {**point, "seq_len": 2048, "status": "oom", "tflops": None},
+               {"kind": "attention", "backend": "fa4", "pass": None, "status": "unavailable",
+                "reason": "fa4 needs a CUDA GPU"}]
+    lines = attn_bench.format_table(records).splitlines()
+    assert lines[1].split() == ["backend", "pass", "1K", "2K"]
+    assert lines[2].split() == ["sdpa-math", "fwd", "0.00123", "oom"]
+    assert lines[3].split() == ["sdpa-math", "bwd", "812!", "-"]
+    assert lines[-1] == "fa4: fa4 needs a CUDA GPU"

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, TINY_FAST, launcher, parse_jsonl
+from conftest import REPO, TINY_FAST, parse_jsonl, run_launched
 from upgrade_bench import engine, faults, records, settings
 
 
@@ -40,14 +40,9 @@ def test_zero2_two_seqlens_in_one_process(run, tmp_path):
     assert summary["telemetry_samples"] == 0 and summary["sm_clock_mhz_median"] is None
 
 
-def test_stdout_is_pure_jsonl_under_the_launcher(run):
+def test_stdout_is_pure_jsonl_under_the_launcher():
     # DeepSpeed and its JIT builds print to stdout; the records must stay parseable alone.
-    import subprocess
-
-    from conftest import script_env
-
-    proc = subprocess.run([launcher(), "--num_gpus", "1", str(REPO / "benchmark.py")],
-                          env=script_env(TINY_FAST), capture_output=True, text=True, timeout=600)
+    proc = run_launched(["--num_gpus", "1", str(REPO / "benchmark.py")], TINY_FAST)
     assert proc.returncode == 0, proc.stderr[-2000:]
     # The launcher logs to stdout itself; everything after it spawned the rank is ours.
     ours = proc.stdout.split("spawned with command", 1)[1].splitlines()[1:]
@@ -55,11 +50,12 @@ def test_stdout_is_pure_jsonl_under_the_launcher(run):
     assert [json.loads(line)["kind"] for line in lines] == ["header", "step", "step", "step", "summary"]
 
 
-def test_zero3_under_the_deepspeed_launcher_two_ranks(run, tmp_path):
-    rc, recs, err = run([launcher(), "--num_gpus", "2", str(REPO / "benchmark.py")],
+def test_zero3_under_the_deepspeed_launcher_two_ranks():
+    proc = run_launched(["--num_gpus", "2", str(REPO / "benchmark.py")],
                         {**TINY_FAST, "ZERO_STAGE": "3", "GRAD_CHECKPOINT": "1",
                          "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
-    assert rc == 0, err[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = parse_jsonl(proc.stdout)
     assert kinds(recs).count("header") == 1  # rank 0 alone writes
     summary = recs[-1]
     assert summary["kind"] == "summary" and summary["world_size"] == 2

@@ -270,6 +270,13 @@ def test_side_by_side_table_highlights_what_only_one_gpu_can_do():
     assert len(lines) == 2 + 6
 
 
+
+def test_a_capability_of_a_cpu_run_or_of_a_run_without_header_is_labelled_so():
+    records = [{"kind": "header", "run_id": "h", "hardware": {"gpu_name": None}}, _cap("matmul:bf16", "ok"),
+               _cap("matmul:fp8", "ok", run_id="gone")]
+    assert {gpu: list(items) for gpu, items in caps.capabilities_by_gpu(records).items()} == {
+        "no GPU": ["matmul:bf16"], "unknown GPU": ["matmul:fp8"]}
+
 # ---- the script, for real, on CPU ----------------------------------------------------------
 
 def _run(tmp_path, **env):

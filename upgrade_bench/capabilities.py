@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from . import attn_backends
 from .faults import is_oom
 from .fingerprint import Device
+from .runs import with_headers
 
 STATUSES = ("ok", "unsupported_hardware", "unsupported_stack", "unavailable", "error")
 CATEGORIES = ("dtype", "attention", "memory", "interconnect")
@@ -196,19 +197,16 @@ def max_seq_len_verdict(gpu_name: str | None, capacity_records, usable_gib, tota
     return Verdict(v.status, v.detail + note, v.value)
 
 
-def gpu_of_runs(records) -> dict:
-    """run_id -> hardware.gpu_name from the header records."""
-    return {r.get("run_id"): (r.get("hardware") or {}).get("gpu_name")
-            for r in records if r.get("kind") == "header"}
+def _gpu_name(header: dict) -> str | None:
+    return (header.get("hardware") or {}).get("gpu_name")
 
 
 def capacity_verdict(records, gpu_name: str) -> Verdict | None:
     """The last `capacity` record measured on a GPU of this name, as a verdict; failing
     that, the last one whose run has no header in the log (its GPU unknown); else None."""
-    gpus = gpu_of_runs(records)
-    capacity = [r for r in records if r.get("kind") == "capacity"]
-    mine = [r for r in capacity if gpus.get(r.get("run_id")) == gpu_name]
-    orphans = [r for r in capacity if r.get("run_id") not in gpus]
+    capacity = [(r, header) for r, header in with_headers(records) if r.get("kind") == "capacity"]
+    mine = [r for r, header in capacity if header and _gpu_name(header) == gpu_name]
+    orphans = [r for r, header in capacity if header is None]
     if not mine and not orphans:
         return None
     cap = (mine or orphans)[-1]
@@ -289,12 +287,11 @@ def capabilities_by_gpu(records) -> dict:
 
     A run's GPU is its header's hardware.gpu_name; no GPU shows as "no GPU".
     """
-    gpus = gpu_of_runs(records)
     out = {}
-    for r in records:
+    for r, header in with_headers(records):
         if r.get("kind") != "capability":
             continue
-        gpu = gpus.get(r.get("run_id")) or ("no GPU" if r.get("run_id") in gpus else "unknown GPU")
+        gpu = (_gpu_name(header) or "no GPU") if header else "unknown GPU"
         out.setdefault(gpu, {})[r["item"]] = r
     return out
 

@@ -9,9 +9,9 @@ import sys
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from .interrupts import ignored
 from .paths import REPO
 from .records import append_line, read_lines
 
@@ -89,6 +89,12 @@ class Log:
                     self.error = err
 
 
+# How torch's TCPStore says a rendezvous port was taken (by another run) before it bound it,
+# and how many ports to try: a new one is as likely to be free as the first.
+PORT_TAKEN = "EADDRINUSE"
+PORT_ATTEMPTS = 3
+
+
 def free_port() -> int:
     """A TCP port free on this host now, for a rendezvous (MASTER_PORT)."""
     with socket.socket() as sock:
@@ -123,22 +129,11 @@ def _wait_until(done, timeout_s: float) -> bool:
     return True
 
 
-@contextmanager
-def signals_ignored():
-    """Ctrl-C and SIGTERM wait until the block is done (work that must not be cut short)."""
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def stop_group(proc, multi_node: bool) -> None:
     """SIGTERM the process group of `proc` (launcher, ranks and anything they started),
     then SIGKILL what is left after a grace period: no orphan keeps holding GPU memory."""
     # A second Ctrl-C (or scancel's SIGTERM) must not cut this short and leave ranks behind.
-    with signals_ignored():
+    with ignored():
         if multi_node and proc.poll() is None:  # its handler pkills the ranks on other nodes
             proc.send_signal(signal.SIGTERM)
             _wait_until(lambda: proc.poll() is not None, PDSH_GRACE_S)
@@ -219,7 +214,7 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
     except BaseException:
         stop_group(proc, multi_node)  # whatever else stops the sweep here leaves no orphan
         raise
-    with signals_ignored():  # the process has ended: only its bookkeeping is left
+    with ignored():  # the process has ended: only its bookkeeping is left
         for t in readers:
             t.join(timeout=5)
         result.exit_code = proc.wait()

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from . import flops
+from .numfmt import pct, sig
 
 BUCKETS = ("attention", "gemm", "other")  # the compute buckets the wall time is split into
 COMM = "comm"
@@ -153,14 +154,6 @@ def decompose(wall_ms: float, kernel_us: dict, steps: int, step_flops: flops.Ste
     }
 
 
-def _num(value, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
-def _pct(value) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
 def table(record: dict) -> str:
     """The guide's decomposition table, for humans (stderr)."""
     rows = [(b, record["buckets"][b]) for b in BUCKETS]
@@ -172,8 +165,7 @@ def table(record: dict) -> str:
              f"{'bucket':<16}{'ms':>10}{'share':>8}{'TFLOPS':>9}{'MFU':>7}"]
     for label, r in rows:
         share = r.get("time_share", 1.0)
-        lines.append(f"{label:<16}{r['ms']:>10.2f}{_pct(share):>8}{_num(r['tflops'], '.1f'):>9}"
-                     f"{_pct(r['mfu']):>7}")
+        lines.append(f"{label:<16}{sig(r['ms']):>10}{pct(share):>8}{sig(r['tflops']):>9}{pct(r['mfu']):>7}")
     for k in record["unclassified_top"]:
         lines.append(f"unclassified kernel (counted in other): {k['ms']:.3f} ms/step  {k['name']}")
     return "\n".join(lines)

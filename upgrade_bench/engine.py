@@ -5,10 +5,10 @@ fwd + bwd + optimizer step.
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 
 from . import attn_backends, fingerprint, flops, gpus, header, memory, model, timing
-from .child_process import free_port
 from .faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 
 
@@ -22,12 +22,12 @@ def sanitize_arch_list(value: str) -> str:
 
 
 def prepare_process_env(environ=os.environ) -> None:
-    """Environment fixes that must precede importing DeepSpeed; single-process defaults."""
+    """Environment fixes that must precede importing DeepSpeed; single-process defaults (a
+    world of one has no rendezvous, so no MASTER_ADDR/MASTER_PORT: see build_engine)."""
     if environ.get("TORCH_CUDA_ARCH_LIST"):
         environ["TORCH_CUDA_ARCH_LIST"] = sanitize_arch_list(environ["TORCH_CUDA_ARCH_LIST"])
     if "RANK" not in environ:  # run as plain `python script.py`: a world of one
-        environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+        environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
 
 
 @dataclass
@@ -51,16 +51,36 @@ class RunConfig:
     alloc_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF as this process got it
 
     def header_config(self) -> dict:
-        s = dict(self.settings)
-        s.update(USE_LIGER=self.use_liger, world_size=self.world_size)
-        # The caching allocator's settings move peak memory and the memory ceiling (on the
-        # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
-        # so they are part of the configuration: RESUME, the capacity search and the
-        # report keep runs with different settings apart. Only when set, so runs with
-        # the default allocator compare equal to logs written before this field existed.
-        if self.alloc_conf:
-            s["PYTORCH_CUDA_ALLOC_CONF"] = self.alloc_conf
-        return s
+        return header_config(self.settings, self.use_liger, self.world_size, self.alloc_conf)
+
+
+def header_config(settings: dict, use_liger: bool, world_size: int, alloc_conf: str) -> dict:
+    """The `config` of a training-step header: the settings as resolved on the machine."""
+    s = dict(settings)
+    s.update(USE_LIGER=use_liger, world_size=world_size)
+    # The caching allocator's settings move peak memory and the memory ceiling (on the
+    # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
+    # so they are part of the configuration: RESUME, the capacity search and the
+    # report keep runs with different settings apart. Only when set, so runs with
+    # the default allocator compare equal to logs written before this field existed.
+    if alloc_conf:
+        s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+    return s
+
+
+def resolve_liger(requested: str, has_gpu: bool, installed: bool) -> tuple[bool, list[str]]:
+    """(Liger on, warnings) for USE_LIGER on a machine; BadInput where it cannot run."""
+    use_liger = requested == "1" or (requested == "auto" and has_gpu)
+    if use_liger and not has_gpu:
+        raise BadInput("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
+                       "use USE_LIGER=0 or auto on CPU")
+    if use_liger and not installed:
+        if requested == "1":
+            raise BadInput("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
+        return False, ["liger-kernel not installed: USE_LIGER=auto resolved to off"]
+    if requested == "auto" and not has_gpu:
+        return False, ["no GPU: USE_LIGER=auto resolved to off"]
+    return use_liger, []
 
 
 def resolve(settings: dict) -> RunConfig:
@@ -75,19 +95,8 @@ def resolve(settings: dict) -> RunConfig:
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local_rank) if has_gpu else torch.device("cpu")
-    warnings = []
-
-    use_liger = settings["USE_LIGER"] == "1" or (settings["USE_LIGER"] == "auto" and has_gpu)
-    if use_liger and not has_gpu:
-        raise BadInput("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
-                       "use USE_LIGER=0 or auto on CPU")
-    if use_liger and fingerprint.package_version("liger-kernel") is None:
-        if settings["USE_LIGER"] == "1":
-            raise BadInput("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
-        use_liger = False
-        warnings.append("liger-kernel not installed: USE_LIGER=auto resolved to off")
-    if settings["USE_LIGER"] == "auto" and not has_gpu:
-        warnings.append("no GPU: USE_LIGER=auto resolved to off")
+    use_liger, warnings = resolve_liger(settings["USE_LIGER"], has_gpu,
+                                        fingerprint.package_version("liger-kernel") is not None)
 
     backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], fingerprint.device(),
                                          attn_backends.installed(settings["ATTN_BACKEND"]))
@@ -149,7 +158,13 @@ def build_engine(rc: RunConfig, probe=None):
     on_gpu = rc.device.type == "cuda"
     if on_gpu:
         torch.cuda.set_device(rc.device)
-    deepspeed.init_distributed(dist_backend="nccl" if on_gpu else "gloo", verbose=False)
+    backend = "nccl" if on_gpu else "gloo"
+    if rc.world_size == 1:
+        # A world of one needs no rendezvous: an in-process store, not a TCP port that another
+        # run on the host may hold. DeepSpeed then takes the initialized process group as it is.
+        torch.distributed.init_process_group(backend, store=torch.distributed.HashStore(), rank=0,
+                                             world_size=1)
+    deepspeed.init_distributed(dist_backend=backend, verbose=False)
     ds_config = deepspeed_config(rc.settings, on_gpu)
     keep_alive = None
     if rc.settings["ZERO_STAGE"] == 3:
@@ -300,7 +315,12 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     debug = memory.Debug(rc, writer) if s["MEM_DEBUG"] else None
     seq_len = None
     try:
+        say_rank0(rc, "start-up: building the model and the DeepSpeed engine (minutes for an 8B "
+                      "model on a node; a first run also builds DeepSpeed's CPU ops) ...")
+        started = time.monotonic()
         eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
+        say_rank0(rc, f"start-up done in {time.monotonic() - started:.0f} s; measuring seq_len "
+                      f"{' '.join(map(str, s['SEQ_LEN']))}")
         for seq_len in s["SEQ_LEN"]:
             run_point(eng, rc, writer, seq_len, debug)
     except WriteFailed:
@@ -314,6 +334,12 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         return exit_code_for(err)
     shut_down_distributed(clean=True)
     return 0
+
+
+def say_rank0(rc: RunConfig, message: str) -> None:
+    if rc.rank == 0:
+        sys.stderr.write(f"{message}\n")
+        sys.stderr.flush()
 
 
 def shut_down_distributed(clean: bool) -> None:

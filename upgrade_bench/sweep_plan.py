@@ -1,0 +1,349 @@
+"""Planning a sweep: its settings, which processes run which lengths with which command, and
+what an existing results file already holds (RESUME). Nothing here starts a process.
+
+Planning imports neither torch nor transformers: the GPUs come from NVML (devices.py), and
+whatever only the benchmark can check (the model, its sizes, packing against it) is checked
+by the benchmark's first process, whose exit 2 stops the sweep. So a DRY_RUN answers at once.
+"""
+import json
+import os
+import re
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import attn_backends, devices, engine, fingerprint, gpus, settings
+from .child_process import free_port
+from .faults import BadInput
+from .fingerprint import Device
+from .paths import REPO
+from .records import read_lines
+from .runs import run_identity, with_headers
+from .settings import Var
+from .sweep_capacity import PROBE_STEPS, doubling_ladder
+
+GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]
+# A sweep without a GPU tries the suite out: its records go to this ignored folder, not to
+# the committed results/.
+CPU_OUT = "out"
+
+VARS = [
+    Var("SEQLENS", "int_list", GUIDE_SEQLENS, "sequence lengths of the sweep", min=1),
+    Var("GPUS", "int", 0, "GPUs per node (0 = all visible; 1 without a GPU: CPU ranks)", min=0),
+    Var("OUT", "str", "", "results file, or a folder for <gpu>_<backend>_<time>.jsonl "
+        f"(default results/, {CPU_OUT}/ without a GPU); an existing file resumes"),
+    Var("RESUME", "bool", False, "skip lengths with a summary of the same config in OUT "
+        "(default: the newest <gpu>_<backend>_*.jsonl of the default folder)"),
+    Var("REUSE_PROCESS", "bool", True, "run all pending lengths in one process (start-up "
+        "once); 0 = one process per length"),
+    Var("POINT_TIMEOUT", "float", 3600, "seconds a point may go without its summary (a "
+        "process's start-up counts toward its first point) before the process group is killed "
+        "and the point recorded as timeout (0 = never)", min=0),
+    Var("FIND_MAX_SEQLEN", "bool", False, "find the largest length that fits (capacity record) "
+        "instead of sweeping"),
+    Var("SEQLEN_STEP", "int", 8192, "granularity of FIND_MAX_SEQLEN", min=1),
+    Var("MAX_SEQLEN_LIMIT", "int", 1048576, "largest length FIND_MAX_SEQLEN tries (not below "
+        "SEQLEN_STEP or the smallest SEQLENS)", min=1),
+    Var("HOSTFILE", "str", "", "DeepSpeed hostfile ('host slots=N' per line): multi-node "
+        "through the launcher (pdsh + passwordless ssh, shared filesystem)"),
+    Var("MASTER_ADDR", "str", "", "address of the first node (multi-node; default: the "
+        "launcher asks the first host)"),
+    Var("MASTER_PORT", "int", 0, "rendezvous port (0 = a free port on one node, 29500 on many)",
+        min=0, max=65535),
+    Var("BENCHMARK", "str", "benchmark.py", "the benchmark script to run (relative: to the repository)"),
+    Var("DRY_RUN", "bool", False, "print the command of every process that would run; run nothing"),
+]
+OWNED = ("SEQ_LEN", "OUTPUT")  # benchmark.py variables the sweep sets per process
+PASSED = [v for v in settings.TRAINING_VARS if v.name not in OWNED]
+# Read by benchmark.py's imports rather than its settings; carried to other nodes too.
+EXTRA_ENV = ("MODEL_DIR", "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
+             "TORCH_CUDA_ARCH_LIST", "TORCH_EXTENSIONS_DIR", "CUDA_HOME", "PYTORCH_CUDA_ALLOC_CONF")
+
+
+def slug(name: str | None) -> str:
+    """'NVIDIA H200' -> 'nvidia-h200'; no GPU -> 'cpu'."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") if name else "cpu"
+
+
+def resolve_out(out: str, results_dir: str, gpu: str, backend: str, stamp: str, resume: bool,
+                existing: list[str]) -> str:
+    """The results file: OUT itself, or <gpu>_<backend>_<stamp>.jsonl in OUT (a folder) or
+    results_dir; with resume, the newest such file among `existing` (names in that folder)."""
+    if out and not out.endswith("/") and not os.path.isdir(out):
+        return os.path.abspath(out)
+    folder = out or results_dir
+    prefix = f"{gpu}_{backend}_"
+    ours = sorted(n for n in existing if n.startswith(prefix) and n.endswith(".jsonl"))
+    name = ours[-1] if resume and ours else f"{prefix}{stamp}.jsonl"
+    return os.path.abspath(os.path.join(folder, name))
+
+
+def parse_hostfile(text: str) -> list[tuple[str, int]]:
+    """[(host, slots)] from DeepSpeed's hostfile format; ValueError names the bad line."""
+    hosts = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        match = re.fullmatch(r"(\S+)\s+slots\s*=\s*(\d+)", line)
+        if not match or int(match.group(2)) < 1:
+            raise ValueError(f"line {number} {raw.strip()!r}: expected 'hostname slots=N'")
+        hosts.append((match.group(1), int(match.group(2))))
+    if not hosts:
+        raise ValueError("no hosts in it")
+    return hosts
+
+
+def gpus_problem(requested: int, visible: int, dry_run: bool, multi_node: bool) -> str | None:
+    """GPUS above what this node sees; only checkable for a real run on this node."""
+    if dry_run or multi_node or visible == 0 or requested <= visible:
+        return None  # visible 0: no GPU, the launcher runs CPU ranks (gloo)
+    return f"GPUS={requested}: only {visible} GPU(s) visible on this node"
+
+
+def launch_argv(python: str, script: str, gpus: int, hostfile: str, master_addr: str,
+                master_port: int | None, include: str | None) -> list[str]:
+    """The command of one benchmark process: `deepspeed [--hostfile H --master_addr A]
+    --num_gpus N [--master_port P] benchmark.py`, with the launcher run as a module of this
+    interpreter (the venv's) rather than whichever `deepspeed` is first on PATH.
+
+    One GPU on one node needs no launcher: benchmark.py makes a world of one itself.
+    """
+    if not hostfile and gpus == 1:
+        return [python, "-u", script]
+    argv = [python, "-u", "-m", "deepspeed.launcher.runner"]
+    if hostfile:
+        argv += ["--hostfile", hostfile]
+        if master_addr:
+            argv += ["--master_addr", master_addr]
+    if include:
+        argv += ["--include", include]
+    elif gpus:
+        argv += ["--num_gpus", str(gpus)]
+    if master_port:
+        argv += ["--master_port", str(master_port)]
+    return argv + [script]
+
+
+def select_devices(visible: str | None, gpus: int) -> tuple[str | None, str | None]:
+    """(launcher --include, child CUDA_VISIBLE_DEVICES) honouring the user's
+    CUDA_VISIBLE_DEVICES on one node.
+
+    The launcher given --num_gpus N drops CUDA_VISIBLE_DEVICES and takes GPUs 0..N-1, so
+    the chosen GPUs go to --include instead and the child's variable is removed ("").
+    With one GPU (no launcher) the variable is kept, cut to its first entry. Fewer entries
+    than GPUs (a DRY_RUN for a bigger node): --num_gpus as asked.
+    """
+    entries = [e.strip() for e in (visible or "").split(",") if e.strip()]
+    if len(entries) < max(gpus, 1):
+        return None, None
+    entries = entries[:gpus]
+    if gpus == 1:
+        return None, entries[0]
+    if not all(e.isdigit() for e in entries):
+        raise ValueError(f"CUDA_VISIBLE_DEVICES={visible!r}: the DeepSpeed launcher takes GPU "
+                         f"indices, not UUIDs")
+    return "localhost:" + ",".join(entries), ""
+
+
+def process_env(seq_lens: list[int], output: str, probe: bool) -> dict:
+    """What one benchmark process gets on top of the sweep's environment."""
+    env = {"SEQ_LEN": " ".join(map(str, seq_lens)), "OUTPUT": output}
+    if probe:
+        env.update({k: str(v) for k, v in PROBE_STEPS.items()})
+    return env
+
+
+def node_env_lines(environ: dict, overrides: dict, inherited: list[str]) -> list[str]:
+    """KEY=VALUE lines of a DeepSpeed env file (DS_ENV_FILE) for multi-node runs.
+
+    DeepSpeed's pdsh runner forwards only PYTHON*/NCCL*-like variables to the other nodes,
+    plus the lines of .deepspeed_env: `inherited` keeps the user's own such lines, then
+    every benchmark.py variable that is set, then this process's overrides.
+    """
+    names = [v.name for v in PASSED] + list(EXTRA_ENV)
+    lines = [line.rstrip("\n") for line in inherited if "=" in line]
+    lines += [f"{n}={environ[n]}" for n in names if environ.get(n) and "\n" not in environ[n]]
+    return lines + [f"{k}={v}" for k, v in overrides.items()]
+
+
+def user_ds_env() -> list[str]:
+    """The lines DeepSpeed itself would read from DS_ENV_FILE / ~/.deepspeed_env / ./.deepspeed_env."""
+    name = os.environ.get("DS_ENV_FILE", ".deepspeed_env")
+    lines = []
+    for folder in (os.path.expanduser("~"), "."):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            lines += Path(path).read_text().splitlines()
+    return lines
+
+
+def passed_through(environ) -> dict:
+    """The benchmark.py variables set in the sweep's environment (each process inherits them)."""
+    return {v.name: environ[v.name] for v in PASSED if environ.get(v.name)}
+
+
+def shell_line(env: dict, argv: list[str]) -> str:
+    """`K=V ... argv` as a shell would take it; a "" value is unset with `env -u`."""
+    unset = [f"env -u {k}" for k, v in env.items() if v == ""]
+    assign = [f"{k}={shlex.quote(str(v))}" for k, v in env.items() if v != ""]
+    return " ".join(unset + assign + [shlex.quote(a) for a in argv])
+
+
+def done_summaries(records: list[dict], config: dict) -> dict[int, dict]:
+    """seq_len -> summary already in the file for a run of this config: RESUME skips these."""
+    key = run_identity(config)[1]
+    return {r["seq_len"]: r for r, header in with_headers(records)
+            if r.get("kind") == "summary" and header and run_identity(header.get("config"))[1] == key}
+
+
+def pending(seq_lens: list[int], done) -> list[int]:
+    """Lengths still to run, ascending (memory grows with length: what fits runs first)."""
+    return sorted(set(seq_lens) - set(done))
+
+
+def process_plan(todo: list[int], reuse: bool) -> list[list[int]]:
+    """The processes a sweep starts when nothing fails."""
+    return [todo] if reuse and todo else [[s] for s in todo]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a sweep runs, as checked before anything starts."""
+    s: dict  # the sweep's and benchmark.py's settings
+    out: str
+    log_path: str
+    python: str
+    gpus: int
+    hostfile: str
+    multi_node: bool
+    devices: tuple  # select_devices()
+    config: dict  # what a benchmark header of this sweep says, JSON round-tripped
+    hardware: dict
+    backend: str  # the attention backend `auto` resolves to here
+    peak_tflops: float | None
+    peak_source: str | None
+    warnings: list
+
+    def picks_port(self) -> bool:
+        """Whether each process gets a free port found now (the launcher on one node)."""
+        return not (self.s["MASTER_PORT"] or self.hostfile or self.gpus == 1)
+
+    def command(self, seq_lens: list[int], probe: bool) -> tuple[dict, list[str], list[str]]:
+        """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value
+        unsets. The lines, for a multi-node run only, are written to a file by the runner."""
+        env = process_env(seq_lens, self.out, probe)
+        include, child_visible = self.devices
+        if child_visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = child_visible
+        port = free_port() if self.picks_port() else self.s["MASTER_PORT"] or None
+        argv = launch_argv(self.python, str(REPO / self.s["BENCHMARK"]), self.gpus, self.hostfile,
+                           self.s["MASTER_ADDR"], port, include)
+        node_lines = node_env_lines(os.environ, env, user_ds_env()) if self.multi_node else []
+        return env, argv, node_lines
+
+
+def load_settings(argv, doc: str) -> dict:
+    if any(a in ("-h", "--help") for a in argv):
+        print(settings.help_text(VARS + PASSED, doc))
+        raise SystemExit(0)
+    if argv:
+        raise BadInput(f"unexpected argument {argv[0]!r}: run_sweep.sh is configured by "
+                       f"environment variables (see --help)")
+    for name in OWNED:
+        if os.environ.get(name):
+            raise BadInput(f"{name} is set: the sweep sets it per process; use "
+                           f"{'SEQLENS' if name == 'SEQ_LEN' else 'OUT'} instead")
+    s = settings.parse(VARS + PASSED)
+    check_capacity_bounds(s)
+    return s
+
+
+def check_capacity_bounds(s: dict) -> None:
+    """BadInput when FIND_MAX_SEQLEN has nothing to search: a limit below where it starts."""
+    limit, step, first = s["MAX_SEQLEN_LIMIT"], s["SEQLEN_STEP"], min(s["SEQLENS"])
+    if s["FIND_MAX_SEQLEN"] and limit < max(step, first):
+        raise BadInput(f"MAX_SEQLEN_LIMIT={limit}: below SEQLEN_STEP ({step}) or the "
+                       f"smallest SEQLENS ({first}), where FIND_MAX_SEQLEN starts")
+
+
+def prepare(s: dict, environ=os.environ) -> Plan:
+    """Every check the sweep can make before anything starts (BadInput -> exit 2)."""
+    hostfile = os.path.abspath(s["HOSTFILE"]) if s["HOSTFILE"] else ""
+    hosts = []
+    if hostfile:
+        if not os.path.isfile(hostfile):
+            raise BadInput(f"HOSTFILE={s['HOSTFILE']!r}: no such file")
+        try:
+            hosts = parse_hostfile(Path(hostfile).read_text())
+        except ValueError as err:
+            raise BadInput(f"HOSTFILE={s['HOSTFILE']!r}: {err}") from None
+    if not (REPO / s["BENCHMARK"]).is_file():
+        raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: no such file")
+    out_is_folder = s["OUT"].endswith("/") or os.path.isdir(s["OUT"])
+    if s["OUT"] and not out_is_folder:
+        settings.check_output("OUT", s["OUT"])
+
+    seen = devices.visible_gpus(environ)
+    first = seen[0] if seen else None
+    problem = gpus_problem(s["GPUS"], len(seen), s["DRY_RUN"], bool(hostfile))
+    if problem:
+        raise BadInput(problem)
+    per_node = s["GPUS"] or (0 if hostfile else max(len(seen), 1))
+    if hostfile:  # GPUS=0: every host's slots
+        world = per_node * len(hosts) if per_node else sum(slots for _, slots in hosts)
+    else:
+        world = per_node
+    try:
+        selected = (None, None) if hostfile else select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node)
+    except ValueError as err:
+        raise BadInput(str(err)) from None
+    use_liger, warnings = engine.resolve_liger(s["USE_LIGER"], first is not None,
+                                               fingerprint.package_version("liger-kernel") is not None)
+    # NVML sees NVIDIA GPUs only: its capability is an sm, never ROCm's gfx numbering.
+    backend, _ = attn_backends.resolve(s["ATTN_BACKEND"], Device(first.capability if first else None),
+                                       attn_backends.installed(s["ATTN_BACKEND"]))
+    peak, peak_source, peak_warning = gpus.resolve_peak(first and first.name, "bf16", s["PEAK_TFLOPS"])
+    if peak_warning:
+        warnings.append(peak_warning)
+
+    training = {v.name: s[v.name] for v in PASSED}
+    training.update(SEQ_LEN=sorted(set(s["SEQLENS"])), OUTPUT="")
+    if s["FIND_MAX_SEQLEN"]:
+        training.update(PROBE_STEPS)
+    config = engine.header_config(training, use_liger, world, environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+    default_folder = str(REPO / ("results" if first or hostfile else CPU_OUT))
+    folder = s["OUT"] if s["OUT"] and out_is_folder else default_folder
+    existing = os.listdir(folder) if os.path.isdir(folder) else []
+    out = resolve_out(s["OUT"], default_folder, slug(first and first.name), backend,
+                      time.strftime("%Y%m%d-%H%M%S"), s["RESUME"], existing)
+    settings.check_output("OUT", out)
+    config["OUTPUT"] = out
+    return Plan(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
+                gpus=per_node, hostfile=hostfile, multi_node=len(hosts) > 1, devices=selected,
+                config=json.loads(json.dumps(config, default=str)), hardware=devices.hardware(seen),
+                backend=backend, peak_tflops=peak, peak_source=peak_source, warnings=warnings)
+
+
+def existing_records(path: str) -> list[dict]:
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return read_lines(f, path)[0]
+
+
+def dry_run(plan: Plan, todo: list[int], out) -> None:
+    """Write the command of every process the sweep would start to `out`; run nothing."""
+    s = plan.s
+    plans = [(doubling_ladder(min(s["SEQLENS"]), s["MAX_SEQLEN_LIMIT"]), True)] if s["FIND_MAX_SEQLEN"] \
+        else [(lens, False) for lens in process_plan(todo, s["REUSE_PROCESS"])]
+    for lens, probe in plans:
+        extra, argv, node_lines = plan.command(lens, probe)
+        if node_lines:  # shown, not written: a dry run leaves nothing behind
+            extra["DS_ENV_FILE"] = "(a temporary file of the lines below)"
+        out.write(shell_line({**passed_through(os.environ), **extra}, argv) + "\n")
+        out.writelines(f"#   {line}\n" for line in node_lines)
+    if s["FIND_MAX_SEQLEN"]:
+        out.write("# later probes depend on where this one runs out of memory\n")
