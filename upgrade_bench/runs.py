@@ -8,11 +8,12 @@ with it, and the report puts both in one series.
 import json
 
 # Config keys that vary per process of one sweep or do not change the workload: SEQ_LEN,
-# OUTPUT and NOTES differ between a sweep's processes; STEPS and SEED change the precision
-# of a point, not what it measures; PEAK_TFLOPS changes only the MFU denominator. WARMUP_STEPS
-# stays in: a capacity probe (one cold step, no warm-up) is no steady-state throughput.
+# OUTPUT and NOTES differ between a sweep's processes; STEPS and SEED (and bench_decompose's
+# TIME_STEPS and PROFILE_STEPS) change the precision of a point, not what it measures;
+# PEAK_TFLOPS changes only the MFU denominator. WARMUP_STEPS stays in: a capacity probe (one
+# cold step, no warm-up) is no steady-state throughput.
 NOT_IDENTITY = frozenset({"SEQ_LEN", "SEQLENS", "OUTPUT", "NOTES", "SEED", "STEPS", "PEAK_TFLOPS",
-                          "RUN_ID"})
+                          "RUN_ID", "TIME_STEPS", "PROFILE_STEPS"})
 
 
 def run_identity(config: dict | None, ignore=()) -> tuple[dict, str]:

@@ -167,7 +167,7 @@ def pairs(members: list, baseline: str) -> list:
     """[(kind, base, other)] among series of one kind (sweeps or decompositions)."""
     by_key = {}
     for s in members:
-        by_key.setdefault(s.config_key, []).append(s)
+        by_key.setdefault(s.identity, []).append(s)
     found = []
     for same in by_key.values():
         ups = [(b, o) for o in same if o.gpu != baseline for b in same if b.gpu == baseline]
@@ -226,7 +226,7 @@ def unpaired(members: list, paired: set, baseline: str) -> list:
 def capacity_of(s: Series, gpu: Gpu) -> list:
     """The capacity records of a series' runs: its configuration (or none recorded) and provenance."""
     return [cap for key, reference, cap in gpu.capacity
-            if (key is None or key == s.config_key) and reference == s.reference]
+            if (key is None or key == s.identity) and reference == s.reference]
 
 
 def largest_fit(s: Series, gpu: Gpu, below: int | None = None) -> int | None:
@@ -417,7 +417,7 @@ def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = No
     base = choose_baseline(data.gpus, with_series, baseline)
     priced = match_prices(prices or {}, data.gpus)
     order = [base] + sorted(g for g in data.gpus if g != base)
-    data.series.sort(key=lambda s: (order.index(s.gpu), bool(s.reference), s.backend, s.config_key))
+    data.series.sort(key=lambda s: (order.index(s.gpu), bool(s.reference), s.backend, s.identity))
     sweeps = [s for s in data.series if s.is_sweep]
     decomposed = [s for s in data.series if s.decompositions]
     comparisons = [compare(kind, b, o, data.gpus, priced) for kind, b, o in pairs(sweeps, base)]

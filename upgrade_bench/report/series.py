@@ -1,26 +1,20 @@
 """Records grouped for the report: runs by their header, series by GPU + backend + configuration.
 
-A record belongs to the run whose `header` has its run_id (the latest such header before it,
-so sweeps that share a RUN_ID still resolve; else the first one anywhere). A run's GPU is
-the header's `hardware.gpu_name`, normalised through the GPU table ('NVIDIA H200' ->
-'H200 SXM'). A *series* is one GPU + attention backend + configuration (the header config
-minus the fields in PER_POINT_FIELDS and those the user ignores) + provenance (measured, or
-published figures fed through the pipeline: `"reference": "guide"`). Its points are
-`summary` records by sequence length; `load` takes the records one at a time and keeps of
-each header only what the report shows.
+A record belongs to the run whose `header` has its run_id, as runs.with_headers joins them
+(the latest such header before it, so sweeps that share a RUN_ID still resolve; else the
+first one anywhere). A run's GPU is the header's `hardware.gpu_name`, normalised through the
+GPU table ('NVIDIA H200' -> 'H200 SXM'). A *series* is one GPU + attention backend + run
+identity (runs.run_identity: the header config minus runs.NOT_IDENTITY and the keys the user
+ignores) + provenance (measured, or published figures fed through the pipeline:
+`"reference": "guide"`). Its points are `summary` records by sequence length; `load` keeps
+of each header only what the report shows, as it is read.
 """
 import json
 from dataclasses import dataclass, field
 
-from .. import gpus
+from .. import gpus, runs
 from .stacks import stack_of
 
-# Config fields that vary per sweep point or do not change the workload: not part of a
-# series' identity (STEPS/SEED/TIME_STEPS/PROFILE_STEPS change precision, PEAK_TFLOPS only
-# the MFU denominator). WARMUP_STEPS stays in: run_sweep's capacity probes (one cold step, no
-# warm-up) are no steady-state throughput and must not mix with the sweep's points.
-PER_POINT_FIELDS = frozenset({"SEQ_LEN", "SEQLENS", "OUTPUT", "NOTES", "SEED", "STEPS",
-                              "PEAK_TFLOPS", "RUN_ID", "TIME_STEPS", "PROFILE_STEPS"})
 GUIDE_LABEL = "guide's published"
 MEASURED = "measured"
 # What the report shows of a header; the rest (clocks, hostnames, ...) is dropped as read.
@@ -44,7 +38,7 @@ class Series:
     gpu_raw: str | None
     backend: str
     config: dict                # the configuration that identifies the series
-    config_key: str
+    identity: str               # its canonical text (runs.run_identity)
     reference: str | None       # e.g. "guide": published figures, not a measurement
     peak_tflops: float | None   # table bf16 peak, else the header's
     hbm_gib: float | None
@@ -79,7 +73,7 @@ class Gpu:
     hbm_gib: float | None
     mamf: list = field(default_factory=list)           # mamf records, `reference` set from the header
     capabilities: dict = field(default_factory=dict)   # item -> capability record
-    capacity: list = field(default_factory=list)       # (config_key or None, reference, record)
+    capacity: list = field(default_factory=list)       # (run identity or None, reference, record)
     attention: list = field(default_factory=list)      # (record, reference)
 
 
@@ -114,13 +108,6 @@ def provenance(reference: str | None) -> str:
     return GUIDE_LABEL if reference == "guide" else f"published: {reference}"
 
 
-def config_key(config, ignore=()) -> tuple:
-    """(identifying config, its canonical text) without per-point and ignored fields."""
-    kept = {k: v for k, v in sorted((config or {}).items())
-            if k not in PER_POINT_FIELDS and k not in ignore}
-    return kept, json.dumps(kept, sort_keys=True, default=str)
-
-
 def median_record(records: list, key: str = "tflops_per_gpu") -> dict:
     """Of repeated measurements of one point, the one with the (lower) median `key`."""
     ranked = sorted(records, key=lambda r: r.get(key) or 0.0)
@@ -129,7 +116,7 @@ def median_record(records: list, key: str = "tflops_per_gpu") -> dict:
 
 def _compact(header: dict) -> dict:
     hardware = header.get("hardware") or {}
-    return {**{k: header.get(k) for k in HEADER_FIELDS}, "stack": stack_of(header),
+    return {**{k: header.get(k) for k in HEADER_FIELDS}, "kind": "header", "stack": stack_of(header),
             "hardware": {k: hardware.get(k) for k in ("gpu_name", "gpu_count", "hbm_gib")}}
 
 
@@ -143,20 +130,12 @@ def _peak_and_hbm(raw_name, header) -> tuple:
 def load(records, ignore_config=(), also_in=None) -> Dataset:
     """Group a stream of records into series (training points) and per-GPU collections."""
     data = Dataset([], {}, also_in=also_in if also_in is not None else {})
-    series, latest, first, pending = {}, {}, {}, []
-    for r in records:
-        run_id = r.get("run_id")
-        if r["kind"] == "header":
-            header = _compact(r)
-            latest[run_id] = header
-            first.setdefault(run_id, header)
-            _gpu_entry(data.gpus, header)
-        elif run_id in latest:
-            _add(data, series, r, latest[run_id], ignore_config)
-        else:
-            pending.append(r)  # its header may come later, in this file or another
-    for r in pending:
-        header = first.get(r.get("run_id"))
+    # Headers cut to what the report shows as they are read; a GPU with a header alone counts.
+    records = [_compact(r) if r["kind"] == "header" else r for r in records]
+    for header in (r for r in records if r["kind"] == "header"):
+        _gpu_entry(data.gpus, header)
+    series = {}
+    for r, header in runs.with_headers(records):
         if header is None:  # its run's header is missing: a GPU name on the record will do
             data.orphans += 1
             name = r.get("gpu_name")
@@ -164,7 +143,7 @@ def load(records, ignore_config=(), also_in=None) -> Dataset:
         _add(data, series, r, header, ignore_config)
     for s in series.values():
         s.points = {n: median_record(rs) for n, rs in sorted(s.repeats.items())}
-    data.series = sorted(series.values(), key=lambda s: (s.gpu, bool(s.reference), s.backend, s.config_key))
+    data.series = sorted(series.values(), key=lambda s: (s.gpu, bool(s.reference), s.backend, s.identity))
     _label(data.series)
     return data
 
@@ -186,7 +165,7 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
             data.failures.append((s, record))
     elif kind == "capacity":
         own = record.get("config")
-        key = config_key(own, ignore_config)[1] if isinstance(own, dict) else None
+        key = runs.run_identity(own, ignore_config)[1] if isinstance(own, dict) else None
         gpu.capacity.append((key, reference, record))
     elif kind == "mamf":
         gpu.mamf.append(dict(record, reference=reference))  # provenance from the header too
@@ -213,7 +192,7 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
     # run_sweep writes a failed point's error under its own header, with the point's config
     own = record.get("config")
     run_config = own if isinstance(own, dict) else h.get("config") or {}
-    config, key = config_key(run_config, ignore_config)
+    config, key = runs.run_identity(run_config, ignore_config)
     backend = h.get("attn_backend") or record.get("attn_backend") or "-"
     ident = (name, backend, key, reference)
     if ident not in series:
