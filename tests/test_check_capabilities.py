@@ -270,12 +270,28 @@ def test_side_by_side_table_highlights_what_only_one_gpu_can_do():
     assert len(lines) == 2 + 6
 
 
-
 def test_a_capability_of_a_cpu_run_or_of_a_run_without_header_is_labelled_so():
     records = [{"kind": "header", "run_id": "h", "hardware": {"gpu_name": None}}, _cap("matmul:bf16", "ok"),
                _cap("matmul:fp8", "ok", run_id="gone")]
     assert {gpu: list(items) for gpu, items in caps.capabilities_by_gpu(records).items()} == {
         "no GPU": ["matmul:bf16"], "unknown GPU": ["matmul:fp8"]}
+
+
+def test_items_logged_under_the_old_sdpa_spellings_share_a_row_with_todays():
+    # results/h200x2_capabilities.jsonl was written before the backend table: attention:sdpa_cudnn.
+    assert [caps.current_item(i) for i in ("attention:sdpa_cudnn", "attention:sdpa_efficient",
+                                           "attention:sdpa-math", "attention:fa3", "matmul:fp8_e4m3:rowwise",
+                                           "attention:not_a_backend")] == [
+        "attention:sdpa-cudnn", "attention:sdpa-efficient", "attention:sdpa-math", "attention:fa3",
+        "matmul:fp8_e4m3:rowwise", "attention:not_a_backend"]
+    records = [{"kind": "header", "run_id": "h", "hardware": {"gpu_name": "NVIDIA H200"}},
+               _cap("attention:sdpa_cudnn", "ok"),
+               {"kind": "header", "run_id": "b", "hardware": {"gpu_name": "NVIDIA B200"}},
+               _cap("attention:sdpa-cudnn", "ok", run_id="b")]
+    by_gpu = caps.capabilities_by_gpu(records)
+    assert {gpu: list(items) for gpu, items in by_gpu.items()} == {
+        "NVIDIA H200": ["attention:sdpa-cudnn"], "NVIDIA B200": ["attention:sdpa-cudnn"]}
+    assert caps.capability_table(by_gpu).splitlines()[2:] == ["| attention:sdpa-cudnn | ok | ok |  |"]
 
 # ---- the script, for real, on CPU ----------------------------------------------------------
 

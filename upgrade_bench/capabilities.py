@@ -282,8 +282,26 @@ def text_table(rows) -> str:
     return "\n".join(out) + "\n"
 
 
+def current_item(item: str) -> str:
+    """A capability item as check_capabilities names it now. Logs written before the backend
+    table named the SDPA kernels with '_' (attention:sdpa_cudnn) where the table has '-'
+    (attention:sdpa-cudnn): read under today's name, old and new logs share a row."""
+    category, _, name = item.partition(":")
+    renamed = name.replace("_", "-")
+    if category == "attention" and name not in attn_backends.KERNELS and renamed in attn_backends.KERNELS:
+        return f"{category}:{renamed}"
+    return item
+
+
+def current_record(record: dict) -> dict:
+    """A capability record under its item's current name (current_item)."""
+    item = current_item(record["item"])
+    return record if item == record["item"] else {**record, "item": item}
+
+
 def capabilities_by_gpu(records) -> dict:
-    """{gpu_name: {item: capability record}} from any mix of logs (last record wins).
+    """{gpu_name: {item: capability record}} from any mix of logs (last record wins), items
+    under their current names (current_item).
 
     A run's GPU is its header's hardware.gpu_name; no GPU shows as "no GPU".
     """
@@ -291,7 +309,8 @@ def capabilities_by_gpu(records) -> dict:
     for r, header in with_headers(records):
         if r.get("kind") != "capability":
             continue
-        gpu = (_gpu_name(header) or "no GPU") if header else "unknown GPU"
+        gpu = (_gpu_name(header) or NO_GPU) if header else "unknown GPU"
+        r = current_record(r)
         out.setdefault(gpu, {})[r["item"]] = r
     return out
 

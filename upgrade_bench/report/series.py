@@ -7,12 +7,14 @@ GPU table ('NVIDIA H200' -> 'H200 SXM'). A *series* is one GPU + attention backe
 identity (runs.run_identity: the header config minus runs.NOT_IDENTITY and the keys the user
 ignores) + provenance (measured, or published figures fed through the pipeline:
 `"reference": "guide"`). Its points are `summary` records by sequence length; `load` keeps
-of each header only what the report shows, as it is read.
+of each header only what the report shows, as it is read. Capability items are read under
+their current names (capabilities.current_item), so old and new logs share rows.
 """
 import json
 from dataclasses import dataclass, field
 
 from .. import gpus, runs
+from ..capabilities import current_record
 from .stacks import stack_of
 
 GUIDE_LABEL = "guide's published"
@@ -170,6 +172,7 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
     elif kind == "mamf":
         gpu.mamf.append(dict(record, reference=reference))  # provenance from the header too
     elif kind == "capability":
+        record = current_record(record)
         gpu.capabilities[record["item"]] = record
     elif kind == "attention":
         gpu.attention.append((record, reference))
