@@ -39,7 +39,7 @@ import os
 import sys
 import tempfile
 
-from upgrade_bench.faults import EXIT_BAD_INPUT
+from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.report import comparisons, export, inputs, markdown, published, series
 
 
@@ -68,13 +68,8 @@ def parse_args(argv):
     return args
 
 
-def fail(message: str) -> None:
-    sys.stderr.write(f"error: {message}\n")
-    sys.exit(EXIT_BAD_INPUT)
-
-
 def parse_prices(specs) -> dict:
-    """--price GPU=USD_PER_GPU_HOUR strings -> {name as given: USD}; ValueError names a bad one."""
+    """--price GPU=USD_PER_GPU_HOUR strings -> {name as given: USD}; BadInput names a bad one."""
     prices, seen = {}, {}
     for spec in specs:
         name, sep, value = spec.partition("=")
@@ -83,11 +78,11 @@ def parse_prices(specs) -> dict:
         except ValueError:
             usd = math.nan
         if not sep or not name.strip() or not (math.isfinite(usd) and usd > 0):
-            raise ValueError(f"--price {spec!r}: expected GPU=USD_PER_GPU_HOUR with a finite price "
+            raise BadInput(f"--price {spec!r}: expected GPU=USD_PER_GPU_HOUR with a finite price "
                              f"above 0, e.g. H200=3.50")
         gpu = series.gpu_identity({"hardware": {"gpu_name": name.strip()}})[0]  # 'h200' -> 'H200 SXM'
         if gpu.lower() in seen:
-            raise ValueError(f"--price {seen[gpu.lower()]!r} and --price {spec!r} both price {gpu}; give one")
+            raise BadInput(f"--price {seen[gpu.lower()]!r} and --price {spec!r} both price {gpu}; give one")
         seen[gpu.lower()] = spec
         prices[name.strip()] = usd
     return prices
@@ -110,7 +105,7 @@ def folder_problem(path: str) -> str | None:
 
 def write_guide_reference(path: str) -> None:
     if os.path.isdir(path):
-        fail(f"--write-guide-reference {path!r}: a folder; give a file name")
+        raise BadInput(f"--write-guide-reference {path!r}: a folder; give a file name")
     problem = folder_problem(os.path.dirname(os.path.abspath(path)))
     try:
         if problem:
@@ -120,7 +115,7 @@ def write_guide_reference(path: str) -> None:
             for r in published.guide_reference_records():
                 f.write(json.dumps(r) + "\n")
     except OSError as err:
-        fail(f"--write-guide-reference {path!r}: {err.strerror or err}")
+        raise BadInput(f"--write-guide-reference {path!r}: {err.strerror or err}") from None
     sys.stderr.write(f"wrote the guide's published figures to {path}\n")
 
 
@@ -149,40 +144,36 @@ def write_outputs(analysis, args, paths, tally) -> list:
                     f.write(markdown.render(analysis, pngs, paths, tally))
                 names = ["report.md"] + pngs + names
         except OSError as err:
-            fail(f"{flag} {folder!r}: {err.strerror or err}")
+            raise BadInput(f"{flag} {folder!r}: {err.strerror or err}") from None
         written.append(f"{', '.join(names)} in {folder}")
     return written
 
 
 def main(argv=None) -> int:
+    """The report; bad input (a flag, a file, a price the logs lack) raises BadInput before
+    anything is written (see faults.run_main)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        prices = parse_prices(args.price)
-    except ValueError as err:
-        fail(str(err))
+    prices = parse_prices(args.price)
     for flag, folder in (("--out", args.out), ("--export", args.export)):
         problem = folder and folder_problem(folder)
         if problem:
-            fail(f"{flag} {folder!r}: {problem}")
+            raise BadInput(f"{flag} {folder!r}: {problem}")
     if args.write_guide_reference:
         write_guide_reference(args.write_guide_reference)
         if not args.inputs:
             return 0
     tally = inputs.Tally()
-    try:
-        paths = inputs.expand(args.inputs)
-        data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
-        analysis = comparisons.analyse(data, args.baseline, prices)
-    except ValueError as err:  # inputs.InputError is one
-        fail(str(err))
+    paths = inputs.expand(args.inputs)
+    data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
+    analysis = comparisons.analyse(data, args.baseline, prices)
     for line in tally.skipped_lines():
         sys.stderr.write(f"warning: {line}\n")
     if tally.duplicates:
         sys.stderr.write(f"note: {sum(tally.duplicates.values())} record(s) repeated in another log "
                          "counted once\n")
     if args.strict_stack and stack_errors(analysis):
-        fail("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin the "
-             "same stack on every GPU (./install.sh) or drop --strict-stack")
+        raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
+                       "the same stack on every GPU (./install.sh) or drop --strict-stack")
     sys.stdout.write(markdown.terminal_text(analysis))
     sys.stdout.flush()
     for line in write_outputs(analysis, args, paths, tally):
@@ -191,4 +182,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -15,7 +15,7 @@ from matplotlib.text import Text
 
 import plot_results
 from conftest import REPO
-from upgrade_bench import records
+from upgrade_bench import faults, records
 from upgrade_bench.report import comparisons, figures, inputs, markdown, published, series, stacks
 
 H200_PEAK, B200_PEAK = 989.0, 2250.0
@@ -131,8 +131,8 @@ def cli(capsys, *args, stdin=None, monkeypatch=None):
     if stdin is not None:
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
     try:
-        code = plot_results.main([str(a) for a in args])
-    except SystemExit as exit_:
+        code = faults.run_main(plot_results.main, [str(a) for a in args])
+    except SystemExit as exit_:  # argparse's own usage errors
         code = exit_.code
     out, err = capsys.readouterr()
     return code, out, err

@@ -14,6 +14,7 @@ import pytest
 
 import plot_results
 from test_plot_results import two_gpu_log
+from upgrade_bench import faults
 from upgrade_bench.report import figures, published
 
 SEED, RUNS, RUNS_WITH_FIGURES = 1234, 60, 3
@@ -65,7 +66,7 @@ def test_broken_logs_exit_0_or_2_and_print_no_non_finite_number(tmp_path, capsys
         args = [str(log), "--out", str(out), "--price", "H200=3.5", "--price", "B200=7"]
         args += rng.choice([[], ["--ignore-config", "world_size"], ["--baseline", "B200"]])
         try:
-            code = plot_results.main(args)
+            code = faults.run_main(plot_results.main, args)
         except SystemExit as exit_:
             code = exit_.code
         printed, err = capsys.readouterr()

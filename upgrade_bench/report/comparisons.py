@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 
 from .. import gpus
+from ..faults import BadInput
 from .published import PUBLISHED_GPUS, SHIPPED_PATH
 from .series import (Dataset, Gpu, Series, config_phrase, median_record, normalise_dtype, ordered_keys,
                      provenance, seq_label)
@@ -121,7 +122,7 @@ def choose_baseline(gpu_map: dict, candidates, requested: str | None = None) -> 
     if requested:
         found = match_gpu(requested, gpu_map)
         if found is None:
-            raise ValueError(f"--baseline {requested!r}: no such GPU in the logs "
+            raise BadInput(f"--baseline {requested!r}: no such GPU in the logs "
                              f"(GPUs: {', '.join(sorted(gpu_map))})")
         return found
     # Unknown peaks sort last; ties (H100 vs H200) go to the smaller memory.
@@ -141,15 +142,15 @@ def published_hint(name: str) -> str:
 
 
 def match_prices(prices: dict, gpu_map: dict) -> dict:
-    """{name as given: USD per GPU-hour} -> {dataset GPU: USD}; ValueError names what is wrong."""
+    """{name as given: USD per GPU-hour} -> {dataset GPU: USD}; BadInput names what is wrong."""
     out, given = {}, {}
     for name, usd in prices.items():
         gpu = match_gpu(name, gpu_map)
         if gpu is None:
-            raise ValueError(f"--price {name}={usd:g}: no GPU named {name!r} in the logs "
+            raise BadInput(f"--price {name}={usd:g}: no GPU named {name!r} in the logs "
                              f"(GPUs: {', '.join(sorted(gpu_map))})" + published_hint(name))
         if gpu in out:
-            raise ValueError(f"--price {given[gpu]} and --price {name}: both price {gpu}; give one")
+            raise BadInput(f"--price {given[gpu]} and --price {name}: both price {gpu}; give one")
         out[gpu], given[gpu] = usd, name
     return out
 
@@ -410,9 +411,9 @@ def _mamf_tables(data: Dataset, base: str, order: list) -> tuple:
 
 
 def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = None) -> Analysis:
-    """Everything the report shows; ValueError on a --baseline or --price the data lacks."""
+    """Everything the report shows; BadInput on a --baseline or --price the data lacks."""
     if not data.gpus:
-        raise ValueError("no usable records in the input")
+        raise BadInput("no usable records in the input")
     with_series = sorted({s.gpu for s in data.series}) or sorted(data.gpus)
     base = choose_baseline(data.gpus, with_series, baseline)
     priced = match_prices(prices or {}, data.gpus)

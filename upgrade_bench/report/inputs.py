@@ -23,6 +23,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from .. import records
+from ..faults import BadInput
 
 REFERENCE_FOLDER = "reference"
 MAX_LINE_CHARS = 16 * 2**20     # a longer line is no record of this suite (a binary file)
@@ -30,14 +31,10 @@ MAX_INT = 2**53                 # counts and lengths beyond this are no measurem
 MAX_NUMBER = 1e15               # nor is any figure the report reads (and plotting overflows)
 
 
-class InputError(ValueError):
-    """A bad input argument or unreadable file: the message is the one line the user sees."""
-
-
 # ---------------------------------------------------------------- arguments to paths
 
 def expand(args) -> list:
-    """Input arguments -> paths (and '-'), in order, without repeats; InputError names a bad one."""
+    """Input arguments -> paths (and '-'), in order, without repeats; BadInput names a bad one."""
     paths = []
     for arg in args:
         paths += [p for p in _paths_of(arg) if p not in paths]
@@ -61,23 +58,23 @@ def _paths_of(arg: str) -> list:
         matches = sorted(glob.glob(arg))
         found = [p for p in matches if os.path.isfile(p)]
         if not found:
-            raise InputError(f"input {arg!r}: no such file or folder, and no file matches it as a glob"
+            raise BadInput(f"input {arg!r}: no such file or folder, and no file matches it as a glob"
                              + (f" (it matches {len(matches)} entries, none a regular file)" if matches else ""))
         return found
     except OSError as err:
-        raise InputError(f"input {arg!r}: {err.strerror}") from None
+        raise BadInput(f"input {arg!r}: {err.strerror}") from None
     if stat.S_ISDIR(mode):
         folder = glob.escape(arg)
         found = [p for pattern in (os.path.join(folder, "*.jsonl"),
                                    os.path.join(folder, REFERENCE_FOLDER, "*.jsonl"))
                  for p in sorted(glob.glob(pattern)) if os.path.isfile(p)]
         if not found:
-            raise InputError(f"input {arg!r}: a folder with no *.jsonl file (nor in its {REFERENCE_FOLDER}/)")
+            raise BadInput(f"input {arg!r}: a folder with no *.jsonl file (nor in its {REFERENCE_FOLDER}/)")
         return found
     if stat.S_ISREG(mode):
         return [arg]
     hint = "; to read a pipe, give it on stdin as '-'" if stat.S_ISFIFO(mode) else ""
-    raise InputError(f"input {arg!r}: {_kind_of(mode)}, not a file of JSON lines{hint}")
+    raise BadInput(f"input {arg!r}: {_kind_of(mode)}, not a file of JSON lines{hint}")
 
 
 # ---------------------------------------------------------------- field checks
@@ -236,7 +233,7 @@ def _fingerprint(record: dict) -> bytes:
 
 
 def read(paths, tally: Tally):
-    """The usable records of every path, in order, each once; InputError ends the run."""
+    """The usable records of every path, in order, each once; BadInput ends the run."""
     seen = set()
     for path in paths:
         source = "<stdin>" if path == "-" else path
@@ -259,6 +256,6 @@ def read(paths, tally: Tally):
                     seen.add(key)
                     yield record
         except records.SchemaTooNew as err:
-            raise InputError(str(err)) from None
+            raise BadInput(str(err)) from None
         except OSError as err:
-            raise InputError(f"input {path!r}: {err.strerror or err}") from None
+            raise BadInput(f"input {path!r}: {err.strerror or err}") from None
