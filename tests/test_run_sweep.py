@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SMALL_DISK_BYTES, SWEEP_CLEARED, script_env
+from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, script_env
 from upgrade_bench import child_process, devices, sweep, sweep_plan
 from upgrade_bench.faults import BadInput, WriteFailed
 from upgrade_bench.records import read_lines
 from upgrade_bench.runs import run_identity
 from upgrade_bench.sweep_tables import sweep_table
 
-REPO = Path(__file__).resolve().parent.parent
 RUN_SWEEP = REPO / "run_sweep.sh"
 
 FAKE_BENCHMARK = r'''

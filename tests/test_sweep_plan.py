@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SWEEP_CLEARED, script_env
+from conftest import REPO, SWEEP_CLEARED, script_env
 from upgrade_bench import devices, sweep_plan
 from upgrade_bench.faults import BadInput
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
