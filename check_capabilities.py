@@ -29,7 +29,7 @@ import time
 from upgrade_bench import attn_backends, fingerprint, header, settings
 from upgrade_bench import capabilities as caps
 from upgrade_bench.faults import BadInput, run_main
-from upgrade_bench.records import RecordWriter, SchemaTooNew, read_lines
+from upgrade_bench.records import RecordWriter, read_log
 
 SCRIPT = "check_capabilities.py"
 VARS = [
@@ -46,22 +46,9 @@ VARS = [
 
 def load_capacity_log(path: str):
     """Records of CAPACITY_LOG (None when unset); BadInput if it cannot be read."""
-    if not path:
-        return None
-    records, problem = None, None
-    if os.path.exists(path) and not os.path.isfile(path):
-        problem = "not a regular file"  # a folder, or /dev/zero: a read that never ends
-    else:
-        try:
-            with open(path, encoding="utf-8") as f:
-                records, _ = read_lines(f, path)
-        except UnicodeDecodeError as err:  # a binary or UTF-16 file
-            problem = f"not UTF-8 JSON lines ({err.reason} at byte {err.start})"
-        except (OSError, SchemaTooNew) as err:
-            problem = f"cannot be read ({err})"
-    if problem:
-        raise BadInput(f"CAPACITY_LOG={path!r}: {problem}")
-    return records
+    if path and not os.path.exists(path):
+        raise BadInput(f"CAPACITY_LOG={path!r}: no such file")
+    return read_log(path, "CAPACITY_LOG") if path else None
 
 
 # torch's own kernels first, separately installed (beta) packages last.

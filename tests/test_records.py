@@ -156,3 +156,22 @@ def test_process_env_fixes_the_arch_list_before_deepspeed_reads_it():
     single = {}
     engine.prepare_process_env(single)
     assert single == {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"}  # no port
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('{"kind": "summary", "schema": "2", "script": "benchmark.py", "run_id": "x"}\n',
+     "cannot be read ("),
+    (b"\xff\xfe\x00binary", "not UTF-8 JSON lines (invalid start byte at byte 0)"),
+])
+def test_a_log_the_user_named_that_cannot_be_read_is_bad_input(tmp_path, content, problem):
+    # RESUME reads OUT, check_capabilities reads CAPACITY_LOG: one line, never a traceback.
+    from upgrade_bench import sweep_plan
+
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(BadInput) as err:
+        sweep_plan.existing_records(str(path))
+    assert str(err.value).startswith(f"OUT={str(path)!r}: {problem}")
+    assert records.read_log(str(tmp_path / "not-yet.jsonl"), "OUT") == []
+    with pytest.raises(BadInput, match="not a regular file"):
+        records.read_log(str(tmp_path), "OUT")

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import Counter
 
-from .faults import WriteFailed
+from .faults import BadInput, WriteFailed
 
 SCHEMA = 1
 
@@ -217,3 +217,23 @@ def read_lines(lines, source: str = "<input>"):
     skipped = Counter()
     records = list(iter_records(lines, source, skipped))
     return records, sum(skipped.values())
+
+
+def read_log(path: str, name: str) -> list[dict]:
+    """The records of a log the user named in setting `name` (OUT, CAPACITY_LOG), none if it
+    does not exist yet; BadInput when it is no UTF-8 file of records this code can read."""
+    if not os.path.exists(path):
+        return []
+    problem = None
+    if not os.path.isfile(path):
+        problem = "not a regular file"  # a folder, or /dev/zero: a read that never ends
+    else:
+        try:
+            with open(path, encoding="utf-8") as f:
+                return read_lines(f, path)[0]
+        except UnicodeDecodeError as err:  # a binary or UTF-16 file
+            problem = f"not UTF-8 JSON lines ({err.reason} at byte {err.start})"
+        except (OSError, SchemaTooNew) as err:
+            problem = f"cannot be read ({err})"
+    raise BadInput(f"{name}={path!r}: {problem}")
+

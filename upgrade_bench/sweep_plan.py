@@ -19,7 +19,7 @@ from .child_process import free_port
 from .faults import BadInput
 from .fingerprint import Device
 from .paths import REPO
-from .records import read_lines
+from .records import read_log
 from .runs import run_identity, with_headers
 from .settings import Var
 from .sweep_capacity import PROBE_STEPS, doubling_ladder
@@ -328,10 +328,8 @@ def prepare(s: dict, environ=os.environ) -> Plan:
 
 
 def existing_records(path: str) -> list[dict]:
-    if not os.path.isfile(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return read_lines(f, path)[0]
+    """What OUT already holds (RESUME, capacity seeds); BadInput if it is no readable log."""
+    return read_log(path, "OUT")
 
 
 def dry_run(plan: Plan, todo: list[int], out) -> None:
