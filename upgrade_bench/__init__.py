@@ -1,7 +1,7 @@
 """Shared pieces of the GPU-upgrade benchmark suite: one module per concern.
 
 settings           environment variables of every script, validated, with --help
-faults             bad input and failed writes as one line and an exit code (2, 4), OOM (3), error records
+faults             bad input (a bad flag too: Parser) and failed writes as one line and an exit code (2, 4), OOM (3), error records
 records            the JSON-lines writer and reader
 runs               a run's identity (config keys that say what ran) and its records' header
 header             the header record every script writes first: stack, hardware, config, its own fields
