@@ -6,7 +6,7 @@ records            the JSON-lines writer and reader
 runs               a run's identity (config keys that say what ran) and its records' header
 header             the header record every script writes first: stack, hardware, config, its own fields
 fingerprint        software and hardware stack; the device (compute capability, NVIDIA or ROCm)
-devices            the GPUs visible here, from NVML (planning without torch)
+devices            the GPUs visible here, NVIDIA (NVML) or AMD (amdsmi), without torch
 paths              the repository root
 gpus               the GPU peak/HBM/MAMF table, each row citing its source, and the lookup by name
 flops              FLOP accounting (the guide's convention): dense, attention, MFU, HFU
