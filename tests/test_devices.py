@@ -1,11 +1,11 @@
-"""The GPUs here, NVIDIA or AMD, without torch (upgrade_bench.devices); in-process, with fake
-NVML and amdsmi libraries."""
+"""The GPUs here, NVIDIA or AMD, without torch (upgrade_bench.devices), and the one `hardware`
+every header describes them by; in-process, with fake NVML and amdsmi libraries."""
 import types
 
 import pytest
 
 from conftest import REPO, SWEEP_CLEARED
-from upgrade_bench import devices, sweep_plan
+from upgrade_bench import devices, fingerprint, sweep_plan
 from upgrade_bench.devices import rocm
 from upgrade_bench.devices.gpu import Gpu
 from upgrade_bench.faults import BadInput
@@ -101,13 +101,17 @@ def test_nvml_answers_first_and_neither_amdsmi_nor_torch_is_asked(monkeypatch, t
     monkeypatch.setattr(devices, "seen_by_torch", never)
     (kfd := tmp_path / "kfd").touch()
     (h100,) = devices.visible_gpus({}, FakeNvml(), never, kfd=str(kfd))
-    assert h100 == Gpu("NVIDIA H100 80GB HBM3", 79.2, (9, 0))
+    assert h100 == Gpu("NVIDIA H100 80GB HBM3", 79.2, (9, 0), uuid="GPU-1234", driver="570.86.15",
+                       power_limit_w=700.0, max_sm_clock_mhz=1980, max_mem_clock_mhz=2619)
 
 
 def test_without_nvidia_amdsmi_answers_with_rocm_numbering(monkeypatch):
     monkeypatch.setattr(devices, "seen_by_torch", never)
-    seen = devices.visible_gpus({"HIP_VISIBLE_DEVICES": "0,1"}, Unanswered(), FakeAmdsmi())
-    assert seen == [Gpu("AMD Instinct MI300X", 192.0, (9, 4), is_hip=True)] * 2  # (9, 4): gfx942, no Hopper
+    first, second = devices.visible_gpus({"HIP_VISIBLE_DEVICES": "0,1"}, Unanswered(), FakeAmdsmi())
+    assert first == Gpu("AMD Instinct MI300X", 192.0, (9, 4), is_hip=True, uuid="GPU-5c2e0ac1d9c4e3a1",
+                        driver="6.10.5", power_limit_w=750.0, max_sm_clock_mhz=2100, max_mem_clock_mhz=1300)
+    assert (first.sm_count, second.sm_count) == (None, 304)  # "N/A" is not a count
+    assert devices.hardware([first])["arch"] == "gfx94"  # never read as Hopper's sm_94
 
 
 def test_torch_is_asked_only_where_rocms_kernel_driver_is(monkeypatch, tmp_path):
@@ -144,6 +148,33 @@ def test_a_gfx_target_is_the_capability_rocms_torch_reports(target, capability):
     assert rocm.gfx_capability(target) == capability
 
 
+def test_torch_gets_the_details_of_the_same_gpu_by_uuid_else_by_position():
+    a, b = (Gpu("NVIDIA H200", 139.8, (9, 0), uuid=u, sm_count=132) for u in ("GPU-a", "GPU-b"))
+    managed = [Gpu("NVIDIA H200", 139.8, (9, 0), uuid=u, power_limit_w=w)
+               for u, w in (("GPU-b", 600.0), ("GPU-a", 700.0))]
+    assert [g.power_limit_w for g in devices.with_details([a, b], managed)] == [700.0, 600.0]
+    assert devices.with_details([a, b], managed)[0].sm_count == 132  # torch's own fields stay
+    hip = Gpu("AMD Instinct MI300X", 192.0, (9, 4), is_hip=True, uuid="GPU-3f2e")  # not amdsmi's serial
+    (detailed,) = devices.with_details([hip], [Gpu("MI300X", 192.0, (9, 4), True, "GPU-5c2e", driver="6.10.5")])
+    assert detailed.driver == "6.10.5"
+    assert devices.with_details([a], []) == [a]
+
+
+def test_every_header_describes_the_hardware_with_the_same_fields(monkeypatch):
+    cpu, gpu = devices.hardware([]), devices.hardware([Gpu("NVIDIA H200", 139.8, (9, 0))])  # the sweep's
+    assert list(cpu) == list(gpu)
+    assert (cpu["arch"], cpu["gpu_count"], cpu["compute_capability"]) == ("cpu", 0, None)
+    assert (gpu["arch"], gpu["compute_capability"]) == ("sm_90", "9.0")
+    assert gpu["sm_count"] is None  # NVML cannot tell
+    # The other scripts': torch's view of the GPUs, with NVML's details of the same ones.
+    torch_view = Gpu("NVIDIA H100 80GB HBM3", 79.2, (9, 0), uuid="GPU-1234", sm_count=132)
+    monkeypatch.setattr(devices, "seen_by_torch", lambda: [torch_view])
+    monkeypatch.setattr(devices, "visible_gpus", lambda: devices.nvml.visible({}, FakeNvml()))
+    measured = fingerprint.hardware()
+    assert list(measured) == list(cpu)
+    assert (measured["sm_count"], measured["power_limit_w"], measured["driver"]) == (132, 700.0, "570.86.15")
+
+
 @pytest.fixture
 def environ(monkeypatch):
     for name in SWEEP_CLEARED:
@@ -152,7 +183,7 @@ def environ(monkeypatch):
 
 
 def test_a_sweep_on_an_amd_node_plans_for_its_gpus(environ):
-    mi300x = Gpu("AMD Instinct MI300X", 192.0, (9, 4), is_hip=True)
+    mi300x = Gpu("AMD Instinct MI300X", 192.0, (9, 4), is_hip=True, sm_count=304)
     environ.setattr(devices, "visible_gpus", lambda environ=None: [mi300x] * 8)
     environ.setenv("ATTN_BACKEND", "fa3")
     with pytest.raises(BadInput, match="AMD GPUs"):  # (9, 4) is ROCm's gfx942, not a Hopper
@@ -161,4 +192,4 @@ def test_a_sweep_on_an_amd_node_plans_for_its_gpus(environ):
     plan = sweep_plan.prepare(sweep_plan.load_settings([], "doc"))
     assert plan.out.startswith(str(REPO / "results" / "amd-instinct-mi300x_")) and plan.gpus == 8
     assert plan.backend == "sdpa" and plan.config["world_size"] == 8
-    assert plan.peak_tflops == 1300 and plan.hardware["gpu_count"] == 8
+    assert plan.peak_tflops == 1300 and plan.hardware["arch"] == "gfx94" and plan.hardware["gpu_count"] == 8

@@ -5,8 +5,8 @@ faults             bad input (a bad flag too: Parser) and failed writes as one l
 records            the JSON-lines writer and reader
 runs               a run's identity (config keys that say what ran) and its records' header
 header             the header record every script writes first: stack, hardware, config, its own fields
-fingerprint        software and hardware stack; the device (compute capability, NVIDIA or ROCm)
-devices            the GPUs visible here, NVIDIA (NVML) or AMD (amdsmi), without torch
+fingerprint        the software stack; the hardware and the device (NVIDIA or ROCm) as torch sees them
+devices            the GPUs visible here, NVIDIA (NVML) or AMD (amdsmi), without torch; the header's hardware
 paths              the repository root
 gpus               the GPU peak/HBM/MAMF table, each row citing its source, and the lookup by name
 flops              FLOP accounting (the guide's convention): dense, attention, MFU, HFU

@@ -1,5 +1,5 @@
 """NVIDIA GPUs through NVML (nvidia-ml-py), as CUDA_VISIBLE_DEVICES selects them."""
-from .gpu import Gpu, index_below, selected
+from .gpu import Gpu, ask, index_below, selected
 
 
 def visible(environ, nvml=None) -> list[Gpu] | None:
@@ -12,9 +12,10 @@ def visible(environ, nvml=None) -> list[Gpu] | None:
     except Exception:
         return None
     try:
+        driver = ask(lambda: _text(nvml.nvmlSystemGetDriverVersion()))
         count = nvml.nvmlDeviceGetCount()
         handles = selected(environ.get("CUDA_VISIBLE_DEVICES"), count, _resolver(nvml, count))
-        return [_describe(nvml, h) for h in handles]
+        return [_describe(nvml, h, driver) for h in handles]
     finally:
         nvml.nvmlShutdown()
 
@@ -38,8 +39,13 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _describe(nvml, handle) -> Gpu:
+def _describe(nvml, handle, driver: str | None) -> Gpu:
     memory = nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
+    power_mw = ask(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle))
     return Gpu(name=_text(nvml.nvmlDeviceGetName(handle)),
                hbm_gib=round((memory.total - memory.reserved) / 2**30, 1),
-               capability=tuple(nvml.nvmlDeviceGetCudaComputeCapability(handle)))
+               capability=tuple(nvml.nvmlDeviceGetCudaComputeCapability(handle)),
+               uuid=ask(lambda: _text(nvml.nvmlDeviceGetUUID(handle))), driver=driver,
+               power_limit_w=None if power_mw is None else power_mw / 1000,
+               max_sm_clock_mhz=ask(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
+               max_mem_clock_mhz=ask(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)))

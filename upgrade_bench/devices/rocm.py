@@ -4,7 +4,7 @@ CUDA_VISIBLE_DEVICES) among those; each takes indices or GPU- UUIDs.
 
 Indices are read in amdsmi's order, which is not always the runtime's (torch maps the two
 through amdsmi_get_gpu_enumeration_info, ROCm 6.4+): where they differ, the count is still
-right and each GPU may get another GPU's name and memory, alike on a node of one model.
+right and each GPU may get another GPU's description, alike on a node of one model.
 None of this has run on AMD hardware: it follows amdsmi's Python API as documented."""
 import re
 
@@ -24,7 +24,7 @@ def visible(environ, amdsmi=None) -> list[Gpu] | None:
         handles = amdsmi.amdsmi_get_processor_handles()
         asics = [ask(lambda h=h: amdsmi.amdsmi_get_gpu_asic_info(h)) or {} for h in handles]
         uuids = [_uuid(asic.get("asic_serial")) for asic in asics]
-        return [_describe(amdsmi, handles[i], asics[i]) for i in hip_selected(environ, uuids)]
+        return [_describe(amdsmi, handles[i], asics[i], uuids[i]) for i in hip_selected(environ, uuids)]
     finally:
         amdsmi.amdsmi_shut_down()
 
@@ -70,9 +70,19 @@ def _number(value) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _describe(amdsmi, handle, asic: dict) -> Gpu:
+def _describe(amdsmi, handle, asic: dict, uuid: str | None) -> Gpu:
     vram = ask(lambda: amdsmi.amdsmi_get_gpu_memory_total(handle, amdsmi.AmdSmiMemoryType.VRAM))
+    power_uw = _number(ask(lambda: amdsmi.amdsmi_get_power_cap_info(handle)["power_cap"]))
+
+    def max_clock(kind: str):
+        clock = ask(lambda: amdsmi.amdsmi_get_clock_info(handle, getattr(amdsmi.AmdSmiClkType, kind)))
+        return _number((clock or {}).get("max_clk"))
+
     target = _known(asic.get("target_graphics_version"))
     return Gpu(name=_known(asic.get("market_name")) or target or "AMD GPU",
                hbm_gib=None if _number(vram) is None else round(vram / 2**30, 1),
-               capability=gfx_capability(target), is_hip=True)
+               capability=gfx_capability(target), is_hip=True, uuid=uuid,
+               sm_count=_number(asic.get("num_compute_units")),
+               driver=_known(ask(lambda: amdsmi.amdsmi_get_gpu_driver_info(handle)["driver_version"])),
+               power_limit_w=None if power_uw is None else power_uw / 1e6,  # microwatts on Linux
+               max_sm_clock_mhz=max_clock("GFX"), max_mem_clock_mhz=max_clock("MEM"))
