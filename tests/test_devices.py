@@ -9,6 +9,7 @@ from upgrade_bench import devices, fingerprint, sweep_plan
 from upgrade_bench.devices import rocm
 from upgrade_bench.devices.gpu import Gpu
 from upgrade_bench.faults import BadInput
+from upgrade_bench.report import inputs
 
 
 class Unanswered:
@@ -193,3 +194,9 @@ def test_a_sweep_on_an_amd_node_plans_for_its_gpus(environ):
     assert plan.out.startswith(str(REPO / "results" / "amd-instinct-mi300x_")) and plan.gpus == 8
     assert plan.backend == "sdpa" and plan.config["world_size"] == 8
     assert plan.peak_tflops == 1300 and plan.hardware["arch"] == "gfx94" and plan.hardware["gpu_count"] == 8
+
+
+@pytest.mark.parametrize("gpus", [[], [Gpu("NVIDIA H200", 139.8, (9, 0))], [Gpu("AMD Instinct MI300X", 192.0, (9, 4), True)]])
+def test_the_report_reads_the_hardware_every_header_carries(gpus):
+    header = {"kind": "header", "run_id": "r", "hardware": devices.hardware(gpus)}
+    assert inputs.field_problem(header) is None  # a CPU try-out's gpu_count 0 included
