@@ -126,7 +126,7 @@ def main() -> int:
     device = fingerprint.device()
     gpu_name = fingerprint.gpu_name()
     writer = RecordWriter(SCRIPT, s["OUTPUT"])
-    writer.write("header", **header.fields(s, s["NOTES"], device_arch=device.arch))
+    writer.write("header", **header.fields(s, s["NOTES"]))
     done = {}
     broken_after = None  # the item after which the CUDA context stopped working
     gpu_count = torch.cuda.device_count() if on_gpu else 0

@@ -29,14 +29,9 @@ import math
 import sys
 
 from upgrade_bench import mamf, mamf_run, settings
-from upgrade_bench.faults import BadInput, run_main
+from upgrade_bench.faults import BadInput, Parser, run_main
 
 SCRIPT = "mamf-finder.py"
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise BadInput(f"{message} (see --help)")
 
 
 def _int(low: int):

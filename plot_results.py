@@ -39,12 +39,12 @@ import os
 import sys
 import tempfile
 
-from upgrade_bench.faults import BadInput, run_main
+from upgrade_bench.faults import BadInput, Parser, run_main
 from upgrade_bench.report import comparisons, export, inputs, markdown, published, series
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", help="JSONL files, folders (their *.jsonl and reference/*.jsonl), "
                                              "globs, or - for stdin")
     p.add_argument("--out", default="out/report",

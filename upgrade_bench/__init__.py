@@ -1,12 +1,12 @@
 """Shared pieces of the GPU-upgrade benchmark suite: one module per concern.
 
 settings           environment variables of every script, validated, with --help
-faults             bad input and failed writes as one line and an exit code (2, 4), OOM (3), error records
+faults             bad input (a bad flag too: Parser) and failed writes as one line and an exit code (2, 4), OOM (3), error records
 records            the JSON-lines writer and reader
 runs               a run's identity (config keys that say what ran) and its records' header
 header             the header record every script writes first: stack, hardware, config, its own fields
-fingerprint        software and hardware stack; the device (compute capability, NVIDIA or ROCm)
-devices            the GPUs visible here, from NVML (planning without torch)
+fingerprint        the software stack; the hardware and the device (NVIDIA or ROCm) as torch sees them
+devices            the GPUs visible here, NVIDIA (NVML) or AMD (amdsmi), without torch; the header's hardware
 paths              the repository root
 gpus               the GPU peak/HBM/MAMF table, each row citing its source, and the lookup by name
 flops              FLOP accounting (the guide's convention): dense, attention, MFU, HFU

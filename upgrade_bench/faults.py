@@ -8,8 +8,10 @@ not be written (a full disk: the sweep stops, as no later point could be kept ei
 Bad input is found in many places (a setting, a flag, a model config, an attention
 backend, a log to read) and is always raised as BadInput; every script's `__main__` runs
 its main through run_main, the one place that turns it, or a WriteFailed, into one line
-on stderr and the exit code.
+on stderr and the exit code. A script with flags parses them with Parser, whose usage
+errors are BadInput too.
 """
+import argparse
 import sys
 
 EXIT_ERROR = 1
@@ -21,6 +23,14 @@ EXIT_WRITE_FAILED = 4
 class BadInput(ValueError):
     """Input that cannot run: a setting, a flag, a config, a file; str() is the one line the
     user sees (what was given, and what is allowed). Raised before any work starts."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors (an unknown flag, a bad value, parser.error) raise
+    BadInput: one line and exit 2 through run_main, not argparse's usage text and exit."""
+
+    def error(self, message):
+        raise BadInput(f"{message} (see --help)")
 
 
 class WriteFailed(RuntimeError):

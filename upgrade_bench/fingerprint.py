@@ -5,12 +5,11 @@ header says exactly which versions ran. Nothing here may fail a run: a probe tha
 answer records null.
 """
 import importlib.metadata as md
-import os
 import platform
-import socket
 from dataclasses import dataclass
 
-from . import telemetry
+from . import devices
+from .devices.gpu import ask
 
 # The distributions of the stack a header lists, besides the attention packages (which the
 # backend table names: see header.software).
@@ -45,46 +44,11 @@ def software(more_distributions=()) -> dict:
     return stack
 
 
-def _nvml_info(device_index: int) -> dict:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return {}
-    info = {}
-    try:
-        info["driver"] = pynvml.nvmlSystemGetDriverVersion()
-        # The same GPU as the CUDA properties beside it: NVML's own index ignores
-        # CUDA_VISIBLE_DEVICES.
-        handle = telemetry.nvml_handle(pynvml, device_index)
-        info["power_limit_w"] = pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000
-        info["max_sm_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
-        info["max_mem_clock_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_MEM)
-    except Exception:
-        pass
-    try:
-        pynvml.nvmlShutdown()
-    except Exception:
-        pass
-    return info
-
-
 def hardware(device_index: int = 0) -> dict:
-    """The host and CUDA device `device_index` (as this process numbers it); gpu_count: all visible."""
-    import torch
-
-    hw = {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(),
-          "gpu_name": None, "gpu_count": 0, "compute_capability": None, "hbm_gib": None,
-          "driver": None, "power_limit_w": None, "max_sm_clock_mhz": None}
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(device_index)
-        hw.update(gpu_name=props.name, gpu_count=torch.cuda.device_count(),
-                  compute_capability=f"{props.major}.{props.minor}",
-                  hbm_gib=round(props.total_memory / 2**30, 1),
-                  sm_count=props.multi_processor_count)
-        hw.update(_nvml_info(device_index))
-    return hw
+    """devices.hardware of GPU `device_index` as this process numbers it: torch's description
+    of the GPUs, with what only NVML or amdsmi tell (driver, power limit, clocks)."""
+    managed = ask(devices.visible_gpus) or []  # details only: never a reason to fail a run
+    return devices.hardware(devices.with_details(devices.seen_by_torch(), managed), device_index)
 
 
 def gpu_name() -> str | None:
@@ -103,11 +67,7 @@ class Device:
 
     @property
     def arch(self) -> str:
-        if self.capability is None:
-            return "cpu"
-        major, minor = self.capability
-        # On ROCm the digits begin the gfx name: gfx94 (gfx942), gfx90 (gfx90a), gfx110 (gfx1100).
-        return f"gfx{major}{minor}" if self.is_hip else f"sm_{major}{minor}"
+        return devices.arch(self.capability, self.is_hip)
 
 
 def device(index: int = 0) -> Device:

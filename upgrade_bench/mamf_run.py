@@ -52,7 +52,7 @@ def pick_device(args):
         raise BadInput(f"--cuda_device {args.cuda_device}: expected an index below "
                        f"{torch.cuda.device_count()} (the GPUs visible here)")
     torch.cuda.set_device(args.cuda_device)
-    hardware = dict(fingerprint.hardware(args.cuda_device), cuda_device=args.cuda_device)
+    hardware = fingerprint.hardware(args.cuda_device)  # the config names the index
     return torch.device("cuda", args.cuda_device), hardware, hardware["sm_count"]
 
 

@@ -1,7 +1,7 @@
 """Planning a sweep: its settings, which processes run which lengths with which command, and
 what an existing results file already holds (RESUME). Nothing here starts a process.
 
-Planning imports neither torch nor transformers: the GPUs come from NVML (devices.py), and
+Planning imports neither torch nor transformers: the GPUs come from NVML or amdsmi (devices), and
 whatever only the benchmark can check (the model, its sizes, packing against it) is checked
 by the benchmark's first process, whose exit 2 stops the sweep. So a DRY_RUN answers at once.
 """
@@ -302,9 +302,8 @@ def prepare(s: dict, environ=os.environ) -> Plan:
         raise BadInput(str(err)) from None
     use_liger, warnings = engine.resolve_liger(s["USE_LIGER"], first is not None,
                                                fingerprint.package_version("liger-kernel") is not None)
-    # NVML sees NVIDIA GPUs only: its capability is an sm, never ROCm's gfx numbering.
-    backend, _ = attn_backends.resolve(s["ATTN_BACKEND"], Device(first.capability if first else None),
-                                       attn_backends.installed(s["ATTN_BACKEND"]))
+    device = Device(first.capability, first.is_hip) if first else Device(None)
+    backend, _ = attn_backends.resolve(s["ATTN_BACKEND"], device, attn_backends.installed(s["ATTN_BACKEND"]))
     peak, peak_source, peak_warning = gpus.resolve_peak(first and first.name, "bf16", s["PEAK_TFLOPS"])
     if peak_warning:
         warnings.append(peak_warning)

@@ -16,6 +16,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .devices.gpu import uuid_of
+
 INTERVAL_S = 0.1  # fine enough to see a step's power swing, cheap enough to be free
 
 # NVML clocks-event (formerly throttle) reason bits, as nvml.h defines them. gpu_idle and
@@ -56,8 +58,7 @@ def nvml_handle(pynvml, device_index: int):
     """
     import torch
 
-    uuid = str(torch.cuda.get_device_properties(device_index).uuid)
-    return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith(("GPU-", "MIG-")) else "GPU-" + uuid)
+    return pynvml.nvmlDeviceGetHandleByUUID(uuid_of(torch.cuda.get_device_properties(device_index)))
 
 
 def _read(pynvml, handle) -> Sample:

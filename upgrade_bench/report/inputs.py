@@ -110,7 +110,7 @@ PART = (lambda v: isinstance(v, dict) and all(v.get(k) is None or NON_NEGATIVE[0
 # kind -> {field: check}; "a.b" is field b of object a, "a.*" every value of object a.
 # Null is allowed everywhere (not recorded); REQUIRED fields must be there.
 FIELDS = {
-    "header": {"hardware": OBJECT, "hardware.gpu_name": TEXT, "hardware.gpu_count": COUNT,
+    "header": {"hardware": OBJECT, "hardware.gpu_name": TEXT, "hardware.gpu_count": SIZE,
                "hardware.hbm_gib": POSITIVE, "software": OBJECT, "software.*": SETTING,
                "config": OBJECT, "config.*": SETTING, "attn_backend": TEXT,
                "peak_tflops": POSITIVE, "notes": TEXT, "num_layers": COUNT},
