@@ -4,7 +4,6 @@ import errno
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,20 +60,33 @@ def import_script(name: str):
     return module
 
 
-def launcher() -> str:
-    """The deepspeed launcher of this interpreter's environment (a venv need not be on PATH)."""
-    beside = Path(sys.executable).parent / "deepspeed"
-    return str(beside) if beside.exists() else shutil.which("deepspeed")
+def launcher() -> list[str]:
+    """The deepspeed launcher as a module of this interpreter, as run_sweep.sh starts it
+    (sweep_plan.launch_argv). Not the venv's `deepspeed` script: its #! line names the
+    interpreter by the path the venv was created at, so its ranks would see other include
+    paths than this process's and DeepSpeed's JIT ops would be rebuilt for each in turn."""
+    return [sys.executable, "-m", "deepspeed.launcher.runner"]
 
 
 def run_launched(args: list, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
     """run_proc of `deepspeed --master_port P <args>` on a free port (not the launcher's
     29500, which other runs on the host use), again on another one if it was taken."""
     for _ in range(PORT_ATTEMPTS):
-        proc = run_proc([launcher(), "--master_port", str(free_port()), *args], env, timeout)
+        port = free_port()
+        try:
+            proc = run_proc([*launcher(), "--master_port", str(port), *args], env, timeout)
+        finally:
+            remove_shm_segments(port)
         if PORT_TAKEN not in proc.stderr:
             break
     return proc
+
+
+def remove_shm_segments(port: int) -> None:
+    """What DeepSpeed's CPU comm op leaves in /dev/shm: it maps a 66 MB segment per rank of
+    ranks launched on one host, named after the rendezvous port, and never unlinks it."""
+    for path in Path("/dev/shm").glob(f"deepspeed_allreduce_buffer_{os.getuid()}_*_{port}_*"):
+        path.unlink(missing_ok=True)
 
 
 @pytest.fixture
