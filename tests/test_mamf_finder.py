@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import REPO, import_script, parse_jsonl, run_proc, run_script, script_env
-from upgrade_bench import flops, gpus, mamf
+from upgrade_bench import flops, gpus, mamf, mamf_run
 from upgrade_bench.faults import BadInput
 from upgrade_bench.mamf import GemmShape
 
@@ -318,6 +318,13 @@ def test_a_dtype_the_device_cannot_run_is_one_record(tmp_path, capsys, monkeypat
     assert rc == 1
     assert [r["kind"] for r in recs] == ["header", "error"] and recs[1]["error"] == "unsupported"
     assert "float8_e4m3fnuz" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_progress_goes_to_the_stderr_of_the_moment(capsys):
+    # Not to the one of when mamf_run was imported (here, at collection): a test capturing
+    # stderr then would leave every later run writing to its closed stream.
+    mamf_run.Progress().line("phase 1")
+    assert capsys.readouterr().err == "phase 1\n"
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
