@@ -25,9 +25,10 @@ SWEEP_CLEARED = {v.name for v in sweep_plan.VARS + settings.TRAINING_VARS} | {
     "RUN_ID", "CUDA_VISIBLE_DEVICES", "DS_ENV_FILE", "PYTORCH_CUDA_ALLOC_CONF"}
 
 
-def script_env(extra: dict) -> dict:
+def script_env(extra: dict, cleared=()) -> dict:
+    """This process's environment less a launched rank's variables and `cleared`, plus `extra`."""
     # The allocator setting is part of a run's recorded config: tests set it themselves.
-    dropped = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "PYTORCH_CUDA_ALLOC_CONF")
+    dropped = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "PYTORCH_CUDA_ALLOC_CONF", *cleared}
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
@@ -39,11 +40,22 @@ def parse_jsonl(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-def run_proc(args, env: dict, timeout: int = 600, cwd=REPO) -> subprocess.CompletedProcess:
-    """`python <args>` (a script of the repo) or a launcher command, in script_env(env)."""
-    cmd = args if isinstance(args, list) else [sys.executable, str(REPO / args)]
-    return subprocess.run(cmd, env=script_env(env), capture_output=True, text=True,
+def command(args) -> list:
+    """`python <args>` for a script of the repo named by a string; a list is a whole command."""
+    return args if isinstance(args, list) else [sys.executable, str(REPO / args)]
+
+
+def run_proc(args, env: dict, timeout: int = 600, cwd=REPO, cleared=()) -> subprocess.CompletedProcess:
+    """Run command(args) to its end in script_env(env, cleared); every test's subprocess."""
+    return subprocess.run(command(args), env=script_env(env, cleared), capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)
+
+
+def start_proc(args, env: dict, cwd=REPO, cleared=()) -> subprocess.Popen:
+    """run_proc's process, started and left running: for a test that reads its output as it
+    comes and signals it."""
+    return subprocess.Popen(command(args), env=script_env(env, cleared), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd)
 
 
 def run_script(args, env: dict, timeout: int = 600, cwd=REPO):
@@ -120,6 +132,11 @@ def mount_tmpfs(path: Path, options: str) -> bool:
         return False
 
 
+def unmount(path: Path) -> None:
+    """Undo mount_tmpfs."""
+    subprocess.run(["umount", str(path)], check=True)
+
+
 @pytest.fixture(params=["tmpfs", "injected"])
 def small_disk(request, tmp_path, monkeypatch):
     """A folder on a SMALL_DISK_BYTES disk: a real tmpfs where one can be mounted (skipped
@@ -135,4 +152,4 @@ def small_disk(request, tmp_path, monkeypatch):
     try:
         yield path
     finally:
-        subprocess.run(["umount", str(path)], check=True)
+        unmount(path)

@@ -7,16 +7,14 @@ refuses GQA gets K/V repeated, an OOM at a long sequence is a record and the run
 """
 import importlib
 import math
-import os
-import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import import_script, run_proc
 from upgrade_bench import attn_bench, faults, fingerprint, flops
 from upgrade_bench import attn_kernels as ak
 from upgrade_bench.attn_adapters import BHSD
@@ -24,9 +22,7 @@ from upgrade_bench.attn_backends import KERNELS, Backend
 from upgrade_bench.fingerprint import Device
 from upgrade_bench.records import read_lines
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-import bench_flash_attn as bench  # noqa: E402
+bench = import_script("bench_flash_attn.py")
 
 TINY = {"NHEADS": "4", "NHEADS_KV": "2", "HEAD_DIM": "16"}
 sdpa_math = KERNELS["sdpa-math"].run
@@ -327,10 +323,8 @@ def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
 # --- the script as a subprocess --------------------------------------------------------------
 
 def run_script(tmp_path, **env):
-    full = {k: v for k, v in os.environ.items() if k not in {var.name for var in bench.VARS}}
-    full.update(PYTHONPATH=str(ROOT), ITERS="3", WARMUP="1", **env)
-    proc = subprocess.run([sys.executable, str(ROOT / "bench_flash_attn.py")], env=full,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = run_proc("bench_flash_attn.py", {"ITERS": "3", "WARMUP": "1", **env}, timeout=120, cwd=tmp_path,
+                    cleared={var.name for var in bench.VARS})
     records, skipped = read_lines(proc.stdout.splitlines())
     assert skipped == 0
     return proc, records

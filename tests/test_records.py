@@ -1,12 +1,11 @@
 """JSONL records, failures and their exit codes, and the engine's pure helpers."""
 import io
 import json
-import subprocess
 
 import pytest
 import torch
 
-from conftest import mount_tmpfs
+from conftest import mount_tmpfs, unmount
 from upgrade_bench import engine, faults, records
 from upgrade_bench.faults import BadInput
 
@@ -104,7 +103,7 @@ def test_an_output_on_a_read_only_file_system_is_refused(tmp_path):
     try:
         assert "Read-only file system" in records.output_problem(str(tmp_path / "log.jsonl"))
     finally:
-        subprocess.run(["umount", str(tmp_path)], check=True)
+        unmount(tmp_path)
 
 
 def test_reader_skips_garbage_and_counts_it():
