@@ -147,19 +147,6 @@ def test_help_lists_every_variable(run):
         assert f"  {var.name} " in proc.stdout
 
 
-def test_deepspeed_gets_the_guides_zero_settings_at_every_stage():
-    # overlap_comm also moves ZeRO-2's reduction buffers to DeepSpeed's side stream, which
-    # kept the 8-layer 8K H200 peak at the guide script's 62.5 GiB instead of 67.7.
-    from upgrade_bench import engine, settings
-
-    s = settings.parse(settings.TRAINING_VARS, {})
-    for stage in range(4):
-        zero = engine.deepspeed_config(dict(s, ZERO_STAGE=stage, OFFLOAD_OPTIMIZER=False), True)["zero_optimization"]
-        assert zero == {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
-    offload = engine.deepspeed_config(s, True)["zero_optimization"]["offload_optimizer"]
-    assert offload == {"device": "cpu", "pin_memory": True}
-
-
 def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole(small_disk, monkeypatch,
                                                                                   capsys):
     # benchmark.py's own path (settings, header, points, run_main), in-process; the engine is
