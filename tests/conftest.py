@@ -101,11 +101,6 @@ def remove_shm_segments(port: int) -> None:
         path.unlink(missing_ok=True)
 
 
-@pytest.fixture
-def run():
-    return run_script
-
-
 # A small disk, as in issue 15: a few dozen records fill it.
 SMALL_DISK_BYTES = 64 * 1024
 
