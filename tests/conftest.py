@@ -64,6 +64,19 @@ def run_script(args, env: dict, timeout: int = 600, cwd=REPO):
     return proc.returncode, parse_jsonl(proc.stdout), proc.stderr
 
 
+@pytest.fixture
+def as_script(monkeypatch):
+    """as_script(name, variables, env): this process as `python name` with no arguments sees
+    it, where of the script's `variables` only `env`'s are set; for running its main here."""
+    def setup(name: str, variables, env: dict):
+        for var in variables:
+            monkeypatch.delenv(var.name, raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, str(value))
+        monkeypatch.setattr(sys, "argv", [name])
+    return setup
+
+
 def import_script(name: str):
     """A script of the repo as a module, its main() not run."""
     spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), REPO / name)

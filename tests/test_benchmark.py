@@ -138,16 +138,12 @@ class Engine:
 
 
 @pytest.fixture
-def main(monkeypatch, capsys):
+def main(as_script, monkeypatch, capsys):
     """main(env, engine=None) -> (exit code, records, stderr): benchmark.py's main in this
     process on TINY_FAST and `env`, through faults.run_main as its __main__ runs it. The
     DeepSpeed engine is `engine`; without one the test fails if the run gets that far."""
     def run(env, eng=None):
-        for var in settings.TRAINING_VARS:
-            monkeypatch.delenv(var.name, raising=False)
-        for key, value in {**TINY_FAST, "RANK": "0", "WORLD_SIZE": "1", **env}.items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setattr(sys, "argv", ["benchmark.py"])
+        as_script("benchmark.py", settings.TRAINING_VARS, {**TINY_FAST, "RANK": "0", "WORLD_SIZE": "1", **env})
         stdout = io.StringIO()
         monkeypatch.setattr(records, "claim_stdout", lambda: stdout)
 
@@ -200,16 +196,12 @@ def test_nonfinite_loss_is_an_error(main):
     assert kinds(recs) == ["header", "error"] and recs[-1]["error"] == "nonfinite_loss"
 
 
-def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole(small_disk, monkeypatch,
-                                                                                  capsys):
+def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole(small_disk, as_script,
+                                                                                  monkeypatch, capsys):
     # benchmark.py's own path (settings, header, points, run_main), in-process; the engine is
     # not built: the point writes step records until the disk is full.
     out = small_disk / "log.jsonl"
-    for var in settings.TRAINING_VARS:
-        monkeypatch.delenv(var.name, raising=False)
-    for key, value in {**TINY_FAST, "OUTPUT": str(out), "RANK": "0", "WORLD_SIZE": "1"}.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(sys, "argv", ["benchmark.py"])
+    as_script("benchmark.py", settings.TRAINING_VARS, {**TINY_FAST, "OUTPUT": out, "RANK": "0", "WORLD_SIZE": "1"})
     monkeypatch.setattr(records, "claim_stdout", io.StringIO)
     monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
 
