@@ -20,20 +20,29 @@ def kinds(records):
 
 # ---------------------------------------------------------------- real runs
 
-def test_zero2_two_seqlens_in_one_process(tmp_path):
-    out = tmp_path / "log.jsonl"
-    rc, recs, err = run_script("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "STEPS": "3",
-                                                "OUTPUT": str(out), "PEAK_TFLOPS": "0.5"})
-    assert rc == 0, err
-    assert kinds(recs) == ["header"] + ["step"] * 4 + ["summary"] + ["step"] * 4 + ["summary"]
+# A world of one (plain `python benchmark.py`): ZeRO-2, two sequence lengths in one process,
+# MEM_DEBUG's probes. One real run, which the two tests below read.
+@pytest.fixture(scope="module")
+def one_rank(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one_rank") / "log.jsonl"
+    rc, recs, err = run_script("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "STEPS": "3", "OUTPUT": str(out),
+                                                "PEAK_TFLOPS": "0.5", "MEM_DEBUG": "1"})
+    assert rc == 0, err[-3000:]
     assert parse_jsonl(out.read_text()) == recs  # the file holds exactly what stdout showed
+    return recs
+
+
+@pytest.mark.xdist_group("benchmark_one_rank")
+def test_zero2_two_seqlens_in_one_process(one_rank):
+    recs = [r for r in one_rank if r["kind"] not in ("memory", "memory_snapshot")]
+    assert kinds(recs) == ["header"] + ["step"] * 4 + ["summary"] + ["step"] * 4 + ["summary"]
     header = recs[0]
     assert header["attn_backend"] == "sdpa" and header["weights"] == "random"
     assert header["config"]["ZERO_STAGE"] == 2 and header["config"]["USE_LIGER"] is False
     assert "PYTORCH_CUDA_ALLOC_CONF" not in header["config"]  # default allocator: as older logs
     assert header["software"]["torch"] and header["software"]["deepspeed"]
     assert header["peak_tflops"] == 0.5 and header["peak_source"] == "PEAK_TFLOPS"
-    assert len({r["run_id"] for r in recs}) == 1
+    assert len({r["run_id"] for r in one_rank}) == 1
     steps = [r for r in recs if r["kind"] == "step" and r["seq_len"] == 64]
     assert [s["warmup"] for s in steps] == [True, False, False, False]
     summary = [r for r in recs if r["kind"] == "summary"][0]
@@ -47,12 +56,13 @@ def test_zero2_two_seqlens_in_one_process(tmp_path):
     assert summary["telemetry_samples"] == 0 and summary["sm_clock_mhz_median"] is None
 
 
-def test_mem_debug_writes_staged_probes():
-    rc, recs, err = run_script("benchmark.py", {**TINY_FAST, "MEM_DEBUG": "1"})
-    assert rc == 0, err[-2000:]
-    stages = [r["stage"] for r in recs if r["kind"] == "memory"]
-    assert stages == ["model_built", "engine_ready", "forward", "backward", "step"]
-    assert [r for r in recs if r["kind"] == "memory_snapshot"][0]["path"] is None  # CPU: none
+@pytest.mark.xdist_group("benchmark_one_rank")
+def test_mem_debug_writes_staged_probes(one_rank):
+    # The engine's two stages, then each point's first step; one snapshot.
+    stages = [(r["stage"], r["rank"]) for r in one_rank if r["kind"] == "memory"]
+    assert stages == [(stage, 0) for stage in ["model_built", "engine_ready"] + ["forward", "backward", "step"] * 2]
+    [snapshot] = [r for r in one_rank if r["kind"] == "memory_snapshot"]
+    assert snapshot["path"] is None  # CPU: none
 
 
 # The guide's default config (ZeRO-3, activation checkpointing, AdamW offloaded to DeepSpeed's
