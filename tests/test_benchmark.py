@@ -72,9 +72,17 @@ GUIDE_DEFAULTS_TWO_RANKS = {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1", 
                             "PEAK_TFLOPS": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
 
 
+# Each process of that run says so on stderr if Python finalizes it.
+FINALIZED = ("import atexit, os, sys\n"
+             "atexit.register(lambda: sys.stderr.write(f'finalized: {os.path.basename(sys.argv[0])}\\n'))\n")
+
+
 @pytest.fixture(scope="module")
-def two_ranks():
-    proc = run_launched(["--num_gpus", "2", str(REPO / "benchmark.py")], GUIDE_DEFAULTS_TWO_RANKS)
+def two_ranks(tmp_path_factory):
+    site = tmp_path_factory.mktemp("site")
+    (site / "sitecustomize.py").write_text(FINALIZED)
+    proc = run_launched(["--num_gpus", "2", str(REPO / "benchmark.py")],
+                        {**GUIDE_DEFAULTS_TWO_RANKS, "PYTHONPATH": f"{site}:{REPO}"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -109,6 +117,15 @@ def test_zero3_under_the_deepspeed_launcher_two_ranks(two_ranks):
     assert config["ZERO_STAGE"] == 3
     # It moves peak memory, so it is part of the config that RESUME and the report compare.
     assert config["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+
+
+@pytest.mark.xdist_group("benchmark_two_ranks")
+def test_ranks_leave_without_python_finalization(two_ranks):
+    # DeepSpeed keeps the process groups' gloo threads running past destroy_process_group; a
+    # rank that finalized Python under them could abort (engine.leave). The launcher's two
+    # processes finalize as usual: they show the check would see a rank that did.
+    finalized = [line.split(": ", 1)[1] for line in two_ranks.stderr.splitlines() if line.startswith("finalized: ")]
+    assert sorted(finalized) == ["launch.py", "runner.py"]
 
 
 def test_bad_input_in_a_real_process_is_one_line_and_exit_2():
