@@ -66,7 +66,7 @@ def test_mem_debug_writes_staged_probes(one_rank):
 
 
 # The guide's default config (ZeRO-3, activation checkpointing, AdamW offloaded to DeepSpeed's
-# CPU Adam) on two CPU ranks under the DeepSpeed launcher: one real run, which the three tests
+# CPU Adam) on two CPU ranks under the DeepSpeed launcher: one real run, which the four tests
 # below read.
 GUIDE_DEFAULTS_TWO_RANKS = {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1", "SEQ_LEN": "64",
                             "PEAK_TFLOPS": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
