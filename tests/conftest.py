@@ -1,5 +1,5 @@
-"""Shared test helpers: run a suite script for real as a subprocess and read its JSONL; a
-small disk that fills up."""
+"""Shared test helpers: run a suite script for real as a subprocess (or under the DeepSpeed
+launcher) and read its JSONL, or run its main in this process; a small disk that fills up."""
 import errno
 import importlib.util
 import json
@@ -51,11 +51,22 @@ def run_proc(args, env: dict, timeout: int = 600, cwd=REPO, cleared=()) -> subpr
                           timeout=timeout, cwd=cwd)
 
 
-def start_proc(args, env: dict, cwd=REPO, cleared=()) -> subprocess.Popen:
-    """run_proc's process, started and left running: for a test that reads its output as it
-    comes and signals it."""
-    return subprocess.Popen(command(args), env=script_env(env, cleared), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd)
+@pytest.fixture
+def start_proc():
+    """start_proc(args, env, cwd=REPO, cleared=()) -> Popen: run_proc's process, started and
+    left running, for a test that reads its output as it comes and signals it; killed when
+    the test ends if it is still running (a failed test leaves nothing behind)."""
+    started = []
+
+    def start(args, env: dict, cwd=REPO, cleared=()) -> subprocess.Popen:
+        started.append(subprocess.Popen(command(args), env=script_env(env, cleared), stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, cwd=cwd))
+        return started[-1]
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def run_script(args, env: dict, timeout: int = 600, cwd=REPO):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, import_script, parse_jsonl, run_proc, run_script, start_proc
+from conftest import REPO, import_script, parse_jsonl, run_proc, run_script
 from upgrade_bench import flops, gpus, mamf, mamf_run
 from upgrade_bench.faults import BadInput
 from upgrade_bench.mamf import GemmShape
@@ -327,7 +327,7 @@ def test_progress_goes_to_the_stderr_of_the_moment(capsys):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_still_writes_the_best_so_far(signum, tmp_path):
+def test_interrupt_still_writes_the_best_so_far(signum, tmp_path, start_proc):
     out = tmp_path / "mamf.jsonl"
     proc = start_proc([sys.executable, str(REPO / SCRIPT), "--m_range", "0", "100000", "8",
                        "--n", "64", "--k", "64", "--dtype", "float32", "--num_iterations", "20",

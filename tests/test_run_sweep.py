@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc, start_proc
+from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc
 from upgrade_bench import child_process, devices, sweep, sweep_plan
 from upgrade_bench.faults import BadInput, WriteFailed
 from upgrade_bench.records import read_lines
@@ -241,7 +241,7 @@ def test_two_cpu_ranks_through_the_deepspeed_launcher(tmp_path, fake):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_or_scancel_stops_the_child_group_and_keeps_what_was_done(tmp_path, fake, signum):
+def test_ctrl_c_or_scancel_stops_the_child_group_and_keeps_what_was_done(tmp_path, fake, signum, start_proc):
     out, pid_file = tmp_path / "cut.jsonl", tmp_path / "pid"
     proc = start_proc([str(RUN_SWEEP)], sweep_env(BENCHMARK=fake, OUT=out, SEQLENS="64 128", FAKE_HANG_AT=128,
                                                   FAKE_PID_FILE=pid_file), cleared=SWEEP_CLEARED)
