@@ -87,4 +87,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    engine.leave(run_main(main))

@@ -12,7 +12,6 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
     SEQ_LEN="8192 32768" deepspeed --num_gpus=8 benchmark.py
     MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
 """
-import sys
 
 from upgrade_bench import engine, flops, memory, settings, telemetry
 from upgrade_bench.faults import run_main
@@ -67,4 +66,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    engine.leave(run_main(main))

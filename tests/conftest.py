@@ -1,10 +1,9 @@
-"""Shared test helpers: run a suite script for real as a subprocess and read its JSONL; a
-small disk that fills up."""
+"""Shared test helpers: run a suite script for real as a subprocess (or under the DeepSpeed
+launcher) and read its JSONL, or run its main in this process; a small disk that fills up."""
 import errno
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,9 +25,10 @@ SWEEP_CLEARED = {v.name for v in sweep_plan.VARS + settings.TRAINING_VARS} | {
     "RUN_ID", "CUDA_VISIBLE_DEVICES", "DS_ENV_FILE", "PYTORCH_CUDA_ALLOC_CONF"}
 
 
-def script_env(extra: dict) -> dict:
+def script_env(extra: dict, cleared=()) -> dict:
+    """This process's environment less a launched rank's variables and `cleared`, plus `extra`."""
     # The allocator setting is part of a run's recorded config: tests set it themselves.
-    dropped = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "PYTORCH_CUDA_ALLOC_CONF")
+    dropped = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "PYTORCH_CUDA_ALLOC_CONF", *cleared}
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
@@ -40,17 +40,52 @@ def parse_jsonl(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-def run_proc(args, env: dict, timeout: int = 600, cwd=REPO) -> subprocess.CompletedProcess:
-    """`python <args>` (a script of the repo) or a launcher command, in script_env(env)."""
-    cmd = args if isinstance(args, list) else [sys.executable, str(REPO / args)]
-    return subprocess.run(cmd, env=script_env(env), capture_output=True, text=True,
+def command(args) -> list:
+    """`python <args>` for a script of the repo named by a string; a list is a whole command."""
+    return args if isinstance(args, list) else [sys.executable, str(REPO / args)]
+
+
+def run_proc(args, env: dict, timeout: int = 600, cwd=REPO, cleared=()) -> subprocess.CompletedProcess:
+    """Run command(args) to its end in script_env(env, cleared); every test's subprocess."""
+    return subprocess.run(command(args), env=script_env(env, cleared), capture_output=True, text=True,
                           timeout=timeout, cwd=cwd)
+
+
+@pytest.fixture
+def start_proc():
+    """start_proc(args, env, cwd=REPO, cleared=()) -> Popen: run_proc's process, started and
+    left running, for a test that reads its output as it comes and signals it; killed when
+    the test ends if it is still running (a failed test leaves nothing behind)."""
+    started = []
+
+    def start(args, env: dict, cwd=REPO, cleared=()) -> subprocess.Popen:
+        started.append(subprocess.Popen(command(args), env=script_env(env, cleared), stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, cwd=cwd))
+        return started[-1]
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def run_script(args, env: dict, timeout: int = 600, cwd=REPO):
     """(returncode, records on stdout, stderr) of run_proc."""
     proc = run_proc(args, env, timeout, cwd)
     return proc.returncode, parse_jsonl(proc.stdout), proc.stderr
+
+
+@pytest.fixture
+def as_script(monkeypatch):
+    """as_script(name, variables, env): this process as `python name` with no arguments sees
+    it, where of the script's `variables` only `env`'s are set; for running its main here."""
+    def setup(name: str, variables, env: dict):
+        for var in variables:
+            monkeypatch.delenv(var.name, raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, str(value))
+        monkeypatch.setattr(sys, "argv", [name])
+    return setup
 
 
 def import_script(name: str):
@@ -61,25 +96,33 @@ def import_script(name: str):
     return module
 
 
-def launcher() -> str:
-    """The deepspeed launcher of this interpreter's environment (a venv need not be on PATH)."""
-    beside = Path(sys.executable).parent / "deepspeed"
-    return str(beside) if beside.exists() else shutil.which("deepspeed")
+def launcher() -> list[str]:
+    """The deepspeed launcher as a module of this interpreter, as run_sweep.sh starts it
+    (sweep_plan.launch_argv). Not the venv's `deepspeed` script: its #! line names the
+    interpreter by the path the venv was created at, so its ranks would see other include
+    paths than this process's and DeepSpeed's JIT ops would be rebuilt for each in turn."""
+    return [sys.executable, "-m", "deepspeed.launcher.runner"]
 
 
 def run_launched(args: list, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
     """run_proc of `deepspeed --master_port P <args>` on a free port (not the launcher's
     29500, which other runs on the host use), again on another one if it was taken."""
     for _ in range(PORT_ATTEMPTS):
-        proc = run_proc([launcher(), "--master_port", str(free_port()), *args], env, timeout)
+        port = free_port()
+        try:
+            proc = run_proc([*launcher(), "--master_port", str(port), *args], env, timeout)
+        finally:
+            remove_shm_segments(port)
         if PORT_TAKEN not in proc.stderr:
             break
     return proc
 
 
-@pytest.fixture
-def run():
-    return run_script
+def remove_shm_segments(port: int) -> None:
+    """What DeepSpeed's CPU comm op leaves in /dev/shm: it maps a 66 MB segment per rank of
+    ranks launched on one host, named after the rendezvous port, and never unlinks it."""
+    for path in Path("/dev/shm").glob(f"deepspeed_allreduce_buffer_{os.getuid()}_*_{port}_*"):
+        path.unlink(missing_ok=True)
 
 
 # A small disk, as in issue 15: a few dozen records fill it.
@@ -108,6 +151,11 @@ def mount_tmpfs(path: Path, options: str) -> bool:
         return False
 
 
+def unmount(path: Path) -> None:
+    """Undo mount_tmpfs."""
+    subprocess.run(["umount", str(path)], check=True)
+
+
 @pytest.fixture(params=["tmpfs", "injected"])
 def small_disk(request, tmp_path, monkeypatch):
     """A folder on a SMALL_DISK_BYTES disk: a real tmpfs where one can be mounted (skipped
@@ -123,4 +171,4 @@ def small_disk(request, tmp_path, monkeypatch):
     try:
         yield path
     finally:
-        subprocess.run(["umount", str(path)], check=True)
+        unmount(path)

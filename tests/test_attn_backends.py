@@ -2,14 +2,13 @@
 consumer (settings, the training step, the kernel benchmark, check_capabilities, the
 README, install.sh) reading the same names."""
 import re
-import subprocess
 import sys
 import types
 
 import pytest
 import torch
 
-from conftest import REPO, import_script
+from conftest import REPO, import_script, run_proc
 from upgrade_bench import attn_adapters, attn_backends, settings
 from upgrade_bench.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
 from upgrade_bench.faults import BadInput
@@ -146,8 +145,7 @@ INSTALL_SH = (REPO / "install.sh").read_text()
 def install_sh_choice(compute_capability: str) -> str:
     """install.sh's own line, run as it runs: the system Python, standard library only."""
     (code,) = re.findall(r"-E -S -c '([^']*install_choice[^']*)'", INSTALL_SH)
-    done = subprocess.run([sys.executable, "-E", "-S", "-c", code, compute_capability], cwd=REPO,
-                          capture_output=True, text=True, timeout=30)
+    done = run_proc([sys.executable, "-E", "-S", "-c", code, compute_capability], {}, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

@@ -1,11 +1,15 @@
 """bench_decompose.py: the kernel classifier on real kernel names, the wall-time split, and a
 tiny CPU run end to end."""
+import io
+
 import pytest
 
-from conftest import run_proc
-from upgrade_bench import decompose
+from conftest import import_script, run_proc
+from upgrade_bench import decompose, engine, faults
 from upgrade_bench.flops import StepFlops
 from upgrade_bench.records import read_lines
+
+script = import_script("bench_decompose.py")
 
 
 # Real names as torch's profiler reports them (demangled; long template arguments shortened
@@ -207,20 +211,28 @@ def test_table_lists_every_bucket():
 
 
 def _run(env_extra, timeout=240):
-    return run_proc("bench_decompose.py", env_extra, timeout)
+    return run_proc("bench_decompose.py", env_extra, timeout, cleared={var.name for var in script.VARS})
 
 
-def test_bad_input_exits_2_naming_the_variable():
-    proc = _run({"PROFILE_STEPS": "0"})
-    assert proc.returncode == 2
-    assert "PROFILE_STEPS='0'" in proc.stderr and ">= 1" in proc.stderr
-
-
-def test_config_that_cannot_run_here_exits_2_before_any_record():
+def test_config_that_cannot_run_here_is_one_line_and_exit_2_before_any_record():
     proc = _run({"MODEL": "tiny", "USE_LIGER": "1"})  # Liger needs a GPU
-    assert proc.returncode == 2
-    assert "USE_LIGER=1" in proc.stderr
-    assert '"kind"' not in proc.stdout
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["error: USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU "
+                                        "driver); use USE_LIGER=0 or auto on CPU"]
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"PROFILE_STEPS": "0"}, "PROFILE_STEPS='0': expected an integer >= 1"),
+    ({"TIME_STEPS": "x"}, "TIME_STEPS='x': expected an integer >= 1"),
+])
+def test_bad_input_exits_2_naming_the_variable(env, message, as_script, monkeypatch, capsys):
+    as_script("bench_decompose.py", script.VARS, {"MODEL": "tiny", "SEQ_LEN": "64", "TIME_STEPS": "1",
+                                                  "PROFILE_STEPS": "1", "WARMUP_STEPS": "0", "RANK": "0",
+                                                  "WORLD_SIZE": "1", **env})
+    monkeypatch.setattr("upgrade_bench.records.claim_stdout", io.StringIO)
+    monkeypatch.setattr(engine, "build_engine", lambda rc, probe: pytest.fail("bad input reached the engine"))
+    assert faults.run_main(script.main) == 2
+    assert capsys.readouterr().err == f"error: {message}\n"
 
 
 def test_tiny_cpu_run_end_to_end(tmp_path):

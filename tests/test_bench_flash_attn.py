@@ -7,16 +7,13 @@ refuses GQA gets K/V repeated, an OOM at a long sequence is a record and the run
 """
 import importlib
 import math
-import os
-import subprocess
-import sys
 import types
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from conftest import import_script, run_proc
 from upgrade_bench import attn_bench, faults, fingerprint, flops
 from upgrade_bench import attn_kernels as ak
 from upgrade_bench.attn_adapters import BHSD
@@ -24,9 +21,7 @@ from upgrade_bench.attn_backends import KERNELS, Backend
 from upgrade_bench.fingerprint import Device
 from upgrade_bench.records import read_lines
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-import bench_flash_attn as bench  # noqa: E402
+bench = import_script("bench_flash_attn.py")
 
 TINY = {"NHEADS": "4", "NHEADS_KV": "2", "HEAD_DIM": "16"}
 sdpa_math = KERNELS["sdpa-math"].run
@@ -195,17 +190,17 @@ def test_check_backend_falls_back_to_repeated_kv():
 
 # --- the script, in-process with test doubles ------------------------------------------------
 
-def run_main(monkeypatch, capsys, **env):
-    for var in bench.VARS:
-        monkeypatch.delenv(var.name, raising=False)
-    for key, value in {**TINY, "ITERS": "2", "WARMUP": "1", **env}.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(sys, "argv", ["bench_flash_attn.py"])
-    code = faults.run_main(bench.main)
-    out = capsys.readouterr()
-    records, skipped = read_lines(out.out.splitlines())
-    assert skipped == 0
-    return code, records, out.err
+@pytest.fixture
+def run_main(as_script, capsys):
+    """run_main(**env) -> (exit code, records, stderr): the script's main in this process."""
+    def run(**env):
+        as_script("bench_flash_attn.py", bench.VARS, {**TINY, "ITERS": "2", "WARMUP": "1", **env})
+        code = faults.run_main(bench.main)
+        out = capsys.readouterr()
+        records, skipped = read_lines(out.out.splitlines())
+        assert skipped == 0
+        return code, records, out.err
+    return run
 
 
 def _ignores_causal(q, k, v, a):
@@ -226,9 +221,9 @@ def _broken_backward(q, k, v, a):
     return _BrokenBackward.apply(sdpa_math(q, k, v, a))
 
 
-def test_wrong_backend_is_reported_not_ok(monkeypatch, capsys):
+def test_wrong_backend_is_reported_not_ok(monkeypatch, run_main):
     monkeypatch.setitem(KERNELS, "wrong", Backend("wrong", run=_ignores_causal, layout=BHSD, cpu=True))
-    code, records, err = run_main(monkeypatch, capsys, BACKENDS="wrong sdpa-math", SEQLENS="32")
+    code, records, err = run_main(BACKENDS="wrong sdpa-math", SEQLENS="32")
     points = {(r["backend"], r["pass"]): r for r in records if r["kind"] == "attention"}
     for pass_ in bench.PASSES:
         wrong, right = points["wrong", pass_], points["sdpa-math", pass_]
@@ -238,9 +233,9 @@ def test_wrong_backend_is_reported_not_ok(monkeypatch, capsys):
     assert "!" in err  # the table marks the failed check
 
 
-def test_backward_failure_is_a_record_and_forward_still_timed(monkeypatch, capsys):
+def test_backward_failure_is_a_record_and_forward_still_timed(monkeypatch, run_main):
     monkeypatch.setitem(KERNELS, "no-bwd", Backend("no-bwd", run=_broken_backward, layout=BHSD, cpu=True))
-    code, records, _ = run_main(monkeypatch, capsys, BACKENDS="no-bwd", SEQLENS="32")
+    code, records, _ = run_main(BACKENDS="no-bwd", SEQLENS="32")
     points = {r["pass"]: r for r in records if r["kind"] == "attention"}
     assert points["fwd"]["status"] == "ok" and points["fwd"]["ok"] is True
     assert points["fwd"]["tflops"] > 0
@@ -250,12 +245,12 @@ def test_backward_failure_is_a_record_and_forward_still_timed(monkeypatch, capsy
     assert code == 1
 
 
-def test_backend_refusing_the_inputs_is_unavailable(monkeypatch, capsys):
+def test_backend_refusing_the_inputs_is_unavailable(monkeypatch, run_main):
     def refuses(q, k, v, a):
         raise RuntimeError("No available kernel. Aborting execution.")
 
     monkeypatch.setitem(KERNELS, "refuses", Backend("refuses", run=refuses, layout=BHSD, cpu=True))
-    code, records, _ = run_main(monkeypatch, capsys, BACKENDS="refuses sdpa-math", SEQLENS="32",
+    code, records, _ = run_main(BACKENDS="refuses sdpa-math", SEQLENS="32",
                                 PASSES="fwd")
     (refused,) = [r for r in records if r.get("backend") == "refuses"]
     assert refused["status"] == "unavailable" and "No available kernel" in refused["reason"]
@@ -263,25 +258,25 @@ def test_backend_refusing_the_inputs_is_unavailable(monkeypatch, capsys):
     assert code == 0
 
 
-def test_oom_at_a_long_sequence_is_a_record_and_the_run_goes_on(monkeypatch, capsys):
+def test_oom_at_a_long_sequence_is_a_record_and_the_run_goes_on(monkeypatch, run_main):
     def oom_at_128(q, k, v, a):
         if q.shape[2] == 128:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
         return sdpa_math(q, k, v, a)
 
     monkeypatch.setitem(KERNELS, "oomy", Backend("oomy", run=oom_at_128, layout=BHSD, cpu=True))
-    code, records, err = run_main(monkeypatch, capsys, BACKENDS="oomy", SEQLENS="32 128 64")
+    code, records, err = run_main(BACKENDS="oomy", SEQLENS="32 128 64")
     status = {(r["seq_len"], r["pass"]): r["status"] for r in records if r["kind"] == "attention"}
     assert status == {(n, p): "oom" if n == 128 else "ok" for n in (32, 128, 64) for p in bench.PASSES}
     assert code == 0  # OOM is a result, not a failure
     assert "oom" in err
 
 
-def test_inputs_that_cannot_fit_this_device_are_refused_before_any_work(monkeypatch, capsys):
+def test_inputs_that_cannot_fit_this_device_are_refused_before_any_work(monkeypatch, run_main):
     monkeypatch.setattr(attn_bench, "memory_bytes", lambda device: 2**30)  # a 1 GiB device
     for allocates in ("check_backend", "random_inputs"):
         monkeypatch.setattr(ak, allocates, lambda *args: pytest.fail("allocated"))
-    code, records, err = run_main(monkeypatch, capsys, HEAD_DIM="1000000", SEQLENS="1024")
+    code, records, err = run_main(HEAD_DIM="1000000", SEQLENS="1024")
     assert code == 2 and records == []
     # q, k, v, out, dout, dq, dk, dv: the check's float64 reference of 512 tokens (512 * 1e6 *
     # 4 * (4 + 2) * 8 bytes) outweighs the 1024-token point's bf16 (1024 * 1e6 * 4 * 6 * 2 bytes)
@@ -289,17 +284,17 @@ def test_inputs_that_cannot_fit_this_device_are_refused_before_any_work(monkeypa
                    "91.6 GiB, more than the 1.0 GiB this device has\n")
 
 
-def test_a_long_point_that_cannot_fit_is_an_oom_record_without_allocating(monkeypatch, capsys):
+def test_a_long_point_that_cannot_fit_is_an_oom_record_without_allocating(monkeypatch, run_main):
     monkeypatch.setattr(attn_bench, "memory_bytes", lambda device: 2**30)
     # 4M tokens of 4+2 heads x 16 need 3 GiB for their inputs; 32 tokens fit.
-    code, records, _ = run_main(monkeypatch, capsys, BACKENDS="sdpa-math", SEQLENS="32 4194304", PASSES="fwd")
+    code, records, _ = run_main(BACKENDS="sdpa-math", SEQLENS="32 4194304", PASSES="fwd")
     status = {r["seq_len"]: (r["status"], r["reason"]) for r in records if r["kind"] == "attention"}
     assert code == 0 and status[32] == ("ok", None)
     assert status[4194304] == ("oom", "the inputs alone need 3.0 GiB, more than the 1.0 GiB this device has")
 
 
-def test_named_unavailable_backend_and_packed_documents(monkeypatch, capsys):
-    code, records, _ = run_main(monkeypatch, capsys, BACKENDS="fa4 sdpa-flash sdpa-math",
+def test_named_unavailable_backend_and_packed_documents(run_main):
+    code, records, _ = run_main(BACKENDS="fa4 sdpa-flash sdpa-math",
                                 PACKED_DOC_LEN="16", SEQLENS="40", PASSES="fwd bwd", DTYPE="fp16")
     assert code == 0
     by_backend = {}
@@ -327,10 +322,8 @@ def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
 # --- the script as a subprocess --------------------------------------------------------------
 
 def run_script(tmp_path, **env):
-    full = {k: v for k, v in os.environ.items() if k not in {var.name for var in bench.VARS}}
-    full.update(PYTHONPATH=str(ROOT), ITERS="3", WARMUP="1", **env)
-    proc = subprocess.run([sys.executable, str(ROOT / "bench_flash_attn.py")], env=full,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = run_proc("bench_flash_attn.py", {"ITERS": "3", "WARMUP": "1", **env}, timeout=120, cwd=tmp_path,
+                    cleared={var.name for var in bench.VARS})
     records, skipped = read_lines(proc.stdout.splitlines())
     assert skipped == 0
     return proc, records
@@ -374,12 +367,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
     ({"DTYPE": "fp8"}, "DTYPE='fp8'"),
     ({"NHEADS": "0", "MODEL": "/nonexistent/model"}, "MODEL='/nonexistent/model'"),
 ])
-def test_every_bad_input_is_one_line_and_exit_2_before_any_record(monkeypatch, capsys, env, needle):
-    for var in bench.VARS:
-        monkeypatch.delenv(var.name, raising=False)
-    for key, value in {**TINY, **env}.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(sys, "argv", ["bench_flash_attn.py"])
+def test_every_bad_input_is_one_line_and_exit_2_before_any_record(as_script, capsys, env, needle):
+    as_script("bench_flash_attn.py", bench.VARS, {**TINY, **env})
     code = faults.run_main(bench.main)
     out = capsys.readouterr()
     assert code == 2 and out.out == ""

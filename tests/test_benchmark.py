@@ -1,32 +1,48 @@
-"""benchmark.py run for real on the CPU with the tiny preset (DeepSpeed, gloo)."""
+"""benchmark.py: real runs on the CPU with the tiny preset (DeepSpeed, gloo) for what only a
+real run shows, and its main in this process for how bad input and a failing point end a run."""
 import io
 import json
 import sys
+import types
 
 import pytest
+import torch
 
-from conftest import REPO, TINY_FAST, parse_jsonl, run_launched
+from conftest import REPO, TINY_FAST, import_script, parse_jsonl, run_launched, run_proc, run_script
 from upgrade_bench import engine, faults, records, settings
+
+benchmark = import_script("benchmark.py")
 
 
 def kinds(records):
     return [r["kind"] for r in records]
 
 
-def test_zero2_two_seqlens_in_one_process(run, tmp_path):
-    out = tmp_path / "log.jsonl"
-    rc, recs, err = run("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "STEPS": "3",
-                                          "OUTPUT": str(out), "PEAK_TFLOPS": "0.5"})
-    assert rc == 0, err
-    assert kinds(recs) == ["header"] + ["step"] * 4 + ["summary"] + ["step"] * 4 + ["summary"]
+# ---------------------------------------------------------------- real runs
+
+# A world of one (plain `python benchmark.py`): ZeRO-2, two sequence lengths in one process,
+# MEM_DEBUG's probes. One real run, which the two tests below read.
+@pytest.fixture(scope="module")
+def one_rank(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one_rank") / "log.jsonl"
+    rc, recs, err = run_script("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "STEPS": "3", "OUTPUT": str(out),
+                                                "PEAK_TFLOPS": "0.5", "MEM_DEBUG": "1"})
+    assert rc == 0, err[-3000:]
     assert parse_jsonl(out.read_text()) == recs  # the file holds exactly what stdout showed
+    return recs
+
+
+@pytest.mark.xdist_group("benchmark_one_rank")
+def test_zero2_two_seqlens_in_one_process(one_rank):
+    recs = [r for r in one_rank if r["kind"] not in ("memory", "memory_snapshot")]
+    assert kinds(recs) == ["header"] + ["step"] * 4 + ["summary"] + ["step"] * 4 + ["summary"]
     header = recs[0]
     assert header["attn_backend"] == "sdpa" and header["weights"] == "random"
     assert header["config"]["ZERO_STAGE"] == 2 and header["config"]["USE_LIGER"] is False
     assert "PYTORCH_CUDA_ALLOC_CONF" not in header["config"]  # default allocator: as older logs
     assert header["software"]["torch"] and header["software"]["deepspeed"]
     assert header["peak_tflops"] == 0.5 and header["peak_source"] == "PEAK_TFLOPS"
-    assert len({r["run_id"] for r in recs}) == 1
+    assert len({r["run_id"] for r in one_rank}) == 1
     steps = [r for r in recs if r["kind"] == "step" and r["seq_len"] == 64]
     assert [s["warmup"] for s in steps] == [True, False, False, False]
     summary = [r for r in recs if r["kind"] == "summary"][0]
@@ -40,22 +56,60 @@ def test_zero2_two_seqlens_in_one_process(run, tmp_path):
     assert summary["telemetry_samples"] == 0 and summary["sm_clock_mhz_median"] is None
 
 
-def test_stdout_is_pure_jsonl_under_the_launcher():
-    # DeepSpeed and its JIT builds print to stdout; the records must stay parseable alone.
-    proc = run_launched(["--num_gpus", "1", str(REPO / "benchmark.py")], TINY_FAST)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    # The launcher logs to stdout itself; everything after it spawned the rank is ours.
-    ours = proc.stdout.split("spawned with command", 1)[1].splitlines()[1:]
+@pytest.mark.xdist_group("benchmark_one_rank")
+def test_mem_debug_writes_staged_probes(one_rank):
+    # The engine's two stages, then each point's first step; one snapshot.
+    stages = [(r["stage"], r["rank"]) for r in one_rank if r["kind"] == "memory"]
+    assert stages == [(stage, 0) for stage in ["model_built", "engine_ready"] + ["forward", "backward", "step"] * 2]
+    [snapshot] = [r for r in one_rank if r["kind"] == "memory_snapshot"]
+    assert snapshot["path"] is None  # CPU: none
+
+
+# The guide's default config (ZeRO-3, activation checkpointing, AdamW offloaded to DeepSpeed's
+# CPU Adam) on two CPU ranks under the DeepSpeed launcher: one real run, which the four tests
+# below read.
+GUIDE_DEFAULTS_TWO_RANKS = {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1", "SEQ_LEN": "64",
+                            "PEAK_TFLOPS": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+
+
+# Each process of that run says so on stderr if Python finalizes it.
+FINALIZED = ("import atexit, os, sys\n"
+             "atexit.register(lambda: sys.stderr.write(f'finalized: {os.path.basename(sys.argv[0])}\\n'))\n")
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    site = tmp_path_factory.mktemp("site")
+    (site / "sitecustomize.py").write_text(FINALIZED)
+    proc = run_launched(["--num_gpus", "2", str(REPO / "benchmark.py")],
+                        {**GUIDE_DEFAULTS_TWO_RANKS, "PYTHONPATH": f"{site}:{REPO}"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.xdist_group("benchmark_two_ranks")
+def test_the_guides_default_config_runs_on_cpu(two_ranks):
+    recs = parse_jsonl(two_ranks.stdout)
+    config = recs[0]["config"]
+    assert (config["ZERO_STAGE"], config["OFFLOAD_OPTIMIZER"], config["GRAD_CHECKPOINT"]) == (3, True, True)
+    summary = recs[-1]
+    assert summary["kind"] == "summary"
+    assert summary["hfu"] > summary["mfu"]  # recompute counted in HFU only
+
+
+@pytest.mark.xdist_group("benchmark_two_ranks")
+def test_stdout_is_pure_jsonl_under_the_launcher(two_ranks):
+    # DeepSpeed and its JIT builds print to stdout, on every rank; the records must stay
+    # parseable alone. The launcher logs to stdout itself; everything after it spawned the
+    # ranks is theirs.
+    ours = two_ranks.stdout.split("spawned with command", 1)[1].splitlines()[1:]
     lines = [line for line in ours if "[launch.py:" not in line]
     assert [json.loads(line)["kind"] for line in lines] == ["header", "step", "step", "step", "summary"]
 
 
-def test_zero3_under_the_deepspeed_launcher_two_ranks():
-    proc = run_launched(["--num_gpus", "2", str(REPO / "benchmark.py")],
-                        {**TINY_FAST, "ZERO_STAGE": "3", "GRAD_CHECKPOINT": "1",
-                         "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    recs = parse_jsonl(proc.stdout)
+@pytest.mark.xdist_group("benchmark_two_ranks")
+def test_zero3_under_the_deepspeed_launcher_two_ranks(two_ranks):
+    recs = parse_jsonl(two_ranks.stdout)
     assert kinds(recs).count("header") == 1  # rank 0 alone writes
     summary = recs[-1]
     assert summary["kind"] == "summary" and summary["world_size"] == 2
@@ -65,54 +119,69 @@ def test_zero3_under_the_deepspeed_launcher_two_ranks():
     assert config["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
 
 
-def test_the_guides_default_config_runs_on_cpu(run):
-    # ZeRO-3 + checkpointing + CPU AdamW offload (DeepSpeed CPU Adam, JIT-built once).
-    rc, recs, err = run("benchmark.py", {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1",
-                                         "SEQ_LEN": "64", "PEAK_TFLOPS": "1"})
-    assert rc == 0, err[-3000:]
-    config = recs[0]["config"]
-    assert (config["ZERO_STAGE"], config["OFFLOAD_OPTIMIZER"], config["GRAD_CHECKPOINT"]) == (3, True, True)
-    summary = recs[-1]
-    assert summary["kind"] == "summary"
-    assert summary["hfu"] > summary["mfu"]  # recompute counted in HFU only
+@pytest.mark.xdist_group("benchmark_two_ranks")
+def test_ranks_leave_without_python_finalization(two_ranks):
+    # DeepSpeed keeps the process groups' gloo threads running past destroy_process_group; a
+    # rank that finalized Python under them could abort (engine.leave). The launcher's two
+    # processes finalize as usual: they show the check would see a rank that did.
+    finalized = [line.split(": ", 1)[1] for line in two_ranks.stderr.splitlines() if line.startswith("finalized: ")]
+    assert sorted(finalized) == ["launch.py", "runner.py"]
 
 
-def test_real_oom_is_an_error_record_and_exit_3(run):
-    # Packed documents make SDPA build an s x s mask: 2^20 squared bytes cannot be allocated.
-    rc, recs, err = run("benchmark.py", {**TINY_FAST, "SEQ_LEN": "1048576", "PACKED_DOC_LEN": "4096"})
-    assert rc == 3, err[-2000:]
-    assert recs[-1]["kind"] == "error" and recs[-1]["error"] == "oom"
-    assert recs[-1]["seq_len"] == 1048576 and recs[-1]["config"]["ZERO_STAGE"] == 2
+def test_bad_input_in_a_real_process_is_one_line_and_exit_2():
+    # The last check before any work: torch, transformers and the model config are loaded by
+    # then, and nothing they print may reach stdout or add a line.
+    proc = run_proc("benchmark.py", {**TINY_FAST, "PACKED_DOC_LEN": "64"}, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "error: PACKED_DOC_LEN=64: must be shorter than every SEQ_LEN (shortest 64), or 0 for dense sequences"]
 
 
-def test_injected_cuda_oom_is_an_error_record_and_exit_3(run, tmp_path):
-    (tmp_path / "sitecustomize.py").write_text(
-        "import torch\n"
-        "def oom(*args, **kwargs):\n"
-        "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB (injected)')\n"
-        "torch.autograd.backward = oom\n")
-    rc, recs, err = run("benchmark.py", {**TINY_FAST, "PYTHONPATH": f"{tmp_path}:{REPO}"})
-    assert rc == 3, err[-2000:]
-    error = recs[-1]
-    assert error["error"] == "oom" and error["exception"] == "OutOfMemoryError"
-    assert "injected" in error["message"] and error["seq_len"] == 64
+def test_help_lists_every_variable():
+    proc = run_proc([sys.executable, str(REPO / "benchmark.py"), "--help"], {}, timeout=60)
+    assert proc.returncode == 0
+    for var in settings.TRAINING_VARS:
+        assert f"  {var.name} " in proc.stdout
 
 
-def test_nonfinite_loss_is_an_error(run, tmp_path):
-    config = json.loads((REPO / "configs" / "tiny.json").read_text())
-    config["rope_theta"] = -10000.0  # a negative RoPE base gives NaN angles: a NaN loss
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    rc, recs, err = run("benchmark.py", {**TINY_FAST, "MODEL": str(tmp_path)})
-    assert rc == 1
-    assert recs[-1]["kind"] == "error" and recs[-1]["error"] == "nonfinite_loss"
+# ---------------------------------------------------------------- main, in this process
+
+class Engine:
+    """A DeepSpeed engine's face to a training step: the loss a step gives, or what its
+    backward raises."""
+
+    def __init__(self, loss=1.0, backward=None):
+        self.loss, self.raises = loss, backward
+
+    def __call__(self, **batch):
+        return types.SimpleNamespace(loss=torch.tensor(self.loss))
+
+    def backward(self, loss):
+        if self.raises:
+            raise self.raises
+
+    def step(self):
+        pass
 
 
-def test_mem_debug_writes_staged_probes(run):
-    rc, recs, err = run("benchmark.py", {**TINY_FAST, "MEM_DEBUG": "1"})
-    assert rc == 0, err[-2000:]
-    stages = [r["stage"] for r in recs if r["kind"] == "memory"]
-    assert stages == ["model_built", "engine_ready", "forward", "backward", "step"]
-    assert [r for r in recs if r["kind"] == "memory_snapshot"][0]["path"] is None  # CPU: none
+@pytest.fixture
+def main(as_script, monkeypatch, capsys):
+    """main(env, engine=None) -> (exit code, records, stderr): benchmark.py's main in this
+    process on TINY_FAST and `env`, through faults.run_main as its __main__ runs it. The
+    DeepSpeed engine is `engine`; without one the test fails if the run gets that far."""
+    def run(env, eng=None):
+        as_script("benchmark.py", settings.TRAINING_VARS, {**TINY_FAST, "RANK": "0", "WORLD_SIZE": "1", **env})
+        stdout = io.StringIO()
+        monkeypatch.setattr(records, "claim_stdout", lambda: stdout)
+
+        def build_engine(rc, probe):
+            if eng is None:
+                pytest.fail("bad input reached the engine")
+            return eng, None
+        monkeypatch.setattr(engine, "build_engine", build_engine)
+        code = faults.run_main(benchmark.main)
+        return code, parse_jsonl(stdout.getvalue()), capsys.readouterr().err
+    return run
 
 
 @pytest.mark.parametrize("env, message", [
@@ -129,47 +198,37 @@ def test_mem_debug_writes_staged_probes(run):
     ({"MODEL": "llama-3.1-8b", "WEIGHTS": "pretrained", "MODEL_DIR": "/nonexistent"},
      "WEIGHTS=pretrained: no *.safetensors"),
 ])
-def test_bad_input_is_one_line_and_exit_2(run, env, message):
-    rc, recs, err = run("benchmark.py", {**TINY_FAST, **env}, timeout=120)
-    assert rc == 2 and recs == []
+def test_bad_input_is_one_line_and_exit_2(main, env, message):
+    code, recs, err = main(env)
+    assert code == 2 and recs == []
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
 
 
-def test_help_lists_every_variable(run):
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, str(REPO / "benchmark.py"), "--help"],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0
-    for var in settings.TRAINING_VARS:
-        assert f"  {var.name} " in proc.stdout
-
-
-def test_deepspeed_gets_the_guides_zero_settings_at_every_stage():
-    # overlap_comm also moves ZeRO-2's reduction buffers to DeepSpeed's side stream, which
-    # kept the 8-layer 8K H200 peak at the guide script's 62.5 GiB instead of 67.7.
-    from upgrade_bench import engine, settings
-
-    s = settings.parse(settings.TRAINING_VARS, {})
-    for stage in range(4):
-        zero = engine.deepspeed_config(dict(s, ZERO_STAGE=stage, OFFLOAD_OPTIMIZER=False), True)["zero_optimization"]
-        assert zero == {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
-    offload = engine.deepspeed_config(s, True)["zero_optimization"]["offload_optimizer"]
-    assert offload == {"device": "cpu", "pin_memory": True}
+def test_an_out_of_memory_step_is_an_error_record_and_exit_3(main):
+    oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (injected)")
+    code, recs, err = main({"SEQ_LEN": "64 128"}, Engine(backward=oom))
+    assert code == 3
+    assert kinds(recs) == ["header", "error"]  # the first point ends the run
+    error = recs[-1]
+    assert error["error"] == "oom" and error["exception"] == "OutOfMemoryError"
+    assert "injected" in error["message"] and error["seq_len"] == 64
+    assert error["config"]["ZERO_STAGE"] == 2
+    assert err.splitlines()[-1].startswith("error: oom at seq_len 64: CUDA out of memory")
 
 
-def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole(small_disk, monkeypatch,
-                                                                                  capsys):
+def test_nonfinite_loss_is_an_error(main):
+    code, recs, err = main({}, Engine(loss=float("nan")))
+    assert code == 1
+    assert kinds(recs) == ["header", "error"] and recs[-1]["error"] == "nonfinite_loss"
+
+
+def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole(small_disk, as_script,
+                                                                                  monkeypatch, capsys):
     # benchmark.py's own path (settings, header, points, run_main), in-process; the engine is
     # not built: the point writes step records until the disk is full.
     out = small_disk / "log.jsonl"
-    for var in settings.TRAINING_VARS:
-        monkeypatch.delenv(var.name, raising=False)
-    for key, value in {**TINY_FAST, "OUTPUT": str(out), "RANK": "0", "WORLD_SIZE": "1"}.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(sys, "argv", ["benchmark.py"])
+    as_script("benchmark.py", settings.TRAINING_VARS, {**TINY_FAST, "OUTPUT": out, "RANK": "0", "WORLD_SIZE": "1"})
     monkeypatch.setattr(records, "claim_stdout", io.StringIO)
     monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import import_script, run_proc
-from upgrade_bench import attn_backends, fingerprint
+from upgrade_bench import attn_backends, faults, fingerprint
 from upgrade_bench import capabilities as caps
 from upgrade_bench.faults import BadInput
 from upgrade_bench import capability_probes as probes
@@ -323,12 +323,20 @@ def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path):
     assert "memory:max_seq_len" in done.stderr and "status" in done.stderr
 
 
-def test_bad_settings_stop_before_any_work(tmp_path):
+def test_bad_settings_stop_before_any_work_in_one_line(tmp_path):
     missing = _run(tmp_path, CAPACITY_LOG=str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and missing.stdout == ""
-    assert "CAPACITY_LOG" in missing.stderr and "nope.jsonl" in missing.stderr
-    bad = _run(tmp_path, MEMORY_PROBE_S="0")
-    assert bad.returncode == 2 and "MEMORY_PROBE_S='0'" in bad.stderr
+    [line] = missing.stderr.splitlines()
+    assert line.startswith("error: CAPACITY_LOG=") and "nope.jsonl" in line
+
+
+def test_a_bad_value_is_one_line_and_exit_2(as_script, capsys):
+    script = import_script("check_capabilities.py")
+    as_script("check_capabilities.py", script.VARS, {"MEMORY_PROBE_S": "0"})
+    assert faults.run_main(script.main) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith("error: MEMORY_PROBE_S='0': expected ")
+    assert out.err.count("\n") == 1
 
 
 @pytest.mark.parametrize("content, problem", [

@@ -2,13 +2,12 @@
 import math
 import random
 import signal
-import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO, import_script, parse_jsonl, run_proc, run_script, script_env
-from upgrade_bench import flops, gpus, mamf
+from conftest import REPO, import_script, parse_jsonl, run_proc, run_script
+from upgrade_bench import flops, gpus, mamf, mamf_run
 from upgrade_bench.faults import BadInput
 from upgrade_bench.mamf import GemmShape
 
@@ -320,14 +319,19 @@ def test_a_dtype_the_device_cannot_run_is_one_record(tmp_path, capsys, monkeypat
     assert "float8_e4m3fnuz" in capsys.readouterr().err.splitlines()[-1]
 
 
+def test_progress_goes_to_the_stderr_of_the_moment(capsys):
+    # Not to the one of when mamf_run was imported (here, at collection): a test capturing
+    # stderr then would leave every later run writing to its closed stream.
+    mamf_run.Progress().line("phase 1")
+    assert capsys.readouterr().err == "phase 1\n"
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_still_writes_the_best_so_far(signum, tmp_path):
+def test_interrupt_still_writes_the_best_so_far(signum, tmp_path, start_proc):
     out = tmp_path / "mamf.jsonl"
-    proc = subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--m_range", "0", "100000", "8",
-                             "--n", "64", "--k", "64", "--dtype", "float32", "--num_iterations", "20",
-                             "--output_file", str(out)],
-                            env=script_env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = start_proc([sys.executable, str(REPO / SCRIPT), "--m_range", "0", "100000", "8",
+                       "--n", "64", "--k", "64", "--dtype", "float32", "--num_iterations", "20",
+                       "--output_file", str(out)], {})
     seen = 0
     for line in proc.stdout:  # wait until three shapes are measured
         seen += '"kind": "matmul"' in line

@@ -1,14 +1,12 @@
-"""JSONL records, failures and their exit codes, and the engine's pure helpers."""
+"""upgrade_bench.records: the JSONL writer and reader, and the check that an output can be
+appended to."""
 import io
 import json
-import subprocess
 
 import pytest
-import torch
 
-from conftest import mount_tmpfs
-from upgrade_bench import engine, faults, records
-from upgrade_bench.faults import BadInput
+from conftest import mount_tmpfs, unmount
+from upgrade_bench import faults, records
 
 
 def test_every_record_has_the_contract_fields_and_is_appended(tmp_path):
@@ -58,25 +56,6 @@ def test_a_full_disk_stops_the_writer_leaving_every_earlier_record_whole(small_d
     assert len(stream.getvalue().splitlines()) == step + 1  # stdout has the one the file could not
 
 
-def test_run_main_makes_a_write_failure_one_line_and_exit_4(capsys):
-    def main():
-        raise faults.WriteFailed("cannot append to /x (No space left on device): stopped")
-
-    assert faults.run_main(main) == faults.EXIT_WRITE_FAILED == 4
-    assert capsys.readouterr().err == "error: cannot append to /x (No space left on device): stopped\n"
-
-
-def test_run_main_makes_bad_input_one_line_and_exit_2_and_passes_everything_else_on(capsys):
-    def main(name):
-        raise BadInput(f"{name}='x': expected an integer")
-
-    assert faults.run_main(main, "STEPS") == faults.EXIT_BAD_INPUT == 2
-    assert capsys.readouterr().err == "error: STEPS='x': expected an integer\n"
-    assert faults.run_main(lambda: 0) == 0
-    with pytest.raises(KeyError):  # a bug is no bad input: its traceback stays
-        faults.run_main(lambda: {}["x"])
-
-
 @pytest.mark.parametrize("path, problem", [
     ("TMP", "is a folder"),
     ("TMP/file/sub/log.jsonl", "TMP/file is a file, not a folder"),
@@ -104,7 +83,7 @@ def test_an_output_on_a_read_only_file_system_is_refused(tmp_path):
     try:
         assert "Read-only file system" in records.output_problem(str(tmp_path / "log.jsonl"))
     finally:
-        subprocess.run(["umount", str(tmp_path)], check=True)
+        unmount(tmp_path)
 
 
 def test_reader_skips_garbage_and_counts_it():
@@ -119,45 +98,6 @@ def test_reader_refuses_a_newer_schema():
         records.read_lines(['{"kind": "summary", "schema": 99}'], "f.jsonl")
 
 
-def test_arch_list_loses_suffixes_deepspeed_cannot_parse():
-    assert engine.sanitize_arch_list("9.0a") == "9.0"
-    assert engine.sanitize_arch_list("8.0;9.0a;10.0a+PTX") == "8.0;9.0;10.0+PTX"
-    assert engine.sanitize_arch_list("10.0f 12.0") == "10.0 12.0"
-
-
-def test_oom_classification():
-    assert faults.is_oom(torch.OutOfMemoryError("CUDA out of memory"))
-    assert faults.is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
-    assert not faults.is_oom(RuntimeError("shape mismatch"))
-    assert faults.exit_code_for(torch.OutOfMemoryError("x")) == 3
-    assert faults.exit_code_for(ValueError("x")) == 1
-
-
-def test_packed_batch_positions_and_labels():
-    batch = engine.make_batch(2, 10, 4, 50, torch.device("cpu"), torch.Generator().manual_seed(0))
-    assert batch["position_ids"][0].tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
-    # the first token of documents 2 and 3 is never predicted from the previous document
-    assert (batch["labels"][:, [4, 8]] == -100).all()
-    assert (batch["labels"][:, [0, 1, 5, 9]] == batch["input_ids"][:, [0, 1, 5, 9]]).all()
-    assert batch["use_cache"] is False and int(batch["input_ids"].max()) < 50
-
-
-def test_token_limit_stays_below_special_tokens():
-    from upgrade_bench import model
-
-    assert engine.token_limit(model.load_config("llama-3.1-8b")) == 128000
-    assert engine.token_limit(model.load_config("tiny")) == 1000
-
-
-def test_process_env_fixes_the_arch_list_before_deepspeed_reads_it():
-    environ = {"TORCH_CUDA_ARCH_LIST": "9.0a", "RANK": "1"}
-    engine.prepare_process_env(environ)
-    assert environ == {"TORCH_CUDA_ARCH_LIST": "9.0", "RANK": "1"}  # a launched rank keeps its world
-    single = {}
-    engine.prepare_process_env(single)
-    assert single == {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"}  # no port
-
-
 @pytest.mark.parametrize("content, problem", [
     ('{"kind": "summary", "schema": "2", "script": "benchmark.py", "run_id": "x"}\n',
      "cannot be read ("),
@@ -169,9 +109,10 @@ def test_a_log_the_user_named_that_cannot_be_read_is_bad_input(tmp_path, content
 
     path = tmp_path / "log.jsonl"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    with pytest.raises(BadInput) as err:
+    with pytest.raises(faults.BadInput) as err:
         sweep_plan.existing_records(str(path))
     assert str(err.value).startswith(f"OUT={str(path)!r}: {problem}")
     assert records.read_log(str(tmp_path / "not-yet.jsonl"), "OUT") == []
-    with pytest.raises(BadInput, match="not a regular file"):
+    with pytest.raises(faults.BadInput, match="not a regular file"):
         records.read_log(str(tmp_path), "OUT")
+

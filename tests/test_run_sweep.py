@@ -6,7 +6,6 @@ import json
 import math
 import os
 import signal
-import subprocess
 import sys
 import time
 import types
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, script_env
+from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc
 from upgrade_bench import child_process, devices, sweep, sweep_plan
 from upgrade_bench.faults import BadInput, WriteFailed
 from upgrade_bench.records import read_lines
@@ -91,15 +90,13 @@ for s in seq_lens:
 
 
 def sweep_env(**extra) -> dict:
-    env = {k: v for k, v in script_env({}).items() if k not in SWEEP_CLEARED}
-    env.update(PYTHON=sys.executable, PYTHONPATH=str(REPO))
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
+    """What a sweep test's process gets over script_env: this interpreter, the repository, and
+    `extra`; none of the sweep's and the benchmark's variables of this environment."""
+    return {"PYTHON": sys.executable, "PYTHONPATH": str(REPO), **{k: str(v) for k, v in extra.items()}}
 
 
 def run_sweep(timeout=300, **extra):
-    return subprocess.run([str(RUN_SWEEP)], env=sweep_env(**extra), capture_output=True, text=True,
-                          timeout=timeout)
+    return run_proc([str(RUN_SWEEP)], sweep_env(**extra), timeout, cleared=SWEEP_CLEARED)
 
 
 def records(path) -> list[dict]:
@@ -244,11 +241,10 @@ def test_two_cpu_ranks_through_the_deepspeed_launcher(tmp_path, fake):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_or_scancel_stops_the_child_group_and_keeps_what_was_done(tmp_path, fake, signum):
+def test_ctrl_c_or_scancel_stops_the_child_group_and_keeps_what_was_done(tmp_path, fake, signum, start_proc):
     out, pid_file = tmp_path / "cut.jsonl", tmp_path / "pid"
-    proc = subprocess.Popen([str(RUN_SWEEP)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=sweep_env(BENCHMARK=fake, OUT=out, SEQLENS="64 128", FAKE_HANG_AT=128,
-                                          FAKE_PID_FILE=pid_file))
+    proc = start_proc([str(RUN_SWEEP)], sweep_env(BENCHMARK=fake, OUT=out, SEQLENS="64 128", FAKE_HANG_AT=128,
+                                                  FAKE_PID_FILE=pid_file), cleared=SWEEP_CLEARED)
     for line in proc.stdout:  # the first point is done once its summary is out
         if json.loads(line)["kind"] == "summary":
             break
@@ -376,10 +372,9 @@ def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path):
                         '&& printf "gpu01\\ngpu02\\n"\n')
     scontrol.chmod(0o755)
     env = sweep_env(DRY_RUN=1, SLURM_JOB_NODELIST="gpu[01-02]", SLURM_JOB_ID=42, SLURM_GPUS_ON_NODE=8,
-                    SLURM_SUBMIT_DIR=REPO, TMPDIR=tmp_path, SEQLENS=8192, OUT=tmp_path / "s.jsonl")
-    env["PATH"] = f"{bin_dir}:{env['PATH']}"
-    result = subprocess.run(["bash", str(REPO / "slurm" / "run_sweep.sbatch")], env=env,
-                            capture_output=True, text=True, timeout=120)
+                    SLURM_SUBMIT_DIR=REPO, TMPDIR=tmp_path, SEQLENS=8192, OUT=tmp_path / "s.jsonl",
+                    PATH=f"{bin_dir}:{os.environ['PATH']}")
+    result = run_proc(["bash", str(REPO / "slurm" / "run_sweep.sbatch")], env, 120, cleared=SWEEP_CLEARED)
     assert result.returncode == 0, result.stderr
     hostfile = tmp_path / "run_sweep-hostfile.42"
     assert hostfile.read_text() == "gpu01 slots=8\ngpu02 slots=8\n"

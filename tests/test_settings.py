@@ -1,5 +1,4 @@
 """Settings: parsing, validation messages, --help."""
-import sys
 
 import pytest
 
@@ -65,12 +64,10 @@ def test_load_refuses_an_output_it_cannot_append_to_before_anything_runs(tmp_pat
 
 @pytest.mark.parametrize("script", ["benchmark.py", "bench_decompose.py", "bench_flash_attn.py",
                                     "check_capabilities.py"])
-def test_every_writer_refuses_an_output_it_cannot_append_to_before_any_work(script, monkeypatch, capsys):
+def test_every_writer_refuses_an_output_it_cannot_append_to_before_any_work(script, as_script, monkeypatch,
+                                                                           capsys):
     module = import_script(script)
-    for var in module.VARS:
-        monkeypatch.delenv(var.name, raising=False)
-    monkeypatch.setenv("OUTPUT", "/proc/log.jsonl")
-    monkeypatch.setattr(sys, "argv", [script])
+    as_script(script, module.VARS, {"OUTPUT": "/proc/log.jsonl"})
     monkeypatch.setattr(records, "claim_stdout", lambda: pytest.fail("started"))
     assert faults.run_main(module.main) == 2
     assert capsys.readouterr().err == ("error: OUTPUT='/proc/log.jsonl': cannot write there (no file can "

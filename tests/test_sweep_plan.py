@@ -2,14 +2,13 @@
 results file, every bad input; and that planning, DRY_RUN included, never imports torch."""
 import io
 import shlex
-import subprocess
 import sys
 import types
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SWEEP_CLEARED, script_env
+from conftest import REPO, SWEEP_CLEARED, run_proc
 from upgrade_bench import devices, sweep_plan
 from upgrade_bench.faults import BadInput
 
@@ -286,8 +285,7 @@ def test_run_sweep_sh_dry_run_prints_commands_and_imports_no_torch(tmp_path):
     code = ("import sys; from upgrade_bench import sweep; code = sweep.main(); "
             "sys.stderr.write(f'imported: {sorted(m for m in (\"torch\", \"transformers\") if m in sys.modules)}\\n'); "
             "sys.exit(code)")
-    env = {k: v for k, v in script_env(run).items() if k not in SWEEP_CLEARED - set(run)}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    proc = run_proc([sys.executable, "-c", code], run, timeout=60, cleared=SWEEP_CLEARED)
     assert proc.returncode == 0, proc.stderr
     [line] = proc.stdout.splitlines()
     assert line.startswith("ATTN_BACKEND=sdpa SEQ_LEN='64 128' OUTPUT=") and line.endswith(f"-u {REPO / 'benchmark.py'}")
@@ -296,9 +294,8 @@ def test_run_sweep_sh_dry_run_prints_commands_and_imports_no_torch(tmp_path):
 
 
 def test_bad_input_in_a_real_process_is_one_line_exit_2(tmp_path):
-    proc = subprocess.run([str(REPO / "run_sweep.sh")], env=script_env({"SEQLENS": "8192 abc",
-                                                                        "OUT": str(tmp_path / "o.jsonl")}),
-                          capture_output=True, text=True, timeout=60)
+    proc = run_proc([str(REPO / "run_sweep.sh")], {"SEQLENS": "8192 abc", "OUT": str(tmp_path / "o.jsonl")},
+                    timeout=60, cleared=SWEEP_CLEARED)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == ["error: SEQLENS='8192 abc': expected space- or comma-separated "
                                         "integers >= 1"]

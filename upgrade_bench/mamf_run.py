@@ -20,9 +20,9 @@ SCREEN_WARMUP, SCREEN_ITERS = 10, 30
 class Progress:
     """One live line on a terminal's stderr; phase lines only when stderr is a file."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.live = stream.isatty()
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr  # the stderr of now, not of when this was imported
+        self.live = self.stream.isatty()
         self.dirty = False
 
     def show(self, text: str) -> None:

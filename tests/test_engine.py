@@ -1,0 +1,45 @@
+"""upgrade_bench.engine's pure parts: the process environment DeepSpeed needs, the DeepSpeed
+config of a point, and the random (dense or packed) batches."""
+import torch
+
+from upgrade_bench import engine, model, settings
+
+
+def test_arch_list_loses_suffixes_deepspeed_cannot_parse():
+    assert engine.sanitize_arch_list("9.0a") == "9.0"
+    assert engine.sanitize_arch_list("8.0;9.0a;10.0a+PTX") == "8.0;9.0;10.0+PTX"
+    assert engine.sanitize_arch_list("10.0f 12.0") == "10.0 12.0"
+
+
+def test_process_env_fixes_the_arch_list_before_deepspeed_reads_it():
+    environ = {"TORCH_CUDA_ARCH_LIST": "9.0a", "RANK": "1"}
+    engine.prepare_process_env(environ)
+    assert environ == {"TORCH_CUDA_ARCH_LIST": "9.0", "RANK": "1"}  # a launched rank keeps its world
+    single = {}
+    engine.prepare_process_env(single)
+    assert single == {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"}  # no port
+
+
+def test_deepspeed_gets_the_guides_zero_settings_at_every_stage():
+    # overlap_comm also moves ZeRO-2's reduction buffers to DeepSpeed's side stream, which
+    # kept the 8-layer 8K H200 peak at the guide script's 62.5 GiB instead of 67.7.
+    s = settings.parse(settings.TRAINING_VARS, {})
+    for stage in range(4):
+        zero = engine.deepspeed_config(dict(s, ZERO_STAGE=stage, OFFLOAD_OPTIMIZER=False), True)["zero_optimization"]
+        assert zero == {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
+    offload = engine.deepspeed_config(s, True)["zero_optimization"]["offload_optimizer"]
+    assert offload == {"device": "cpu", "pin_memory": True}
+
+
+def test_packed_batch_positions_and_labels():
+    batch = engine.make_batch(2, 10, 4, 50, torch.device("cpu"), torch.Generator().manual_seed(0))
+    assert batch["position_ids"][0].tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
+    # the first token of documents 2 and 3 is never predicted from the previous document
+    assert (batch["labels"][:, [4, 8]] == -100).all()
+    assert (batch["labels"][:, [0, 1, 5, 9]] == batch["input_ids"][:, [0, 1, 5, 9]]).all()
+    assert batch["use_cache"] is False and int(batch["input_ids"].max()) < 50
+
+
+def test_token_limit_stays_below_special_tokens():
+    assert engine.token_limit(model.load_config("llama-3.1-8b")) == 128000
+    assert engine.token_limit(model.load_config("tiny")) == 1000
