@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from conftest import import_script
 from upgrade_bench import faults
 from upgrade_bench.faults import BadInput
 
@@ -40,3 +41,14 @@ def test_the_cpu_allocators_own_refusal_is_an_oom():
         torch.empty(2**60, dtype=torch.uint8)
     fields = faults.error_fields(refused.value)
     assert fields["error"] == "oom" and faults.exit_code_for(refused.value) == 3
+
+
+@pytest.mark.parametrize("script", ["plot_results.py", "mamf-finder.py"])
+@pytest.mark.parametrize("argv", [["--no-such-flag"], ["--out"]])  # unknown; a value missing
+def test_a_bad_flag_is_one_line_and_exit_2(script, argv, capsys):
+    # faults.Parser: argparse's usage errors are bad input like any other, not its usage text
+    assert faults.run_main(import_script(script).main, argv) == faults.EXIT_BAD_INPUT
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("error: ") and err.endswith("(see --help)\n")
+
