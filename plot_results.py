@@ -37,8 +37,8 @@ import json
 import math
 import os
 import sys
-import tempfile
 
+from upgrade_bench import records
 from upgrade_bench.faults import BadInput, Parser, run_main
 from upgrade_bench.report import comparisons, export, inputs, markdown, published, series
 
@@ -88,25 +88,10 @@ def parse_prices(specs) -> dict:
     return prices
 
 
-def folder_problem(path: str) -> str | None:
-    """Why files cannot be written into folder `path` (made if missing), or None; makes nothing."""
-    probe = os.path.abspath(path)
-    while not os.path.lexists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        return f"{probe!r} is a file, not a folder"
-    try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as err:
-        return f"cannot write in {probe!r} ({err.strerror})"
-    return None
-
-
 def write_guide_reference(path: str) -> None:
     if os.path.isdir(path):
         raise BadInput(f"--write-guide-reference {path!r}: a folder; give a file name")
-    problem = folder_problem(os.path.dirname(os.path.abspath(path)))
+    problem = records.folder_problem(os.path.dirname(os.path.abspath(path)))
     try:
         if problem:
             raise OSError(problem)
@@ -155,7 +140,7 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     prices = parse_prices(args.price)
     for flag, folder in (("--out", args.out), ("--export", args.export)):
-        problem = folder and folder_problem(folder)
+        problem = folder and records.folder_problem(folder)
         if problem:
             raise BadInput(f"{flag} {folder!r}: {problem}")
     if args.write_guide_reference:

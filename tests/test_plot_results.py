@@ -574,7 +574,7 @@ def test_a_gpu_priced_twice_is_an_error(tmp_path, capsys):
 
 def test_bad_output_targets_get_one_line(tmp_path, capsys):
     log = write_jsonl(tmp_path / "two.jsonl", two_gpu_log())
-    assert f"error: --out {log!r}: {log!r} is a file, not a folder" in bad(capsys, log, "--out", log)
+    assert f"error: --out {log!r}: {log} is a file, not a folder" in bad(capsys, log, "--out", log)
     assert "is a file, not a folder" in bad(capsys, log, "--out", os.path.join(log, "sub"))
     assert "--export" in bad(capsys, log, "--export", log, "--out", tmp_path / "o")
     assert "a folder; give a file name" in bad(capsys, "--write-guide-reference", tmp_path)
@@ -582,10 +582,10 @@ def test_bad_output_targets_get_one_line(tmp_path, capsys):
     read_only = tmp_path / "ro"
     read_only.mkdir()
     read_only.chmod(0o555)
-    if plot_results.folder_problem(read_only) is None:  # root writes anyway: a folder the kernel refuses
+    if records.folder_problem(read_only) is None:  # root writes anyway: a folder the kernel refuses
         read_only = "/sys"
-    assert "cannot write in" in bad(capsys, log, "--out", read_only)
-    assert "cannot write in" in bad(capsys, "--write-guide-reference", os.path.join(read_only, "g.jsonl"))
+    assert "no file can be created in" in bad(capsys, log, "--out", read_only)
+    assert "no file can be created in" in bad(capsys, "--write-guide-reference", os.path.join(read_only, "g.jsonl"))
 
 
 def test_inputs_that_are_no_log_file_are_named_for_what_they_are(tmp_path, capsys):

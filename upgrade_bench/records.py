@@ -99,8 +99,14 @@ def output_problem(path: str) -> str | None:
         except OSError as err:
             return err.strerror or str(err)
         return None
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
+    return folder_problem(os.path.dirname(os.path.abspath(path)))
+
+
+def folder_problem(path: str) -> str | None:
+    """Why files cannot be created in folder `path` (made first if missing), or None: a
+    temporary file in its nearest existing ancestor, removed at once; makes nothing."""
+    parent = os.path.abspath(path)
+    while not os.path.lexists(parent):
         parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
         return f"{parent} is a file, not a folder"
