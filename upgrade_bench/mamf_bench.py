@@ -55,13 +55,13 @@ class MatmulBench:
                                                    host_ahead=False)
         return {**mamf.tflops_stats(times, flops.matmul_flops(*shape)), **method}
 
-    def warm_up(self, shape, seconds: float, show) -> None:
-        """Run the measurement loop for `seconds` first: a cold chip scores higher on the
-        first shapes than on the same shapes a minute later, which would be no ceiling."""
-        fn, before = self.operands(shape)
+    def warm_up(self, shape, seconds: float, iters: int, warmup: int, show) -> None:
+        """Measure `shape` over and over for `seconds` first, each time with fresh operands and
+        the run's iteration counts, as the published tool's warm-up does: a cold chip scores
+        higher on the first shapes than on the same shapes a minute later, and the power state
+        the scan starts from decides what its shapes (bursts of 20-200 ms on an H200) read."""
         end = time.monotonic() + seconds
-        with self.torch.no_grad():
-            while time.monotonic() < end:
-                timing.time_iterations(fn, self.device, 50, 0, before, host_ahead=False)
-                show(f"warming up the accelerator on {shape}: "
-                     f"{seconds - max(0.0, end - time.monotonic()):.0f}/{seconds:.0f} s")
+        while time.monotonic() < end:
+            self.measure(shape, iters, warmup)
+            show(f"warming up the accelerator on {shape}: "
+                 f"{seconds - max(0.0, end - time.monotonic()):.0f}/{seconds:.0f} s")

@@ -153,7 +153,8 @@ class Run:
             # On the first shape to be measured, as the classic mamf-finder does.
             warm = (self.shapes or self.space.coarse())[0]
             self.progress.line(f"warming up the accelerator for {self.warmup_s:.0f} s on {warm} ...")
-            self.bench.warm_up(warm, self.warmup_s, self.progress.show)
+            self.bench.warm_up(warm, self.warmup_s, self.args.num_iterations,
+                               self.args.num_warmup_iterations, self.progress.show)
         self.start = time.monotonic()
         if self.mode == "search":
             mamf.search(lambda s: self.measure(s, True), self.space, self.budget_s,
