@@ -58,7 +58,9 @@ def run_point(eng, rc, writer, seq_len: int, debug) -> None:
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
                  # the last step's, like the loss: STEPS >= 1, so it was a timed one
                  **peaks, loss=loss_value,
-                 attn_backend=rc.backend, world_size=rc.world_size, **gpu_telemetry)
+                 attn_backend=rc.backend, world_size=rc.world_size,
+                 # lengths this process ran before: their cached blocks shape this peak memory
+                 earlier_points_in_process=s["SEQ_LEN"].index(seq_len), **gpu_telemetry)
 
 
 def main() -> int:

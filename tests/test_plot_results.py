@@ -874,3 +874,20 @@ def test_a_price_for_one_side_only_names_the_side_without_one():
     assert markdown.cost_words(c, rows_of(c)[8192]) == "no price (--price B200=USD_PER_GPU_HOUR)"
     assert "| **price** | $3.50 per GPU-hour | not given |" in markdown.verdict_block(c, {})
     assert only(a, comparisons.HEALTH).prices == (3.5, 3.5)
+
+
+def test_peak_memory_measured_after_other_lengths_in_one_process_is_marked():
+    # REUSE_PROCESS=1: the allocator's cache from the shorter lengths shapes the later peaks
+    # (on an H200: +14.7 GiB at 128K in the guide's long-context config), so those cells say so.
+    h = "run-h200"
+    recs = [header(h, "NVIDIA H200", hbm=139.8),
+            summary(h, 1024, 400.0, H200_PEAK, earlier_points_in_process=0),
+            summary(h, 2048, 450.0, H200_PEAK, earlier_points_in_process=1),
+            summary(h, 4096, 450.0, H200_PEAK)]  # a log from before the field: nothing claimed
+    text = markdown.memory_markdown(analysis_of(recs))
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in text.splitlines()
+            if line.startswith("| ") and "K" in line.split("|")[1]}
+    assert rows == {"1K": "10.0", "2K": "20.0†", "4K": "40.0"}
+    assert text.endswith(markdown.AFTER_OTHERS_NOTE)
+    fresh = [r for r in recs if r.get("earlier_points_in_process") != 1]
+    assert markdown.AFTER_OTHERS not in markdown.memory_markdown(analysis_of(fresh))

@@ -159,12 +159,14 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_p
     out = tmp_path / "sweep.jsonl"
     # 1M tokens with eager attention: a 1 TiB mask, refused by the CPU allocator ("can't
     # allocate memory", at once, on any machine) -> benchmark.py's oom record, exit 3.
-    first = run_sweep(SEQLENS="128 64 1048576", OUT=out, **REAL_TINY)
+    first = run_sweep(SEQLENS="128 64 1048576", OUT=out, REUSE_PROCESS=1, **REAL_TINY)
     assert first.returncode == 0, first.stderr[-3000:]
     recs = records(out)
     [header] = of_kind(recs, "header", "benchmark.py")
     assert header["config"]["SEQ_LEN"] == [64, 128, 1048576]  # one process
     assert sorted(r["seq_len"] for r in of_kind(recs, "summary")) == [64, 128]
+    # 128 ran after 64 in that process: its peak memory is not a fresh job's, and says so
+    assert {r["seq_len"]: r["earlier_points_in_process"] for r in of_kind(recs, "summary")} == {64: 0, 128: 1}
     [oom] = of_kind(recs, "error")
     assert (oom["script"], oom["error"], oom["seq_len"]) == ("benchmark.py", "oom", 1048576)
     [timing] = of_kind(recs, "sweep")
@@ -209,8 +211,8 @@ def test_oom_timeout_and_crash_are_recorded_and_the_sweep_goes_on(tmp_path, fake
                        FAKE_HANG_AT=256, FAKE_CRASH_AT=512, POINT_TIMEOUT=5, FAKE_RUNS=runs,
                        FAKE_PID_FILE=pid_file)
     assert result.returncode == 1, result.stderr[-3000:]  # a crash happened: not a clean night
-    # Each failure ends its process; the rest starts over in a new one.
-    assert runs.read_text().splitlines() == ["64 128 256 512 1024", "256 512 1024", "512 1024", "1024"]
+    # A fresh process per length (the default); a failure ends only its own.
+    assert runs.read_text().splitlines() == ["64", "128", "256", "512", "1024"]
     recs = records(out)
     assert sorted(r["seq_len"] for r in of_kind(recs, "summary")) == [64, 1024]
     errors = {r["seq_len"]: r for r in of_kind(recs, "error")}
@@ -220,7 +222,7 @@ def test_oom_timeout_and_crash_are_recorded_and_the_sweep_goes_on(tmp_path, fake
     # The hung point's process group is gone, grandchild included: nothing holds the GPU.
     assert wait_dead(int(pid_file.read_text()))
     statuses = [p["status"] for p in of_kind(recs, "sweep")[0]["processes"]]
-    assert statuses == ["failed", "timeout", "failed", "ok"]
+    assert statuses == ["ok", "failed", "timeout", "failed", "ok"]
     table = result.stderr[result.stderr.index("seq_len  TFLOPS/GPU"):].splitlines()
     assert [row.split()[-1] for row in table[1:6]] == ["ok", "oom", "timeout", "exception", "ok"]
     assert "a log line that is not a record" in (tmp_path / "night.log").read_text()
@@ -228,7 +230,8 @@ def test_oom_timeout_and_crash_are_recorded_and_the_sweep_goes_on(tmp_path, fake
 
 def test_two_cpu_ranks_through_the_deepspeed_launcher(tmp_path, fake):
     out, runs = tmp_path / "two.jsonl", tmp_path / "runs.txt"
-    result = run_sweep(BENCHMARK=fake, OUT=out, SEQLENS="64 128", GPUS=2, FAKE_OOM_AT=128, FAKE_RUNS=runs)
+    result = run_sweep(BENCHMARK=fake, OUT=out, SEQLENS="64 128", GPUS=2, FAKE_OOM_AT=128, FAKE_RUNS=runs,
+                       REUSE_PROCESS=1)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "-m deepspeed.launcher.runner --num_gpus 2 --master_port" in result.stderr
     assert len(runs.read_text().splitlines()) == 2  # two ranks of one process
@@ -323,13 +326,28 @@ def test_find_max_seqlen_writes_a_capacity_record(tmp_path, fake, in_process):
     assert capacity["max_fit_seq_len"] <= 100000 < capacity["min_fail_seq_len"]
     assert capacity["min_fail_seq_len"] - capacity["max_fit_seq_len"] <= 8192
     runs_bound = math.ceil(math.log2((1048576 - 8192) / 8192)) + 2  # the issue's bound
-    assert capacity["runs"] == len(runs.read_text().splitlines()) <= runs_bound
+    assert capacity["runs"] <= runs_bound
+    # Each probe a fresh process (its peak memory a fresh job's); the ladder stops at its
+    # first length that does not fit.
+    processes = runs.read_text().splitlines()
+    assert all(len(p.split()) == 1 for p in processes)
+    assert sorted(int(p) for p in processes) == sorted(p["seq_len"] for p in capacity["probes"])
+    assert processes[:5] == ["8192", "16384", "32768", "65536", "131072"]  # 128K does not fit: stop
+    assert int(processes[5]) < 131072
     assert capacity["seq_len_step"] == 8192 and capacity["config"]["STEPS"] == 1
     # Each probe is one step, no warm-up: as short as knowing it fits allows.
     steps = of_kind(records(out), "step")
     assert steps and all(not s["warmup"] for s in steps)
     assert len(steps) == len(of_kind(records(out), "summary"))
     assert "largest that fits" in err
+    # REUSE_PROCESS=1: one process per search round, as few start-ups as the search allows.
+    runs.unlink()
+    code, err = in_process(BENCHMARK=fake, OUT=tmp_path / "one.jsonl", FIND_MAX_SEQLEN=1, SEQLENS=8192,
+                           FAKE_OOM_ABOVE=100000, FAKE_RUNS=runs, REUSE_PROCESS=1)
+    assert code == 0, err[-3000:]
+    [capacity] = of_kind(records(tmp_path / "one.jsonl"), "capacity")
+    assert capacity["runs"] == len(runs.read_text().splitlines()) <= runs_bound
+    assert runs.read_text().splitlines()[0] == "8192 16384 32768 65536 131072 262144 524288 1048576"
 
 
 def test_a_rendezvous_port_taken_before_the_ranks_bind_it_is_tried_again(tmp_path, monkeypatch, in_process):

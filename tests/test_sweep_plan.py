@@ -185,14 +185,21 @@ def test_the_cpu_sweep_install_sh_suggests_is_the_tiny_model_into_the_ignored_fo
 
 
 def test_dry_run_eight_gpus_on_a_smaller_machine(environ, tmp_path):
-    lines = dry_run(environ, GPUS=8, REUSE_PROCESS=0, SEQLENS="8192 32768", OUT=tmp_path / "x.jsonl")
+    # By default each length is a fresh process, as a training job starts (its peak memory
+    # would otherwise depend on the lengths before it).
+    lines = dry_run(environ, GPUS=8, SEQLENS="8192 32768", OUT=tmp_path / "x.jsonl")
     assert [line.split()[0] for line in lines] == ["SEQ_LEN=8192", "SEQ_LEN=32768"]  # one per point
     assert all("deepspeed.launcher.runner --num_gpus 8 --master_port" in line for line in lines)
-    capacity = dry_run(environ, GPUS=8, FIND_MAX_SEQLEN=1, REUSE_PROCESS=1, SEQLENS=131072,
-                       OUT=tmp_path / "c.jsonl")
-    assert capacity[0].startswith("SEQ_LEN='131072 262144 524288 1048576' OUTPUT=")
-    assert "STEPS=1 WARMUP_STEPS=0" in capacity[0]
-    assert capacity[-1] == "# later probes depend on where this one runs out of memory"
+    capacity = dry_run(environ, GPUS=8, FIND_MAX_SEQLEN=1, SEQLENS=131072, OUT=tmp_path / "c.jsonl")
+    *probes, last = capacity
+    assert [line.split()[0] for line in probes] == [
+        "SEQ_LEN=131072", "SEQ_LEN=262144", "SEQ_LEN=524288", "SEQ_LEN=1048576"]
+    assert all("STEPS=1 WARMUP_STEPS=0" in line for line in probes)
+    assert last == "# the ladder stops at its first length that does not fit; later probes depend on where that is"
+    one = dry_run(environ, GPUS=8, FIND_MAX_SEQLEN=1, REUSE_PROCESS=1, SEQLENS=131072, OUT=tmp_path / "c.jsonl")
+    assert one[0].startswith("SEQ_LEN='131072 262144 524288 1048576' OUTPUT=")
+    [shared] = dry_run(environ, GPUS=8, FIND_MAX_SEQLEN=0, SEQLENS="8192 32768", OUT=tmp_path / "x.jsonl")
+    assert shared.startswith("SEQ_LEN='8192 32768' OUTPUT=")  # REUSE_PROCESS=1: one process
     assert not list(tmp_path.iterdir())
 
 
@@ -211,7 +218,7 @@ def test_dry_run_multi_node_prints_the_launcher_command_and_runs_nothing(environ
     out = tmp_path / "mn.jsonl"
     environ.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     line, *shown_env = dry_run(environ, GPUS=8, HOSTFILE=hostfile, MASTER_ADDR="node1", MASTER_PORT=29555,
-                               SEQLENS="32768 8192", OUT=out, STEPS=3, ZERO_STAGE=3)
+                               SEQLENS="32768 8192", OUT=out, STEPS=3, ZERO_STAGE=3, REUSE_PROCESS=1)
     assert f"-m deepspeed.launcher.runner --hostfile {hostfile} --master_addr node1 --num_gpus 8 " \
            f"--master_port 29555 {REPO / 'benchmark.py'}" in line
     assert line.startswith("STEPS=3 ZERO_STAGE=3 SEQ_LEN='8192 32768' OUTPUT=")
@@ -281,7 +288,7 @@ def test_run_sweep_sh_dry_run_prints_commands_and_imports_no_torch(tmp_path):
     # As run_sweep.sh runs it, plus a look at what planning imported.
     # One GPU and SDPA: the same command on any machine, and no flash package to import.
     run = {"DRY_RUN": "1", "SEQLENS": "64 128", "OUT": str(tmp_path / "o.jsonl"), "GPUS": "1",
-           "ATTN_BACKEND": "sdpa"}
+           "ATTN_BACKEND": "sdpa", "REUSE_PROCESS": "1"}
     code = ("import sys; from upgrade_bench import sweep; code = sweep.main(); "
             "sys.stderr.write(f'imported: {sorted(m for m in (\"torch\", \"transformers\") if m in sys.modules)}\\n'); "
             "sys.exit(code)")

@@ -164,7 +164,8 @@ TRAINING_VARS = [
         "(same FLOPs and memory)", choices=("auto", "pretrained", "random")),
     Var("NUM_LAYERS", "int", 0, "cut the model to this many layers (0 = all)", min=0),
     Var("SEQ_LEN", "int_list", [8192], "sequence length(s); several run one after another in one "
-        "process, sharing model and engine start-up", min=1),
+        "process, sharing model and engine start-up (the peak memory of each after the first "
+        "then depends on those before it: summary field earlier_points_in_process)", min=1),
     Var("BATCH_SIZE", "int", 1, "micro-batch size per GPU", min=1),
     Var("STEPS", "int", 10, "timed steps per sequence length (after warm-up)", min=1),
     Var("WARMUP_STEPS", "int", 2, "warm-up steps, excluded from the summary", min=0),

@@ -2,17 +2,19 @@
 
 Runs benchmark.py over SEQLENS (ascending) under the DeepSpeed launcher and gathers every
 record in one JSON-lines file, results/<gpu>_<backend>_<time>.jsonl (or OUT; out/ instead
-of results/ without a GPU): the only input plot_results.py needs. All pending lengths run
-in one benchmark process, so start-up (launch, model and DeepSpeed init, JIT: 70-120 s per
-process on an 8B model) is paid once; a point that fails (OOM, crash, or no summary within
-POINT_TIMEOUT: its process group is killed) gets an `error` record and the remaining lengths
-start in a fresh process. An existing OUT (or RESUME=1) skips lengths that already have a
+of results/ without a GPU): the only input plot_results.py needs. Each length runs in a
+fresh benchmark process, as a training job starts: a length's peak memory depends on what
+the allocator cached for the lengths before it in the same process (REUSE_PROCESS=1 runs
+them all in one and pays start-up, 70-120 s on an 8B model, once). A point that fails (OOM,
+crash, or no summary within POINT_TIMEOUT: its process group is killed) gets an `error`
+record and the sweep goes on with the next length. An existing OUT (or RESUME=1) skips lengths that already have a
 `summary` of the same run identity (upgrade_bench/runs.py); Ctrl-C or SIGTERM stops cleanly
 and keeps what was done. Progress and the final table go to stderr, the records to stdout
 and the file, the benchmark's own log to <file>.log.
 
 FIND_MAX_SEQLEN=1 finds the largest length that fits instead and writes a `capacity` record:
-one step per probe, doubling from the smallest SEQLENS value in one process, then the length
+one step per probe, doubling from the smallest SEQLENS value (each probe a fresh process
+unless REUSE_PROCESS=1; the ladder stops at the first that does not fit), then the length
 where the peak-memory line of two fits (the sweep's own, if OUT holds them) meets HBM,
 then bisection to SEQLEN_STEP.
 
@@ -42,7 +44,7 @@ from .paths import REPO
 from .records import RecordWriter, claim_stdout
 from .sweep_capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
 from .sweep_plan import (VARS, Plan, done_summaries, dry_run, existing_records, load_settings,
-                         passed_through, pending, prepare, shell_line)
+                         passed_through, pending, prepare, process_plan, shell_line)
 from .sweep_tables import capacity_table, fmt_s, sweep_table
 
 SCRIPT = "run_sweep.sh"
@@ -214,6 +216,19 @@ def run_capacity(ctx: Context, known: list[Probe]) -> dict:
             f"{p.seq_len} {'fits' if p.fits else 'oom'}" for p in sorted(known, key=lambda p: p.seq_len)))
 
     def run(lengths):
+        """Probes of ascending `lengths` up to the first that does not fit: one process, or
+        (the default) a fresh process each, as a training job at that length starts."""
+        probes = []
+        for batch in process_plan(lengths, s["REUSE_PROCESS"]):
+            try:
+                probes += run_process_of(batch)
+            except ProbesInterrupted as stop:
+                raise ProbesInterrupted(probes + stop.probes)
+            if not probes or not probes[-1].fits:
+                break
+        return probes
+
+    def run_process_of(lengths):
         result = start_process(ctx, lengths, True, lambda summary: None)
         hbm = ((result.header or {}).get("hardware") or {}).get("hbm_gib") or ctx.plan.hardware.get("hbm_gib")
         probes = [Probe(x["seq_len"], True, x.get("peak_mem_gib"), hbm) for x in result.summaries]

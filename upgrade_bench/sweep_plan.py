@@ -36,8 +36,13 @@ VARS = [
         f"(default results/, {CPU_OUT}/ without a GPU); an existing file resumes"),
     Var("RESUME", "bool", False, "skip lengths with a summary of the same config in OUT "
         "(default: the newest <gpu>_<backend>_*.jsonl of the default folder)"),
-    Var("REUSE_PROCESS", "bool", True, "run all pending lengths in one process (start-up "
-        "once); 0 = one process per length"),
+    # A length's peak memory depends on the allocator's history: on an H200, the guide's
+    # long-context config after shorter lengths in the same process reserved 2.3 GiB more at
+    # 32K and 14.7 GiB more at 128K than the guide's script in a fresh process
+    # (results/side-by-side/README.md). A training job starts fresh, so each length does.
+    Var("REUSE_PROCESS", "bool", False, "run all pending lengths in one process: start-up "
+        "once, but each length's peak memory then depends on the lengths before it; 0 = a "
+        "fresh process per length, as a training job starts"),
     Var("POINT_TIMEOUT", "float", 3600, "seconds a point may go without its summary (a "
         "process's start-up counts toward its first point) before the process group is killed "
         "and the point recorded as timeout (0 = never)", min=0),
@@ -334,8 +339,9 @@ def existing_records(path: str) -> list[dict]:
 def dry_run(plan: Plan, todo: list[int], out) -> None:
     """Write the command of every process the sweep would start to `out`; run nothing."""
     s = plan.s
-    plans = [(doubling_ladder(min(s["SEQLENS"]), s["MAX_SEQLEN_LIMIT"]), True)] if s["FIND_MAX_SEQLEN"] \
-        else [(lens, False) for lens in process_plan(todo, s["REUSE_PROCESS"])]
+    lengths, probe = ((doubling_ladder(min(s["SEQLENS"]), s["MAX_SEQLEN_LIMIT"]), True)
+                      if s["FIND_MAX_SEQLEN"] else (todo, False))
+    plans = [(lens, probe) for lens in process_plan(lengths, s["REUSE_PROCESS"])]
     for lens, probe in plans:
         extra, argv, node_lines = plan.command(lens, probe)
         if node_lines:  # shown, not written: a dry run leaves nothing behind
@@ -343,4 +349,5 @@ def dry_run(plan: Plan, todo: list[int], out) -> None:
         out.write(shell_line({**passed_through(os.environ), **extra}, argv) + "\n")
         out.writelines(f"#   {line}\n" for line in node_lines)
     if s["FIND_MAX_SEQLEN"]:
-        out.write("# later probes depend on where this one runs out of memory\n")
+        out.write("# the ladder stops at its first length that does not fit; later probes depend on "
+                  "where that is\n")

@@ -317,6 +317,21 @@ def terminal_text(a: Analysis) -> str:
 
 # ---------------------------------------------------------------- the guide's tables
 
+AFTER_OTHERS = "†"
+AFTER_OTHERS_NOTE = (f"{AFTER_OTHERS} measured after other lengths in the same process "
+                     "(`REUSE_PROCESS=1`): what the allocator cached for them shapes this peak, so a "
+                     "fresh training job's can differ (on an H200, by up to 15 GiB at 128K).")
+
+
+def peak_cell(point) -> str:
+    """A point's peak reserved GiB, marked when earlier lengths in its process shaped it."""
+    point = point or {}
+    return fmt(point.get("peak_mem_gib")) + (AFTER_OTHERS if point.get("earlier_points_in_process") else "")
+
+
+def with_after_others_note(text: str) -> str:
+    return f"{text}\n\n{AFTER_OTHERS_NOTE}" if AFTER_OTHERS in text else text
+
 def details_markdown(c: Comparison) -> str:
     """The guide's speedup table of one comparison, with the identity check and memory."""
     b, o = column_names(c.base, c.other)
@@ -326,8 +341,7 @@ def details_markdown(c: Comparison) -> str:
         rows.append([seq_label(r.seq_len), fmt(r.attn_share, "pct"), fmt((r.base or {}).get("tflops_per_gpu")),
                      fmt((r.other or {}).get("tflops_per_gpu")), fmt((r.base or {}).get("mfu"), "pct"),
                      fmt((r.other or {}).get("mfu"), "pct"), fmt(r.speedup, "x"), fmt(c.peak_ratio, "x"),
-                     fmt(r.mfu_ratio, "x"), fmt(r.identity, "x"), check,
-                     fmt((r.base or {}).get("peak_mem_gib")), fmt((r.other or {}).get("peak_mem_gib"))])
+                     fmt(r.mfu_ratio, "x"), fmt(r.identity, "x"), check, peak_cell(r.base), peak_cell(r.other)])
     table = md_table(["seq_len", "attn FLOP share", f"{b} TFLOPS", f"{o} TFLOPS", f"{b} MFU",
                       f"{o} MFU", "speedup", "peak ratio", "MFU ratio", "peak ratio x MFU ratio",
                       "identity", f"{b} peak GiB", f"{o} peak GiB"], rows)
@@ -335,7 +349,7 @@ def details_markdown(c: Comparison) -> str:
             f"{who(c.base)} {fmt(c.mamf[0])}); theoretical peak ratio {fmt(c.peak_ratio, 'x')}."
             if c.mamf_ratio else f"No bf16 MAMF of both sides' GPU and provenance; theoretical peak "
                                  f"ratio {fmt(c.peak_ratio, 'x')}.")
-    return "\n\n".join([table, mamf])
+    return "\n\n".join([with_after_others_note(table), mamf])
 
 
 def memory_markdown(a: Analysis) -> str:
@@ -346,11 +360,11 @@ def memory_markdown(a: Analysis) -> str:
 
     def cell(s, n):
         if n in s.points:
-            return fmt(s.points[n].get("peak_mem_gib"))
+            return peak_cell(s.points[n])
         return s.errors[n].get("error") or "error" if n in s.errors else "-"
     rows = [[seq_label(n)] + [cell(s, n) for s in shown] for n in lens]
     hbm = ["HBM GiB"] + [fmt(s.hbm_gib) for s in shown]
-    out = [md_table(["seq_len"] + [f"{s.label} peak GiB" for s in shown], rows + [hbm])]
+    out = [with_after_others_note(md_table(["seq_len"] + [f"{s.label} peak GiB" for s in shown], rows + [hbm]))]
     caps = [(g, ref, rec) for g in a.order for _, ref, rec in a.data.gpus[g].capacity]
     if caps:
         out.append("Largest sequence length that fits (`capacity` records):\n\n" + md_table(
