@@ -59,7 +59,7 @@ def profiled_kernel_us(eng, batch, device, steps: int) -> dict:
     return out
 
 
-def run_point(eng, rc, writer, seq_len: int, debug) -> None:
+def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None:
     s = rc.settings
     batch, step_flops = engine.prepare_point(rc, seq_len)
     for step in range(s["WARMUP_STEPS"]):  # FA4 JIT-compiles its kernels on first use
@@ -76,7 +76,8 @@ def run_point(eng, rc, writer, seq_len: int, debug) -> None:
                           wall_step_ms_min=wall_ms["min"], wall_step_ms_max=wall_ms["max"],
                           profile_steps=s["PROFILE_STEPS"],
                           source="cuda kernels" if rc.device.type == "cuda" else "cpu ops (self time)",
-                          **peaks, attn_backend=rc.backend, use_liger=rc.use_liger,
+                          **peaks, earlier_points_in_process=earlier_points,
+                          attn_backend=rc.backend, use_liger=rc.use_liger,
                           world_size=rc.world_size, profiled_rank=rc.rank, **fields)
     if rc.rank == 0:
         sys.stderr.write(decompose.table(record) + "\n")

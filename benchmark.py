@@ -21,7 +21,7 @@ SCRIPT = "benchmark.py"
 VARS = settings.TRAINING_VARS
 
 
-def run_point(eng, rc, writer, seq_len: int, debug) -> None:
+def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None:
     s = rc.settings
     batch, step_flops = engine.prepare_point(rc, seq_len)
     tokens = s["BATCH_SIZE"] * seq_len
@@ -59,8 +59,7 @@ def run_point(eng, rc, writer, seq_len: int, debug) -> None:
                  # the last step's, like the loss: STEPS >= 1, so it was a timed one
                  **peaks, loss=loss_value,
                  attn_backend=rc.backend, world_size=rc.world_size,
-                 # lengths this process ran before: their cached blocks shape this peak memory
-                 earlier_points_in_process=s["SEQ_LEN"].index(seq_len), **gpu_telemetry)
+                 earlier_points_in_process=earlier_points, **gpu_telemetry)
 
 
 def main() -> int:

@@ -223,6 +223,18 @@ def test_nonfinite_loss_is_an_error(main):
     assert kinds(recs) == ["header", "error"] and recs[-1]["error"] == "nonfinite_loss"
 
 
+def test_each_point_knows_how_many_lengths_its_process_ran_before_it(as_script, monkeypatch):
+    # The count, not the length's first place in SEQ_LEN: a length run twice is two points.
+    as_script("benchmark.py", settings.TRAINING_VARS, {**TINY_FAST, "SEQ_LEN": "64 128 64", "RANK": "0",
+                                                       "WORLD_SIZE": "1"})
+    monkeypatch.setattr(records, "claim_stdout", io.StringIO)
+    monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
+    seen = []
+    code = faults.run_main(engine.run_script, "benchmark.py", settings.TRAINING_VARS, "doc",
+                           lambda eng, rc, writer, seq_len, earlier, debug: seen.append((seq_len, earlier)))
+    assert code == 0 and seen == [(64, 0), (128, 1), (64, 2)]
+
+
 def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole(small_disk, as_script,
                                                                                   monkeypatch, capsys):
     # benchmark.py's own path (settings, header, points, run_main), in-process; the engine is
@@ -232,7 +244,7 @@ def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole
     monkeypatch.setattr(records, "claim_stdout", io.StringIO)
     monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
 
-    def run_point(eng, rc, writer, seq_len, debug):
+    def run_point(eng, rc, writer, seq_len, earlier_points, debug):
         for step in range(10_000):
             writer.write("step", seq_len=seq_len, step=step, pad="x" * 100)
 

@@ -891,3 +891,19 @@ def test_peak_memory_measured_after_other_lengths_in_one_process_is_marked():
     assert text.endswith(markdown.AFTER_OTHERS_NOTE)
     fresh = [r for r in recs if r.get("earlier_points_in_process") != 1]
     assert markdown.AFTER_OTHERS not in markdown.memory_markdown(analysis_of(fresh))
+    # A log from before the field: its header's SEQ_LEN says which lengths ran after others.
+    old = [header(h, "NVIDIA H200", hbm=139.8, config={"SEQ_LEN": [1024, 2048]}),
+           summary(h, 1024, 400.0, H200_PEAK), summary(h, 2048, 450.0, H200_PEAK)]
+    assert "| 2K | 20.0† |" in markdown.memory_markdown(analysis_of(old))
+
+
+def test_the_position_field_is_read_from_a_log_file_whatever_its_value(tmp_path):
+    # 0 is what every fresh process writes: a reader that refused it would drop every point.
+    log = tmp_path / "h200.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in [
+        header("r", "NVIDIA H200"), summary("r", 1024, 400.0, H200_PEAK, earlier_points_in_process=0),
+        summary("r", 2048, 450.0, H200_PEAK, earlier_points_in_process=1),
+        summary("r", 4096, 450.0, H200_PEAK, earlier_points_in_process=-1)]))
+    tally = inputs.Tally()
+    got = [r for r in inputs.read([str(log)], tally) if r["kind"] == "summary"]
+    assert [r["seq_len"] for r in got] == [1024, 2048] and tally.skipped_total() == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc
-from upgrade_bench import child_process, devices, sweep, sweep_plan
+from upgrade_bench import child_process, devices, interrupts, sweep, sweep_plan
 from upgrade_bench.faults import BadInput, WriteFailed
 from upgrade_bench.records import read_lines
 from upgrade_bench.runs import run_identity
@@ -348,6 +348,26 @@ def test_find_max_seqlen_writes_a_capacity_record(tmp_path, fake, in_process):
     [capacity] = of_kind(records(tmp_path / "one.jsonl"), "capacity")
     assert capacity["runs"] == len(runs.read_text().splitlines()) <= runs_bound
     assert runs.read_text().splitlines()[0] == "8192 16384 32768 65536 131072 262144 524288 1048576"
+
+
+def test_a_signal_between_two_probes_processes_still_writes_the_capacity_record(tmp_path, monkeypatch,
+                                                                                 in_process):
+    started = []
+
+    def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, echo):
+        started.append(list(seq_lens))
+        if len(started) == 3:  # Ctrl-C as the sweep starts its third probe
+            raise interrupts.Interrupted(signal.SIGINT)
+        summaries = [{"kind": "summary", "seq_len": s, "peak_mem_gib": s / 1024} for s in seq_lens]
+        return child_process.ProcessResult(list(seq_lens), summaries, exit_code=0, status="ok")
+
+    monkeypatch.setattr(sweep, "run_process", run_process)
+    code, err = in_process(FIND_MAX_SEQLEN=1, SEQLENS=8192, OUT=tmp_path / "c.jsonl")
+    assert started == [[8192], [16384], [32768]]
+    [capacity] = of_kind(records(tmp_path / "c.jsonl"), "capacity")
+    assert capacity["complete"] is False and capacity["max_fit_seq_len"] == 16384
+    assert [p["seq_len"] for p in capacity["probes"]] == [8192, 16384]
+    assert code == 130 and "capacity search interrupted" in err
 
 
 def test_a_rendezvous_port_taken_before_the_ranks_bind_it_is_tried_again(tmp_path, monkeypatch, in_process):

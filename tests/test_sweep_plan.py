@@ -198,8 +198,9 @@ def test_dry_run_eight_gpus_on_a_smaller_machine(environ, tmp_path):
     assert last == "# the ladder stops at its first length that does not fit; later probes depend on where that is"
     one = dry_run(environ, GPUS=8, FIND_MAX_SEQLEN=1, REUSE_PROCESS=1, SEQLENS=131072, OUT=tmp_path / "c.jsonl")
     assert one[0].startswith("SEQ_LEN='131072 262144 524288 1048576' OUTPUT=")
-    [shared] = dry_run(environ, GPUS=8, FIND_MAX_SEQLEN=0, SEQLENS="8192 32768", OUT=tmp_path / "x.jsonl")
-    assert shared.startswith("SEQ_LEN='8192 32768' OUTPUT=")  # REUSE_PROCESS=1: one process
+    [shared] = dry_run(environ, GPUS=8, FIND_MAX_SEQLEN=0, REUSE_PROCESS=1, SEQLENS="8192 32768",
+                       OUT=tmp_path / "x.jsonl")
+    assert shared.startswith("SEQ_LEN='8192 32768' OUTPUT=")
     assert not list(tmp_path.iterdir())
 
 

@@ -296,8 +296,9 @@ def header_fields(rc: RunConfig) -> dict:
 def run_script(script: str, variables, doc: str, run_point) -> int:
     """main() of a training-step script: settings, header, engine, run_point per SEQ_LEN.
 
-    run_point(engine, rc, writer, seq_len, debug) writes the script's records (debug: a
-    memory.Debug under MEM_DEBUG=1, else None).
+    run_point(engine, rc, writer, seq_len, earlier_points, debug) writes the script's records
+    (earlier_points: lengths this process ran before this one, whose cached blocks shape its
+    peak memory; debug: a memory.Debug under MEM_DEBUG=1, else None).
     Any failure becomes one `error` record and the exit code a sweep reads (3 = OOM); bad
     settings raise BadInput before anything starts.
     """
@@ -321,8 +322,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
         say_rank0(rc, f"start-up done in {time.monotonic() - started:.0f} s; measuring seq_len "
                       f"{' '.join(map(str, s['SEQ_LEN']))}")
-        for seq_len in s["SEQ_LEN"]:
-            run_point(eng, rc, writer, seq_len, debug)
+        for earlier_points, seq_len in enumerate(s["SEQ_LEN"]):
+            run_point(eng, rc, writer, seq_len, earlier_points, debug)
     except WriteFailed:
         raise  # no record can say so: faults.run_main makes it one line and an exit code
     except Exception as err:  # one record per failure, then an exit code the sweep reads

@@ -219,13 +219,15 @@ def run_capacity(ctx: Context, known: list[Probe]) -> dict:
         """Probes of ascending `lengths` up to the first that does not fit: one process, or
         (the default) a fresh process each, as a training job at that length starts."""
         probes = []
-        for batch in process_plan(lengths, s["REUSE_PROCESS"]):
-            try:
+        try:
+            for batch in process_plan(lengths, s["REUSE_PROCESS"]):
                 probes += run_process_of(batch)
-            except ProbesInterrupted as stop:
-                raise ProbesInterrupted(probes + stop.probes)
-            if not probes or not probes[-1].fits:
-                break
+                if not probes or not probes[-1].fits:
+                    break
+        except ProbesInterrupted as stop:
+            raise ProbesInterrupted(probes + stop.probes) from None
+        except KeyboardInterrupt:  # a signal between two probes' processes
+            raise ProbesInterrupted(probes) from None
         return probes
 
     def run_process_of(lengths):

@@ -1,8 +1,10 @@
-"""FIND_MAX_SEQLEN: the largest sequence length that fits, to within SEQLEN_STEP, in few runs.
+"""FIND_MAX_SEQLEN: the largest sequence length that fits, to within SEQLEN_STEP, in few rounds.
 
-One step per probe, doubling from the smallest SEQLENS value in one process, then the length
-where the peak-memory line of two fits (the sweep's own, if its file holds them) meets HBM,
-then bisection. Pure: the search takes run(lengths) -> probes, so tests give it any GPU.
+One step per probe, doubling from the smallest SEQLENS value (a round, stopping at the first
+length that does not fit), then the length where the peak-memory line of two fits (the
+sweep's own, if its file holds them) meets HBM, then bisection. Pure: the search takes
+run(lengths) -> probes, so tests give it any GPU; the sweep decides how many processes a
+round takes (one per probe by default, so each peak is a fresh job's).
 """
 from dataclasses import dataclass
 
@@ -70,12 +72,12 @@ def predict_fit_limit(probes: list[Probe]) -> float | None:
 
 
 def find_max_seq_len(run, start: int, step: int, limit: int, known=(), guesses: int = 2) -> dict:
-    """Largest length that fits, to within `step`, with few runs.
+    """Largest length that fits, to within `step`, in few rounds.
 
-    run(lengths) runs one process over ascending `lengths` and returns a Probe for each
-    length up to and including the first that does not fit (a process stops there). With
-    no ceiling seen yet, the doubling ladder from `start` runs in one process. Once two
-    fits give the memory line (predict_fit_limit), up to `guesses` runs try the length it
+    run(lengths) measures ascending `lengths` (a round) and returns a Probe for each length
+    up to and including the first that does not fit (the round stops there). With no
+    ceiling seen yet, the doubling ladder from `start` is one round. Once two
+    fits give the memory line (predict_fit_limit), up to `guesses` rounds try the length it
     predicts plus the next one, so a good guess closes the bracket in one run; bisection
     does the rest. `known`: fits measured before (the sweep's own summaries), which can
     give the line before the first run.

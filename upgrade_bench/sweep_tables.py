@@ -28,4 +28,4 @@ def capacity_table(capacity: dict) -> str:
     lines += [f"{p['seq_len']:>8}  {sig(p['peak_mem_gib']):>8}  {'fits' if p['fits'] else p['reason']}"
               for p in capacity["probes"]]
     return "\n".join(lines + [f"largest that fits: {capacity['max_fit_seq_len']} (smallest failing: "
-                              f"{capacity['min_fail_seq_len']}; {capacity['runs']} runs)"])
+                              f"{capacity['min_fail_seq_len']}; {capacity['runs']} search rounds)"])

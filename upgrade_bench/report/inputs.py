@@ -122,7 +122,7 @@ FIELDS = {
                 "attn_backend": TEXT, "sm_clock_mhz_median": NON_NEGATIVE,
                 "sm_clock_mhz_min": NON_NEGATIVE, "power_w_mean": NON_NEGATIVE,
                 "temp_c_max": NON_NEGATIVE, "throttle": LIST, "throttle.*": TEXT,
-                "energy_j_per_token": NON_NEGATIVE, "earlier_points_in_process": COUNT},
+                "energy_j_per_token": NON_NEGATIVE, "earlier_points_in_process": SIZE},
     "error": {"seq_len": COUNT, "error": TEXT, "message": TEXT, "config": OBJECT, "config.*": SETTING},
     "decomposition": {"seq_len": COUNT, "buckets": OBJECT, "buckets.*": PART,
                       "everything_else": PART, "total": PART},

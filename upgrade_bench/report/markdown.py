@@ -319,8 +319,8 @@ def terminal_text(a: Analysis) -> str:
 
 AFTER_OTHERS = "†"
 AFTER_OTHERS_NOTE = (f"{AFTER_OTHERS} measured after other lengths in the same process "
-                     "(`REUSE_PROCESS=1`): what the allocator cached for them shapes this peak, so a "
-                     "fresh training job's can differ (on an H200, by up to 15 GiB at 128K).")
+                     "(`REUSE_PROCESS=1`, or several `SEQ_LEN` in one run): what the allocator "
+                     "cached for them shapes this peak, so a fresh training job's can differ.")
 
 
 def peak_cell(point) -> str:

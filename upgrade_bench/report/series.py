@@ -158,7 +158,7 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
     if kind in ("summary", "error", "decomposition"):
         s = _series_entry(series, header, record, reference, ignore_config)
         if kind == "summary":
-            s.repeats.setdefault(seq_len, []).append(record)
+            s.repeats.setdefault(seq_len, []).append(with_position(record, header))
         elif kind == "decomposition":
             s.decompositions[seq_len] = record
         elif seq_len is not None:
@@ -176,6 +176,15 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
         gpu.capabilities[record["item"]] = record
     elif kind == "attention":
         gpu.attention.append((record, reference))
+
+
+def with_position(summary: dict, header) -> dict:
+    """The summary with `earlier_points_in_process`, which logs before it lack: benchmark.py
+    runs its header's SEQ_LEN in order, so that list says how many lengths ran first."""
+    lens = ((header or {}).get("config") or {}).get("SEQ_LEN")
+    if "earlier_points_in_process" in summary or not isinstance(lens, list) or summary.get("seq_len") not in lens:
+        return summary
+    return {**summary, "earlier_points_in_process": lens.index(summary["seq_len"])}
 
 
 def _gpu_entry(gpu_map: dict, header) -> Gpu:
