@@ -158,7 +158,7 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
     if kind in ("summary", "error", "decomposition"):
         s = _series_entry(series, header, record, reference, ignore_config)
         if kind == "summary":
-            s.repeats.setdefault(seq_len, []).append(with_position(record, header))
+            s.repeats.setdefault(seq_len, []).append(record if reference else with_position(record, header))
         elif kind == "decomposition":
             s.decompositions[seq_len] = record
         elif seq_len is not None:
@@ -179,12 +179,15 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
 
 
 def with_position(summary: dict, header) -> dict:
-    """The summary with `earlier_points_in_process`, which logs before it lack: benchmark.py
-    runs its header's SEQ_LEN in order, so that list says how many lengths ran first."""
+    """A measured summary with `earlier_points_in_process`, which logs before it lack (and
+    then list it as `derived`): benchmark.py runs its header's SEQ_LEN in order, so that list
+    says how many lengths ran first."""
     lens = ((header or {}).get("config") or {}).get("SEQ_LEN")
     if "earlier_points_in_process" in summary or not isinstance(lens, list) or summary.get("seq_len") not in lens:
         return summary
-    return {**summary, "earlier_points_in_process": lens.index(summary["seq_len"])}
+    derived = summary.get("derived") if isinstance(summary.get("derived"), list) else []
+    return {**summary, "earlier_points_in_process": lens.index(summary["seq_len"]),
+            "derived": derived + ["earlier_points_in_process"]}
 
 
 def _gpu_entry(gpu_map: dict, header) -> Gpu:
