@@ -895,8 +895,10 @@ def test_peak_memory_measured_after_other_lengths_in_one_process_is_marked():
     old = [header(h, "NVIDIA H200", hbm=139.8, config={"SEQ_LEN": [1024, 2048]}),
            summary(h, 1024, 400.0, H200_PEAK), summary(h, 2048, 450.0, H200_PEAK)]
     assert "| 2K | 20.0† |" in markdown.memory_markdown(analysis_of(old))
-    # The guide's published rows share one header: nothing about how the guide ran them.
-    assert markdown.AFTER_OTHERS not in markdown.memory_markdown(analysis_of(published.guide_reference_records()))
+    # Published rows sharing one header say nothing about how their source ran them.
+    published_rows = [header("pub", "NVIDIA H200", hbm=139.8, config={"SEQ_LEN": [1024, 2048]}, reference="guide"),
+                      summary("pub", 1024, 400.0, H200_PEAK), summary("pub", 2048, 450.0, H200_PEAK)]
+    assert markdown.AFTER_OTHERS not in markdown.memory_markdown(analysis_of(published_rows))
 
 
 def test_the_position_field_is_read_from_a_log_file_whatever_its_value(tmp_path):
