@@ -21,3 +21,32 @@ def test_ci_runs_the_readme_test_command():
     assert f"\n{command}\n" in README
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert ci[-1] == command and "./install.sh --cpu" in ci
+
+
+def readme_row(var) -> str:
+    """A variable's row as the README's configuration tables print it (the --help facts)."""
+    default = " ".join(map(str, var.default)) if isinstance(var.default, list) else var.default
+    if isinstance(default, bool):
+        default = int(default)
+    cells = [f"`{var.name}`", f"`{default}`" if default != "" else "`(empty)`", var.allowed(), var.help]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def table_rows(heading: str) -> list[str]:
+    section = README.split(f"\n### {heading}\n", 1)[1].split("\n#", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| `")]
+
+
+def test_the_configuration_tables_say_what_help_says():
+    # Defaults and meanings drift when written twice: each row must be the variable's own.
+    training = settings.TRAINING_VARS
+    names = {v.name for v in training}
+    expected = {
+        "benchmark.py": training,
+        "bench_decompose.py": [v for v in script_vars("bench_decompose.py") if v.name not in names],
+        "run_sweep.sh": sweep_plan.VARS,
+        "bench_flash_attn.py": script_vars("bench_flash_attn.py"),
+        "check_capabilities.py": script_vars("check_capabilities.py"),
+    }
+    for heading, variables in expected.items():
+        assert table_rows(heading) == [readme_row(v) for v in variables], heading
