@@ -29,7 +29,7 @@ stderr, exit 1, no record. FAKE_HANG_AT=N: start a grandchild `sleep`, write its
 FAKE_PID_FILE (whole: the test may read it at any moment), hang. FAKE_PEAK="a b":
 peak_mem_gib = a + b * seq_len. FAKE_HBM: the header's hardware.hbm_gib; FAKE_CONFIG: its
 config (JSON). FAKE_RUNS: one line per process (its SEQ_LEN). FAKE_REJECT=1: refuse the
-configuration as benchmark.py does (one line, exit 2). A record that cannot be appended to
+configuration as benchmark.py does (one line, exit 2). FAKE_WARN: a start-up warning. A record that cannot be appended to
 OUTPUT ends it as in benchmark.py (one line, exit 4); FAKE_DISK_BYTES: OUTPUT's folder is a
 disk of that size (where no small tmpfs can be mounted)."""
 import errno, json, os, subprocess, sys, time, uuid
@@ -60,6 +60,8 @@ if env.get("FAKE_RUNS"):
     with open(env["FAKE_RUNS"], "a") as f:
         f.write(env["SEQ_LEN"] + "\n")
 print("[INFO] [launch.py] a log line that is not a record", flush=True)
+if env.get("FAKE_WARN"):
+    sys.stderr.write(f"warning: {env['FAKE_WARN']}\n")
 if env.get("FAKE_REJECT"):
     sys.stderr.write("error: ZERO_STAGE=5: expected an integer >= 0 and <= 3\n")
     sys.exit(2)
@@ -348,6 +350,14 @@ def test_find_max_seqlen_writes_a_capacity_record(tmp_path, fake, in_process):
     [capacity] = of_kind(records(tmp_path / "one.jsonl"), "capacity")
     assert capacity["runs"] == len(runs.read_text().splitlines()) <= runs_bound
     assert runs.read_text().splitlines()[0] == "8192 16384 32768 65536 131072 262144 524288 1048576"
+
+
+def test_a_warning_every_process_repeats_is_shown_once_and_logged_by_each(tmp_path, fake, in_process):
+    out = tmp_path / "w.jsonl"
+    code, err = in_process(BENCHMARK=fake, OUT=out, SEQLENS="64 128", FAKE_WARN="no GPU: Liger off")
+    assert code == 0, err[-3000:]
+    assert err.count("warning: no GPU: Liger off") == 1
+    assert (tmp_path / "w.log").read_text().count("warning: no GPU: Liger off") == 2
 
 
 def test_a_signal_between_two_probes_processes_still_writes_the_capacity_record(tmp_path, monkeypatch,

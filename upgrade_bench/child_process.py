@@ -69,7 +69,9 @@ class ProcessResult:
 
 class Log:
     """The benchmark's own output (stderr, and stdout lines that are not records), appended
-    to one file by every process of a sweep, from two reader threads.
+    to one file by every process of a sweep, from two reader threads; its `error:` and
+    `warning:` lines also go to the terminal, each warning once per sweep (every process of a
+    sweep repeats its start-up warnings).
 
     Each line goes in whole (records.append_line). A line that cannot be written (a full
     disk) ends the logging, not the sweep: `error` keeps why, for the sweep to say.
@@ -79,6 +81,17 @@ class Log:
         self.path = path
         self.error: OSError | None = None
         self._lock = threading.Lock()
+        self._warned = set()
+
+    def show(self, line: str) -> None:
+        """Echo a benchmark's own message to the terminal, a warning seen before excepted."""
+        if line.startswith("warning:"):
+            with self._lock:
+                if line in self._warned:
+                    return
+                self._warned.add(line)
+        if line.startswith(("error:", "warning:")):
+            sys.stderr.write(line)
 
     def write(self, text: str) -> None:
         with self._lock:
@@ -167,8 +180,7 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
         for line in proc.stderr:
             tail.append(line.rstrip("\n"))
             log.write(line)
-            if line.startswith(("error:", "warning:")):  # benchmark.py's own messages
-                sys.stderr.write(line)
+            log.show(line)
 
     readers = [threading.Thread(target=read_stdout, daemon=True),
                threading.Thread(target=read_stderr, daemon=True)]
