@@ -85,13 +85,14 @@ class Log:
 
     def show(self, line: str) -> None:
         """Echo a benchmark's own message to the terminal, a warning seen before excepted."""
+        if not line.startswith(("error:", "warning:")):
+            return
         if line.startswith("warning:"):
             with self._lock:
                 if line in self._warned:
                     return
                 self._warned.add(line)
-        if line.startswith(("error:", "warning:")):
-            sys.stderr.write(line)
+        sys.stderr.write(line)
 
     def write(self, text: str) -> None:
         with self._lock:

@@ -7,9 +7,9 @@ fresh benchmark process, as a training job starts: a length's peak memory depend
 the allocator cached for the lengths before it in the same process (REUSE_PROCESS=1 runs
 them all in one and pays start-up, 70-120 s on an 8B model, once). A point that fails (OOM,
 crash, or no summary within POINT_TIMEOUT: its process group is killed) gets an `error`
-record and the sweep goes on with the next length. An existing OUT (or RESUME=1) skips lengths that already have a
-`summary` of the same run identity (upgrade_bench/runs.py); Ctrl-C or SIGTERM stops cleanly
-and keeps what was done. Progress and the final table go to stderr, the records to stdout
+record and the sweep goes on with the next length. An existing OUT (or RESUME=1) skips
+lengths that already have a `summary` of the same run identity (upgrade_bench/runs.py);
+Ctrl-C or SIGTERM stops cleanly and keeps what was done. Progress and the final table go to stderr, the records to stdout
 and the file, the benchmark's own log to <file>.log.
 
 FIND_MAX_SEQLEN=1 finds the largest length that fits instead and writes a `capacity` record:
@@ -191,7 +191,7 @@ def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict) ->
             f"{fmt_s(now - ctx.started)}, ETA {fmt_s(eta_s(durations, len(todo) - done))}")
 
     while remaining:
-        batch = remaining if ctx.plan.s["REUSE_PROCESS"] else remaining[:1]
+        batch = process_plan(remaining, ctx.plan.s["REUSE_PROCESS"])[0]
         last[0] = time.monotonic()
         result = start_process(ctx, batch, False, on_summary)
         if result.status == "interrupted":

@@ -332,6 +332,7 @@ def peak_cell(point) -> str:
 def with_after_others_note(text: str) -> str:
     return f"{text}\n\n{AFTER_OTHERS_NOTE}" if AFTER_OTHERS in text else text
 
+
 def details_markdown(c: Comparison) -> str:
     """The guide's speedup table of one comparison, with the identity check and memory."""
     b, o = column_names(c.base, c.other)
