@@ -200,7 +200,7 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_p
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])
     plan = sweep_plan.prepare(sweep_plan.load_settings([], "doc"))
     assert run_identity(plan.config) == run_identity(header["config"])
-    done = sweep_plan.done_summaries(kept, plan.config)
+    done = sweep_plan.done_summaries(kept, plan.config, plan.s["SEQLENS"])
     assert set(done) == {64}
     assert sweep_plan.process_plan(sweep_plan.pending(plan.s["SEQLENS"], done), True) == [[128]]
 
@@ -291,10 +291,11 @@ def test_resume_runs_only_what_the_file_lacks_and_says_so(tmp_path, fake, in_pro
     env = dict(BENCHMARK=fake, OUT=out, SEQLENS="64 128", FAKE_RUNS=runs, DRY_RUN=1)
     assert in_process(**env)[0] == 0  # nothing runs, nothing is written
     assert not out.exists()
-    # An earlier night of this sweep's configuration finished 64.
+    # An earlier night of this sweep's configuration finished 64, and 256, not asked for now.
     config = sweep_plan.prepare(sweep_plan.load_settings([], "doc")).config
     earlier = [{"kind": "header", "config": config},
-               {"kind": "summary", "seq_len": 64, "tflops_per_gpu": 0.00123}]
+               {"kind": "summary", "seq_len": 64, "tflops_per_gpu": 0.00123},
+               {"kind": "summary", "seq_len": 256, "tflops_per_gpu": 0.00456}]
     out.write_text("".join(json.dumps({**r, "script": "benchmark.py", "run_id": "a"}) + "\n" for r in earlier))
     code, err = in_process(DRY_RUN=0, FAKE_CONFIG=json.dumps(config))
     assert code == 0, err
@@ -303,7 +304,7 @@ def test_resume_runs_only_what_the_file_lacks_and_says_so(tmp_path, fake, in_pro
     assert of_kind(recs, "header", "run_sweep.sh")[-1]["skipped_seq_lens"] == [64]
     table = err[err.index("seq_len  TFLOPS/GPU"):].splitlines()
     assert table[1].split() == ["64", "0.00123", "-", "-", "ok", "(earlier", "run)"]
-    assert "resuming: seq_len 64 already done" in err
+    assert f"resuming: seq_len 64 already done with this config in {out} (a new OUT" in err
 
 
 @pytest.mark.parametrize("mode", [{}, {"FIND_MAX_SEQLEN": 1}])

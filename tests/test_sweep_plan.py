@@ -83,7 +83,9 @@ def test_resume_skips_summaries_of_the_same_run_identity():
             {"kind": "summary", "run_id": "d", "seq_len": 16384},
             {"kind": "summary", "run_id": "gone", "seq_len": 4096}]  # its header was lost
     now = {**config, "SEQ_LEN": [8192, 32768], "OUTPUT": "b", "NOTES": ""}
-    assert set(sweep_plan.done_summaries(recs, now)) == {8192, 16384}
+    asked = [4096, 8192, 16384, 32768, 65536]
+    assert set(sweep_plan.done_summaries(recs, now, asked)) == {8192, 16384}
+    assert set(sweep_plan.done_summaries(recs, now, [8192])) == {8192}  # only lengths asked for
     assert sweep_plan.pending([65536, 8192, 32768, 8192], {8192: {}}) == [32768, 65536]
     assert sweep_plan.process_plan([1, 2], reuse=True) == [[1, 2]]
     assert sweep_plan.process_plan([1, 2], reuse=False) == [[1], [2]]

@@ -268,7 +268,7 @@ def execute(s: dict, stdout) -> int:
     """Plan the sweep, then run it, or write its commands to `stdout` (DRY_RUN); the exit code."""
     plan = prepare(s)
     previous = existing_records(plan.out)
-    done = {} if s["FIND_MAX_SEQLEN"] else done_summaries(previous, plan.config)
+    done = {} if s["FIND_MAX_SEQLEN"] else done_summaries(previous, plan.config, s["SEQLENS"])
     todo = pending(s["SEQLENS"], done)
     if s["DRY_RUN"]:
         dry_run(plan, todo, stdout)
@@ -297,7 +297,8 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         peak_source=plan.peak_source, out=plan.out, log=plan.log_path, skipped_seq_lens=sorted(done)))
     say(f"results: {plan.out}  (benchmark log: {plan.log_path})")
     if done:
-        say(f"resuming: seq_len {' '.join(map(str, sorted(done)))} already done with this config")
+        say(f"resuming: seq_len {' '.join(map(str, sorted(done)))} already done with this config "
+            f"in {plan.out} (a new OUT runs them again)")
     summaries, failures, capacity, interrupted, stopped = {}, {}, None, False, None
     try:
         if s["FIND_MAX_SEQLEN"]:

@@ -197,11 +197,13 @@ def shell_line(env: dict, argv: list[str]) -> str:
     return " ".join(unset + assign + [shlex.quote(a) for a in argv])
 
 
-def done_summaries(records: list[dict], config: dict) -> dict[int, dict]:
-    """seq_len -> summary already in the file for a run of this config: RESUME skips these."""
+def done_summaries(records: list[dict], config: dict, seq_lens: list[int]) -> dict[int, dict]:
+    """seq_len -> summary already in the file for a run of this config, of the lengths asked
+    for: RESUME skips these."""
     key = run_identity(config)[1]
     return {r["seq_len"]: r for r, header in with_headers(records)
-            if r.get("kind") == "summary" and header and run_identity(header.get("config"))[1] == key}
+            if r.get("kind") == "summary" and r.get("seq_len") in seq_lens and header
+            and run_identity(header.get("config"))[1] == key}
 
 
 def pending(seq_lens: list[int], done) -> list[int]:
