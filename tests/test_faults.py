@@ -51,4 +51,3 @@ def test_a_bad_flag_is_one_line_and_exit_2(script, argv, capsys):
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert err.startswith("error: ") and err.endswith("(see --help)\n")
-

@@ -115,4 +115,3 @@ def test_a_log_the_user_named_that_cannot_be_read_is_bad_input(tmp_path, content
     assert records.read_log(str(tmp_path / "not-yet.jsonl"), "OUT") == []
     with pytest.raises(faults.BadInput, match="not a regular file"):
         records.read_log(str(tmp_path), "OUT")
-

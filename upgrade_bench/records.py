@@ -242,4 +242,3 @@ def read_log(path: str, name: str) -> list[dict]:
         except (OSError, SchemaTooNew) as err:
             problem = f"cannot be read ({err})"
     raise BadInput(f"{name}={path!r}: {problem}")
-

@@ -74,4 +74,3 @@ def seen_by_torch() -> list[Gpu]:
         return []
     return [from_props(torch.cuda.get_device_properties(i), bool(torch.version.hip))
             for i in range(torch.cuda.device_count())]
-
