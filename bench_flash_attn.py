@@ -82,10 +82,15 @@ def resolve_heads(s: dict) -> tuple[int, int, int]:
         from upgrade_bench import model
 
         try:
-            dims = model.dims(model.load_config(s["MODEL"]))
+            shapes = model.spec(model.load_config(s["MODEL"])).attention_shapes()
         except BadInput as err:  # explicit heads need no MODEL: say so
             raise BadInput(f"{err}; or set NHEADS, NHEADS_KV and HEAD_DIM") from None
-        preset = dims.heads, dims.kv_heads, dims.head_dim
+        if not shapes:
+            raise BadInput(f"MODEL={s['MODEL']!r} has no softmax-attention layer to time; set NHEADS, "
+                           f"NHEADS_KV and HEAD_DIM")
+        # The first quadratic attention layer's heads (a model's layers share them here).
+        _kind, heads, kv_heads, qk_dim, _v_dim, _window = shapes[0]
+        preset = heads, kv_heads, qk_dim
         heads, kv_heads, head_dim = (mine or theirs for mine, theirs in zip(explicit, preset))
     if heads % kv_heads:
         raise BadInput(f"NHEADS={heads}, NHEADS_KV={kv_heads}: query heads must be a multiple of "

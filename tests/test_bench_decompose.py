@@ -147,14 +147,16 @@ def test_unknown_kernel_goes_to_other_unmatched():
 
 
 def test_split_wall_sums_to_wall_and_excludes_comm():
-    per_bucket = {"attention": 200.0, "gemm": 500.0, "other": 300.0, "comm": 400.0}
+    per_bucket = {"attention": 200.0, "linear_mixer": 0.0, "gemm": 500.0, "other": 300.0, "comm": 400.0}
     ms = decompose.split_wall(123.0, per_bucket)
-    assert ms == pytest.approx({"attention": 24.6, "gemm": 61.5, "other": 36.9}, rel=1e-12)
+    assert ms == pytest.approx({"attention": 24.6, "linear_mixer": 0.0, "gemm": 61.5, "other": 36.9},
+                               rel=1e-12)
     assert sum(ms.values()) == pytest.approx(123.0, rel=1e-12)
     # More NCCL time moves nothing: comm is overlapped, not part of the split.
     assert decompose.split_wall(123.0, {**per_bucket, "comm": 9e9}) == ms
     with pytest.raises(ValueError):
-        decompose.split_wall(10.0, {"attention": 0.0, "gemm": 0.0, "other": 0.0, "comm": 5.0})
+        decompose.split_wall(10.0, {"attention": 0.0, "linear_mixer": 0.0, "gemm": 0.0, "other": 0.0,
+                                    "comm": 5.0})
 
 
 def test_decompose_on_a_synthetic_profile():
@@ -169,7 +171,7 @@ def test_decompose_on_a_synthetic_profile():
         unknown: 40_000.0,
         "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)": 50_000.0,
     }
-    step = StepFlops(dense=6e12, attention=2e12, recompute=0.0)
+    step = StepFlops(dense=6e12, attention=2e12, linear=0.0, recompute=0.0)
     rec = decompose.decompose(100.0, kernel_us, steps=2, step_flops=step, peak_tflops=1000.0, top_n=3)
     b = rec["buckets"]
     assert b["attention"]["ms"] == pytest.approx(20.0)
@@ -195,7 +197,7 @@ def test_decompose_on_a_synthetic_profile():
 
 
 def test_table_lists_every_bucket():
-    step = StepFlops(dense=6e12, attention=2e12, recompute=0.0)
+    step = StepFlops(dense=6e12, attention=2e12, linear=0.0, recompute=0.0)
     rec = decompose.decompose(100.0, {"flash_fwd_kernel": 1.0, "aten::mm": 3.0, "aten::mul": 1.0},
                               1, step, None)
     rec.update(seq_len=8192, attn_backend="fa4", use_liger=True)
@@ -249,12 +251,12 @@ def test_tiny_cpu_run_end_to_end(tmp_path):
     assert rec["seq_len"] == 256 and rec["source"].startswith("cpu ops")
     assert rec["attn_backend"] == "sdpa" and rec["use_liger"] is False
     buckets = rec["buckets"]
-    assert set(buckets) == {"attention", "gemm", "other"}
+    assert set(buckets) == {"attention", "linear_mixer", "gemm", "other"}
     assert buckets["attention"]["ms"] > 0 and buckets["gemm"]["ms"] > 0  # aten ops by name
     assert sum(b["ms"] for b in buckets.values()) == pytest.approx(rec["wall_step_ms"], rel=1e-9)
     assert rec["wall_step_ms_min"] <= rec["wall_step_ms"] <= rec["wall_step_ms_max"]
     assert buckets["attention"]["tflop"] == pytest.approx(6 * 256**2 * 16 * 4 * 2 / 1e12)
-    assert rec["total"]["tflop"] == pytest.approx(header["n_dense_params"] * 6 * 256 / 1e12
+    assert rec["total"]["tflop"] == pytest.approx(header["n_active_params"] * 6 * 256 / 1e12
                                                    + buckets["attention"]["tflop"])
     assert rec["peak_mem_gib"] is None and rec["total"]["mfu"] is None  # CPU: no peak, no HBM
     names = {k["name"]: k["bucket"] for k in rec["top_kernels"]}
@@ -262,3 +264,28 @@ def test_tiny_cpu_run_end_to_end(tmp_path):
     assert any(b == "attention" for b in names.values())
     assert isinstance(rec["unclassified_top"], list)
     assert "everything else" in proc.stderr and "total" in proc.stderr  # the human table
+
+
+def test_linear_mixer_and_moe_routing_kernels_have_their_own_bucket_and_part():
+    # One profiled step, wall 100 ms: FLA's Gated DeltaNet kernels 30 ms, a grouped expert GEMM
+    # 50 ms (gemm), the router's top-k 10 ms and an elementwise kernel 10 ms (other).
+    kernel_us = {
+        "chunk_gated_delta_rule_fwd_kernel_h_blockdim64": 20_000.0,
+        "chunk_scaled_dot_kkt_fwd_kernel": 10_000.0,
+        "cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<grouped>>": 50_000.0,
+        "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>": 6_000.0,
+        "void (anonymous namespace)::indexing_backward_kernel<c10::BFloat16, 4>(long const*)": 4_000.0,
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>": 10_000.0,
+    }
+    step = StepFlops(dense=5e12, attention=0.0, linear=0.6e12, recompute=0.0)
+    rec = decompose.decompose(100.0, kernel_us, steps=1, step_flops=step, peak_tflops=1000.0)
+    b = rec["buckets"]
+    assert b["linear_mixer"]["ms"] == pytest.approx(30.0)
+    assert b["linear_mixer"]["tflops"] == pytest.approx(20.0)  # 0.6 TFLOP in 30 ms
+    assert b["gemm"]["ms"] == pytest.approx(50.0)
+    assert b["other"]["ms"] == pytest.approx(20.0)
+    assert b["other"]["moe_routing"]["ms"] == pytest.approx(10.0)
+    assert rec["everything_else"]["tflop"] == pytest.approx(5.6)
+    assert rec["unclassified_top"] == []
+    assert "of other, MoE routing: 10.0 ms (10.0%)" in decompose.table({**rec, "seq_len": 8, "attn_backend": "fa4",
+                                                                       "use_liger": False})

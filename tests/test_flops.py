@@ -6,18 +6,14 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from upgrade_bench import flops, model
 
-LLAMA_8B = flops.ModelDims(hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8,
-                           head_dim=128, vocab=128256)
+LLAMA_8B = model.spec(model.load_config("llama-3.1-8b"))
 
 
 def test_llama_8b_dense_params_by_hand():
     # per layer: MLP 3*4096*14336 = 176,160,768; attention 4096*(4096+1024+1024+4096)
     # = 41,943,040; 32 layers = 6,979,321,856; lm_head 128256*4096 = 525,336,576.
-    assert flops.dense_params(LLAMA_8B) == 7_504_658_432
-
-
-def test_shipped_8b_config_has_the_guide_dims():
-    assert model.dims(model.load_config("llama-3.1-8b")) == LLAMA_8B
+    assert LLAMA_8B.active_params == 7_504_658_432
+    assert LLAMA_8B.mix() == {"full_attention": 32}
 
 
 @pytest.mark.parametrize("seq_len, share", [(8192, 0.125), (262144, 0.82)])
@@ -77,7 +73,9 @@ def test_isolated_attention_kernel_flops_by_hand():
 def _counted(attn_implementation: str, batch: int, seq_len: int, config=None) -> dict:
     config = config or model.load_config("tiny")
     torch.manual_seed(0)
-    net = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation)
+    # Experts as a loop of per-expert matmuls: the FLOP counter gives torch._grouped_mm 0.
+    net = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation,
+                                                        experts_implementation="eager")
     ids = torch.randint(0, 1000, (batch, seq_len))
     with FlopCounterMode(display=False) as counter:
         net(input_ids=ids, labels=ids, use_cache=False).loss.backward()
@@ -86,28 +84,48 @@ def _counted(attn_implementation: str, batch: int, seq_len: int, config=None) ->
 
 def test_formulas_match_torch_flop_counter_on_the_tiny_model():
     batch, seq_len = 2, 64
-    dims = model.dims(model.load_config("tiny"))
+    spec = model.spec(model.load_config("tiny"))
     eager = _counted("eager", batch, seq_len)
     sdpa = _counted("sdpa", batch, seq_len)  # CPU SDPA kernel is not counted: only RoPE's bmm
     # Every dense matmul (MLP, projections, lm_head) fwd+bwd is exactly 6*N*tokens.
-    assert eager["aten.mm"] == flops.dense_flops(dims, batch * seq_len)
+    assert eager["aten.mm"] == flops.dense_flops(spec, batch * seq_len)
     # Eager attention computes the full s x s scores: the non-causal count, twice our causal one.
     eager_attention = eager["aten.bmm"] - sdpa["aten.bmm"]
-    assert eager_attention == flops.attention_flops(dims, batch * seq_len**2, causal=False)
-    assert eager_attention == 2 * flops.step_flops(dims, batch, seq_len).attention
+    assert eager_attention == 2 * flops.step_flops(spec, batch, seq_len).attention
 
 
-@pytest.mark.parametrize("model_type", flops.COUNTED_MODEL_TYPES)
-def test_every_model_type_the_count_covers_matches_torch_flop_counter(model_type):
+DENSE_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma")
+
+
+@pytest.mark.parametrize("model_type", DENSE_TYPES)
+def test_every_dense_model_type_matches_torch_flop_counter(model_type):
     sizes = {k: v for k, v in model.load_config("tiny").to_dict().items()
              if k in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                       "num_key_value_heads", "head_dim", "vocab_size")}
     config = transformers.CONFIG_MAPPING[model_type](**sizes, sliding_window=None)
-    model.check_counted(model_type, config, 64)
     batch, seq_len = 2, 64
     eager, sdpa = _counted("eager", batch, seq_len, config), _counted("sdpa", batch, seq_len, config)
-    dims = model.dims(config)
+    spec = model.spec(config)
     # Projections with a bias (qwen2's q/k/v) are addmm: still 2 FLOPs per weight and token.
-    assert eager["aten.mm"] + eager.get("aten.addmm", 0) == flops.dense_flops(dims, batch * seq_len)
+    assert eager["aten.mm"] + eager.get("aten.addmm", 0) == flops.dense_flops(spec, batch * seq_len)
     eager_attention = eager["aten.bmm"] - sdpa["aten.bmm"]
-    assert eager_attention == flops.attention_flops(dims, batch * seq_len**2, causal=False)
+    assert eager_attention == 2 * flops.step_flops(spec, batch, seq_len).attention
+
+
+@pytest.mark.parametrize("preset", ["tiny-qwen3-moe", "tiny-gpt-oss", "tiny-gemma3", "tiny-qwen3-next",
+                                    "tiny-deepseek-v3"])
+def test_every_shipped_family_counts_its_weight_matmuls_as_torch_does(preset):
+    # Weight matmuls (projections, MLPs, the top-k experts each token is routed to, routers,
+    # lm_head) are mm/addmm; attention scores and the Gated DeltaNet fallback's chunks are bmm.
+    batch, seq_len = 1, 128
+    config = model.load_config(preset)
+    counted = _counted("eager", batch, seq_len, config)
+    spec = model.spec(config)
+    assert counted["aten.mm"] + counted.get("aten.addmm", 0) == flops.dense_flops(spec, batch * seq_len)
+    linear = [ly.mixer for ly in spec.layers if ly.mixer.kind == "linear_attention"]
+    if linear:
+        # The counter's forward conv is 2*kernel per channel per output position; transformers'
+        # torch fallback pads kernel-1 positions, so it sees seq_len+kernel-1 outputs per layer.
+        m = linear[0]
+        per_layer = 2 * m.conv_kernel * m.conv_channels * (seq_len + m.conv_kernel - 1)
+        assert counted["aten.convolution"] == len(linear) * per_layer

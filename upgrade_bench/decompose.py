@@ -7,8 +7,11 @@ it is left out of the split and reported as a share of all kernel time instead. 
 buckets then sum to the measured step by construction, and the profiler's own overhead
 never enters a bucket's milliseconds.
 
-Buckets: `attention` (FlashAttention / cuDNN / SDPA kernels), `gemm` (cuBLAS / CUTLASS /
-nvjet matmuls), `other` (norms, RoPE, SwiGLU, cross-entropy, optimizer, copies) and `comm`.
+Buckets: `attention` (FlashAttention / cuDNN / SDPA kernels, windowed ones too),
+`linear_mixer` (flash-linear-attention's Gated DeltaNet and Mamba's scan kernels), `gemm`
+(cuBLAS / CUTLASS / nvjet matmuls, grouped expert GEMMs among them), `other` (norms, RoPE,
+SwiGLU, cross-entropy, optimizer, copies; MoE routing is listed as its own part of it) and
+`comm`.
 """
 import re
 from dataclasses import dataclass
@@ -16,8 +19,9 @@ from dataclasses import dataclass
 from . import flops
 from .numfmt import pct, sig
 
-BUCKETS = ("attention", "gemm", "other")  # the compute buckets the wall time is split into
+BUCKETS = ("attention", "linear_mixer", "gemm", "other")  # the compute buckets the wall time is split into
 COMM = "comm"
+MOE_ROUTING = "moe_routing"  # a part of `other`: router top-k, token counts, permutation
 NAME_CHARS = 200  # templated CUTLASS names run to thousands of characters; records keep a prefix
 
 
@@ -26,10 +30,11 @@ class Rule:
     bucket: str
     family: str
     pattern: re.Pattern
+    part: str = ""  # a named part of the bucket, reported beside it (MOE_ROUTING)
 
 
-def _rule(bucket: str, family: str, pattern: str) -> Rule:
-    return Rule(bucket, family, re.compile(pattern, re.IGNORECASE))
+def _rule(bucket: str, family: str, pattern: str, part: str = "") -> Rule:
+    return Rule(bucket, family, re.compile(pattern, re.IGNORECASE), part)
 
 
 # First match wins. Order matters:
@@ -55,11 +60,28 @@ RULES = (
           r"flash_?attn|flashattention"),
     _rule("attention", "any kernel or op named attention (aten::scaled_dot_product_attention, "
           "_scaled_dot_product_flash_attention_for_cpu, flex_attention)", r"attention|sdpa"),
+    # Before gemm and the Triton rule: FLA's kernels are Triton, Mamba's name a "bmm" of chunks.
+    _rule("linear_mixer", "flash-linear-attention Gated DeltaNet (chunk_gated_delta_rule_*, "
+          "chunk_scaled_dot_kkt_*, solve_tril, recompute_w_u_*, prepare_wy_repr_*, chunk_fwd/bwd_kernel_*, "
+          "l2norm, causal_conv1d)",
+          r"delta_rule|chunk_(fwd|bwd)_kernel|chunk_scaled_dot_kkt|chunk_local_cumsum|solve_tril|"
+          r"merge_16x16|recompute_w_u|wy_repr|causal_conv1d|l2norm_(fwd|bwd)"),
+    _rule("linear_mixer", "Mamba-2 SSD / selective scan (_chunk_scan_*, _chunk_state_*, "
+          "_state_passing_*, _bmm_chunk_*, selective_scan)",
+          r"_chunk_scan|_chunk_state|_state_passing|_bmm_chunk|selective_scan"),
     _rule("gemm", "cuBLAS / cuBLASLt (sm90_xmma_gemm_*, ampere_*gemm*, nvjet_*, gemv, splitKreduce)",
           r"gemm|gemv|nvjet|cublas|xmma"),
     _rule("gemm", "CUTLASS (cutlass::Kernel2<cutlass_80_tensorop_*>, cutlass::device_kernel<...>)",
           r"cutlass"),
     _rule("gemm", "CPU matmul ops", r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear|_addmm_activation)$"),
+    # Before the ATen rule: torch's top-k and histogram kernels are at::native ones.
+    _rule("other", "MoE routing (router top-k: at::native::sbtopk / mbtopk, expert token counts: "
+          "histc / bincount, token permutation)", r"topk|histc|histogram|bincount|moe|router|permut",
+          part=MOE_ROUTING),
+    # An MoE gathers each expert's tokens by advanced indexing (hidden[token_idx]); its backward
+    # is this scatter-add: on the H200 it was 5.6% of gpt-oss's 8K step. A dense step has none.
+    _rule("other", "token permutation backward (indexing_backward_kernel)", r"indexing_backward",
+          part=MOE_ROUTING),
     _rule("other", "ATen native CUDA kernels (elementwise, reductions, copies, softmax, embedding)",
           r"at::native::|at_cuda_detail|\bcub::|elementwise|reduce_kernel"),
     _rule("other", "Triton: Liger (_rms_norm_*, _swiglu_*, _triton_rope, liger_cross_entropy) and "
@@ -91,6 +113,11 @@ def bucket_us(kernel_us: dict) -> dict:
     for name, us in kernel_us.items():
         out[classify(name)] += us
     return out
+
+
+def part_us(kernel_us: dict, part: str) -> float:
+    """Kernel time of the rules that name `part`, microseconds."""
+    return sum(us for name, us in kernel_us.items() if (rule := match(name)) and rule.part == part)
 
 
 def split_wall(wall_ms: float, per_bucket_us: dict) -> dict:
@@ -125,22 +152,28 @@ def decompose(wall_ms: float, kernel_us: dict, steps: int, step_flops: flops.Ste
     kernel_us: {kernel name: total microseconds over `steps` profiled steps}. Attention gets
     the model's attention FLOPs, gemm the dense FLOPs (model FLOPs, as the guide: recompute of
     checkpointed layers is kernel time without model FLOPs); `other` does no model FLOPs, so
-    its TFLOPS and MFU are null. `everything_else` (gemm + other) is the guide's "rest of the
-    step" column. Times per bucket are milliseconds per step. (With ATTN_BACKEND=eager the
+    its TFLOPS and MFU are null; `linear_mixer` gets the linear-attention layers' conv and
+    state FLOPs. `everything_else` (all but attention) is the guide's "rest of the step"
+    column. Times per bucket are milliseconds per step. (With ATTN_BACKEND=eager the
     attention matmuls run as plain GEMMs: attention shows no time, gemm carries its work.)
     """
     per_bucket = bucket_us(kernel_us)
     ms = split_wall(wall_ms, per_bucket)
-    tflop = {"attention": step_flops.attention / 1e12, "gemm": step_flops.dense / 1e12, "other": None}
+    tflop = {"attention": step_flops.attention / 1e12, "linear_mixer": step_flops.linear / 1e12,
+             "gemm": step_flops.dense / 1e12, "other": None}
     buckets = {b: {**_throughput(tflop[b], ms[b], peak_tflops), "time_share": ms[b] / wall_ms,
                    "kernel_ms_per_step": per_bucket[b] / steps / 1e3} for b in BUCKETS}
-    rest_ms = ms["gemm"] + ms["other"]
     compute_us = sum(per_bucket[b] for b in BUCKETS)
+    routing_us = part_us(kernel_us, MOE_ROUTING)
+    buckets["other"][MOE_ROUTING] = {"ms": wall_ms * routing_us / compute_us,
+                                     "kernel_ms_per_step": routing_us / steps / 1e3}
+    rest_ms = wall_ms - ms["attention"]
     unknown = [k for k in kernel_us if match(k) is None]
     return {
         "wall_step_ms": wall_ms,
         "buckets": buckets,
-        "everything_else": {**_throughput(step_flops.dense / 1e12, rest_ms, peak_tflops),
+        "everything_else": {**_throughput((step_flops.dense + step_flops.linear) / 1e12, rest_ms,
+                                          peak_tflops),
                             "time_share": rest_ms / wall_ms},
         "total": _throughput(step_flops.model / 1e12, wall_ms, peak_tflops),
         # Busy compute-kernel time per step over the wall step: below 1 means idle gaps (host,
@@ -166,6 +199,9 @@ def table(record: dict) -> str:
     for label, r in rows:
         share = r.get("time_share", 1.0)
         lines.append(f"{label:<16}{sig(r['ms']):>10}{pct(share):>8}{sig(r['tflops']):>9}{pct(r['mfu']):>7}")
+    routing = record["buckets"]["other"].get(MOE_ROUTING) or {}
+    if routing.get("ms"):
+        lines.append(f"  of other, MoE routing: {sig(routing['ms'])} ms ({pct(routing['ms'] / record['wall_step_ms'])})")
     for k in record["unclassified_top"]:
         lines.append(f"unclassified kernel (counted in other): {k['ms']:.3f} ms/step  {k['name']}")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import attn_backends, fingerprint, flops, gpus, header, memory, model, timing
+from . import architecture, attn_backends, fingerprint, flops, gpus, header, memory, model, timing
 from .faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 
 
@@ -44,11 +44,12 @@ class RunConfig:
     weights: str
     weights_path: object
     hf_config: object
-    dims: flops.ModelDims
+    spec: architecture.ModelSpec
     peak_tflops: float | None
     peak_source: str | None
     warnings: list
     alloc_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF as this process got it
+    mixer_kernels: dict | None = None  # where a hybrid's fast kernels come from (model.mixer_kernels)
 
     def header_config(self) -> dict:
         return header_config(self.settings, self.use_liger, self.world_size, self.alloc_conf)
@@ -68,8 +69,25 @@ def header_config(settings: dict, use_liger: bool, world_size: int, alloc_conf: 
     return s
 
 
-def resolve_liger(requested: str, has_gpu: bool, installed: bool) -> tuple[bool, list[str]]:
-    """(Liger on, warnings) for USE_LIGER on a machine; BadInput where it cannot run."""
+def liger_model_types() -> set:
+    """The model types the installed liger-kernel has kernels for."""
+    from liger_kernel.transformers.monkey_patch import MODEL_TYPE_TO_APPLY_LIGER_FN
+
+    return set(MODEL_TYPE_TO_APPLY_LIGER_FN)
+
+
+def resolve_liger(requested: str, has_gpu: bool, installed: bool, model_type: str = "",
+                  supported: set | None = None) -> tuple[bool, list[str]]:
+    """(Liger on, warnings) for USE_LIGER on a machine and model; BadInput where it cannot run.
+
+    `supported`: the model types Liger patches (None: not known, as when it is not installed).
+    """
+    if supported is not None and model_type not in supported and requested != "0":
+        if requested == "1":
+            raise BadInput(f"USE_LIGER=1: liger-kernel has no kernels for model type {model_type!r}; "
+                           f"use USE_LIGER=0 or auto")
+        return False, [f"liger-kernel has no kernels for model type {model_type!r}: USE_LIGER=auto "
+                       f"resolved to off"]
     use_liger = requested == "1" or (requested == "auto" and has_gpu)
     if use_liger and not has_gpu:
         raise BadInput("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
@@ -81,6 +99,19 @@ def resolve_liger(requested: str, has_gpu: bool, installed: bool) -> tuple[bool,
     if requested == "auto" and not has_gpu:
         return False, ["no GPU: USE_LIGER=auto resolved to off"]
     return use_liger, []
+
+
+def family_backend(requested: str, backend: str, why: str, model_type: str) -> tuple[str, str]:
+    """(backend, why) once the model family has its say: a backend transformers has no path
+    for in this family is refused when asked for, and `auto` falls back to eager from it."""
+    refused = architecture.FAMILIES[model_type].refuses
+    if backend not in refused:
+        return backend, why
+    if requested != "auto":
+        raise BadInput(f"ATTN_BACKEND={requested}: transformers has no {backend} path for model type "
+                       f"{model_type!r}; use eager or a flash backend (fa3, fa4)")
+    return "eager", (f"auto: {why}, but transformers has no {backend} path for {model_type!r}: eager "
+                     f"(materializes the s x s scores: memory grows with s^2)")
 
 
 def resolve(settings: dict) -> RunConfig:
@@ -95,13 +126,22 @@ def resolve(settings: dict) -> RunConfig:
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local_rank) if has_gpu else torch.device("cpu")
-    use_liger, warnings = resolve_liger(settings["USE_LIGER"], has_gpu,
-                                        fingerprint.package_version("liger-kernel") is not None)
-
+    warnings = []
+    hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"], warnings)
+    liger_installed = fingerprint.package_version("liger-kernel") is not None
+    use_liger, liger_warnings = resolve_liger(settings["USE_LIGER"], has_gpu, liger_installed,
+                                              hf_config.model_type,
+                                              liger_model_types() if has_gpu and liger_installed else None)
+    warnings += liger_warnings
     backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], fingerprint.device(),
                                          attn_backends.installed(settings["ATTN_BACKEND"]))
-    hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"])
-    model.check_counted(settings["MODEL"], hf_config, max(settings["SEQ_LEN"]))
+    backend, why = family_backend(settings["ATTN_BACKEND"], backend, why, hf_config.model_type)
+    kernels = model.mixer_kernels(hf_config.model_type)
+    slow = [name for name, where in kernels.items() if where == "torch fallback"]
+    if slow:
+        warnings.append(f"{hf_config.model_type}: {', '.join(slow)} run transformers' slow torch "
+                        f"fallback (flash-linear-attention / causal-conv1d not installed): these timings "
+                        f"are not the architecture's speed")
     weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
 
     doc_len = settings["PACKED_DOC_LEN"]
@@ -119,8 +159,8 @@ def resolve(settings: dict) -> RunConfig:
     if warning:
         warnings.append(warning)
     return RunConfig(settings, world, rank, local_rank, device, use_liger, backend, why, weights,
-                     path, hf_config, model.dims(hf_config), peak, source, warnings,
-                     os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+                     path, hf_config, model.spec(hf_config), peak, source, warnings,
+                     os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels)
 
 
 def deepspeed_config(s: dict, on_gpu: bool) -> dict:
@@ -236,7 +276,7 @@ def prepare_point(rc: RunConfig, seq_len: int):
     if rc.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(rc.device)
         torch.cuda.reset_accumulated_memory_stats(rc.device)  # alloc retries and OOMs, per point
-    return batch, flops.step_flops(rc.dims, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
+    return batch, flops.step_flops(rc.spec, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
                                    s["GRAD_CHECKPOINT"])
 
 
@@ -289,7 +329,9 @@ def header_fields(rc: RunConfig) -> dict:
     return header.fields(rc.header_config(), rc.settings["NOTES"], rc.warnings, attn_backend=rc.backend,
                          attn_backend_why=rc.backend_why, attn_versions=attn_backends.versions(),
                          weights=rc.weights, model_type=rc.hf_config.model_type,
-                         num_layers=rc.dims.layers, n_dense_params=flops.dense_params(rc.dims),
+                         num_layers=len(rc.spec.layers), layer_mix=rc.spec.mix(),
+                         n_active_params=rc.spec.active_params, n_total_params=rc.spec.total_params,
+                         mixer_kernels=rc.mixer_kernels,
                          peak_tflops=rc.peak_tflops, peak_source=rc.peak_source)
 
 

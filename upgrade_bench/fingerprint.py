@@ -14,7 +14,8 @@ from .devices.gpu import ask
 # The distributions of the stack a header lists, besides the attention packages (which the
 # backend table names: see header.software).
 STACK_DISTRIBUTIONS = ("torch", "transformers", "deepspeed", "liger-kernel", "nvidia-cutlass-dsl",
-                       "triton", "numpy", "nvidia-ml-py")
+                       "triton", "numpy", "nvidia-ml-py", "flash-linear-attention", "fla-core",
+                       "causal-conv1d", "mamba-ssm")
 
 
 def package_version(dist: str) -> str | None:

@@ -1,41 +1,16 @@
-"""FLOP accounting, the guide's convention.
+"""FLOP accounting, the guide's convention, per layer type.
 
-Model FLOPs (for MFU): dense matmuls `6 * N_dense * tokens` plus causal attention
-`6 * s^2 * d * H * L` per sequence (FlashAttention computes the lower triangle; non-causal
-would be 12). Activation-checkpoint recompute is excluded from model FLOPs and added only in
-HFU. Packed documents attend within themselves, so `s^2` becomes `sum(len_i^2)`.
+Model FLOPs (for MFU): every weight matmul a token goes through, `6 * N_active * tokens`
+(an MoE counts its top-k routed and its shared experts, never all of them), plus causal
+attention `6 * s^2 * d * H` per full-attention layer (FlashAttention computes the lower
+triangle; non-causal would be 12), the causal band for a sliding window, and the conv and
+state of linear-attention layers. Activation-checkpoint recompute is excluded from model
+FLOPs and added only in HFU. Packed documents attend within themselves, so `s^2` becomes
+`sum(len_i^2)`. The model's layers come from architecture.describe.
 """
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class ModelDims:
-    hidden: int        # h
-    intermediate: int  # i (SwiGLU MLP width)
-    layers: int        # L
-    heads: int         # H (query heads)
-    kv_heads: int      # H_kv
-    head_dim: int      # d
-    vocab: int         # V
-
-
-# The model types whose every layer is exactly what dense_params and attention_flops count:
-# causal q/k/v/o attention over all earlier tokens and a gated MLP (gate, up, down), no
-# experts (tests check each against torch's FLOP counter). Any other model is refused, not
-# given a formula that is not its own.
-COUNTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma")
-
-
-def dense_params(m: ModelDims) -> int:
-    """Parameters that take part in matmuls: MLP, q/k/v/o projections and lm_head.
-
-    The embedding lookup is a gather, not a matmul, so it is not counted; norms are
-    negligible. q and o are H*d wide, k and v are H_kv*d wide (GQA).
-    """
-    q = o = m.heads * m.head_dim
-    k = v = m.kv_heads * m.head_dim
-    per_layer = 3 * m.hidden * m.intermediate + m.hidden * (q + k + v + o)
-    return m.layers * per_layer + m.vocab * m.hidden
+from .architecture import LINEAR, QUADRATIC, Mixer, ModelSpec
 
 
 def doc_lengths(seq_len: int, doc_len: int) -> list[int]:
@@ -51,30 +26,61 @@ def sum_sq_len(batch: int, seq_len: int, doc_len: int = 0) -> int:
     return batch * sum(n * n for n in doc_lengths(seq_len, doc_len))
 
 
-def dense_flops(m: ModelDims, tokens: int) -> float:
-    """fwd (2) + bwd (4) FLOPs per parameter per token."""
-    return 6.0 * dense_params(m) * tokens
+def causal_pairs(length: int, window: int = 0) -> float:
+    """(query, key) pairs one causal sequence of `length` tokens scores.
 
-
-def attention_flops(m: ModelDims, sum_sq: int, causal: bool = True) -> float:
-    """fwd+bwd attention score and value matmuls over all layers.
-
-    Per layer and head, fwd is 2 matmuls of 2*s^2*d = 4*s^2*d, bwd is twice fwd: 12*s^2*d,
-    halved to 6 when causal.
+    Full attention: length^2 / 2, the guide's convention (FlashAttention computes the lower
+    triangle; the diagonal's half is within rounding). A window of w tokens (each query sees
+    itself and the w-1 before it): the causal band, sum_i min(i+1, w) = w*(w+1)/2 + (length-w)*w.
+    A window at least as long as the sequence is full attention.
     """
-    coeff = 6.0 if causal else 12.0
-    return coeff * sum_sq * m.head_dim * m.heads * m.layers
+    if not window or window >= length:
+        return length * length / 2
+    return window * (window + 1) / 2 + (length - window) * window
+
+
+def attention_pairs(batch: int, seq_len: int, doc_len: int = 0, window: int = 0) -> float:
+    """causal_pairs summed over every document of every sequence (packing masks across them)."""
+    return batch * sum(causal_pairs(n, window) for n in doc_lengths(seq_len, doc_len))
+
+
+def attention_layer_flops(m: Mixer, pairs: float) -> float:
+    """fwd+bwd of one quadratic attention layer's score (QK^T) and value (PV) matmuls.
+
+    Forward per head: 2*pairs*qk_dim for the scores, 2*pairs*v_dim for the values; backward
+    twice the forward. With qk_dim = v_dim = d and pairs = s^2/2 this is the guide's
+    6*s^2*d*H per layer. MLA scores over nope+rope dims and weighs values of v_head_dim.
+    """
+    return 6.0 * pairs * (m.qk_head_dim + m.v_head_dim) * m.heads
+
+
+def linear_mixer_flops(m: Mixer, tokens: int) -> float:
+    """fwd+bwd of a Gated DeltaNet layer beyond its projections (those count as dense).
+
+    Megatron-Bridge's GDN count (the calculator behind Megatron-LM's hybrid-model FLOPs): the
+    depthwise causal conv, 2*kernel FLOPs per channel per token forward, and the delta-rule
+    state, a key_dim x value_dim matrix per value head that each token writes (k^T v) and
+    reads (q S): 2 matmul-vectors, 4*dk*dv FLOPs forward. Backward twice forward; linear in s.
+    """
+    per_token = m.conv_kernel * m.conv_channels + 2 * m.heads * m.qk_head_dim * m.v_head_dim
+    return 6.0 * per_token * tokens
+
+
+def dense_flops(spec: ModelSpec, tokens: int) -> float:
+    """fwd (2) + bwd (4) FLOPs per active matmul parameter per token (MoE: top-k + shared)."""
+    return 6.0 * spec.active_params * tokens
 
 
 @dataclass(frozen=True)
 class StepFlops:
-    dense: float
-    attention: float
+    dense: float      # every weight matmul a token goes through
+    attention: float  # quadratic attention: full and windowed
+    linear: float     # linear-attention mixers' conv and state
     recompute: float  # extra forward of checkpointed layers: in HFU only
 
     @property
     def model(self) -> float:
-        return self.dense + self.attention
+        return self.dense + self.attention + self.linear
 
     @property
     def hardware(self) -> float:
@@ -82,22 +88,29 @@ class StepFlops:
 
     @property
     def attn_share(self) -> float:
+        """The quadratic-attention share of model FLOPs: the part that grows with s^2."""
         return self.attention / self.model
 
 
-def step_flops(m: ModelDims, batch: int, seq_len: int, doc_len: int = 0,
+def step_flops(spec: ModelSpec, batch: int, seq_len: int, doc_len: int = 0,
                grad_checkpoint: bool = False) -> StepFlops:
     """FLOPs of one fwd+bwd step on one GPU's micro-batch."""
     tokens = batch * seq_len
-    dense = dense_flops(m, tokens)
-    attn = attention_flops(m, sum_sq_len(batch, seq_len, doc_len))
+    dense = dense_flops(spec, tokens)
+    attn = linear = 0.0
+    for layer in spec.layers:
+        m = layer.mixer
+        if m.kind in QUADRATIC:
+            attn += attention_layer_flops(m, attention_pairs(batch, seq_len, doc_len, m.window))
+        elif m.kind == LINEAR:
+            linear += linear_mixer_flops(m, tokens)
     recompute = 0.0
     if grad_checkpoint:
-        # Checkpointing re-runs each decoder layer's forward (not lm_head): 2 FLOPs per layer
-        # parameter per token plus the attention forward, which is a third of fwd+bwd.
-        layer_params = dense_params(m) - m.vocab * m.hidden
-        recompute = 2.0 * layer_params * tokens + attn / 3.0
-    return StepFlops(dense, attn, recompute)
+        # Checkpointing re-runs each decoder layer's forward (not lm_head): 2 FLOPs per active
+        # layer parameter per token plus the mixers' forward, a third of their fwd+bwd.
+        layer_params = spec.active_params - spec.lm_head_params
+        recompute = 2.0 * layer_params * tokens + (attn + linear) / 3.0
+    return StepFlops(dense, attn, linear, recompute)
 
 
 def tflops(flops: float, ms: float) -> float:

@@ -14,11 +14,11 @@ import urllib.request
 from pathlib import Path
 
 from .faults import BadInput
-from .flops import COUNTED_MODEL_TYPES, ModelDims
+from . import architecture
 from .paths import REPO
 
-PRESETS = {"llama-3.1-8b": REPO / "configs" / "llama-3.1-8b.json",
-           "tiny": REPO / "configs" / "tiny.json"}
+# Every config in configs/ is a preset by its file name: adding one is adding the file.
+PRESETS = {p.stem: p for p in sorted((REPO / "configs").glob("*.json"))}
 # Where install.sh stages real weights of a preset (MODEL_DIR overrides).
 STAGED = {"llama-3.1-8b": "meta-llama/Llama-3.1-8B"}
 # A hub that answers at all accepts a TCP connection in well under a second; 3 s allows a
@@ -71,8 +71,10 @@ def hub_config(repo_id: str):
     return AutoConfig.from_pretrained(repo_id)
 
 
-def load_config(model: str, num_layers: int = 0):
-    """A transformers config from a preset name, a local path or a hub id.
+def load_config(model: str, num_layers: int = 0, notes: list | None = None):
+    """A transformers config from a preset name, a local path or a hub id, cut to its first
+    `num_layers` layers with the family's layer pattern (a note joins `notes` when the cut
+    lacks a kind of layer the full model has).
 
     BadInput: no config there, sizes no model can have, NUM_LAYERS above the model's, or a
     hub id that is neither cached nor fetchable now.
@@ -87,56 +89,42 @@ def load_config(model: str, num_layers: int = 0):
     except Exception as err:  # OSError for a missing path, validation errors for a bad config
         first_line = (str(err).splitlines() or [""])[0][:200]
         raise BadInput(f"{not_a_model(model)} ({type(err).__name__}: {first_line})") from None
-    try:
-        dims(config)  # refuses before NUM_LAYERS is compared with a size no model can have
+    try:  # refuses before NUM_LAYERS is compared with a size no model can have
+        full = spec(config)
     except BadInput as err:
         raise BadInput(f"MODEL={model!r}: {err}") from None
     if num_layers:
-        if num_layers > config.num_hidden_layers:
-            raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {config.num_hidden_layers} layers")
-        config.num_hidden_layers = num_layers
-        if getattr(config, "layer_types", None):
-            config.layer_types = config.layer_types[:num_layers]
+        if num_layers > len(full.layers):
+            raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {len(full.layers)} layers")
+        for key, value in architecture.cut_config(config, num_layers).items():
+            setattr(config, key, value)
+        note = architecture.cut_note(full, spec(config))
+        if note and notes is not None:
+            notes.append(f"NUM_LAYERS={num_layers}: {note}")
     return config
 
 
-def _size(config, name: str, default=None) -> int:
-    value = getattr(config, name, None)
-    value = default if value is None else value
-    if value is None:
-        raise BadInput(f"no {name} in the config")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BadInput(f"{name}={value!r}: expected an integer >= 1")
-    return value
+def spec(config) -> architecture.ModelSpec:
+    """What the model is (its layers, mixers and experts); BadInput for an uncounted family."""
+    return architecture.describe(config)
 
 
-def dims(config) -> ModelDims:
-    """The sizes the FLOP count needs; BadInput names one a model cannot have."""
-    heads = _size(config, "num_attention_heads")
-    hidden = _size(config, "hidden_size")
-    kv_heads = _size(config, "num_key_value_heads", heads)
-    if heads % kv_heads:
-        raise BadInput(f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}")
-    return ModelDims(hidden=hidden, intermediate=_size(config, "intermediate_size"),
-                     layers=_size(config, "num_hidden_layers"), heads=heads, kv_heads=kv_heads,
-                     head_dim=_size(config, "head_dim", hidden // heads), vocab=_size(config, "vocab_size"))
+def mixer_kernels(model_type: str) -> dict:
+    """{kernel: where it comes from} for a family with fast-kernel packages (flash-linear-
+    attention, causal-conv1d): the package's module, or "torch fallback" where transformers
+    found none and binds its own torch code (None, or a function of transformers itself).
+    Empty for families without such kernels."""
+    import importlib
 
-
-def check_counted(model: str, config, longest_seq_len: int) -> None:
-    """BadInput unless flops.py counts this architecture (see COUNTED_MODEL_TYPES)."""
-    if config.model_type not in COUNTED_MODEL_TYPES:
-        raise BadInput(f"MODEL={model!r}: model type {config.model_type!r} is not one the FLOP "
-                       f"count covers (decoder-only, full causal attention, gated MLP): "
-                       f"{', '.join(COUNTED_MODEL_TYPES)}")
-    window = getattr(config, "sliding_window", None)
-    layer_types = getattr(config, "layer_types", None)
-    # Configs that list their layers' kinds (qwen2, qwen3) window only the "sliding" ones;
-    # the others (mistral) every layer.
-    windowed = any(t != "full_attention" for t in layer_types) if layer_types else True
-    if window and window < longest_seq_len and windowed:
-        raise BadInput(f"MODEL={model!r}: sliding-window attention ({window} tokens) at SEQ_LEN "
-                       f"{longest_seq_len}, which the FLOP count (every token attends to all "
-                       f"earlier ones) does not cover")
+    where = architecture.FAMILIES[model_type].fast_kernels
+    if not where:
+        return {}
+    module = importlib.import_module(where[0])
+    out = {}
+    for name in where[1]:
+        origin = getattr(getattr(module, name, None), "__module__", None) or ""
+        out[name] = "torch fallback" if not origin or origin.startswith("transformers") else origin
+    return out
 
 
 def _has_weights(path: Path) -> bool:
@@ -170,11 +158,10 @@ def resolve_weights(requested: str, model: str) -> tuple[str, Path | None]:
 
 
 def apply_liger(model_type: str) -> None:
-    """Patch transformers' classes with Liger kernels before the model is built."""
+    """Patch transformers' classes with Liger kernels before the model is built (the model
+    type is one Liger has kernels for: engine.resolve_liger checked it before the header)."""
     from liger_kernel.transformers.monkey_patch import MODEL_TYPE_TO_APPLY_LIGER_FN
 
-    if model_type not in MODEL_TYPE_TO_APPLY_LIGER_FN:
-        raise ValueError(f"USE_LIGER=1: liger-kernel has no kernels for model type {model_type!r}")
     # Defaults: RoPE, RMSNorm, SwiGLU and fused linear cross-entropy (train mode with labels).
     MODEL_TYPE_TO_APPLY_LIGER_FN[model_type]()
 

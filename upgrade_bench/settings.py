@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 from .attn_backends import TRAINING, auto_help
 from .faults import BadInput
-from .flops import COUNTED_MODEL_TYPES
+from .architecture import FAMILIES
+from .model import PRESETS
 from .records import output_problem
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -157,8 +158,9 @@ OUTPUT = Var("OUTPUT", "output", "", "append every JSON line to this file too (s
 # Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
 TRAINING_VARS = [
     Var("MODEL", "str", "llama-3.1-8b",
-        "model: preset llama-3.1-8b | tiny (CPU, seconds), or a local path / hub id of a config of type "
-        f"{', '.join(COUNTED_MODEL_TYPES)} (the FLOP count's); a hub id not in the HF cache is fetched "
+        f"model: a preset of configs/ ({' | '.join(PRESETS)}; tiny* run on CPU in seconds), or a "
+        f"local path / hub id of a config of type {', '.join(FAMILIES)} (the families the FLOP "
+        "count covers); a hub id not in the HF cache is fetched "
         "only if the hub answers a quick probe and HF_HUB_OFFLINE is unset"),
     Var("WEIGHTS", "choice", "auto", "auto: real weights when staged locally, else random init "
         "(same FLOPs and memory)", choices=("auto", "pretrained", "random")),

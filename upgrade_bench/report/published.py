@@ -10,7 +10,10 @@ NVIDIA H200 and B200 datasheets' dense bf16 figures (989 and 2250) and HBM the g
 `guide_reference_records()` writes results/reference/guide.jsonl (plot_results.py
 --write-guide-reference); the report reads it like any log, marked as published figures.
 """
-from .. import flops, gpus, settings
+import json
+
+from .. import architecture, flops, gpus, settings
+from ..paths import REPO
 from ..records import SCHEMA
 
 PUBLISHED_GPUS = ("H200", "B200")
@@ -33,8 +36,8 @@ GUIDE_STACK = {"python": "3.12.12", "torch": "2.13.0+cu130", "cuda": "13.0", "tr
                "deepspeed": "0.19.2", "liger-kernel": "0.8.0"}
 GUIDE_ATTENTION_PACKAGE = {"H200": ("fa3", "flash-attn-3", "3.0.0"),
                            "B200": ("fa4", "flash-attn-4", "4.0.0b22")}
-LLAMA_8B = flops.ModelDims(hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8,
-                           head_dim=128, vocab=128256)
+# The guide's model, from the preset the suite ships (its published config.json).
+LLAMA_8B = architecture.describe(json.loads((REPO / "configs" / "llama-3.1-8b.json").read_text()))
 NOTES = ("guide's published figures (Machine Learning Engineering Open Book, "
          "insights/when-to-upgrade-gpus), not measured by this suite")
 
@@ -71,7 +74,7 @@ def guide_reference_records() -> list:
             rec("header", run, script, software=software,
                 hardware={"gpu_name": f"NVIDIA {gpu}", "gpu_count": 8, "hbm_gib": spec.hbm_gib},
                 config=config, attn_backend=backend, peak_tflops=spec.bf16,
-                peak_source=f"table:{spec.name}", num_layers=LLAMA_8B.layers, warnings=[], notes=NOTES)
+                peak_source=f"table:{spec.name}", num_layers=len(LLAMA_8B.layers), warnings=[], notes=NOTES)
 
         header("sweep", "benchmark.py", sweep_config)
         for (seq_len, h200, b200), peak_mem_gib in zip(GUIDE_SWEEP_TFLOPS, GUIDE_PEAK_MEM_GIB[gpu]):

@@ -1,0 +1,139 @@
+"""Model families: what architecture.describe reads from each shipped config, against hand
+counts of the published figures, and the per-layer-type FLOP terms against hand-computed values."""
+import json
+
+import pytest
+
+from conftest import REPO
+from upgrade_bench import architecture, flops, model
+from upgrade_bench.faults import BadInput
+
+
+def preset(name: str) -> architecture.ModelSpec:
+    return architecture.describe(json.loads((REPO / "configs" / f"{name}.json").read_text()))
+
+
+def test_qwen3_30b_a3b_active_and_total_parameters_by_hand():
+    spec = preset("qwen3-30b-a3b")
+    attention = 2048 * (32 * 128 + 2 * 4 * 128 + 32 * 128)   # q, k, v, o: 18,874,368
+    experts_active = 8 * 3 * 2048 * 768                      # top-8 of 128 SwiGLU experts
+    router = 2048 * 128
+    lm_head = 151936 * 2048
+    assert spec.active_params == 48 * (attention + experts_active + router) + lm_head == 3_041_656_832
+    # The published 3.3B active counts the embedding too; 30.5B total.
+    assert (spec.active_params + lm_head) / 1e9 == pytest.approx(3.35, abs=0.01)
+    assert spec.total_params == 48 * (attention + 128 * 3 * 2048 * 768 + router) + 2 * lm_head
+    assert spec.total_params / 1e9 == pytest.approx(30.5, abs=0.05)
+
+
+def test_published_sizes_of_the_other_shipped_families():
+    # Published: gpt-oss-20b 21B total / 3.6B active; Qwen3-Next-80B-A3B 80B total;
+    # DeepSeek-V3 671B total / 37B active (embedding included).
+    assert preset("gpt-oss-20b").total_params / 1e9 == pytest.approx(20.9, abs=0.1)
+    assert preset("gpt-oss-20b").active_params / 1e9 == pytest.approx(3.6, abs=0.05)
+    assert preset("qwen3-next-80b-a3b").total_params / 1e9 == pytest.approx(79.7, abs=0.3)
+    ds = preset("deepseek-v3")
+    assert ds.total_params / 1e9 == pytest.approx(671, abs=1)
+    assert (ds.active_params + ds.lm_head_params) / 1e9 == pytest.approx(37.5, abs=0.5)
+
+
+def test_layer_patterns_of_the_shipped_families():
+    assert preset("gpt-oss-20b").mix() == {"sliding_attention": 12, "full_attention": 12}
+    assert preset("gemma-3-12b").mix() == {"sliding_attention": 40, "full_attention": 8}
+    assert preset("qwen3-next-80b-a3b").mix() == {"linear_attention": 36, "full_attention": 12}
+    assert preset("qwen3-next-80b-a3b").mix_text() == "36 linear_attention, 12 full_attention"
+    ds = preset("deepseek-v3")
+    assert [ly.mlp.experts for ly in ds.layers[:4]] == [0, 0, 0, 256]  # first_k_dense_replace=3
+
+
+def test_the_pattern_is_derived_when_a_config_does_not_list_layer_types():
+    cfg = json.loads((REPO / "configs" / "qwen3-next-80b-a3b.json").read_text())
+    del cfg["layer_types"]
+    assert [ly.mixer.kind for ly in architecture.describe(cfg).layers[:4]] == \
+        ["linear_attention"] * 3 + ["full_attention"]
+
+
+def test_mla_parameters_and_attention_by_hand():
+    ds = preset("deepseek-v3").layers[0].mixer
+    q = 7168 * 1536 + 1536 * 128 * (128 + 64)
+    kv = 7168 * (512 + 64) + 512 * 128 * (128 + 128)
+    o = 128 * 128 * 7168
+    assert ds.params == q + kv + o == 187_105_280
+    # scores over 192 dims (nope + rope), values over 128: 6 * s^2/2 * (192 + 128) * H
+    assert flops.attention_layer_flops(ds, flops.causal_pairs(4096)) == 6 * 4096**2 / 2 * 320 * 128
+
+
+def test_gated_deltanet_parameters_and_flops_by_hand():
+    gdn = preset("qwen3-next-80b-a3b").layers[0].mixer
+    key_dim, value_dim = 16 * 128, 32 * 128
+    assert gdn.params == 2048 * (2 * key_dim + 2 * value_dim) + 2048 * 2 * 32 + value_dim * 2048
+    # conv: 4 taps over q, k, v channels; state: 2 * dk * dv per value head, fwd; x3 for fwd+bwd
+    per_token = 4 * (2 * key_dim + value_dim) + 2 * 32 * 128 * 128
+    assert flops.linear_mixer_flops(gdn, 8192) == 6 * per_token * 8192
+
+
+@pytest.mark.parametrize("length, window, pairs", [
+    (8, 3, 1 + 2 + 3 * 6),        # sum_i min(i + 1, w), counted by hand
+    (8, 8, 32), (8, 0, 32),       # a window as long as the sequence is the guide's s^2 / 2
+    (8192, 128, 128 * 129 / 2 + (8192 - 128) * 128),
+])
+def test_causal_band_of_a_sliding_window(length, window, pairs):
+    assert flops.causal_pairs(length, window) == pairs
+    if window and window < length:
+        assert pairs == sum(min(i + 1, window) for i in range(length))
+
+
+def test_windowed_layers_cap_the_quadratic_share():
+    gpt_oss = preset("gpt-oss-20b")
+    step = flops.step_flops(gpt_oss, 1, 32768)
+    full = [ly.mixer for ly in gpt_oss.layers if ly.mixer.kind == "full_attention"][0]
+    sliding = [ly.mixer for ly in gpt_oss.layers if ly.mixer.kind == "sliding_attention"][0]
+    assert step.attention == 12 * 6 * (32768**2 / 2) * 128 * 64 + \
+        12 * 6 * flops.causal_pairs(32768, 128) * 128 * 64
+    assert full.window == 0 and sliding.window == 128
+    # Packing 4K documents: each window still fits inside a document, so sliding layers
+    # cost the same per document; the full layers drop by 8.
+    packed = flops.step_flops(gpt_oss, 1, 32768, doc_len=4096)
+    assert packed.attention < step.attention
+
+
+def test_linear_layers_are_not_quadratic():
+    qn = flops.step_flops(preset("qwen3-next-80b-a3b"), 1, 32768)
+    assert qn.linear > 0
+    assert qn.attn_share == qn.attention / (qn.dense + qn.attention + qn.linear)
+    assert qn.attention == 12 * 6 * 32768**2 / 2 * 512 * 16  # only the 12 full layers
+
+
+def test_an_unknown_family_is_refused_naming_the_counted_ones():
+    with pytest.raises(BadInput, match=r"^model type 'bert' is not one the FLOP count covers: "
+                                       r"llama, .*qwen3_moe, qwen3_next, gpt_oss, deepseek_v3$"):
+        architecture.describe({"model_type": "bert", "hidden_size": 64})
+
+
+def test_an_alias_of_a_transformers_config_is_read_not_lost():
+    # Qwen3MoeConfig stores num_experts as num_local_experts (attribute_map): to_dict() hides it.
+    config = model.load_config("tiny-qwen3-moe")
+    assert config.to_dict().get("num_experts") is None
+    assert model.spec(config).layers[0].mlp.experts == 8
+
+
+def test_cut_keeps_the_family_pattern_and_says_when_it_cannot():
+    notes = []
+    cut = model.spec(model.load_config("qwen3-next-80b-a3b", 4, notes))
+    assert cut.mix() == {"linear_attention": 3, "full_attention": 1} and notes == []
+    model.load_config("qwen3-next-80b-a3b", 2, notes)
+    assert notes == ["NUM_LAYERS=2: the first 2 layers (2 linear_attention) have no full_attention, "
+                     "which the full model has (36 linear_attention, 12 full_attention): cut to a "
+                     "whole period of its pattern"]
+    notes = []
+    model.load_config("deepseek-v3", 3, notes)
+    assert "have no MoE layers" in notes[0]
+
+
+def test_a_hybrid_without_its_kernel_packages_says_torch_fallback():
+    # On CPU transformers binds none of FLA's kernels, and its own torch causal conv (5.17 names
+    # a transformers function causal_conv1d_fn): every one is the fallback, never a package.
+    kernels = model.mixer_kernels("qwen3_next")
+    assert set(kernels) == {"chunk_gated_delta_rule", "causal_conv1d_fn", "FusedRMSNormGated"}
+    assert set(kernels.values()) == {"torch fallback"}
+    assert model.mixer_kernels("llama") == {}
