@@ -911,3 +911,23 @@ def test_the_position_field_is_read_from_a_log_file_whatever_its_value(tmp_path)
     tally = inputs.Tally()
     got = [r for r in inputs.read([str(log)], tally) if r["kind"] == "summary"]
     assert [r["seq_len"] for r in got] == [1024, 2048] and tally.skipped_total() == 1
+
+
+def test_the_workload_table_sets_flop_share_beside_measured_time_shares():
+    # One MoE hybrid series: a summary at 8K (FLOP share 0.25) and a decomposition at 8K whose
+    # step of 200 ms gave attention 30 ms, linear mixers 50 ms and, of other, routing 10 ms.
+    h = header("r1", "NVIDIA H200", backend="fa4", config={"MODEL": "qwen3-next-80b-a3b"},
+               layer_mix={"linear_attention": 3, "full_attention": 1})
+    s = {**summary("r1", 8192, 300.0, 989), "attn_flop_share": 0.25}
+    buckets = {"attention": {"ms": 30.0, "time_share": 0.15}, "linear_mixer": {"ms": 50.0, "time_share": 0.25},
+               "gemm": {"ms": 80.0, "time_share": 0.4},
+               "other": {"ms": 40.0, "time_share": 0.2, "moe_routing": {"ms": 10.0}}}
+    d = rec("decomposition", "r1", seq_len=8192, wall_step_ms=200.0, buckets=buckets, attn_flop_share=0.25,
+            total={"tflops": 290.0})
+    a = analysis_of([h, s, d])
+    text = markdown.render(a)
+    row = [line for line in text.splitlines() if "| qwen3-next-80b-a3b (" in line]
+    assert len(row) == 1
+    cells = [c.strip() for c in row[0].strip("|").split("|")]
+    assert cells[1:] == ["qwen3-next-80b-a3b (1 full_attention, 3 linear_attention)", "8K", "300.0",
+                         "25.0%", "15.0%", "25.0%", "5.0%"]

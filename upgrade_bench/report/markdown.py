@@ -514,7 +514,10 @@ def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
         out += [f"## Details of {title(c)}", "",
                 "The identity column checks the guide's `speedup ~= peak ratio x MFU ratio`.", "",
                 details_markdown(c), ""]
+    from .workload import workload_markdown  # it formats with this module's helpers
+
     sections = [("Series", series_markdown(a) if a.data.series else ""),
+                ("Attention share per workload", workload_markdown(a.data.series)),
                 ("Capabilities", capability_markdown(a)),
                 ("Peak memory vs sequence length", memory_markdown(a)),
                 ("Step decomposition", decomposition_markdown(a)),

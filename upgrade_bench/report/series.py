@@ -20,7 +20,8 @@ from .stacks import stack_of
 GUIDE_LABEL = "guide's published"
 MEASURED = "measured"
 # What the report shows of a header; the rest (clocks, hostnames, ...) is dropped as read.
-HEADER_FIELDS = ("run_id", "reference", "config", "attn_backend", "peak_tflops", "notes", "num_layers")
+HEADER_FIELDS = ("run_id", "reference", "config", "attn_backend", "peak_tflops", "notes", "num_layers",
+                 "layer_mix")
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Run:
     gpu_count: int | None       # GPUs on the node
     num_layers: int | None      # decoder layers the model ran with
     notes: str
+    layer_mix: dict | None = None  # {mixer kind: layers} (architecture.ModelSpec.mix)
 
 
 @dataclass
@@ -223,7 +225,8 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
     if run not in s.runs:
         notes = h.get("notes") or run_config.get("NOTES") or ""
         s.runs[run] = Run(run[0], run[1], run_config, (h.get("hardware") or {}).get("gpu_count"),
-                          h.get("num_layers"), notes if isinstance(notes, str) else str(notes))
+                          h.get("num_layers"), notes if isinstance(notes, str) else str(notes),
+                          h.get("layer_mix"))
     return s
 
 
