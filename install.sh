@@ -83,7 +83,7 @@ if [ -z "$wheelhouse" ]; then
 fi
 say "installing the pinned stack (requirements.txt) into .venv"
 pip_install "${torch_index[@]}" -r requirements.txt || die "pinned stack install failed (see pip's message above)" 1
-[ $cpu = 0 ] && { pip_install -r requirements-gpu.txt || die "liger-kernel install failed" 1; }
+[ $cpu = 0 ] && { pip_install -r requirements-gpu.txt || die "liger-kernel / flash-linear-attention install failed" 1; }
 
 # --- attention package -----------------------------------------------------------------
 fa_index=()

@@ -137,3 +137,13 @@ def test_a_hybrid_without_its_kernel_packages_says_torch_fallback():
     assert set(kernels) == {"chunk_gated_delta_rule", "causal_conv1d_fn", "FusedRMSNormGated"}
     assert set(kernels.values()) == {"torch fallback"}
     assert model.mixer_kernels("llama") == {}
+
+
+@pytest.mark.parametrize("preset, blocks", [("tiny-qwen3-moe", ["Qwen3MoeSparseMoeBlock"]),
+                                            ("tiny-gpt-oss", ["GptOssMLP"]),
+                                            ("tiny-deepseek-v3", ["DeepseekV3MoE"]), ("tiny", [])])
+def test_moe_blocks_are_found_for_zero3_leaf_modules(preset, blocks):
+    import transformers
+
+    net = transformers.AutoModelForCausalLM.from_config(model.load_config(preset))
+    assert [c.__name__ for c in model.moe_block_classes(net)] == blocks

@@ -931,3 +931,12 @@ def test_the_workload_table_sets_flop_share_beside_measured_time_shares():
     cells = [c.strip() for c in row[0].strip("|").split("|")]
     assert cells[1:] == ["qwen3-next-80b-a3b (1 full_attention, 3 linear_attention)", "8K", "300.0",
                          "25.0%", "15.0%", "25.0%", "5.0%"]
+
+
+def test_a_series_whose_fast_kernels_fell_back_is_marked_in_the_workload_table():
+    h = header("r1", "NVIDIA H200", backend="fa4", config={"MODEL": "qwen3-next-80b-a3b"},
+               mixer_kernels={"chunk_gated_delta_rule": "torch fallback", "causal_conv1d_fn": "causal_conv1d"})
+    text = markdown.render(analysis_of([h, summary("r1", 8192, 50.0, 989)]))
+    row = [line for line in text.splitlines() if "| qwen3-next-80b-a3b" in line]
+    assert len(row) == 1 and "torch fallback for chunk_gated_delta_rule: not the architecture's speed" in row[0]
+    assert "causal_conv1d_fn" not in row[0]

@@ -190,6 +190,11 @@ def deepspeed_config(s: dict, on_gpu: bool) -> dict:
     return config
 
 
+def zero3_moe(rc: RunConfig) -> bool:
+    """Whether the MoE blocks are ZeRO-3 leaf modules in this run (the header says so)."""
+    return rc.settings["ZERO_STAGE"] == 3 and rc.spec.moe
+
+
 def build_engine(rc: RunConfig, probe=None):
     """(DeepSpeed engine, hf_ds_config keep-alive) with the model built as resolved."""
     import deepspeed
@@ -216,6 +221,10 @@ def build_engine(rc: RunConfig, probe=None):
     torch.manual_seed(rc.settings["SEED"])
     net = model.build(rc.hf_config, attn_backends.BACKENDS[rc.backend].hf_name, rc.weights,
                       rc.weights_path, rc.device, torch.bfloat16)
+    if zero3_moe(rc):
+        # ZeRO-3 otherwise gathers each expert's weights as the router reaches it, one
+        # all-gather per expert and layer; a leaf module is gathered whole, once.
+        deepspeed.utils.set_z3_leaf_modules(net, model.moe_block_classes(net))
     if rc.settings["GRAD_CHECKPOINT"]:
         net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     net.train()
@@ -331,7 +340,7 @@ def header_fields(rc: RunConfig) -> dict:
                          weights=rc.weights, model_type=rc.hf_config.model_type,
                          num_layers=len(rc.spec.layers), layer_mix=rc.spec.mix(),
                          n_active_params=rc.spec.active_params, n_total_params=rc.spec.total_params,
-                         mixer_kernels=rc.mixer_kernels,
+                         mixer_kernels=rc.mixer_kernels, z3_leaf_moe_blocks=zero3_moe(rc),
                          peak_tflops=rc.peak_tflops, peak_source=rc.peak_source)
 
 

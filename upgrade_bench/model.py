@@ -166,6 +166,15 @@ def apply_liger(model_type: str) -> None:
     MODEL_TYPE_TO_APPLY_LIGER_FN[model_type]()
 
 
+def moe_block_classes(net) -> list:
+    """The classes of the model's MoE blocks: the modules that hold an `experts` submodule
+    (Qwen3-MoE's SparseMoeBlock, gpt-oss's MLP, DeepSeek-V3's MoE, ...)."""
+    import torch
+
+    found = {type(m) for m in net.modules() if isinstance(getattr(m, "experts", None), torch.nn.Module)}
+    return sorted(found, key=lambda c: c.__name__)
+
+
 def build(config, attn_implementation: str, weights: str, path: Path | None, device, dtype):
     """The causal LM on `device` (or partitioned, when a ZeRO-3 HfDeepSpeedConfig is alive)."""
     import torch

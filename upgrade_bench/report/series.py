@@ -21,7 +21,7 @@ GUIDE_LABEL = "guide's published"
 MEASURED = "measured"
 # What the report shows of a header; the rest (clocks, hostnames, ...) is dropped as read.
 HEADER_FIELDS = ("run_id", "reference", "config", "attn_backend", "peak_tflops", "notes", "num_layers",
-                 "layer_mix")
+                 "layer_mix", "mixer_kernels")
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Run:
     num_layers: int | None      # decoder layers the model ran with
     notes: str
     layer_mix: dict | None = None  # {mixer kind: layers} (architecture.ModelSpec.mix)
+    fallbacks: tuple = ()          # fast kernels that ran as transformers' torch fallback
 
 
 @dataclass
@@ -226,8 +227,15 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
         notes = h.get("notes") or run_config.get("NOTES") or ""
         s.runs[run] = Run(run[0], run[1], run_config, (h.get("hardware") or {}).get("gpu_count"),
                           h.get("num_layers"), notes if isinstance(notes, str) else str(notes),
-                          h.get("layer_mix"))
+                          h.get("layer_mix"), fallbacks_of(h.get("mixer_kernels")))
     return s
+
+
+def fallbacks_of(mixer_kernels) -> tuple:
+    """The kernels a header's `mixer_kernels` says ran as the torch fallback."""
+    if not isinstance(mixer_kernels, dict):
+        return ()
+    return tuple(sorted(str(k) for k, where in mixer_kernels.items() if where == "torch fallback"))
 
 
 def _short(value) -> str:
