@@ -1,4 +1,6 @@
 """The GPU table: the lookup by device name, the peak for MFU, and where each figure comes from."""
+import re
+
 import pytest
 
 from conftest import REPO
@@ -20,10 +22,18 @@ def test_gpu_lookup(device, name, bf16):
     assert spec.name == name and spec.peak_tflops("bf16") == bf16
 
 
-@pytest.mark.parametrize("device", ["NVIDIA H200 NVL", "NVIDIA L4", None])
+@pytest.mark.parametrize("device", ["NVIDIA H200 NVL", "NVIDIA L4", "NVIDIA GB300", "NVIDIA GB300 NVL72", None])
 def test_unknown_gpu_gets_no_peak_and_a_warning(device):
     peak, source, warning = gpus.resolve_peak(device)
     assert peak is None and source is None and "PEAK_TFLOPS" in warning
+
+
+@pytest.mark.parametrize("device", ["NVIDIA H200", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300",
+                                    "NVIDIA B300 SXM6 AC", "NVIDIA B200", "NVIDIA H100 PCIe",
+                                    "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"])
+def test_no_device_name_matches_two_rows(device):
+    # Each name maps to its own row or to none, whatever the table's order.
+    assert sum(bool(re.search(p, device.lower())) for p, _ in gpus._TABLE) <= 1
 
 
 def test_peak_override_wins():

@@ -32,33 +32,36 @@ class GPUSpec:
         return {"bf16": self.bf16, "fp16": self.bf16, "fp8": self.fp8, "fp4": self.fp4}.get(dtype)
 
 
-# (pattern on the lower-cased device name, spec). Order matters: the first match wins, so
-# "gh200" precedes "h200" and "h200 nvl" (a different, lower-clocked card) matches nothing.
+# (pattern on the lower-cased device name, spec). Each pattern names its chip as a whole word
+# start (_CHIP: no letter or digit before it), so no name matches two rows and order does not
+# matter: "gh200" is not "h200", "gb300" is not "b300" (and has no row: null MFU, never the
+# B300's peak), and "h200 nvl" (a different, lower-clocked card) matches nothing.
+_CHIP = r"(?<![a-z0-9])"
 _TABLE = [
     # HBM is the 96 GB HBM3 version's; the MAMF was measured on the 144 GB HBM3e one at 900 W.
-    (r"gh200", GPUSpec("GH200", 989, 1979, None, 96, 4.0, 900, 828.6, 1535.0,
+    (_CHIP + r"gh200", GPUSpec("GH200", 989, 1979, None, 96, 4.0, 900, 828.6, 1535.0,
                        datasheet="NVIDIA GH200 Grace Hopper Superchip datasheet")),
     # Per GPU: the NVL72 rack's figures divided by its 72 GPUs.
-    (r"gb200", GPUSpec("GB200", 2500, 5000, 10000, 186, 8.0, None, 1822.0, 3615.6,
+    (_CHIP + r"gb200", GPUSpec("GB200", 2500, 5000, 10000, 186, 8.0, None, 1822.0, 3615.6,
                        datasheet="NVIDIA GB200 NVL72 datasheet")),
-    (r"a100.*sxm|a100-sxm", GPUSpec("A100 SXM", 312, None, None, 80, 2.0, 400, 271.2,
+    (_CHIP + r"a100.*sxm", GPUSpec("A100 SXM", 312, None, None, 80, 2.0, 400, 271.2,
                                     datasheet="NVIDIA A100 Tensor Core GPU datasheet")),
-    (r"h100.*pcie", GPUSpec("H100 PCIe", 756, 1513, None, 80, 2.0, 350,
+    (_CHIP + r"h100.*pcie", GPUSpec("H100 PCIe", 756, 1513, None, 80, 2.0, 350,
                             datasheet="NVIDIA H100 Tensor Core GPU datasheet")),
-    (r"h100(?!.*nvl)", GPUSpec("H100 SXM", 989, 1979, None, 80, 3.35, 700, 794.5, 1402.6,
+    (_CHIP + r"h100(?!.*(nvl|pcie))", GPUSpec("H100 SXM", 989, 1979, None, 80, 3.35, 700, 794.5, 1402.6,
                                datasheet="NVIDIA H100 Tensor Core GPU datasheet")),
     # The bf16 MAMF was measured on H100 and is quoted for H200 (same compute die); fp8 on H200.
-    (r"h200(?!.*nvl)", GPUSpec("H200 SXM", 989, 1979, None, 141, 4.8, 700, 794.5, 1453.4,
+    (_CHIP + r"h200(?!.*nvl)", GPUSpec("H200 SXM", 989, 1979, None, 141, 4.8, 700, 794.5, 1453.4,
                                datasheet="NVIDIA H200 Tensor Core GPU datasheet")),
-    (r"b300", GPUSpec("B300 SXM", 2250, 4500, 15000, 288, 8.0, 1300, 1769.0, 3353.3,
+    (_CHIP + r"b300", GPUSpec("B300 SXM", 2250, 4500, 15000, 288, 8.0, 1300, 1769.0, 3353.3,
                       datasheet="NVIDIA DGX B300 datasheet")),
-    (r"b200", GPUSpec("B200 SXM", 2250, 4500, 10000, 180, 8.0, 1000, 1745.0, 3432.5,
+    (_CHIP + r"b200", GPUSpec("B200 SXM", 2250, 4500, 10000, 180, 8.0, 1000, 1745.0, 3432.5,
                       datasheet="NVIDIA DGX B200 datasheet")),
-    (r"mi355x", GPUSpec("MI355X", 2500, 5000, 10100, 288, 8.0, 1400, 1565.0,
+    (_CHIP + r"mi355x", GPUSpec("MI355X", 2500, 5000, 10100, 288, 8.0, 1400, 1565.0,
                         datasheet="AMD Instinct MI355X GPU datasheet")),
-    (r"mi325x", GPUSpec("MI325X", 1300, 2610, None, 256, 6.0, 1000, 784.9,
+    (_CHIP + r"mi325x", GPUSpec("MI325X", 1300, 2610, None, 256, 6.0, 1000, 784.9,
                         datasheet="AMD Instinct MI325X accelerator datasheet")),
-    (r"mi300x", GPUSpec("MI300X", 1300, 2610, None, 192, 5.3, 750, 668.4,
+    (_CHIP + r"mi300x", GPUSpec("MI300X", 1300, 2610, None, 192, 5.3, 750, 668.4,
                         datasheet="AMD Instinct MI300X accelerator datasheet")),
 ]
 
@@ -68,10 +71,8 @@ def lookup(device_name: str | None) -> GPUSpec | None:
     if not device_name:
         return None
     name = device_name.lower()
-    for pattern, spec in _TABLE:
-        if re.search(pattern, name):
-            return spec
-    return None
+    found = [spec for pattern, spec in _TABLE if re.search(pattern, name)]
+    return found[0] if len(found) == 1 else None
 
 
 def resolve_peak(device_name: str | None, dtype: str = "bf16", override: float = 0.0):
