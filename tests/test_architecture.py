@@ -147,3 +147,11 @@ def test_moe_blocks_are_found_for_zero3_leaf_modules(preset, blocks):
 
     net = transformers.AutoModelForCausalLM.from_config(model.load_config(preset))
     assert [c.__name__ for c in model.moe_block_classes(net)] == blocks
+
+
+def test_a_kernel_the_module_does_not_bind_is_unknown_not_a_fallback(monkeypatch):
+    # transformers 5.17 holds no chunk_gated_delta_rule global: nothing can be said from it.
+    family = architecture.FAMILIES["qwen3_next"]
+    monkeypatch.setitem(architecture.FAMILIES, "qwen3_next", architecture.Family(
+        family.read, family.note, fast_kernels=("json", ("no_such_kernel", "dumps"))))
+    assert model.mixer_kernels("qwen3_next") == {"no_such_kernel": "unknown", "dumps": "json"}

@@ -142,6 +142,10 @@ def resolve(settings: dict) -> RunConfig:
         warnings.append(f"{hf_config.model_type}: {', '.join(slow)} run transformers' slow torch "
                         f"fallback (flash-linear-attention / causal-conv1d not installed): these timings "
                         f"are not the architecture's speed")
+    unseen = [name for name, where in kernels.items() if where == "unknown"]
+    if unseen:
+        warnings.append(f"{hf_config.model_type}: this transformers version does not show which "
+                        f"{', '.join(unseen)} its layers run (fast kernel or torch fallback)")
     weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
 
     doc_len = settings["PACKED_DOC_LEN"]

@@ -111,8 +111,9 @@ def spec(config) -> architecture.ModelSpec:
 
 def mixer_kernels(model_type: str) -> dict:
     """{kernel: where it comes from} for a family with fast-kernel packages (flash-linear-
-    attention, causal-conv1d): the package's module, or "torch fallback" where transformers
-    found none and binds its own torch code (None, or a function of transformers itself).
+    attention, causal-conv1d): the package's module; "torch fallback" where transformers binds
+    None or its own torch code; "unknown" where the module holds no such name (transformers
+    5.17 no longer binds FLA's kernels at import: what its layers then run is not seen here).
     Empty for families without such kernels."""
     import importlib
 
@@ -122,7 +123,10 @@ def mixer_kernels(model_type: str) -> dict:
     module = importlib.import_module(where[0])
     out = {}
     for name in where[1]:
-        origin = getattr(getattr(module, name, None), "__module__", None) or ""
+        if not hasattr(module, name):
+            out[name] = "unknown"
+            continue
+        origin = getattr(getattr(module, name), "__module__", None) or ""
         out[name] = "torch fallback" if not origin or origin.startswith("transformers") else origin
     return out
 
