@@ -134,6 +134,16 @@ def write_outputs(analysis, args, paths, tally) -> list:
     return written
 
 
+def check_ignored_keys(keys: list, data) -> None:
+    """BadInput for an --ignore-config key no run of the inputs records (a typo such as
+    'worldsize' would otherwise pair nothing and say nothing)."""
+    known = {k for s in data.series for run in s.runs.values() for k in run.config}
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise BadInput(f"--ignore-config {unknown[0]!r}: no run of the inputs records that key; "
+                       f"keys they record: {', '.join(sorted(known)) or '(none)'}")
+
+
 def main(argv=None) -> int:
     """The report; bad input (a flag, a file, a price the logs lack) raises BadInput before
     anything is written (see faults.run_main)."""
@@ -150,6 +160,7 @@ def main(argv=None) -> int:
     tally = inputs.Tally()
     paths = inputs.expand(args.inputs)
     data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
+    check_ignored_keys(args.ignore_config, data)
     analysis = comparisons.analyse(data, args.baseline, prices)
     for line in tally.skipped_lines():
         sys.stderr.write(f"warning: {line}\n")

@@ -1,18 +1,17 @@
 """Model families through benchmark.py and bench_decompose.py for real, on CPU with tiny
 presets: the records carry the family's layer mix and FLOPs counted its way.
 
-One family per new code path (a process costs ~6 s of imports, and the suite has 2 minutes):
-MoE with hybrid linear attention (qwen3_next, also through bench_decompose) and MoE with
-windows and sinks on eager attention (gpt_oss). Qwen3-MoE, Gemma 3 and DeepSeek-V3 differ
-from these only in what architecture.describe reads, which test_flops checks against torch's
-counter."""
+A process costs ~6 s of imports and the suite has 2 minutes, so the scripts run on the one
+preset that has every new part (MoE, linear attention, full attention): the tiny Qwen3-Next.
+Every family's model runs fwd+bwd in-process in test_flops (against torch's FLOP counter);
+gpt-oss's attention backend rule is checked in-process below."""
 import pytest
 
 from conftest import TINY_FAST, run_script
-from upgrade_bench import flops, model
+from upgrade_bench import engine, flops, model, settings
+from upgrade_bench.faults import BadInput
 
-FAMILIES = {"tiny-gpt-oss": {"sliding_attention": 1, "full_attention": 1},
-            "tiny-qwen3-next": {"linear_attention": 3, "full_attention": 1}}
+FAMILIES = {"tiny-qwen3-next": {"linear_attention": 3, "full_attention": 1}}
 
 
 @pytest.mark.parametrize("preset", FAMILIES)
@@ -24,8 +23,17 @@ def test_benchmark_runs_each_new_path(preset):
     expected = flops.step_flops(model.spec(model.load_config(preset)), 1, 64)
     assert summary["model_tflop_per_step"] == pytest.approx(expected.model / 1e12)
     assert summary["attn_flop_share"] == pytest.approx(expected.attn_share)
-    # gpt-oss has no SDPA path in transformers: auto takes eager and says why.
-    assert header["attn_backend"] == ("eager" if preset == "tiny-gpt-oss" else "sdpa")
+    assert header["attn_backend"] == "sdpa"
+
+
+def test_gpt_oss_takes_eager_under_auto_and_refuses_sdpa_by_name():
+    # transformers has no SDPA path for gpt-oss's sinks: auto takes eager and says why.
+    base = {**TINY_FAST, "MODEL": "tiny-gpt-oss"}
+    rc = engine.resolve(settings.parse(settings.TRAINING_VARS, base))
+    assert rc.backend == "eager" and "no sdpa path for 'gpt_oss'" in rc.backend_why
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=sdpa: transformers has no sdpa path for model "
+                                       r"type 'gpt_oss'; use eager or a flash backend \(fa3, fa4\)$"):
+        engine.resolve(settings.parse(settings.TRAINING_VARS, {**base, "ATTN_BACKEND": "sdpa"}))
 
 
 def test_bench_decompose_runs_the_hybrid_moe():

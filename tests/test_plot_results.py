@@ -940,3 +940,12 @@ def test_a_series_whose_fast_kernels_fell_back_is_marked_in_the_workload_table()
     row = [line for line in text.splitlines() if "| qwen3-next-80b-a3b" in line]
     assert len(row) == 1 and "torch fallback for chunk_gated_delta_rule: not the architecture's speed" in row[0]
     assert "causal_conv1d_fn" not in row[0]
+
+
+def test_an_ignore_config_key_no_run_records_is_exit_2_naming_the_keys(tmp_path, capsys):
+    log = write_jsonl(tmp_path / "a.jsonl", two_gpu_log())
+    code, out, err = cli(capsys, log, "--ignore-config", "worldsize", "--out", tmp_path / "rep")
+    assert code == 2 and out == "" and not (tmp_path / "rep").exists()
+    assert err.startswith("error: --ignore-config 'worldsize': no run of the inputs records that key; "
+                          "keys they record: ") and "ZERO_STAGE" in err and len(err.splitlines()) == 1
+    assert cli(capsys, log, "--ignore-config", "ZERO_STAGE")[0] == 0

@@ -1,5 +1,8 @@
 """Settings: parsing, validation messages, --help."""
 
+import os
+import sys
+
 import pytest
 
 from conftest import import_script
@@ -84,3 +87,27 @@ def test_with_defaults_changes_only_named_defaults():
     changed = settings.with_defaults(TRAINING_VARS, ZERO_STAGE=2)
     assert settings.parse(changed, {})["ZERO_STAGE"] == 2
     assert settings.parse(changed, {})["STEPS"] == 10
+
+
+def test_help_to_a_reader_that_left_ends_quietly_with_exit_0(tmp_path, monkeypatch):
+    # `benchmark.py --help | head`: head exits, the next write raises BrokenPipeError. The
+    # stand-in stdout raises it on every write, as a closed pipe does, over a real descriptor.
+    class ClosedPipe:
+        def __init__(self, fd):
+            self.fd = fd
+
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+        def fileno(self):
+            return self.fd
+
+    fd = os.open(tmp_path / "stdout", os.O_WRONLY | os.O_CREAT)
+    monkeypatch.setattr(sys, "stdout", ClosedPipe(fd))
+    with pytest.raises(SystemExit) as done:
+        settings.load(settings.TRAINING_VARS, "doc", argv=["--help"])
+    assert done.value.code == 0
+    os.close(fd)

@@ -131,12 +131,22 @@ def help_text(variables, doc: str) -> str:
     return "\n".join(lines)
 
 
+def print_help(text: str) -> None:
+    """--help's text on stdout, then exit 0; a reader that leaves early (`--help | head`)
+    ends it quietly, as it would end any text tool, not with a BrokenPipeError traceback."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at nothing so that flush is silent.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(0)
+
+
 def load(variables, doc: str, argv=None) -> dict:
     """Entry point for scripts: --help, then parse; BadInput on an argument or a value."""
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
-        print(help_text(variables, doc))
-        sys.exit(0)
+        print_help(help_text(variables, doc))
     # The DeepSpeed launcher appends --local_rank=N; anything else is a mistake.
     unknown = [a for a in argv if not a.startswith("--local_rank")]
     if unknown:

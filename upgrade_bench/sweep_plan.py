@@ -254,8 +254,7 @@ class Plan:
 
 def load_settings(argv, doc: str) -> dict:
     if any(a in ("-h", "--help") for a in argv):
-        print(settings.help_text(VARS + PASSED, doc))
-        raise SystemExit(0)
+        settings.print_help(settings.help_text(VARS + PASSED, doc))
     if argv:
         raise BadInput(f"unexpected argument {argv[0]!r}: run_sweep.sh is configured by "
                        f"environment variables (see --help)")
