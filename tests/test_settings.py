@@ -111,3 +111,12 @@ def test_help_to_a_reader_that_left_ends_quietly_with_exit_0(tmp_path, monkeypat
         settings.load(settings.TRAINING_VARS, "doc", argv=["--help"])
     assert done.value.code == 0
     os.close(fd)
+
+
+@pytest.mark.parametrize("raw", ["6_4", "0x40", "١٢", "64.0", "8_192 32768"])
+def test_integers_are_plain_decimal_digits_only(raw):
+    # int() takes '6_4' as 64 and Arabic-Indic digits too: neither is what --help names.
+    with pytest.raises(BadInput, match=r"^SEQ_LEN="):
+        settings.parse(TRAINING_VARS, {"SEQ_LEN": raw})
+    assert settings.parse(TRAINING_VARS, {"SEQ_LEN": " 8192, 32768 "})["SEQ_LEN"] == [8192, 32768]
+    assert settings.parse(TRAINING_VARS, {"NUM_LAYERS": "+4"})["NUM_LAYERS"] == 4

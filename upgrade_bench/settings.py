@@ -7,6 +7,7 @@ prints the table.
 """
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, replace
 
@@ -45,6 +46,14 @@ class Var:
         return "text"
 
 
+def _integer(text: str) -> int:
+    """An optionally signed run of decimal digits; ValueError otherwise. int() alone also takes
+    '6_4' (as 64) and other Python literal forms --help does not name."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(text)
+    return int(text)
+
+
 def _check_range(var: Var, value: float, raw: str) -> None:
     if (var.min is not None and value < var.min) or (var.max is not None and value > var.max):
         raise BadInput(f"{var.name}={raw!r}: expected {var.allowed()}")
@@ -56,7 +65,7 @@ def parse_value(var: Var, raw: str):
     bad = BadInput(f"{var.name}={raw!r}: expected {var.allowed()}")
     if var.kind == "int":
         try:
-            value = int(text)
+            value = _integer(text)
         except ValueError:
             raise bad from None
         _check_range(var, value, raw)
@@ -86,7 +95,7 @@ def parse_value(var: Var, raw: str):
         if not parts:
             raise bad
         try:
-            values = [int(p) for p in parts]
+            values = [_integer(p) for p in parts]
         except ValueError:
             raise bad from None
         for v in values:
