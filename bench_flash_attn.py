@@ -89,7 +89,11 @@ def resolve_heads(s: dict) -> tuple[int, int, int]:
             raise BadInput(f"MODEL={s['MODEL']!r} has no softmax-attention layer to time; set NHEADS, "
                            f"NHEADS_KV and HEAD_DIM")
         # The first quadratic attention layer's heads (a model's layers share them here).
-        _kind, heads, kv_heads, qk_dim, _v_dim, _window = shapes[0]
+        _kind, heads, kv_heads, qk_dim, v_dim, _window = shapes[0]
+        if qk_dim != v_dim:  # MLA: the kernels here take one head dim for q, k and v
+            raise BadInput(f"MODEL={s['MODEL']!r}: attention scores over {qk_dim} dims and weighs "
+                           f"values of {v_dim}, which this benchmark cannot time; set NHEADS, "
+                           f"NHEADS_KV and HEAD_DIM")
         preset = heads, kv_heads, qk_dim
         heads, kv_heads, head_dim = (mine or theirs for mine, theirs in zip(explicit, preset))
     if heads % kv_heads:

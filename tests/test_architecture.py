@@ -73,34 +73,37 @@ def test_gated_deltanet_parameters_and_flops_by_hand():
 
 
 @pytest.mark.parametrize("length, window, pairs", [
-    (8, 3, 1 + 2 + 3 * 6),        # sum_i min(i + 1, w), counted by hand
-    (8, 8, 32), (8, 0, 32),       # a window as long as the sequence is the guide's s^2 / 2
-    (8192, 128, 128 * 129 / 2 + (8192 - 128) * 128),
+    (8, 3, 8 * 3 - 9 / 2),            # the triangle less the part beyond the window: 19.5
+    (8, 8, 32), (8, 0, 32), (8, 20, 32),  # a window as long as the sequence is the guide's s^2/2
+    (8192, 128, 8192 * 128 - 128**2 / 2),
 ])
 def test_causal_band_of_a_sliding_window(length, window, pairs):
     assert flops.causal_pairs(length, window) == pairs
-    if window and window < length:
-        assert pairs == sum(min(i + 1, window) for i in range(length))
+
+
+def test_the_band_never_exceeds_full_attention_and_is_within_w_over_2_of_the_exact_count():
+    for w in (1, 2, 127, 8191, 8192):
+        band = flops.causal_pairs(8192, w)
+        assert band <= flops.causal_pairs(8192)
+        if w < 8192:
+            assert sum(min(i + 1, w) for i in range(8192)) - band == w / 2
 
 
 def test_windowed_layers_cap_the_quadratic_share():
+    # gpt-oss-20b at 32K: 12 full layers of 64 heads x (64 + 64) dims, 12 windows of 128.
     gpt_oss = preset("gpt-oss-20b")
-    step = flops.step_flops(gpt_oss, 1, 32768)
-    full = [ly.mixer for ly in gpt_oss.layers if ly.mixer.kind == "full_attention"][0]
-    sliding = [ly.mixer for ly in gpt_oss.layers if ly.mixer.kind == "sliding_attention"][0]
-    assert step.attention == 12 * 6 * (32768**2 / 2) * 128 * 64 + \
-        12 * 6 * flops.causal_pairs(32768, 128) * 128 * 64
-    assert full.window == 0 and sliding.window == 128
-    # Packing 4K documents: each window still fits inside a document, so sliding layers
-    # cost the same per document; the full layers drop by 8.
-    packed = flops.step_flops(gpt_oss, 1, 32768, doc_len=4096)
-    assert packed.attention < step.attention
+    full = 6 * (32768**2 / 2) * 128 * 64
+    band = 6 * (32768 * 128 - 128**2 / 2) * 128 * 64
+    assert flops.step_flops(gpt_oss, 1, 32768).attention == 12 * full + 12 * band
+    # Packed 4K documents: each full layer does 1/8 of its work; a 128-token window inside a
+    # 4K document scores 4096*128 - 128^2/2 pairs, eight documents per sequence.
+    packed = flops.step_flops(gpt_oss, 1, 32768, doc_len=4096).attention
+    assert packed == 12 * full / 8 + 12 * 8 * 6 * (4096 * 128 - 128**2 / 2) * 128 * 64
 
 
 def test_linear_layers_are_not_quadratic():
     qn = flops.step_flops(preset("qwen3-next-80b-a3b"), 1, 32768)
     assert qn.linear > 0
-    assert qn.attn_share == qn.attention / (qn.dense + qn.attention + qn.linear)
     assert qn.attention == 12 * 6 * 32768**2 / 2 * 512 * 16  # only the 12 full layers
 
 
@@ -115,6 +118,15 @@ def test_an_alias_of_a_transformers_config_is_read_not_lost():
     config = model.load_config("tiny-qwen3-moe")
     assert config.to_dict().get("num_experts") is None
     assert model.spec(config).layers[0].mlp.experts == 8
+
+
+def test_qwen_windows_only_with_use_sliding_window_and_from_max_window_layers():
+    base = json.loads((REPO / "configs" / "tiny.json").read_text())
+    qwen = {**base, "model_type": "qwen2", "num_hidden_layers": 4, "sliding_window": 131072}
+    assert architecture.describe({**qwen, "use_sliding_window": False}).mix() == {"full_attention": 4}
+    windowed = architecture.describe({**qwen, "use_sliding_window": True, "sliding_window": 32,
+                                      "max_window_layers": 2})
+    assert [ly.mixer.window for ly in windowed.layers] == [0, 0, 32, 32]
 
 
 def test_cut_keeps_the_family_pattern_and_says_when_it_cannot():

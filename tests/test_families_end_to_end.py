@@ -45,4 +45,4 @@ def test_bench_decompose_runs_the_hybrid_moe():
     assert rec["kind"] == "decomposition" and set(rec["buckets"]) == {"attention", "linear_mixer", "gemm", "other"}
     spec = model.spec(model.load_config(preset))
     assert rec["buckets"]["linear_mixer"]["tflop"] == pytest.approx(flops.step_flops(spec, 1, 64).linear / 1e12)
-    assert "moe_routing" in rec["buckets"]["other"]
+    assert rec["buckets"]["other"]["moe_routing"]["ms"] > 0  # the router's aten::topk

@@ -12,6 +12,7 @@ from upgrade_bench import gpus, mamf
     ("NVIDIA H100 80GB HBM3", "H100 SXM", 989),
     ("NVIDIA H100 PCIe", "H100 PCIe", 756),
     ("NVIDIA GH200 480GB", "GH200", 989),
+    ("NVIDIA GB200", "GB200", 2500),
     ("NVIDIA B200", "B200 SXM", 2250),
     ("NVIDIA B300 SXM6 AC", "B300 SXM", 2250),
     ("NVIDIA A100-SXM4-80GB", "A100 SXM", 312),

@@ -929,7 +929,7 @@ def test_the_workload_table_sets_flop_share_beside_measured_time_shares():
     row = [line for line in text.splitlines() if "| qwen3-next-80b-a3b (" in line]
     assert len(row) == 1
     cells = [c.strip() for c in row[0].strip("|").split("|")]
-    assert cells[1:] == ["qwen3-next-80b-a3b (1 full_attention, 3 linear_attention)", "8K", "300.0",
+    assert cells[1:] == ["qwen3-next-80b-a3b (3 linear_attention, 1 full_attention)", "8K", "300.0",
                          "25.0%", "15.0%", "25.0%", "5.0%"]
 
 
@@ -949,3 +949,13 @@ def test_an_ignore_config_key_no_run_records_is_exit_2_naming_the_keys(tmp_path,
     assert err.startswith("error: --ignore-config 'worldsize': no run of the inputs records that key; "
                           "keys they record: ") and "ZERO_STAGE" in err and len(err.splitlines()) == 1
     assert cli(capsys, log, "--ignore-config", "ZERO_STAGE")[0] == 0
+
+
+@pytest.mark.parametrize("bad", [{"wall_step_ms": "200"}, {"attn_flop_share": "x"},
+                                 {"buckets": {"other": {"ms": 1.0, "moe_routing": {"ms": "10"}}}}])
+def test_a_decomposition_with_mistyped_fields_is_skipped_not_a_traceback(tmp_path, capsys, bad):
+    h = header("r1", "NVIDIA H200", backend="fa4", script="bench_decompose.py")
+    d = rec("decomposition", "r1", seq_len=8192, wall_step_ms=200.0, attn_flop_share=0.2,
+            buckets={"attention": {"ms": 30.0, "time_share": 0.15}}, script="bench_decompose.py")
+    code, _, err = cli(capsys, write_jsonl(tmp_path / "a.jsonl", [h, {**d, **bad}]), "--out", tmp_path / "rep")
+    assert code == 0 and "skipped" in err.lower()

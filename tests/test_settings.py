@@ -120,3 +120,18 @@ def test_integers_are_plain_decimal_digits_only(raw):
         settings.parse(TRAINING_VARS, {"SEQ_LEN": raw})
     assert settings.parse(TRAINING_VARS, {"SEQ_LEN": " 8192, 32768 "})["SEQ_LEN"] == [8192, 32768]
     assert settings.parse(TRAINING_VARS, {"NUM_LAYERS": "+4"})["NUM_LAYERS"] == 4
+
+
+def test_help_into_a_closed_pipe_prints_no_traceback_and_exits_0():
+    # The read end is closed before the script starts, so every write fails with EPIPE,
+    # Python's exit-time flush included: no race with a reader.
+    import subprocess
+
+    from conftest import REPO, script_env
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    proc = subprocess.run([sys.executable, str(REPO / "benchmark.py"), "--help"], stdout=write_end,
+                          stderr=subprocess.PIPE, text=True, env=script_env({}), timeout=120)
+    os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (0, "")

@@ -195,12 +195,22 @@ def _window(cfg: Cfg, types: list) -> int:
     return _int(cfg, "sliding_window") if SLIDING in types else 0
 
 
+def qwen_window(cfg: Cfg, i: int) -> str:
+    """Qwen's rule where a config lists no layer_types: windows only with use_sliding_window,
+    and then on the layers from max_window_layers on (a config.json sets sliding_window even
+    when it is off, as Qwen2.5's 131072 with use_sliding_window false)."""
+    on = cfg.get("use_sliding_window") and cfg.get("sliding_window")
+    return SLIDING if on and i >= (cfg.get("max_window_layers") or 0) else FULL
+
+
 def read_dense(cfg: Cfg) -> list:
     """Llama-like decoders: GQA + gated MLP. Mistral windows every layer when it sets a
-    sliding_window; Qwen2/3 list their layers' kinds (full unless use_sliding_window)."""
+    sliding_window; Qwen2/3 by Qwen's rule (qwen_window)."""
     n, hidden = _int(cfg, "num_hidden_layers"), _int(cfg, "hidden_size")
-    window = cfg.get("sliding_window")
-    types = layer_types(cfg, n, lambda i: SLIDING if window else FULL)
+    if cfg.get("model_type") in ("qwen2", "qwen3"):
+        types = layer_types(cfg, n, lambda i: qwen_window(cfg, i))
+    else:
+        types = layer_types(cfg, n, lambda i: SLIDING if cfg.get("sliding_window") else FULL)
     mlp = dense_mlp(hidden, _int(cfg, "intermediate_size"))
     return [Layer(gqa_attention(cfg, t, _window(cfg, types)), mlp) for t in types]
 
@@ -217,7 +227,7 @@ def read_gemma3(cfg: Cfg) -> list:
 def _qwen_moe_layer(cfg: Cfg, i: int, shared_gate: bool) -> Mlp:
     """Qwen's rule: an MoE block unless the layer is in mlp_only_layers or off decoder_sparse_step."""
     hidden = _int(cfg, "hidden_size")
-    experts = _int(cfg, "num_experts", cfg.get("num_local_experts"))
+    experts = _int(cfg, "num_experts", cfg.get("num_local_experts"), minimum=0)  # 0: all dense
     step = _int(cfg, "decoder_sparse_step", 1)
     if experts and i not in (cfg.get("mlp_only_layers") or []) and (i + 1) % step == 0:
         return moe_mlp(hidden, _int(cfg, "moe_intermediate_size"), experts,
@@ -228,7 +238,7 @@ def _qwen_moe_layer(cfg: Cfg, i: int, shared_gate: bool) -> Mlp:
 
 def read_qwen3_moe(cfg: Cfg) -> list:
     n = _int(cfg, "num_hidden_layers")
-    types = layer_types(cfg, n, lambda i: FULL)
+    types = layer_types(cfg, n, lambda i: qwen_window(cfg, i))
     return [Layer(gqa_attention(cfg, t, _window(cfg, types)), _qwen_moe_layer(cfg, i, False))
             for i, t in enumerate(types)]
 

@@ -102,7 +102,7 @@ def match(name: str) -> Rule | None:
 
 
 def classify(name: str) -> str:
-    """attention | gemm | other | comm; a name no rule knows is `other`."""
+    """attention | linear_mixer | gemm | other | comm; a name no rule knows is `other`."""
     rule = match(name)
     return rule.bucket if rule else "other"
 

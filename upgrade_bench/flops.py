@@ -31,12 +31,14 @@ def causal_pairs(length: int, window: int = 0) -> float:
 
     Full attention: length^2 / 2, the guide's convention (FlashAttention computes the lower
     triangle; the diagonal's half is within rounding). A window of w tokens (each query sees
-    itself and the w-1 before it): the causal band, sum_i min(i+1, w) = w*(w+1)/2 + (length-w)*w.
-    A window at least as long as the sequence is full attention.
+    itself and the w-1 before it) scores the causal band, counted the same way: the triangle
+    less the part beyond the window, length^2/2 - (length-w)^2/2 = length*w - w^2/2. (The exact
+    count sum_i min(i+1, w) is w/2 more; so is the exact triangle's s/2 over s^2/2.) The band
+    meets the full count at w = length and never exceeds it.
     """
     if not window or window >= length:
         return length * length / 2
-    return window * (window + 1) / 2 + (length - window) * window
+    return length * window - window * window / 2
 
 
 def attention_pairs(batch: int, seq_len: int, doc_len: int = 0, window: int = 0) -> float:

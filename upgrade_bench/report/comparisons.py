@@ -317,8 +317,8 @@ def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict)
 
 
 def decomposition_parts(record: dict) -> dict:
-    """{part: {tflop, ms, tflops, time_share}}: the buckets, then `everything else` (gemm +
-    other, the guide's "rest of the step") and the total, where the record has them."""
+    """{part: {tflop, ms, tflops, time_share}}: the buckets, then `everything else` (all but
+    attention, the guide's "rest of the step") and the total, where the record has them."""
     parts = dict(record.get("buckets") or {})
     parts["everything else"] = record.get("everything_else")
     parts["total"] = record.get("total")

@@ -107,7 +107,7 @@ PART = (lambda v: isinstance(v, dict) and all(v.get(k) is None or NON_NEGATIVE[0
                                               for k in ("tflop", "ms", "tflops", "mfu", "time_share")),
         "an object of numbers >= 0 (tflop, ms, tflops, mfu, time_share)")
 
-# kind -> {field: check}; "a.b" is field b of object a, "a.*" every value of object a.
+# kind -> {field: check}; "a.b" is field b of object a (and so on down), "a.*" every value of object a.
 # Null is allowed everywhere (not recorded); REQUIRED fields must be there.
 FIELDS = {
     "header": {"hardware": OBJECT, "hardware.gpu_name": TEXT, "hardware.gpu_count": SIZE,
@@ -126,7 +126,8 @@ FIELDS = {
                 "temp_c_max": NON_NEGATIVE, "throttle": LIST, "throttle.*": TEXT,
                 "energy_j_per_token": NON_NEGATIVE, "earlier_points_in_process": SIZE},
     "error": {"seq_len": COUNT, "error": TEXT, "message": TEXT, "config": OBJECT, "config.*": SETTING},
-    "decomposition": {"seq_len": COUNT, "buckets": OBJECT, "buckets.*": PART,
+    "decomposition": {"seq_len": COUNT, "wall_step_ms": POSITIVE, "attn_flop_share": SHARE,
+                      "buckets": OBJECT, "buckets.*": PART, "buckets.other.moe_routing": PART,
                       "everything_else": PART, "total": PART},
     "capacity": {"max_fit_seq_len": COUNT, "min_fail_seq_len": COUNT, "peak_mem_gib_at_max": NON_NEGATIVE,
                  "hbm_gib": POSITIVE, "seq_len_step": COUNT, "config": OBJECT, "config.*": SETTING},
@@ -152,6 +153,8 @@ def _values(record: dict, name: str):
         return [(f"{head}[{i}]", v) for i, v in enumerate(inner)]
     if not isinstance(inner, dict):
         return []
+    if "." in rest:  # deeper: 'a.b.c' is field c of object b of object a
+        return [(f"{head}.{label}", v) for label, v in _values(inner, rest)]
     items = inner.items() if rest == "*" else [(rest, inner.get(rest))]
     return [(f"{head}.{k}", v) for k, v in items]
 

@@ -14,7 +14,7 @@ def mix_words(series) -> str:
     """The model, its layer mix as its runs recorded it, and any kernel that ran as the torch
     fallback: such a timing is not the architecture's speed, and the row says so."""
     model = str(series.config.get("MODEL", "-"))
-    mixes = {tuple(sorted(r.layer_mix.items())) for r in series.runs.values() if isinstance(r.layer_mix, dict)}
+    mixes = {tuple(r.layer_mix.items()) for r in series.runs.values() if isinstance(r.layer_mix, dict)}
     words = model if len(mixes) != 1 else f"{model} ({', '.join(f'{n} {kind}' for kind, n in next(iter(mixes)))})"
     slow = sorted({k for r in series.runs.values() for k in r.fallbacks})
     return words + (f" **torch fallback for {', '.join(slow)}: not the architecture's speed**" if slow else "")
