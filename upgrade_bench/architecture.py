@@ -52,6 +52,12 @@ class Layer:
     mlp: Mlp
 
 
+def mix_text(mix: dict) -> str:
+    """{mixer kind: layers} as `36 linear_attention, 12 full_attention`, for warnings and the
+    report (which reads the header's layer_mix)."""
+    return ", ".join(f"{n} {kind}" for kind, n in mix.items())
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     family: str
@@ -80,8 +86,7 @@ class ModelSpec:
         return dict(Counter(ly.mixer.kind for ly in self.layers))
 
     def mix_text(self) -> str:
-        """`36 linear_attention, 12 full_attention`-style, for headers and the report."""
-        return ", ".join(f"{n} {kind}" for kind, n in self.mix().items())
+        return mix_text(self.mix())
 
     def attention_shapes(self) -> list:
         """The distinct quadratic-attention layers: (kind, heads, kv_heads, qk_dim, v_dim, window)."""

@@ -137,15 +137,7 @@ def resolve(settings: dict) -> RunConfig:
                                          attn_backends.installed(settings["ATTN_BACKEND"]))
     backend, why = family_backend(settings["ATTN_BACKEND"], backend, why, hf_config.model_type)
     kernels = model.mixer_kernels(hf_config.model_type)
-    slow = [name for name, where in kernels.items() if where == "torch fallback"]
-    if slow:
-        warnings.append(f"{hf_config.model_type}: {', '.join(slow)} run transformers' slow torch "
-                        f"fallback (flash-linear-attention / causal-conv1d not installed): these timings "
-                        f"are not the architecture's speed")
-    unseen = [name for name, where in kernels.items() if where == "unknown"]
-    if unseen:
-        warnings.append(f"{hf_config.model_type}: this transformers version does not show which "
-                        f"{', '.join(unseen)} its layers run (fast kernel or torch fallback)")
+    warnings += model.mixer_kernel_warnings(hf_config.model_type, kernels)
     weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
 
     doc_len = settings["PACKED_DOC_LEN"]

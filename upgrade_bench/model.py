@@ -131,6 +131,22 @@ def mixer_kernels(model_type: str) -> dict:
     return out
 
 
+def mixer_kernel_warnings(model_type: str, kernels: dict) -> list:
+    """What a header warns of mixer_kernels(model_type): a torch fallback, whose timings are not
+    the architecture's speed, and bindings this transformers version does not show."""
+    out = []
+    slow = [name for name, where in kernels.items() if where == "torch fallback"]
+    if slow:
+        out.append(f"{model_type}: {', '.join(slow)} run transformers' slow torch fallback "
+                   f"(flash-linear-attention / causal-conv1d not installed): these timings are not "
+                   f"the architecture's speed")
+    unseen = [name for name, where in kernels.items() if where == "unknown"]
+    if unseen:
+        out.append(f"{model_type}: this transformers version does not show which {', '.join(unseen)} "
+                   f"its layers run (fast kernel or torch fallback)")
+    return out
+
+
 def _has_weights(path: Path) -> bool:
     return path.is_dir() and any(path.glob("*.safetensors"))
 

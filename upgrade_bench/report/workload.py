@@ -6,6 +6,7 @@ attention; linear-attention layers and MoE experts shrink it) and, where a decom
 the share of the measured step that attention kernels took, with the linear mixers' and MoE
 routing's shares. FLOP share is what the count says; time share is what the GPU did.
 """
+from ..architecture import mix_text
 from .markdown import fmt, md_table
 from .series import seq_label
 
@@ -15,7 +16,7 @@ def mix_words(series) -> str:
     fallback: such a timing is not the architecture's speed, and the row says so."""
     model = str(series.config.get("MODEL", "-"))
     mixes = {tuple(r.layer_mix.items()) for r in series.runs.values() if isinstance(r.layer_mix, dict)}
-    words = model if len(mixes) != 1 else f"{model} ({', '.join(f'{n} {kind}' for kind, n in next(iter(mixes)))})"
+    words = model if len(mixes) != 1 else f"{model} ({mix_text(dict(next(iter(mixes))))})"
     slow = sorted({k for r in series.runs.values() for k in r.fallbacks})
     return words + (f" **torch fallback for {', '.join(slow)}: not the architecture's speed**" if slow else "")
 
