@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""bench_flash_attn.py: isolated attention kernels, every backend, fwd / bwd / fwd+bwd TFLOPS.
+"""bench_flash_attn.py: isolated attention kernels of a model's own layers, fwd / bwd / fwd+bwd TFLOPS.
 
 The guide's isolated attention table: how fast attention alone runs on this GPU, per backend
 (fa3, fa4, fa2, and torch SDPA's cudnn / flash / efficient / math kernels), sequence length
-and pass. Before any timing each backend runs a small shape against a float64 reference;
+and pass. Every distinct mixer layer of MODEL is timed: full attention, sliding windows
+(through the kernels' window arguments), sinks (where a kernel takes them, else a record says
+why not), each layer's head dims, and the Gated DeltaNet chunk kernel of flash-linear-
+attention for linear-attention layers (Qwen3-Next). By default the kernels a training run here
+would use (ATTN_BACKEND=auto's pick) and cuDNN SDPA, the common alternative; BACKENDS=all runs
+every kernel that runs here. A line per point on stderr says what it gave and the time left. Before any timing each backend runs a small shape against a float64 reference;
 every record carries that check's max_abs_err and ok, so a kernel that is fast but wrong is
 visible. Timing is sustained, as training sees it: a first call (FA4 JIT-compiles each
 configuration), then WARMUP and ITERS calls queued back to back, a CUDA event pair around
@@ -11,32 +16,36 @@ each and 256 MiB of cache zeroed before each (outside the pair), no idle gap bet
 median/min/max of ITERS (upgrade_bench/timing.py). `bwd` times the backward alone: each
 iteration runs its forward before its event pair.
 
-Writes JSON lines: a `header`, then one `attention` record per backend x seq_len x pass
-(status ok | oom | error), or one per backend that cannot run (status unavailable/error, with
-the reason); a table on stderr at the end. Exit 1 if a check failed (ok false) or a point
+Writes JSON lines: a `header`, then one `attention` record per layer x backend x seq_len x
+pass (status ok | oom | error), or one per layer and backend that cannot run (status
+unavailable/error, with the reason); a table on stderr at the end. Exit 1 if a check failed (ok false) or a point
 errored (OOM is a result, not a failure), 2 on bad input (inputs that cannot fit the device
 among it), 4 when a record cannot be written (a full disk).
 
     python bench_flash_attn.py                                   # Llama-3.1-8B heads, 1K..128K
-    BACKENDS="fa4 sdpa-cudnn" SEQLENS=32768 python bench_flash_attn.py
+    MODEL=gpt-oss-20b python bench_flash_attn.py                 # its windowed and full layers, sinks
+    BACKENDS=all SEQLENS=32768 python bench_flash_attn.py        # every kernel that runs here
     PACKED_DOC_LEN=8192 SEQLENS="32768 131072" python bench_flash_attn.py
 """
 import sys
 
-from upgrade_bench import (attn_backends, attn_bench, attn_kernels, fingerprint, gpus, header, settings,
-                           telemetry, timing)
+from upgrade_bench import (attn_backends, attn_bench, attn_kernels, faults, fingerprint, gpus, header,
+                           linear_kernels, settings, telemetry, timing)
+from upgrade_bench.architecture import LINEAR
 from upgrade_bench.attn_bench import PASSES
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.records import RecordWriter
 
 SCRIPT = "bench_flash_attn.py"
+REGISTRY = attn_backends.KERNELS
 VARS = [
-    settings.Var("BACKENDS", "str_list", ["auto"], "auto (every backend importable and supported "
-                 "here) or a list of " + " ".join(attn_backends.KERNELS)),
+    settings.Var("BACKENDS", "str_list", ["auto"], "auto (what ATTN_BACKEND=auto trains with here, "
+                 f"and {attn_kernels.ALTERNATIVE}), all (every kernel that runs here) or a list of "
+                 + " ".join(REGISTRY)),
     settings.Var("SEQLENS", "int_list", [1024 * 2**i for i in range(8)], "sequence lengths; OOM "
                  "at the long ones becomes a record", min=1),
-    settings.Var("MODEL", "str", "llama-3.1-8b", "take head shapes from this model preset "
-                 "(llama-3.1-8b | tiny), local config folder or cached hub id"),
+    settings.Var("MODEL", "str", "llama-3.1-8b", "time every distinct mixer layer of this model "
+                 "preset (configs/), local config folder or cached hub id"),
     settings.Var("NHEADS", "int", 0, "query heads (0 = from MODEL)", min=0),
     settings.Var("NHEADS_KV", "int", 0, "key/value heads, GQA when fewer (0 = from MODEL)", min=0),
     settings.Var("HEAD_DIM", "int", 0, "head dimension (0 = from MODEL)", min=0),
@@ -63,8 +72,9 @@ VARS = [
 def validate(s: dict, registry: dict) -> None:
     """Cross-variable rules settings.Var cannot express; raises BadInput."""
     names = s["BACKENDS"]
-    if names != ["auto"] and (not names or any(n not in registry for n in names)):
-        raise BadInput(f"BACKENDS={' '.join(names)!r}: expected auto or a list of {'|'.join(registry)}")
+    if names not in (["auto"], ["all"]) and (not names or any(n not in registry for n in names)):
+        raise BadInput(f"BACKENDS={' '.join(names)!r}: expected auto, all or a list of "
+                       f"{'|'.join(registry)}")
     if not s["PASSES"] or any(p not in PASSES for p in s["PASSES"]):
         raise BadInput(f"PASSES={' '.join(s['PASSES'])!r}: expected a list of {'|'.join(PASSES)}")
     doc_len, shortest = s["PACKED_DOC_LEN"], min(s["SEQLENS"])
@@ -73,70 +83,96 @@ def validate(s: dict, registry: dict) -> None:
                        f"(shortest {shortest}), or 0 for one document")
 
 
-def resolve_heads(s: dict) -> tuple[int, int, int]:
-    """(heads, kv_heads, head_dim): explicit settings win over the MODEL preset."""
+def layer_shapes(s: dict) -> list:
+    """The AttentionShapes to time, seq_len aside: NHEADS, NHEADS_KV and HEAD_DIM all set
+    are one full-attention layer; else every distinct mixer of MODEL, each head count or dim
+    set explicitly replacing the model's."""
     explicit = s["NHEADS"], s["NHEADS_KV"], s["HEAD_DIM"]
+    seq_len, common = min(s["SEQLENS"]), (s["CAUSAL"], s["PACKED_DOC_LEN"])
     if all(explicit):
-        heads, kv_heads, head_dim = explicit
+        shapes = [attn_kernels.AttentionShape(s["BATCH"], seq_len, *explicit, *common)]
     else:
         from upgrade_bench import model
 
         try:
-            shapes = model.spec(model.load_config(s["MODEL"])).attention_shapes()
+            mixers = model.spec(model.load_config(s["MODEL"])).distinct_mixers()
         except BadInput as err:  # explicit heads need no MODEL: say so
             raise BadInput(f"{err}; or set NHEADS, NHEADS_KV and HEAD_DIM") from None
-        if not shapes:
-            raise BadInput(f"MODEL={s['MODEL']!r} has no softmax-attention layer to time; set NHEADS, "
-                           f"NHEADS_KV and HEAD_DIM")
-        # The first quadratic attention layer's heads (a model's layers share them here).
-        _kind, heads, kv_heads, qk_dim, v_dim, _window = shapes[0]
-        if qk_dim != v_dim:  # MLA: the kernels here take one head dim for q, k and v
-            raise BadInput(f"MODEL={s['MODEL']!r}: attention scores over {qk_dim} dims and weighs "
-                           f"values of {v_dim}, which this benchmark cannot time; set NHEADS, "
-                           f"NHEADS_KV and HEAD_DIM")
-        preset = heads, kv_heads, qk_dim
-        heads, kv_heads, head_dim = (mine or theirs for mine, theirs in zip(explicit, preset))
-    if heads % kv_heads:
-        raise BadInput(f"NHEADS={heads}, NHEADS_KV={kv_heads}: query heads must be a multiple of "
-                       f"key/value heads")
-    return heads, kv_heads, head_dim
+        shapes = []
+        for m in mixers:
+            preset = m.heads, m.kv_heads, m.qk_head_dim
+            heads, kv_heads, head_dim = (mine or theirs for mine, theirs in zip(explicit, preset))
+            v_dim = head_dim if s["HEAD_DIM"] else m.v_head_dim
+            shapes.append(attn_kernels.AttentionShape(
+                s["BATCH"], seq_len, heads, kv_heads, head_dim, *common, window=m.window,
+                sinks=m.sinks, v_head_dim=v_dim, layer=m.kind))
+    for shape in shapes:
+        if shape.heads % shape.kv_heads:
+            raise BadInput(f"NHEADS={shape.heads}, NHEADS_KV={shape.kv_heads}: query heads must be a "
+                           f"multiple of key/value heads")
+        if shape.layer == LINEAR and (shape.doc_len or not shape.causal):
+            raise BadInput(f"MODEL={s['MODEL']!r} has linear-attention layers, which this benchmark "
+                           f"times causal and unpacked only: set CAUSAL=1 and PACKED_DOC_LEN=0")
+        if shape.window and not shape.causal:
+            raise BadInput(f"MODEL={s['MODEL']!r} has sliding-window layers, which are causal: set "
+                           f"CAUSAL=1")
+    return shapes
+
+
+def plan(shapes: list, requested: list, device) -> list:
+    """[(shape, [(backend, reason or None)])]: the backends each layer shape gets."""
+    problems = attn_kernels.import_problems(attn_backends.KERNELS)
+    linear_problems = attn_kernels.import_problems(linear_kernels.KERNELS)
+    out = []
+    for shape in shapes:
+        if shape.layer == LINEAR:  # one kernel for this mixer: FLA's, whatever BACKENDS says
+            out.append((shape, attn_kernels.discover(["all"], linear_kernels.KERNELS, device,
+                                                     linear_problems, False) or
+                        [("fla", linear_problems["fla"] or attn_backends.arch_problem(
+                            linear_kernels.FLA, device))]))
+            continue
+        out.append((shape, attn_kernels.discover(requested, attn_backends.KERNELS, device, problems,
+                                                 bool(shape.doc_len), bool(shape.window), shape.sinks)))
+    return out
 
 
 def main() -> int:
     s = settings.load(VARS, __doc__)
-    registry = attn_backends.KERNELS
-    validate(s, registry)
-    heads, kv_heads, head_dim = resolve_heads(s)
+    validate(s, REGISTRY)
+    shapes = layer_shapes(s)
     import torch
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
-    base = attn_kernels.AttentionShape(s["BATCH"], min(s["SEQLENS"]), heads, kv_heads, head_dim,
-                                       s["CAUSAL"], s["PACKED_DOC_LEN"])
-    attn_bench.check_fits(base, dtype.itemsize, attn_bench.memory_bytes(device))
-    chosen = attn_kernels.discover(s["BACKENDS"], registry, fingerprint.device(),
-                                   attn_kernels.import_problems(registry), bool(base.doc_len))
+    for shape in shapes:
+        attn_bench.check_fits(shape, dtype.itemsize, attn_bench.memory_bytes(device))
+    chosen = plan(shapes, s["BACKENDS"], fingerprint.device())
     warnings = []
     peak, peak_source, warning = gpus.resolve_peak(fingerprint.gpu_name(), s["DTYPE"], s["PEAK_TFLOPS"])
     if warning:
         warnings.append(warning)
     if device.type != "cuda":
         warnings.append("no GPU: CPU wall-clock timings, for testing the script only")
-    if not chosen:
-        warnings.append("BACKENDS=auto found no backend that runs here")
+    for shape, backends in chosen:
+        if all(reason for _name, reason in backends):
+            warnings.append(f"{attn_bench.layer_label(shape)}: no backend of BACKENDS="
+                            f"{' '.join(s['BACKENDS'])} runs it here")
+    first = shapes[0]
     writer = RecordWriter(SCRIPT, s["OUTPUT"])
     writer.write("header", **header.fields(
-        {**s, "NHEADS": heads, "NHEADS_KV": kv_heads, "HEAD_DIM": head_dim}, s["NOTES"], warnings,
-        backends={name: reason or "available" for name, reason in chosen}, peak_tflops=peak,
+        {**s, "NHEADS": first.heads, "NHEADS_KV": first.kv_heads, "HEAD_DIM": first.head_dim}, s["NOTES"],
+        warnings, backends={attn_bench.layer_label(shape): {name: reason or "available"
+                                                            for name, reason in backends}
+                            for shape, backends in chosen}, peak_tflops=peak,
         peak_source=peak_source))
     for warning in warnings:
         sys.stderr.write(f"warning: {warning}\n")
     bench = attn_bench.AttentionBench(s, dtype, device, timing.CacheFlusher(device), peak,
                                       telemetry.RunSampler(device.index or 0))
-    records = attn_bench.run_all(bench, chosen, base, writer)
+    records = attn_bench.run_all(bench, chosen, writer, sys.stderr)
     sys.stderr.write(attn_bench.format_table(records) + "\n")
     failed = [r for r in records if r["status"] == "error" or r["ok"] is False]
-    return 1 if failed else 0
+    return faults.EXIT_ERROR if failed else 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ refuses GQA gets K/V repeated, an OOM at a long sequence is a record and the run
 import importlib
 import math
 import types
+from dataclasses import replace
 
 import pytest
 import torch
@@ -79,14 +80,14 @@ def test_check_shape_is_small_and_keeps_packing():
 def test_doc_offsets_and_mask():
     assert ak.doc_offsets(2, 10, 4) == [0, 4, 8, 10, 14, 18, 20]
     assert ak.doc_offsets(1, 8, 0) == [0, 8]
-    allowed = ak.packed_mask(5, 3, True, torch.float32, "cpu") == 0
+    allowed = ak.attention_mask(5, 3, True, torch.float32, "cpu") == 0
     expected = torch.tensor([[1, 0, 0, 0, 0],
                              [1, 1, 0, 0, 0],
                              [1, 1, 1, 0, 0],
                              [0, 0, 0, 1, 0],
                              [0, 0, 0, 1, 1]], dtype=torch.bool)
     assert torch.equal(allowed, expected)
-    both_ways = ak.packed_mask(5, 3, False, torch.float32, "cpu") == 0
+    both_ways = ak.attention_mask(5, 3, False, torch.float32, "cpu") == 0
     assert torch.equal(both_ways, expected | expected.T)
 
 
@@ -111,21 +112,45 @@ def names(chosen):
     return [n for n, _ in chosen]
 
 
-def test_auto_on_hopper_blackwell_ampere_and_cpu():
+def test_all_on_hopper_blackwell_ampere_and_cpu():
     problems = {**NOTHING_MISSING, "fa2": "flash-attn is not installed"}
     sdpa = ["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]
-    hopper = ak.discover(["auto"], KERNELS, HOPPER, problems, packed=False)
+    hopper = ak.discover(["all"], KERNELS, HOPPER, problems, packed=False)
     assert names(hopper) == ["fa3", "fa4"] + sdpa and all(r is None for _, r in hopper)
-    assert names(ak.discover(["auto"], KERNELS, BLACKWELL, problems, False)) == ["fa4"] + sdpa
-    ampere = ak.discover(["auto"], KERNELS, AMPERE, NOTHING_MISSING, False)
+    assert names(ak.discover(["all"], KERNELS, BLACKWELL, problems, False)) == ["fa4"] + sdpa
+    ampere = ak.discover(["all"], KERNELS, AMPERE, NOTHING_MISSING, False)
     assert names(ampere) == ["fa2"] + sdpa
-    assert names(ak.discover(["auto"], KERNELS, VOLTA, NOTHING_MISSING, False)) == \
+    assert names(ak.discover(["all"], KERNELS, VOLTA, NOTHING_MISSING, False)) == \
         ["sdpa-efficient", "sdpa-math"]
-    assert names(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False)) == \
+    assert names(ak.discover(["all"], KERNELS, CPU, NOTHING_MISSING, False)) == \
         ["sdpa-flash", "sdpa-math"]
     # MI300X reports (9, 4) under ROCm: no Hopper kernels, no cuDNN
-    mi300x = ak.discover(["auto"], KERNELS, Device((9, 4), is_hip=True), NOTHING_MISSING, False)
+    mi300x = ak.discover(["all"], KERNELS, Device((9, 4), is_hip=True), NOTHING_MISSING, False)
     assert names(mi300x) == ["fa2", "sdpa-flash", "sdpa-efficient", "sdpa-math"]
+
+
+def test_auto_is_what_training_picks_and_cudnn():
+    # Hopper with FA3 and FA4: training's auto takes FA3; without FA3, FA4
+    assert names(ak.discover(["auto"], KERNELS, HOPPER, NOTHING_MISSING, False)) == ["fa3", "sdpa-cudnn"]
+    no_fa3 = {**NOTHING_MISSING, "fa3": "flash-attn-3 is not installed"}
+    assert names(ak.discover(["auto"], KERNELS, HOPPER, no_fa3, False)) == ["fa4", "sdpa-cudnn"]
+    # no flash package at all: training runs sdpa, whose kernel for causal bf16 is torch's flash
+    none = {**NOTHING_MISSING, "fa3": "x", "fa4": "x", "fa2": "x"}
+    assert names(ak.discover(["auto"], KERNELS, AMPERE, none, False)) == ["sdpa-flash", "sdpa-cudnn"]
+    assert names(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False)) == ["sdpa-flash"]
+
+
+def test_windows_and_sinks_pick_the_kernels_that_take_them():
+    no_fa3 = {**NOTHING_MISSING, "fa3": "flash-attn-3 is not installed"}
+    windowed = ak.discover(["all"], KERNELS, HOPPER, no_fa3, False, window=True)
+    assert names(windowed) == ["fa4", "fa2", "sdpa-efficient", "sdpa-math"]
+    sinks = ak.discover(["auto"], KERNELS, HOPPER, no_fa3, False, window=True, sinks=True)
+    assert sinks == [("fa4", None)]
+    # nothing auto picks takes sinks on CPU: the reasons become the records
+    on_cpu = dict(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False, sinks=True))
+    assert "takes no attention sinks; sinks run on fa4" in on_cpu["sdpa-flash"]
+    named = dict(ak.discover(["sdpa-cudnn"], KERNELS, HOPPER, NOTHING_MISSING, False, window=True))
+    assert "no sliding window" in named["sdpa-cudnn"]
 
 
 def test_named_backends_keep_their_reason():
@@ -139,8 +164,8 @@ def test_named_backends_keep_their_reason():
 
 
 def test_packed_documents_exclude_mask_less_sdpa_kernels():
-    auto = ak.discover(["auto"], KERNELS, HOPPER, NOTHING_MISSING, packed=True)
-    assert names(auto) == ["fa3", "fa4", "fa2", "sdpa-efficient", "sdpa-math"]
+    every = ak.discover(["all"], KERNELS, HOPPER, NOTHING_MISSING, packed=True)
+    assert names(every) == ["fa3", "fa4", "fa2", "sdpa-efficient", "sdpa-math"]
     named = dict(ak.discover(["sdpa-cudnn"], KERNELS, HOPPER, NOTHING_MISSING, packed=True))
     assert "document mask" in named["sdpa-cudnn"]
 
@@ -316,7 +341,8 @@ def test_named_unavailable_backend_and_packed_documents(run_main):
 def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
     with pytest.raises(faults.BadInput, match=r"^MODEL='/nonexistent': not a preset .*; or set NHEADS, "
                                               r"NHEADS_KV and HEAD_DIM$"):
-        bench.resolve_heads({"MODEL": "/nonexistent", "NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0})
+        bench.layer_shapes({"MODEL": "/nonexistent", "NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0,
+                            "SEQLENS": [64], "BATCH": 1, "CAUSAL": True, "PACKED_DOC_LEN": 0})
 
 
 # --- the script as a subprocess --------------------------------------------------------------
@@ -334,13 +360,13 @@ SCHEMA = {"backend", "seq_len", "pass", "ms", "ms_min", "ms_max", "iters", "tflo
           "reason"}
 
 
-def test_auto_on_cpu_runs_sdpa_flash_and_math_from_the_model_preset(tmp_path):
+def test_all_on_cpu_runs_sdpa_flash_and_math_from_the_model_preset(tmp_path):
     out = tmp_path / "attn.jsonl"
-    proc, records = run_script(tmp_path, MODEL="tiny", SEQLENS="32 64", OUTPUT=str(out))
+    proc, records = run_script(tmp_path, MODEL="tiny", SEQLENS="32 64", OUTPUT=str(out), BACKENDS="all")
     assert proc.returncode == 0, proc.stderr
     header, *points = records
     assert header["kind"] == "header" and header["config"]["NHEADS"] == 4
-    assert header["backends"] == {"sdpa-flash": "available", "sdpa-math": "available"}
+    assert header["backends"] == {"full_attention": {"sdpa-flash": "available", "sdpa-math": "available"}}
     assert len(points) == 2 * 2 * 3
     for r in points:
         assert r["kind"] == "attention" and SCHEMA <= set(r)
@@ -352,12 +378,16 @@ def test_auto_on_cpu_runs_sdpa_flash_and_math_from_the_model_preset(tmp_path):
         (b, n, p) for b in ("sdpa-flash", "sdpa-math") for n in (32, 64) for p in bench.PASSES}
     assert out.read_text().splitlines() == proc.stdout.splitlines()
     assert "sdpa-math" in proc.stderr and "TFLOPS" in proc.stderr
+    # a line per point, numbered, with the time left
+    progress = [line for line in proc.stderr.splitlines() if line.startswith("[")]
+    assert len(progress) == 12 and progress[0].startswith("[1/12] full_attention sdpa-flash fwd 32: ")
+    assert progress[-1].startswith("[12/12] full_attention sdpa-math fwd_bwd 64: ") and "0m00s left" in progress[-1]
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path):
     proc, records = run_script(tmp_path, BACKENDS="fa9")
     assert proc.returncode == 2 and records == []
-    assert proc.stderr == "error: BACKENDS='fa9': expected auto or a list of " + "|".join(KERNELS) + "\n"
+    assert proc.stderr == "error: BACKENDS='fa9': expected auto, all or a list of " + "|".join(KERNELS) + "\n"
 
 
 @pytest.mark.parametrize("env, needle", [
@@ -387,3 +417,92 @@ def test_the_table_shows_a_cpus_small_figures_and_what_could_not_run():
     assert lines[2].split() == ["sdpa-math", "fwd", "0.00123", "oom"]
     assert lines[3].split() == ["sdpa-math", "bwd", "812!", "-"]
     assert lines[-1] == "fa4: fa4 needs a CUDA GPU"
+
+
+# --- a model's own layers: windows, sinks, MLA dims, Gated DeltaNet ----------------------------
+
+def test_the_window_band_by_hand():
+    # 5 tokens, a window of 2: each query sees itself and the one before it
+    allowed = (ak.attention_mask(5, 0, True, torch.float32, "cpu", window=2) == 0).int().tolist()
+    assert allowed == [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 0, 1, 1]]
+    # inside packed documents of 3: the band restarts at each document
+    packed = (ak.attention_mask(5, 3, True, torch.float32, "cpu", window=2) == 0).int().tolist()
+    assert packed[3] == [0, 0, 0, 1, 0] and packed[2] == [0, 1, 1, 0, 0]
+
+
+def test_the_reference_with_sinks_by_hand():
+    # q = 0: every score is 0, so each row weighs its visible values equally, and the sink's
+    # e^sink joins the denominator: out_i = sum_{j<=i} v_j / (e^sink + i + 1)
+    s = ak.AttentionShape(1, 3, 2, 2, 4, True, sinks=True)
+    q, k = torch.zeros(1, 3, 2, 4), torch.randn(1, 3, 2, 4)
+    v = torch.arange(24, dtype=torch.float32).reshape(1, 3, 2, 4)
+    out, _grads = ak.reference(q, k, v, torch.ones(1, 3, 2, 4), s)
+    sinks = ak.sink_logits(2, "cpu").double()
+    for i in range(3):
+        for h in range(2):
+            expected = v[0, :i + 1, h].double().sum(0) / (math.exp(sinks[h]) + i + 1)
+            assert torch.allclose(out[0, i, h], expected)
+
+
+def test_each_distinct_layer_of_a_model_is_a_shape():
+    env = {"BATCH": 1, "SEQLENS": [64], "CAUSAL": True, "PACKED_DOC_LEN": 0, "NHEADS": 0,
+           "NHEADS_KV": 0, "HEAD_DIM": 0}
+    gpt_oss = bench.layer_shapes({**env, "MODEL": "gpt-oss-20b"})
+    assert [attn_bench.layer_label(x) for x in gpt_oss] == ["sliding_attention(w=128, sinks)",
+                                                            "full_attention(sinks)"]
+    assert (gpt_oss[0].heads, gpt_oss[0].kv_heads, gpt_oss[0].head_dim) == (64, 8, 64)
+    gemma = bench.layer_shapes({**env, "MODEL": "gemma-3-12b"})
+    assert [(x.layer, x.window, x.head_dim) for x in gemma] == [("sliding_attention", 1024, 256),
+                                                                ("full_attention", 0, 256)]
+    mla = bench.layer_shapes({**env, "MODEL": "deepseek-v3"})
+    assert [attn_bench.layer_label(x) for x in mla] == ["full_attention(qk 192, v 128)"]
+    hybrid = bench.layer_shapes({**env, "MODEL": "qwen3-next-80b-a3b"})
+    assert [(x.layer, x.heads, x.kv_heads, x.head_dim, x.v_dim) for x in hybrid] == [
+        ("linear_attention", 32, 16, 128, 128), ("full_attention", 16, 2, 256, 256)]
+    with pytest.raises(faults.BadInput, match="linear-attention layers.*CAUSAL=1 and PACKED_DOC_LEN=0"):
+        bench.layer_shapes({**env, "MODEL": "qwen3-next-80b-a3b", "PACKED_DOC_LEN": 16})
+
+
+def test_the_gated_deltanet_check_against_transformers_torch_recurrence():
+    # the check's plumbing with the torch recurrence as the "kernel": errors are rounding only;
+    # a kernel that forgets the decay g is caught
+    from upgrade_bench import linear_kernels
+    from transformers.models.qwen3_next.modeling_qwen3_next import torch_chunk_gated_delta_rule
+
+    def torch_kernel(q, k, v, g, beta, a):
+        return torch_chunk_gated_delta_rule(q, k, v, g=g, beta=beta, use_qk_l2norm_in_kernel=True)[0]
+
+    shape = ak.AttentionShape(1, 64, 2, 1, 16, True, layer="linear_attention")
+    good = replace(linear_kernels.FLA, run=torch_kernel)
+    mode, result = linear_kernels.check(good, shape, torch.float32, "cpu", 0)
+    assert mode == "gva" and result.backward_error is None
+    assert ak.judge(result.errors, ("out", "dq", "dk", "dv"), 2e-2)["ok"]
+    no_decay = replace(good, run=lambda q, k, v, g, beta, a: torch_kernel(q, k, v, g * 0, beta, a))
+    _mode, bad = linear_kernels.check(no_decay, shape, torch.float32, "cpu", 0)
+    assert not ak.judge(bad.errors, ("out",), 2e-2)["ok"]
+    assert shape.flops("fwd") == 4 * 64 * 2 * 16 * 16  # tokens x value heads x dk x dv, 4 each
+
+
+def test_a_hybrid_and_a_windowed_model_on_cpu(as_script, capsys, tmp_path):
+    # Gemma 3's window runs as a band on sdpa-math and passes the check; Qwen3-Next's Gated
+    # DeltaNet layer gets its kernel's record, unavailable here with why
+    for name, layers in (("tiny-gemma3", {"sliding_attention", "full_attention"}),
+                         ("tiny-qwen3-next", {"linear_attention", "full_attention"})):
+        out = tmp_path / f"{name}.jsonl"
+        as_script("bench_flash_attn.py", bench.VARS, {"MODEL": name, "BACKENDS": "sdpa-math", "SEQLENS": "48",
+                                                      "PASSES": "fwd_bwd", "ITERS": 1, "WARMUP": 1,
+                                                      "WARMUP_MS": 0, "TIME_MS": 0, "OUTPUT": out})
+        assert faults.run_main(bench.main) == 0, capsys.readouterr().err
+        header, *points = read_lines(out.read_text().splitlines())[0]
+        assert {r["layer"] for r in points} == layers
+        for r in points:
+            if r["layer"] == "linear_attention":
+                assert r["backend"] == "fla" and r["status"] == "unavailable" and "CUDA GPU" in r["reason"]
+            else:
+                assert r["status"] == "ok" and r["ok"] is True, r
+        window = [r for r in points if r["layer"] == "sliding_attention"]
+        if window:
+            assert window[0]["window"] == 32 and "band mask" in window[0]["note"]
+            # the band's FLOPs: 48*32 - 32^2/2 pairs, fwd+bwd 2*pairs*H*(d+d) + 2*pairs*H*(3d+2d)
+            pairs = 48 * 32 - 32**2 / 2
+            assert window[0]["tflop"] * 1e12 == pytest.approx(2 * pairs * 4 * 16 * (2 + 5))

@@ -4,7 +4,7 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from upgrade_bench import flops, model
+from upgrade_bench import architecture, flops, model
 
 LLAMA_8B = model.spec(model.load_config("llama-3.1-8b"))
 
@@ -68,6 +68,25 @@ def test_isolated_attention_kernel_flops_by_hand():
     assert flops.attention_kernel_flops(1, 8192, 32, 128, pass_="bwd") == 2.5 * fwd
     assert flops.attention_kernel_flops(1, 8192, 32, 128, pass_="fwd_bwd") == 3.5 * fwd
     assert flops.attention_kernel_flops(1, 8192, 32, 128, causal=False) == 2 * fwd
+    # gpt-oss's 128-token window at 8K, 64 heads x 64: the band 8192*128 - 128^2/2 pairs,
+    # 2 matmuls of 2*pairs*64 forward per head
+    band = 8192 * 128 - 128**2 / 2
+    assert flops.attention_kernel_flops(1, 8192, 64, 64, window=128) == 2 * band * 64 * (64 + 64)
+    # MLA (DeepSeek-V3): scores over 192 dims, values of 128; backward 3 qk + 2 v matmuls
+    pairs = 4096**2 / 2
+    assert flops.attention_kernel_flops(1, 4096, 128, 192, v_head_dim=128) == 2 * pairs * 128 * 320
+    assert flops.attention_kernel_flops(1, 4096, 128, 192, v_head_dim=128, pass_="bwd") == \
+        2 * pairs * 128 * (3 * 192 + 2 * 128)
+
+
+def test_isolated_gated_deltanet_kernel_flops_by_hand():
+    # Qwen3-Next: 32 value heads, 128 x 128 state; at 4K tokens 4*4096*32*128*128 forward
+    fwd = 4 * 4096 * 32 * 128 * 128
+    assert flops.linear_kernel_flops(1, 4096, 32, 128, 128) == fwd
+    assert flops.linear_kernel_flops(2, 4096, 32, 128, 128, "fwd_bwd") == 2 * 3 * fwd
+    # the model's count of the same state work: 6 * 2*Hv*dk*dv per token, the fwd+bwd above
+    gdn = architecture.Mixer(architecture.LINEAR, 0, heads=32, kv_heads=16, qk_head_dim=128, v_head_dim=128)
+    assert flops.linear_mixer_flops(gdn, 4096) == flops.linear_kernel_flops(1, 4096, 32, 128, 128, "fwd_bwd")
 
 
 def _counted(attn_implementation: str, batch: int, seq_len: int, config=None) -> dict:

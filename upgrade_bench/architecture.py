@@ -36,6 +36,13 @@ class Mixer:
     window: int = 0          # SLIDING: tokens each query sees, itself included
     conv_channels: int = 0   # LINEAR: channels of the short causal convolution (q, k, v)
     conv_kernel: int = 0     # LINEAR: its width
+    sinks: bool = False      # attention: a learned per-head logit in every softmax (gpt-oss)
+
+    @property
+    def kernel_shape(self) -> tuple:
+        """What an attention kernel sees of this mixer (its weights aside)."""
+        return (self.kind, self.heads, self.kv_heads, self.qk_head_dim, self.v_head_dim,
+                self.window, self.sinks)
 
 
 @dataclass(frozen=True)
@@ -88,15 +95,13 @@ class ModelSpec:
     def mix_text(self) -> str:
         return mix_text(self.mix())
 
-    def attention_shapes(self) -> list:
-        """The distinct quadratic-attention layers: (kind, heads, kv_heads, qk_dim, v_dim, window)."""
-        seen = []
+    def distinct_mixers(self) -> list:
+        """One Mixer per distinct kernel shape, in layer order: what an isolated-kernel
+        benchmark times (a Gemma 3 has two: its local window and its global layers)."""
+        seen = {}
         for ly in self.layers:
-            m = ly.mixer
-            key = (m.kind, m.heads, m.kv_heads, m.qk_head_dim, m.v_head_dim, m.window)
-            if m.kind in QUADRATIC and key not in seen:
-                seen.append(key)
-        return seen
+            seen.setdefault(ly.mixer.kernel_shape, ly.mixer)
+        return list(seen.values())
 
     @property
     def moe(self) -> bool:
@@ -150,7 +155,8 @@ def moe_mlp(hidden: int, expert_intermediate: int, experts: int, top_k: int,
     return Mlp(top_k * expert + always, experts * expert + always, experts, top_k)
 
 
-def gqa_attention(cfg: Cfg, kind: str, window: int = 0, gated_output: bool = False) -> Mixer:
+def gqa_attention(cfg: Cfg, kind: str, window: int = 0, gated_output: bool = False,
+                  sinks: bool = False) -> Mixer:
     """q/k/v/o of grouped-query attention; Qwen3-Next's q projection also yields an output gate."""
     heads = _int(cfg, "num_attention_heads")
     hidden = _int(cfg, "hidden_size")
@@ -160,7 +166,7 @@ def gqa_attention(cfg: Cfg, kind: str, window: int = 0, gated_output: bool = Fal
     d = _int(cfg, "head_dim", hidden // heads)
     q = heads * d * (2 if gated_output else 1)
     params = hidden * (q + 2 * kv_heads * d + heads * d)
-    return Mixer(kind, params, heads, kv_heads, d, d, window if kind == SLIDING else 0)
+    return Mixer(kind, params, heads, kv_heads, d, d, window if kind == SLIDING else 0, sinks=sinks)
 
 
 def mla_attention(cfg: Cfg) -> Mixer:
@@ -265,7 +271,7 @@ def read_gpt_oss(cfg: Cfg) -> list:
     types = layer_types(cfg, n, lambda i: SLIDING if i % 2 == 0 else FULL)
     mlp = moe_mlp(hidden, _int(cfg, "intermediate_size"), _int(cfg, "num_local_experts", cfg.get("num_experts")),
                   _int(cfg, "num_experts_per_tok"))
-    return [Layer(gqa_attention(cfg, t, _window(cfg, types)), mlp) for t in types]
+    return [Layer(gqa_attention(cfg, t, _window(cfg, types), sinks=True), mlp) for t in types]
 
 
 def read_deepseek_v3(cfg: Cfg) -> list:
@@ -286,8 +292,9 @@ class Family:
     read: Callable[[Cfg], list]
     note: str  # what sets it apart, for --help and the README
     refuses: tuple = ()  # attention backends transformers has no path for in this family
-    # (transformers module, its globals that hold the fast kernels: None there = the slow
-    # torch fallback runs instead); read by model.mixer_kernels for the header.
+    # (the transformers class of its linear-mixer layer, {attribute of that layer holding a
+    # kernel: "package.module:function" of the fast kernel}); model.mixer_kernels reads what
+    # transformers put there and binds the installed fast kernel where it put its torch code.
     fast_kernels: tuple = ()
 
 
@@ -300,8 +307,9 @@ FAMILIES = {
     "gemma3_text": Family(read_gemma3, "dense, 5 sliding-window : 1 global layers"),
     "qwen3_moe": Family(read_qwen3_moe, "MoE (top-k routed experts)"),
     "qwen3_next": Family(read_qwen3_next, "hybrid: 3 Gated DeltaNet : 1 gated full attention, MoE + shared expert",
-                         fast_kernels=("transformers.models.qwen3_next.modeling_qwen3_next",
-                                       ("chunk_gated_delta_rule", "causal_conv1d_fn", "FusedRMSNormGated"))),
+                         fast_kernels=("transformers.models.qwen3_next.modeling_qwen3_next.Qwen3NextGatedDeltaNet",
+                                       {"chunk_gated_delta_rule": "fla.ops.gated_delta_rule:chunk_gated_delta_rule",
+                                        "causal_conv1d_fn": "causal_conv1d:causal_conv1d_fn"})),
     # transformers' gpt_oss has no SDPA path for its sinks ("does not support ... sdpa yet").
     "gpt_oss": Family(read_gpt_oss, "MoE, alternating 128-token windows and full attention, sinks",
                       refuses=("sdpa",)),

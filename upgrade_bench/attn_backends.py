@@ -29,9 +29,10 @@ from .fingerprint import Device
 class Package:
     """A backend installed apart from torch."""
     distribution: str    # what pip installs; FA2 and FA4 both install the module `flash_attn`
-    module: str          # what is imported (its flash_attn_varlen_func is the API we call)
+    module: str          # what is imported (its `api` is what we call)
     version_prefix: str  # the releases that are this backend ("" = any)
     install_hint: str
+    api: str = "flash_attn_varlen_func"  # what must import from `module` for the backend to count
 
     @property
     def label(self) -> str:
@@ -50,22 +51,28 @@ class Backend:
     arch_note: str = ""               # why those limits, said when a GPU is outside them
     auto: bool = False                # a candidate of ATTN_BACKEND=auto, in table order
     packed: str = ""                  # packed documents in the kernel benchmark: varlen, mask, "" (no)
+    window: str = ""                  # sliding windows there: native (window_size), mask (a band), "" (no)
+    sinks: bool = False               # takes attention sinks (a learned logit per head, gpt-oss)
     run: Callable | None = None       # the kernel benchmark's adapter: run(q, k, v, Args) -> out
     layout: str = ""                  # the adapter's layout: BSHD or BHSD
 
 
 def _flash(name: str, hf_name: str, package: Package, nvidia_majors: tuple, arch_note: str,
-           rocm: bool = False, auto: bool = False) -> Backend:
-    """A FlashAttention package: its flash_attn_func API, varlen for packed documents."""
+           rocm: bool = False, auto: bool = False, sinks: bool = False) -> Backend:
+    """A FlashAttention package: its flash_attn_func API, varlen for packed documents,
+    window_size for sliding windows."""
     return Backend(name, hf_name, package, nvidia_majors=nvidia_majors, rocm=rocm, arch_note=arch_note,
-                   auto=auto, packed="varlen", run=attn_adapters.flash(package.module), layout=BSHD)
+                   auto=auto, packed="varlen", window="native", sinks=sinks,
+                   run=attn_adapters.flash(package.module), layout=BSHD)
 
 
 def _sdpa(name: str, kernel: str, nvidia_majors: tuple, arch_note: str, rocm: bool = True,
           cpu: bool = False, packed: str = "") -> Backend:
-    """One kernel of torch's scaled_dot_product_attention, pinned."""
+    """One kernel of torch's scaled_dot_product_attention, pinned; the kernels that take a
+    mask take packed documents and windows as one (and still do the full s^2 work)."""
     return Backend(name, sdpa_kernel=kernel, nvidia_majors=nvidia_majors, rocm=rocm, cpu=cpu,
-                   arch_note=arch_note, packed=packed, run=attn_adapters.sdpa(kernel), layout=BHSD)
+                   arch_note=arch_note, packed=packed, window=packed, run=attn_adapters.sdpa(kernel),
+                   layout=BHSD)
 
 
 # In the order `auto` tries them (the guide: FA3 on Hopper, FA4 on Blackwell, else SDPA) and
@@ -78,7 +85,8 @@ TABLE = (
     _flash("fa4", "flash_attention_4",
            Package("flash-attn-4", "flash_attn.cute", "",
                    "install flash-attn-4 (Hopper SM90 / Blackwell SM100): ./install.sh --force fa4"),
-           (9, 11), "FA4 has SM90 (Hopper) and SM100 (Blackwell) paths", auto=True),
+           (9, 11), "FA4 has SM90 (Hopper) and SM100 (Blackwell) paths", auto=True,
+           sinks=True),  # flash_attn.cute's learnable_sink
     _flash("fa2", "flash_attention_2",
            Package("flash-attn", "flash_attn", "2.",
                    "install flash-attn 2.x: pip install flash-attn --no-build-isolation"),
@@ -121,7 +129,7 @@ def package_problem(package: Package) -> str | None:
     if not version.startswith(package.version_prefix):
         return f"{package.distribution} {version} is not {package.version_prefix}x: {package.install_hint}"
     try:
-        importlib.import_module(package.module).flash_attn_varlen_func
+        getattr(importlib.import_module(package.module), package.api)
     except Exception as err:  # ImportError, or a CUDA/ABI error raised while importing
         return f"import {package.module} failed: {type(err).__name__}: {err}"
     return None

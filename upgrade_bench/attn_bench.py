@@ -7,12 +7,15 @@ WARMUP and ITERS calls back to back, a CUDA event pair around each and the cache
 before each, outside the pair (timing.time_iterations).
 """
 import os
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import attn_backends, attn_kernels, faults, flops, telemetry, timing
+from . import attn_backends, attn_kernels, faults, flops, linear_kernels, telemetry, timing
+from .architecture import LINEAR
 from .faults import BadInput
-from .numfmt import sig
+from .numfmt import fmt_s, sig
+
 
 PASSES = ("fwd", "bwd", "fwd_bwd")
 # Which check errors each pass's `ok` covers.
@@ -21,6 +24,10 @@ REPEAT_KV_NOTE = ("kernel refused enable_gqa: K/V heads repeated to the query he
                   "the call, outside the timed region")
 MASK_NOTE = ("packed as a block-diagonal mask: the kernel still does the full s^2 work; "
              "tflops counts the useful sum(len^2) work")
+BAND_NOTE = ("window as a band mask: the kernel still does the full causal work; tflops counts "
+             "the band's")
+GVA_NOTE = ("q and k repeated from the key heads to the value heads before the call, outside "
+            "the timed region, as transformers' Qwen3-Next layer does")
 
 
 def memory_bytes(device) -> int:
@@ -110,6 +117,8 @@ def free_memory(device) -> None:
 def run_check(backend, base: attn_kernels.AttentionShape, b: AttentionBench):
     """(gqa mode, Check), or the fields of the one record a backend gets when it cannot run."""
     try:
+        if base.layer == LINEAR:
+            return linear_kernels.check(backend, base, b.dtype, b.device, b.s["SEED"])
         return attn_kernels.check_backend(backend, attn_kernels.check_shape(base), b.dtype, b.device,
                                           b.s["SEED"])
     except attn_kernels.NoKernel as err:
@@ -129,9 +138,14 @@ def prepare(backend, shape, mode: str, b: AttentionBench):
         return {"status": "oom", "reason": problem}
     torch.manual_seed(b.s["SEED"] + shape.seq_len)
     try:
-        args = attn_kernels.make_args(backend, shape, b.dtype, b.device, mode)
-        leaves = attn_kernels.random_inputs(backend, shape, b.dtype, b.device, mode)
-        forward = lambda: backend.run(*leaves, args)  # noqa: E731
+        if shape.layer == LINEAR:
+            args, all_leaves = attn_kernels.Args(causal=True), linear_kernels.random_inputs(
+                shape, b.dtype, b.device)
+            leaves = all_leaves[:3]  # the gradients timed: q, k, v (g and beta's come along)
+        else:
+            args = attn_kernels.make_args(backend, shape, b.dtype, b.device, mode)
+            all_leaves = leaves = attn_kernels.random_inputs(backend, shape, b.dtype, b.device, mode)
+        forward = lambda: backend.run(*all_leaves, args)  # noqa: E731
         return forward, leaves, torch.randn_like(forward())  # dout strided like the real output
     except Exception as err:
         return _failure(err)
@@ -152,17 +166,47 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> di
             "mfu": flops.mfu(achieved, b.peak), "status": "ok", "reason": None}
 
 
-def run_backend(backend, base: attn_kernels.AttentionShape, b: AttentionBench, write):
-    """The check, then every seq_len x pass of one backend; every outcome is a record."""
+class Progress:
+    """One stderr line per point: what ran, what it gave, and the time left, estimated from
+    the FLOPs done so far (a 128K point is 16x a 32K one's work, not one more point)."""
+
+    def __init__(self, work: list, out):
+        self.total, self.points, self.out = sum(work), len(work), out
+        self.done = self.n = 0
+        self.started = time.monotonic()
+
+    def point(self, work: float, text: str) -> None:
+        self.n += 1
+        self.done += work
+        elapsed = time.monotonic() - self.started
+        left = elapsed * (self.total - self.done) / self.done if self.done else None
+        self.out.write(f"[{self.n}/{self.points}] {text}  ({fmt_s(elapsed)} in, ~{fmt_s(left)} left)\n")
+        self.out.flush()
+
+
+def point_text(layer: str, backend: str, seq_len: int, pass_: str, fields: dict) -> str:
+    got = f"{sig(fields['tflops'])} TFLOPS, {sig(fields['ms'])} ms" if fields["status"] == "ok" else \
+        fields["status"]
+    return f"{layer} {backend} {pass_} {seq_len}: {got}"
+
+
+def run_backend(backend, base: attn_kernels.AttentionShape, b: AttentionBench, write, progress):
+    """The check, then every seq_len x pass of one backend on one layer shape; every outcome
+    is a record."""
     s = b.s
     checked = run_check(backend, base, b)
     if isinstance(checked, dict):
         write(backend.name, base, None, **checked)
+        for seq_len in s["SEQLENS"]:
+            for pass_ in s["PASSES"]:
+                progress.point(replace(base, seq_len=seq_len).flops(pass_), point_text(
+                    layer_label(base), backend.name, seq_len, pass_, checked))
         return
     mode, check = checked
     tol = attn_kernels.TOLERANCE[s["DTYPE"]]
-    notes = [REPEAT_KV_NOTE if mode == "repeat_kv" else "",
-             MASK_NOTE if base.doc_len and backend.packed == "mask" else ""]
+    notes = [REPEAT_KV_NOTE if mode == "repeat_kv" else "", GVA_NOTE if mode == "gva" else "",
+             MASK_NOTE if base.doc_len and backend.packed == "mask" else "",
+             BAND_NOTE if base.window and backend.window == "mask" else ""]
     common = {"gqa": mode, "tol": tol, "note": "; ".join(n for n in notes if n) or None}
     for seq_len in s["SEQLENS"]:
         shape = replace(base, seq_len=seq_len)
@@ -173,9 +217,20 @@ def run_backend(backend, base: attn_kernels.AttentionShape, b: AttentionBench, w
             fields = {**verdict, **inputs} if isinstance(inputs, dict) else measure(
                 inputs, shape, pass_, verdict, check, b)
             write(backend.name, shape, pass_, **common, **fields)
+            progress.point(shape.flops(pass_), point_text(layer_label(shape), backend.name, seq_len,
+                                                          pass_, fields))
             free_memory(b.device)  # after an OOM, and so the next point starts from a clean cache
         del inputs
         free_memory(b.device)
+
+
+def layer_label(shape: attn_kernels.AttentionShape) -> str:
+    """sliding_attention(w=128, sinks) and the like: a layer shape in a word."""
+    extra = [f"w={shape.window}"] if shape.window else []
+    extra += ["sinks"] if shape.sinks else []
+    if shape.v_head_dim and shape.v_head_dim != shape.head_dim:
+        extra.append(f"qk {shape.head_dim}, v {shape.v_head_dim}")
+    return shape.layer + (f"({', '.join(extra)})" if extra else "")
 
 
 def _failure(err: BaseException) -> dict:
@@ -206,9 +261,10 @@ def format_table(records: list) -> str:
         f"{r['backend']}: {r['reason']}" for r in records if not r.get("pass") and r.get("reason")])
 
 
-def run_all(bench: AttentionBench, chosen: list, base: attn_kernels.AttentionShape, writer) -> list[dict]:
-    """Every chosen backend (name, reason it cannot run or None), each outcome an `attention`
-    record written by `writer`; returns the records."""
+def run_all(bench: AttentionBench, plan: list, writer, out) -> list[dict]:
+    """Every layer shape of `plan` [(AttentionShape, [(backend, reason it cannot run or
+    None)])], each outcome an `attention` record written by `writer`, a progress line per point
+    on `out`; returns the records."""
     records = []
 
     def write(backend, shape, pass_, **fields):
@@ -217,14 +273,21 @@ def run_all(bench: AttentionBench, chosen: list, base: attn_kernels.AttentionSha
             fields.setdefault(key, None)
         records.append(writer.write(
             "attention", backend=backend, seq_len=shape.seq_len if pass_ else None, **{"pass": pass_},
-            batch=shape.batch, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=shape.head_dim,
+            layer=shape.layer, batch=shape.batch, heads=shape.heads, kv_heads=shape.kv_heads,
+            head_dim=shape.head_dim, v_head_dim=shape.v_dim, window=shape.window, sinks=shape.sinks,
             causal=shape.causal, dtype=bench.s["DTYPE"], packed_doc_len=shape.doc_len, **fields))
 
+    s = bench.s
+    progress = Progress([replace(base, seq_len=n).flops(p) for base, chosen in plan
+                         for name, reason in chosen if not reason
+                         for n in s["SEQLENS"] for p in s["PASSES"]], out)
     bench.sampler.start()
-    for name, reason in chosen:
-        if reason:
-            write(name, base, None, status="unavailable", reason=reason)
-            continue
-        run_backend(attn_backends.KERNELS[name], base, bench, write)
+    for base, chosen in plan:
+        for name, reason in chosen:
+            if reason:
+                write(name, base, None, status="unavailable", reason=reason)
+                continue
+            registry = linear_kernels.KERNELS if base.layer == LINEAR else attn_backends.KERNELS
+            run_backend(registry[name], base, bench, write, progress)
     bench.sampler.stop()
     return records

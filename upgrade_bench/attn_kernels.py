@@ -4,13 +4,16 @@ layout, and the float64 reference of the correctness check.
 The backends, their adapters and layouts are attn_backends.py's table. An SDPA kernel that
 refuses `enable_gqa` gets the KV heads repeated before the call. Packed documents run
 through the flash APIs' varlen entry points; SDPA math/efficient get a block-diagonal mask
-instead, and still do the full s^2 work; SDPA flash/cuDNN do not run packed here.
-Discovery is a pure function of (requested names, device, import problems, packed?), so it
-is testable without a GPU.
+instead, and still do the full s^2 work; SDPA flash/cuDNN do not run packed here. A model's
+own layers bring sliding windows (the flash APIs' window_size, or a band mask), sinks (FA4's
+learnable_sink) and MLA's score and value head dims of their own. Discovery is a pure
+function of (requested names, device, import problems, what the inputs need), so it is
+testable without a GPU.
 """
 from dataclasses import dataclass, replace
 
 from . import attn_backends, flops
+from .architecture import FULL, LINEAR
 from .attn_adapters import BHSD, BSHD, Args
 from .attn_backends import Backend
 from .fingerprint import Device
@@ -20,6 +23,9 @@ from .fingerprint import Device
 CHECK_SEQ_LEN = 512
 # Packed documents in the check: 200 + 200 + 112 tokens, boundaries that are not tile-aligned.
 CHECK_DOC_LEN = 200
+# A window in the check, at most this wide (Gemma 3's 1024 would cover all 512 tokens and check
+# nothing): the band's edge then crosses tiles off their boundaries.
+CHECK_WINDOW = 160
 # max |x - ref| / max(1, max |ref|) allowed, per dtype. bf16 has 8 significant bits (eps
 # 2^-7 = 0.0078): rounding the output alone costs up to half an ulp of the largest value, and
 # with unit-normal inputs dv reaches ~10, so an absolute 2e-2 would fail a perfect kernel. A
@@ -38,32 +44,50 @@ class AttentionShape:
     head_dim: int
     causal: bool
     doc_len: int = 0  # packed documents of this length inside each sequence (0 = one document)
+    window: int = 0   # sliding window: tokens each query sees, itself included (0 = all before it)
+    sinks: bool = False  # a learned logit per head joins every softmax (gpt-oss)
+    v_head_dim: int = 0  # the values' head dim when not head_dim (MLA: 192 for scores, 128 here)
+    layer: str = FULL    # the model's mixer kind; LINEAR: a Gated DeltaNet chunk kernel, whose
+    # heads are value heads, kv_heads key heads, head_dim and v_head_dim its state's sides
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
 
     def flops(self, pass_: str) -> float:
         """The guide's convention: query heads count (GQA shares K/V, not work)."""
+        if self.layer == LINEAR:
+            return flops.linear_kernel_flops(self.batch, self.seq_len, self.heads, self.head_dim,
+                                             self.v_dim, pass_)
         return flops.attention_kernel_flops(self.batch, self.seq_len, self.heads, self.head_dim,
-                                            self.causal, self.doc_len, pass_)
+                                            self.causal, self.doc_len, pass_, self.window,
+                                            self.v_dim)
 
     def input_bytes(self, elem_bytes: int) -> int:
-        """Bytes a backward pass holds at least: q, the output, its gradient and dq (query
+        """Bytes a backward pass holds at least: q and dq, the output and its gradient (query
         heads), k, v, dk and dv (key/value heads). Scores and workspace come on top."""
-        return self.batch * self.seq_len * self.head_dim * 4 * (self.heads + self.kv_heads) * elem_bytes
+        per_token = 2 * (self.heads + self.kv_heads) * (self.head_dim + self.v_dim)
+        return self.batch * self.seq_len * per_token * elem_bytes
 
 
 def check_shape(shape: AttentionShape) -> AttentionShape:
     """The small shape of the correctness check: same heads, dims, mask kind and packing."""
     return replace(shape, batch=min(shape.batch, 2), seq_len=CHECK_SEQ_LEN,
-                   doc_len=min(shape.doc_len, CHECK_DOC_LEN))
+                   doc_len=min(shape.doc_len, CHECK_DOC_LEN), window=min(shape.window, CHECK_WINDOW))
 
 
 # --- discovery ------------------------------------------------------------------------------
 
-def _packed_by(how: str) -> str:
-    return "/".join(name for name, b in attn_backends.KERNELS.items() if b.packed == how)
+def _names(keep) -> str:
+    return "/".join(name for name, b in attn_backends.KERNELS.items() if keep(b))
 
 
-NO_PACKED = (f"takes no document mask here; packed documents run on {_packed_by('varlen')} (varlen) "
-             f"or {_packed_by('mask')} (block-diagonal mask)")
+NO_PACKED = (f"takes no document mask here; packed documents run on "
+             f"{_names(lambda b: b.packed == 'varlen')} (varlen) or "
+             f"{_names(lambda b: b.packed == 'mask')} (block-diagonal mask)")
+NO_WINDOW = (f"takes no sliding window here; windows run on {_names(lambda b: b.window == 'native')} "
+             f"(window_size) or {_names(lambda b: b.window == 'mask')} (band mask)")
+NO_SINKS = f"takes no attention sinks; sinks run on {_names(lambda b: b.sinks)}"
 
 
 def import_problems(registry: dict) -> dict:
@@ -72,25 +96,44 @@ def import_problems(registry: dict) -> dict:
 
 
 def unavailable_reason(b: Backend, device: Device, import_problem: str | None,
-                       packed: bool) -> str | None:
-    """Why `b` cannot run here, or None."""
+                       packed: bool, window: bool = False, sinks: bool = False) -> str | None:
+    """Why `b` cannot run here (or not these inputs: packed, windowed, with sinks), or None."""
     reason = attn_backends.arch_problem(b, device) or import_problem
-    if reason is None and packed and not b.packed:
-        reason = f"{b.name} {NO_PACKED}"
+    for needed, has, why in ((packed, b.packed, NO_PACKED), (window, b.window, NO_WINDOW),
+                             (sinks, b.sinks, NO_SINKS)):
+        if reason is None and needed and not has:
+            reason = f"{b.name} {why}"
     return reason
 
 
+# BACKENDS=auto's second kernel: the SDPA kernel teams switch to when the flash package is
+# missing or misbehaves, so the table shows what the default costs against it.
+ALTERNATIVE = "sdpa-cudnn"
+# What ATTN_BACKEND=auto's `sdpa` runs (torch's own priority puts its flash kernel first
+# for causal bf16 inputs; on CPU it is the one fused kernel).
+SDPA_DEFAULT = "sdpa-flash"
+
+
+def training_pick(device: Device, problems: dict) -> str:
+    """The kernel a training run's ATTN_BACKEND=auto would use here."""
+    installed = {name for name in attn_backends.TRAINING if problems.get(name) is None}
+    pick, _ = attn_backends.resolve("auto", device, installed)
+    return pick if pick in attn_backends.KERNELS else SDPA_DEFAULT
+
+
 def discover(requested: list, registry: dict, device: Device, problems: dict,
-             packed: bool) -> list:
-    """[(name, reason or None)]: `auto` keeps what runs here, a named list keeps every name
-    (an unavailable one with its reason, to become a record)."""
-    auto = requested == ["auto"]
-    chosen = []
-    for name in (registry if auto else requested):
-        reason = unavailable_reason(registry[name], device, problems.get(name), packed)
-        if reason is None or not auto:
-            chosen.append((name, reason))
-    return chosen
+             packed: bool, window: bool = False, sinks: bool = False) -> list:
+    """[(name, reason or None)]: `auto` keeps what a training run here would use and its
+    common alternative (ALTERNATIVE) where they run, `all` every kernel that runs here, a
+    named list every name (an unavailable one with its reason, to become a record). When
+    nothing `auto` or `all` picks runs these inputs, their reasons are the records."""
+    picked = {"auto": [training_pick(device, problems), ALTERNATIVE], "all": list(registry)}
+    named = len(requested) != 1 or requested[0] not in picked
+    names = requested if named else picked[requested[0]]
+    chosen = [(name, unavailable_reason(registry[name], device, problems.get(name), packed, window, sinks))
+              for name in dict.fromkeys(names)]
+    runnable = [(name, reason) for name, reason in chosen if reason is None]
+    return chosen if named or not runnable else runnable
 
 
 # --- inputs, masks and the reference ---------------------------------------------------------
@@ -104,8 +147,10 @@ def doc_offsets(batch: int, seq_len: int, doc_len: int) -> list[int]:
     return offsets
 
 
-def packed_mask(seq_len: int, doc_len: int, causal: bool, dtype, device):
-    """Additive (s, s) mask: 0 inside each document (lower triangle when causal), -inf across.
+def attention_mask(seq_len: int, doc_len: int, causal: bool, dtype, device, window: int = 0):
+    """Additive (s, s) mask: 0 where a query may look, -inf elsewhere. Inside each document
+    (the whole sequence when not packed): the lower triangle when causal, cut to the band of
+    `window` tokens (itself and the window-1 before it) when windowed; -inf across documents.
 
     Built block by block so the peak is one (s, s) tensor in `dtype` (32 GiB in bf16 at 128K).
     """
@@ -118,8 +163,19 @@ def packed_mask(seq_len: int, doc_len: int, causal: bool, dtype, device):
         block.zero_()
         if causal:
             block.masked_fill_(torch.ones(n, n, dtype=torch.bool, device=device).triu_(1), float("-inf"))
+        if window:
+            block.masked_fill_(torch.ones(n, n, dtype=torch.bool, device=device).tril_(-window),
+                               float("-inf"))
         start += n
     return mask
+
+
+def sink_logits(heads: int, device):
+    """The sinks of the check and the timing: one float32 logit per head, spread over a range
+    where they matter next to unit-normal scores (-1 to 2)."""
+    import torch
+
+    return torch.linspace(-1.0, 2.0, heads, dtype=torch.float32, device=device)
 
 
 def gqa_mode(backend: Backend, shape: AttentionShape, native: bool) -> str:
@@ -137,8 +193,14 @@ def make_args(backend: Backend, shape: AttentionShape, dtype, device, mode: str)
         args.cu_seqlens = torch.tensor(doc_offsets(shape.batch, shape.seq_len, shape.doc_len),
                                        dtype=torch.int32, device=device)
         args.max_doc_len = max(flops.doc_lengths(shape.seq_len, shape.doc_len))
-    elif shape.doc_len:
-        args.mask = packed_mask(shape.seq_len, shape.doc_len, shape.causal, dtype, device)
+    if shape.window and backend.window == "native":
+        args.window = shape.window
+    masked_docs = shape.doc_len and backend.packed == "mask"
+    if masked_docs or (shape.window and backend.window == "mask"):
+        args.mask = attention_mask(shape.seq_len, shape.doc_len if masked_docs else 0, shape.causal,
+                                   dtype, device, shape.window)
+    if shape.sinks:
+        args.sink = sink_logits(shape.heads, device)
     return args
 
 
@@ -151,32 +213,38 @@ def to_layout(q, k, v, backend: Backend, mode: str) -> list:
     return [t.detach().contiguous().requires_grad_() for t in tensors]
 
 
+def _qkv_dims(shape: AttentionShape, kv_heads: int) -> list:
+    """(heads, head dim) of q, k, v."""
+    return [(shape.heads, shape.head_dim), (kv_heads, shape.head_dim), (kv_heads, shape.v_dim)]
+
+
 def random_inputs(backend: Backend, shape: AttentionShape, dtype, device, mode: str) -> list:
     """Unit-normal leaves for timing, allocated directly in the backend's layout."""
     import torch
 
     kv = shape.heads if mode == "repeat_kv" else shape.kv_heads
-    b, s, d = shape.batch, shape.seq_len, shape.head_dim
-    heads = (shape.heads, kv, kv)
-    sizes = [(b, s, h, d) if backend.layout == BSHD else (b, h, s, d) for h in heads]
+    b, s = shape.batch, shape.seq_len
+    sizes = [(b, s, h, d) if backend.layout == BSHD else (b, h, s, d) for h, d in _qkv_dims(shape, kv)]
     return [torch.randn(size, dtype=dtype, device=device, requires_grad=True) for size in sizes]
 
 
 def reference(q, k, v, dout, shape: AttentionShape):
-    """float64 math SDPA with K/V heads expanded: (out, [dq, dk, dv]), all (b, s, h, d)."""
+    """float64 attention written out (scores, mask, sinks, softmax, values) with K/V heads
+    expanded: (out, [dq, dk, dv]), all (b, s, h, d). A sink is one more logit in every row's
+    softmax that weighs no value: out = sum_j e^(s_ij) v_j / (e^sink + sum_j e^(s_ij))."""
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     group = shape.heads // shape.kv_heads
     q64, k64, v64 = (t.double().transpose(1, 2).detach().requires_grad_() for t in (q, k, v))
-    mask = None
-    if shape.doc_len:
-        mask = packed_mask(shape.seq_len, shape.doc_len, shape.causal, torch.float64, q.device)
-    with sdpa_kernel(SDPBackend.MATH):
-        out = F.scaled_dot_product_attention(q64, k64.repeat_interleave(group, 1),
-                                             v64.repeat_interleave(group, 1), attn_mask=mask,
-                                             is_causal=shape.causal and mask is None)
+    scores = q64 @ k64.repeat_interleave(group, 1).transpose(-1, -2) / shape.head_dim ** 0.5
+    if shape.causal or shape.doc_len or shape.window:
+        scores = scores + attention_mask(shape.seq_len, shape.doc_len, shape.causal, torch.float64,
+                                         q.device, shape.window)
+    if shape.sinks:
+        sink = sink_logits(shape.heads, q.device).double().view(1, -1, 1, 1)
+        scores = torch.cat([scores, sink.expand(*scores.shape[:-1], 1)], dim=-1)
+    weights = scores.softmax(-1)[..., :shape.seq_len]
+    out = weights @ v64.repeat_interleave(group, 1)
     grads = torch.autograd.grad(out, (q64, k64, v64), dout.double().transpose(1, 2))
     return out.transpose(1, 2), [g.transpose(1, 2) for g in grads]
 
@@ -196,9 +264,9 @@ def check(backend: Backend, shape: AttentionShape, dtype, device, mode: str, see
     import torch
 
     gen = torch.Generator().manual_seed(seed)
-    b, s, d = shape.batch, shape.seq_len, shape.head_dim
-    q, k, v, dout = (torch.randn(b, s, h, d, generator=gen).to(dtype).to(device)
-                     for h in (shape.heads, shape.kv_heads, shape.kv_heads, shape.heads))
+    b, s = shape.batch, shape.seq_len
+    dims = _qkv_dims(shape, shape.kv_heads) + [(shape.heads, shape.v_dim)]  # dout last
+    q, k, v, dout = (torch.randn(b, s, h, d, generator=gen).to(dtype).to(device) for h, d in dims)
     ref_out, ref_grads = reference(q, k, v, dout, shape)
     leaves = to_layout(q, k, v, backend, mode)
     out = backend.run(*leaves, make_args(backend, shape, dtype, device, mode))
@@ -211,7 +279,7 @@ def check(backend: Backend, shape: AttentionShape, dtype, device, mode: str, see
     grads = [bshd(g) for g in grads]
     if mode == "repeat_kv":  # each KV head's gradient is the sum over its query-head group
         group = shape.heads // shape.kv_heads
-        grads[1:] = [g.reshape(b, s, shape.kv_heads, group, d).sum(3) for g in grads[1:]]
+        grads[1:] = [g.reshape(b, s, shape.kv_heads, group, g.shape[-1]).sum(3) for g in grads[1:]]
     errors.update({name: _error(g, r) for name, g, r in zip(("dq", "dk", "dv"), grads, ref_grads)})
     return Check(errors, None)
 

@@ -66,6 +66,9 @@ def header_config(settings: dict, use_liger: bool, world_size: int, alloc_conf: 
     # the default allocator compare equal to logs written before this field existed.
     if alloc_conf:
         s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+    # Only when off, for the same reason: the leaf modules are the default way to run an MoE.
+    if s.get("ZERO3_LEAF_MOE", True):
+        s.pop("ZERO3_LEAF_MOE", None)
     return s
 
 
@@ -136,7 +139,7 @@ def resolve(settings: dict) -> RunConfig:
     backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], fingerprint.device(),
                                          attn_backends.installed(settings["ATTN_BACKEND"]))
     backend, why = family_backend(settings["ATTN_BACKEND"], backend, why, hf_config.model_type)
-    kernels = model.mixer_kernels(hf_config.model_type)
+    kernels = model.mixer_kernels(hf_config)
     warnings += model.mixer_kernel_warnings(hf_config.model_type, kernels)
     weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
 
@@ -188,7 +191,7 @@ def deepspeed_config(s: dict, on_gpu: bool) -> dict:
 
 def zero3_moe(rc: RunConfig) -> bool:
     """Whether the MoE blocks are ZeRO-3 leaf modules in this run (the header says so)."""
-    return rc.settings["ZERO_STAGE"] == 3 and rc.spec.moe
+    return rc.settings["ZERO_STAGE"] == 3 and rc.spec.moe and rc.settings["ZERO3_LEAF_MOE"]
 
 
 def build_engine(rc: RunConfig, probe=None):
@@ -217,6 +220,7 @@ def build_engine(rc: RunConfig, probe=None):
     torch.manual_seed(rc.settings["SEED"])
     net = model.build(rc.hf_config, attn_backends.BACKENDS[rc.backend].hf_name, rc.weights,
                       rc.weights_path, rc.device, torch.bfloat16)
+    model.bind_mixer_kernels(net, rc.hf_config.model_type)  # as rc.mixer_kernels says
     if zero3_moe(rc):
         # ZeRO-3 otherwise gathers each expert's weights as the router reaches it, one
         # all-gather per expert and layer; a leaf module is gathered whole, once.

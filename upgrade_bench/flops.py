@@ -131,13 +131,32 @@ def matmul_flops(m: int, n: int, k: int) -> float:
 
 
 def attention_kernel_flops(batch: int, seq_len: int, heads: int, head_dim: int,
-                           causal: bool = True, doc_len: int = 0, pass_: str = "fwd") -> float:
+                           causal: bool = True, doc_len: int = 0, pass_: str = "fwd",
+                           window: int = 0, v_head_dim: int = 0) -> float:
     """FLOPs of an isolated attention kernel call (bench_flash_attn).
 
-    Forward is 4*b*s^2*H*d (two matmuls), halved when causal; backward does 2.5x the
-    forward's work (five matmuls, one of them recomputing scores), fwd+bwd 3.5x.
+    Forward: the scores (2*pairs*qk_dim per head) and the values (2*pairs*v_dim), with pairs
+    s^2 non-causal, s^2/2 causal, the causal band under a window (causal_pairs): 4*b*s^2*H*d
+    when unmasked and qk_dim = v_dim = d. Backward: five matmuls, the scores recomputed, dQ and
+    dK over qk_dim, dP and dV over v_dim: 2*pairs*(3*qk_dim + 2*v_dim) per head, 2.5x the
+    forward at equal dims; fwd+bwd is their sum. Sinks add one logit per row: nothing to count.
     """
-    fwd = 4.0 * sum_sq_len(batch, seq_len, doc_len) * heads * head_dim
+    v_head_dim = v_head_dim or head_dim
     if causal:
-        fwd /= 2
-    return fwd * {"fwd": 1.0, "bwd": 2.5, "fwd_bwd": 3.5}[pass_]
+        pairs = attention_pairs(batch, seq_len, doc_len, window)
+    else:
+        pairs = float(sum_sq_len(batch, seq_len, doc_len))
+    fwd = 2.0 * pairs * heads * (head_dim + v_head_dim)
+    bwd = 2.0 * pairs * heads * (3 * head_dim + 2 * v_head_dim)
+    return {"fwd": fwd, "bwd": bwd, "fwd_bwd": fwd + bwd}[pass_]
+
+
+def linear_kernel_flops(batch: int, seq_len: int, heads: int, key_dim: int, value_dim: int,
+                        pass_: str = "fwd") -> float:
+    """FLOPs of an isolated Gated DeltaNet chunk kernel call, counted as the model counts
+    them (linear_mixer_flops, its state part): each token writes and reads a dk x dv state per
+    value head, 4*Hv*dk*dv forward, twice that backward. The chunked algorithm's extra
+    intra-chunk work is the kernel's way of doing it, not counted (as FlashAttention's
+    recomputed scores are counted once)."""
+    fwd = 4.0 * batch * seq_len * heads * key_dim * value_dim
+    return fwd * {"fwd": 1.0, "bwd": 2.0, "fwd_bwd": 3.0}[pass_]

@@ -109,42 +109,79 @@ def spec(config) -> architecture.ModelSpec:
     return architecture.describe(config)
 
 
-def mixer_kernels(model_type: str) -> dict:
-    """{kernel: where it comes from} for a family with fast-kernel packages (flash-linear-
-    attention, causal-conv1d): the package's module; "torch fallback" where transformers binds
-    None or its own torch code; "unknown" where the module holds no such name (transformers
-    5.17 no longer binds FLA's kernels at import: what its layers then run is not seen here).
-    Empty for families without such kernels."""
+TORCH_FALLBACK = "torch fallback"
+
+
+def _origin(fn) -> str:
+    """Where a layer's kernel comes from: its package's module, or TORCH_FALLBACK for None
+    (the layer then runs its own torch code) and for transformers' torch versions."""
+    origin = getattr(fn, "__module__", None) or ""
+    return TORCH_FALLBACK if fn is None or origin.startswith("transformers") else origin
+
+
+def _fast_kernel(target: str):
+    """The function "package.module:function" names, or None when it does not import."""
     import importlib
 
-    where = architecture.FAMILIES[model_type].fast_kernels
+    module, _, name = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except Exception:  # not installed, or a CUDA/Triton error while importing
+        return None
+
+
+def mixer_kernels(hf_config) -> dict:
+    """{kernel: where it comes from} of a family with fast-kernel packages (flash-linear-
+    attention, causal-conv1d), as its layers will run: one linear-mixer layer is built on the
+    meta device (no memory) and its kernel attributes read. Where transformers left its torch
+    code and the package is installed, bind_mixer_kernels binds the package's kernel, and the
+    entry says so. (transformers 5.14 binds FLA's at import; 5.17 leaves the attribute None
+    when it cannot fetch its hub copy.) Empty for families without such kernels."""
+    import importlib
+
+    import torch
+
+    where = architecture.FAMILIES[hf_config.model_type].fast_kernels
     if not where:
         return {}
-    module = importlib.import_module(where[0])
+    module, _, cls = where[0].rpartition(".")
+    with torch.device("meta"):
+        layer = getattr(importlib.import_module(module), cls)(hf_config, layer_idx=0)
     out = {}
-    for name in where[1]:
-        if not hasattr(module, name):
-            out[name] = "unknown"
-            continue
-        origin = getattr(getattr(module, name), "__module__", None) or ""
-        out[name] = "torch fallback" if not origin or origin.startswith("transformers") else origin
+    for attr, target in where[1].items():
+        held = _origin(getattr(layer, attr, None))
+        if held == TORCH_FALLBACK and _fast_kernel(target):
+            held = f"{target.partition(':')[0]} (bound by the suite: transformers held its torch code)"
+        out[attr] = held
     return out
+
+
+def bind_mixer_kernels(net, model_type: str) -> int:
+    """Bind each installed fast kernel where a built model's linear-mixer layers hold
+    transformers' torch code (mixer_kernels says which); returns the layers changed."""
+    where = architecture.FAMILIES[model_type].fast_kernels
+    if not where:
+        return 0
+    cls = where[0].rpartition(".")[2]
+    kernels = {attr: _fast_kernel(target) for attr, target in where[1].items()}
+    changed = 0
+    for layer in (m for m in net.modules() if type(m).__name__ == cls):
+        for attr, fn in kernels.items():
+            if fn is not None and _origin(getattr(layer, attr, None)) == TORCH_FALLBACK:
+                setattr(layer, attr, fn)
+                changed += 1
+    return changed
 
 
 def mixer_kernel_warnings(model_type: str, kernels: dict) -> list:
-    """What a header warns of mixer_kernels(model_type): a torch fallback, whose timings are not
-    the architecture's speed, and bindings this transformers version does not show."""
-    out = []
-    slow = [name for name, where in kernels.items() if where == "torch fallback"]
-    if slow:
-        out.append(f"{model_type}: {', '.join(slow)} run transformers' slow torch fallback "
-                   f"(flash-linear-attention / causal-conv1d not installed): these timings are not "
-                   f"the architecture's speed")
-    unseen = [name for name, where in kernels.items() if where == "unknown"]
-    if unseen:
-        out.append(f"{model_type}: this transformers version does not show which {', '.join(unseen)} "
-                   f"its layers run (fast kernel or torch fallback)")
-    return out
+    """What a header warns of mixer_kernels: a torch fallback, whose timings are not the
+    architecture's speed."""
+    slow = [name for name, where in kernels.items() if where == TORCH_FALLBACK]
+    if not slow:
+        return []
+    return [f"{model_type}: {', '.join(slow)} run transformers' slow torch fallback "
+            f"(flash-linear-attention / causal-conv1d not installed): these timings are not "
+            f"the architecture's speed"]
 
 
 def _has_weights(path: Path) -> bool:

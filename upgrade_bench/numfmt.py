@@ -23,3 +23,12 @@ def sig(value, digits: int = 3) -> str:
 def pct(share, digits: int = 3) -> str:
     """A share (0.453) as a percentage to `digits` significant figures: '45.3%'; None -> '-'."""
     return "-" if share is None else sig(100 * share, digits) + "%"
+
+
+def fmt_s(seconds: float | None) -> str:
+    """A duration as 4m05s or 1h02m; None (not known yet) -> '?'."""
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
+        f"{seconds // 60}m{seconds % 60:02d}s"

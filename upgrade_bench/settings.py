@@ -192,6 +192,8 @@ TRAINING_VARS = [
     Var("WARMUP_STEPS", "int", 2, "warm-up steps, excluded from the summary", min=0),
     Var("ZERO_STAGE", "int", 3, "DeepSpeed ZeRO stage", min=0, max=3),
     Var("OFFLOAD_OPTIMIZER", "bool", True, "AdamW states and step on the CPU (DeepSpeed CPU Adam)"),
+    Var("ZERO3_LEAF_MOE", "bool", True, "under ZeRO-3, gather each MoE block's experts at once "
+        "(DeepSpeed's set_z3_leaf_modules), not expert by expert"),
     Var("GRAD_CHECKPOINT", "bool", True, "activation checkpointing of every decoder layer"),
     Var("USE_LIGER", "choice", "auto", "Liger kernels (fused RMSNorm/RoPE/SwiGLU/linear-CE); "
         "auto = on with a GPU, off on CPU", choices=("auto", "0", "1")),

@@ -45,7 +45,8 @@ from .records import RecordWriter, claim_stdout
 from .sweep_capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
 from .sweep_plan import (VARS, Plan, done_summaries, dry_run, existing_records, load_settings,
                          passed_through, pending, prepare, process_plan, shell_line)
-from .sweep_tables import capacity_table, fmt_s, sweep_table
+from .numfmt import fmt_s
+from .sweep_tables import capacity_table, sweep_table
 
 SCRIPT = "run_sweep.sh"
 

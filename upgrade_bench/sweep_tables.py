@@ -3,14 +3,6 @@ and durations."""
 from .numfmt import pct, sig
 
 
-def fmt_s(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
-        f"{seconds // 60}m{seconds % 60:02d}s"
-
-
 def sweep_table(seq_lens, summaries: dict, failures: dict, earlier: dict) -> str:
     """seq_len | TFLOPS/GPU | MFU | peak GiB | status, one row per point of the sweep."""
     lines = [f"{'seq_len':>8}  {'TFLOPS/GPU':>10}  {'MFU':>6}  {'peak GiB':>8}  status"]

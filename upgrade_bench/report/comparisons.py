@@ -344,6 +344,12 @@ def decomposition_rows(base: Series, other: Series) -> list:
 
 # ---------------------------------------------------------------- isolated attention
 
+# What sets one isolated-attention table apart from another: the inputs of the kernel call
+# (a model's windowed, full and linear layers are tables of their own).
+ATTENTION_SHAPE = ("layer", "batch", "heads", "kv_heads", "head_dim", "v_head_dim", "window", "sinks",
+                   "causal", "dtype", "packed_doc_len")
+
+
 def attention_series(gpu_map: dict) -> dict:
     """{(pass, shape): {(gpu, backend, provenance): {seq_len: tflops}}} of ok kernel runs."""
     out = {}
@@ -352,8 +358,7 @@ def attention_series(gpu_map: dict) -> dict:
         for r, reference in gpu.attention:
             if r.get("status", "ok") != "ok" or r.get("tflops") is None:
                 continue
-            shape = tuple(r.get(k) for k in ("batch", "heads", "kv_heads", "head_dim", "causal",
-                                             "dtype", "packed_doc_len"))
+            shape = tuple(r.get(k) for k in ATTENTION_SHAPE)
             key = ((r.get("pass"), shape), (gpu.name, r.get("backend"), provenance(reference)))
             grouped.setdefault(key, {}).setdefault(r["seq_len"], []).append(r)
         for (group, line), by_len in grouped.items():

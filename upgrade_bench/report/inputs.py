@@ -136,7 +136,8 @@ FIELDS = {
     "capability": {"item": TEXT, "status": TEXT, "category": TEXT, "detail": TEXT},
     "attention": {"backend": TEXT, "pass": TEXT, "seq_len": COUNT, "tflops": NON_NEGATIVE,
                   "status": TEXT, "batch": COUNT, "heads": COUNT, "kv_heads": COUNT,
-                  "head_dim": COUNT, "causal": FLAG, "dtype": TEXT, "packed_doc_len": SIZE},
+                  "head_dim": COUNT, "causal": FLAG, "dtype": TEXT, "packed_doc_len": SIZE,
+                  "layer": TEXT, "v_head_dim": COUNT, "window": SIZE, "sinks": FLAG},
 }
 COMMON = {"run_id": TEXT, "script": TEXT, "reference": TEXT, "attn_backend": TEXT, "gpu_name": TEXT}
 REQUIRED = {"summary": ("seq_len",), "decomposition": ("seq_len",), "attention": ("seq_len",),

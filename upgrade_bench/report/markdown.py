@@ -7,7 +7,7 @@ that pair with nothing and why, then the figures and the guide's detailed tables
 import math
 
 from .. import gpus
-from .comparisons import HEALTH, Analysis, Comparison
+from .comparisons import ATTENTION_SHAPE, HEALTH, Analysis, Comparison
 from .series import GUIDE_LABEL, MEASURED, Series, _short, config_phrase, normalise_dtype, provenance, seq_label
 from .verdict import ABOVE, BELOW, UNDECIDED, WITHIN, Call
 
@@ -436,8 +436,7 @@ def attention_markdown(a: Analysis) -> str:
                 cells.append(f"{fmt(got[0], 'x')} ({got[1]} / {got[2]})" if got else "-")
             rows.append([seq_label(r["seq_len"])] + cells)
         heads = [" ".join(p for p in line if p) + " TFLOPS" for line in names]
-        shape_text = ", ".join(f"{k} {v}" for k, v in zip(
-            ("batch", "heads", "kv_heads", "head_dim", "causal", "dtype", "packed_doc_len"), shape))
+        shape_text = ", ".join(f"{k} {v}" for k, v in zip(ATTENTION_SHAPE, shape) if v is not None)
         out.append(f"**{pass_}** ({shape_text})\n\n" + md_table(
             ["seq_len"] + heads + [f"{g} best / {a.baseline} best ({tag or MEASURED})" for g, tag in pairs], rows))
     return "\n\n".join(out)
