@@ -33,14 +33,15 @@ target, an input that is no readable file of JSON lines, a log of a newer schema
 software stacks differ. Malformed lines and records are skipped and counted.
 """
 import argparse
+import csv
 import json
 import math
 import os
 import sys
 
-from upgrade_bench import records
+from upgrade_bench import gpus, records
 from upgrade_bench.faults import BadInput, Parser, run_main
-from upgrade_bench.report import comparisons, export, inputs, markdown, published, series
+from upgrade_bench.report import comparisons, export, forecasts, inputs, markdown, published, series
 
 
 def parse_args(argv):
@@ -59,11 +60,17 @@ def parse_args(argv):
     p.add_argument("--strict-stack", action="store_true",
                    help="software stacks that differ between measured series compared (or within one "
                         "series) are an error (exit 2)")
+    p.add_argument("--forecast", action="append", default=[], metavar="GPU",
+                   help="forecast this GPU of the GPU table (e.g. B200) for every measured series of "
+                        "another GPU, from its own steps; repeatable; labelled a forecast everywhere")
+    p.add_argument("--backtest", action="store_true",
+                   help="forecast each published pair's candidate from its baseline alone, set it "
+                        "against the published figures, print the table and write backtest.csv to --out")
     p.add_argument("--write-guide-reference", metavar="FILE",
                    help="write the guide's published H200/B200 figures as JSONL to FILE "
                         "(then exit, unless inputs are given too)")
     args = p.parse_args(argv)
-    if not args.inputs and not args.write_guide_reference:
+    if not args.inputs and not args.write_guide_reference and not args.backtest:
         p.error("no input: give JSONL files, folders, globs or -")
     return args
 
@@ -86,6 +93,54 @@ def parse_prices(specs) -> dict:
         seen[gpu.lower()] = spec
         prices[name.strip()] = usd
     return prices
+
+
+def _table_name(name: str) -> str | None:
+    """The GPU table's name of 'B200', 'NVIDIA B200' or 'B200 SXM', else None."""
+    spec = gpus.lookup(name) or gpus.lookup(f"NVIDIA {name}")
+    return spec.name if spec else None
+
+
+def forecast_gpus(names: list) -> list:
+    """The GPU table's names of --forecast values; BadInput for one the table lacks."""
+    out = []
+    for name in names:
+        table_name = _table_name(name)
+        if table_name is None:
+            raise BadInput(f"--forecast {name!r}: not a GPU of the GPU table; known: {', '.join(gpus.names())}")
+        if table_name not in out:
+            out.append(table_name)
+    return out
+
+
+def add_forecasts(analysis, candidates: list, prices: dict) -> None:
+    """Each candidate's forecast for every measured series of another GPU in the table."""
+    widen = forecasts.median_abs_error(forecasts.shipped_backtest()) or 0.0
+    for cand in candidates:
+        for s in analysis.data.series:
+            if s.reference or s.gpu == cand or not gpus.lookup(s.gpu) or not s.points:
+                continue
+            measured = next((o.points for o in analysis.data.series if o.gpu == cand and
+                             o.identity == s.identity and not o.reference), None)
+            fc = forecasts.forecast_series(s, cand, prices, widen, measured)
+            if fc.rows:
+                analysis.forecasts.append(fc)
+
+
+def write_backtest(folder: str | None) -> None:
+    rows = forecasts.shipped_backtest()
+    sys.stdout.write("# Backtest: forecasts of the published pairs from their baseline alone\n\n"
+                     + forecasts.backtest_markdown(rows) + "\n")
+    if folder:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "backtest.csv"), "w", encoding="utf-8", newline="") as f:
+                writer = csv.DictWriter(f, forecasts.BACKTEST_COLUMNS)
+                writer.writeheader()
+                writer.writerows(rows)
+        except OSError as err:
+            raise BadInput(f"--out {folder!r}: {err.strerror or err}") from None
+        sys.stderr.write(f"wrote backtest.csv in {folder}\n")
 
 
 def write_guide_reference(path: str) -> None:
@@ -153,15 +208,22 @@ def main(argv=None) -> int:
         problem = folder and records.folder_problem(folder)
         if problem:
             raise BadInput(f"{flag} {folder!r}: {problem}")
+    candidates = forecast_gpus(args.forecast)
     if args.write_guide_reference:
         write_guide_reference(args.write_guide_reference)
-        if not args.inputs:
-            return 0
+    if args.backtest:
+        write_backtest(args.out)
+    if not args.inputs:
+        return 0
     tally = inputs.Tally()
     paths = inputs.expand(args.inputs)
     data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
     check_ignored_keys(args.ignore_config, data)
-    analysis = comparisons.analyse(data, args.baseline, prices)
+    # a price of a GPU only forecast (no log of it) prices the forecast, not a comparison
+    only_forecast = {name for name in prices if _table_name(name) in candidates and
+                     _table_name(name) not in data.gpus}
+    analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
+    add_forecasts(analysis, candidates, prices)
     for line in tally.skipped_lines():
         sys.stderr.write(f"warning: {line}\n")
     if tally.duplicates:

@@ -152,8 +152,8 @@ def test_a_hybrid_without_its_kernel_packages_says_torch_fallback():
 
 
 def test_an_installed_kernel_is_bound_where_transformers_left_its_torch_code(monkeypatch):
-    # transformers 5.17 leaves chunk_gated_delta_rule None when it cannot fetch its hub copy,
-    # though FLA is installed: the suite binds FLA's, and the header says it did
+    # a layer that holds transformers' torch code though FLA is installed: the suite binds
+    # FLA's, and the header says it did
     import transformers
 
     def fla_kernel(*args, **kwargs):
@@ -172,6 +172,22 @@ def test_an_installed_kernel_is_bound_where_transformers_left_its_torch_code(mon
     assert bound == [fla_kernel] * 3
     assert model.bind_mixer_kernels(net, "qwen3_next") == 0  # bound already: nothing to do
     assert model.bind_mixer_kernels(net, "llama") == 0
+
+
+def test_a_layer_that_calls_a_module_function_says_whose_choice_it_is(monkeypatch):
+    # transformers 5.17's Gated DeltaNet layer has no kernel attribute: it calls a module
+    # function that picks FLA itself when FLA imports. Nothing is bound; the header says so.
+    family = architecture.FAMILIES["qwen3_next"]
+    monkeypatch.setitem(architecture.FAMILIES, "qwen3_next", architecture.Family(
+        family.read, family.note, fast_kernels=(family.fast_kernels[0], {
+            "no_such_attribute": "json:dumps", "nor_this_one": "no_such_package:fn"})))
+    config = model.load_config("tiny-qwen3-next")
+    assert model.mixer_kernels(config) == {"no_such_attribute": "json (transformers' choice)",
+                                           "nor_this_one": "torch fallback"}
+    import transformers
+
+    net = transformers.AutoModelForCausalLM.from_config(config)
+    assert model.bind_mixer_kernels(net, "qwen3_next") == 0
 
 
 @pytest.mark.parametrize("preset, blocks", [("tiny-qwen3-moe", ["Qwen3MoeSparseMoeBlock"]),

@@ -6,6 +6,7 @@ backends registered in-process: a wrong kernel must come out ok: false, a kernel
 refuses GQA gets K/V repeated, an OOM at a long sequence is a record and the run goes on.
 """
 import importlib
+import io
 import math
 import types
 from dataclasses import replace
@@ -348,7 +349,9 @@ def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
 # --- the script as a subprocess --------------------------------------------------------------
 
 def run_script(tmp_path, **env):
-    proc = run_proc("bench_flash_attn.py", {"ITERS": "3", "WARMUP": "1", **env}, timeout=120, cwd=tmp_path,
+    # no sustained windows: a CPU's timings test the plumbing, and 12 points of 0.7 s add up
+    proc = run_proc("bench_flash_attn.py", {"ITERS": "3", "WARMUP": "1", "WARMUP_MS": "0", "TIME_MS": "0",
+                                            **env}, timeout=120, cwd=tmp_path,
                     cleared={var.name for var in bench.VARS})
     records, skipped = read_lines(proc.stdout.splitlines())
     assert skipped == 0
@@ -506,3 +509,29 @@ def test_a_hybrid_and_a_windowed_model_on_cpu(as_script, capsys, tmp_path):
             # the band's FLOPs: 48*32 - 32^2/2 pairs, fwd+bwd 2*pairs*H*(d+d) + 2*pairs*H*(3d+2d)
             pairs = 48 * 32 - 32**2 / 2
             assert window[0]["tflop"] * 1e12 == pytest.approx(2 * pairs * 4 * 16 * (2 + 5))
+
+
+def test_the_table_keeps_a_models_layers_apart():
+    point = {"kind": "attention", "backend": "fa4", "pass": "fwd", "seq_len": 8192, "status": "ok", "ok": True,
+             "layer": "sliding_attention", "window": 128, "sinks": True, "head_dim": 64, "v_head_dim": 64}
+    records = [{**point, "tflops": 113.0}, {**point, "layer": "full_attention", "window": 0, "tflops": 506.0},
+               {"kind": "attention", "backend": "sdpa-cudnn", "pass": None, "status": "unavailable",
+                "layer": "full_attention", "sinks": True, "reason": "no sinks"}]
+    lines = attn_bench.format_table(records).splitlines()
+    assert lines[1].split() == ["layer", "backend", "pass", "8K"]
+    assert lines[2].split() == ["sliding_attention(w=128,", "sinks)", "fa4", "fwd", "113"]
+    assert lines[3].split() == ["full_attention(sinks)", "fa4", "fwd", "506"]
+    assert lines[-1] == "full_attention(sinks) sdpa-cudnn: no sinks"
+
+
+def test_the_time_left_counts_each_points_floor_and_calls():
+    # 3 points of 1, 1 and 10 TFLOP; floors 0.2 + 0.5 s, 1 + 3 + 10 calls each
+    s = {"WARMUP_MS": 200.0, "TIME_MS": 500.0, "WARMUP": 3, "ITERS": 10}
+    out = io.StringIO()
+    progress = attn_bench.Progress([1e12, 1e12, 10e12], s, out)
+    assert progress.left_s() is None  # no speed seen yet
+    progress.point("first", tflops=100.0)  # 100 TFLOPS: 10 ms a TFLOP a call
+    assert progress.left_s() == pytest.approx(0.7 + 14 * 0.01 + 0.7 + 14 * 0.1)
+    progress.point("second", tflops=None)  # an OOM: the speed seen stays
+    assert progress.left_s() == pytest.approx(0.7 + 14 * 0.1)
+    assert out.getvalue().startswith("[1/3] first  (0m00s in, ~0m03s left)")

@@ -167,20 +167,30 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> di
 
 
 class Progress:
-    """One stderr line per point: what ran, what it gave, and the time left, estimated from
-    the FLOPs done so far (a 128K point is 16x a 32K one's work, not one more point)."""
+    """One stderr line per point: what ran, what it gave, and the time left. A point costs a
+    fixed part (the warm-up and timed windows' floors, WARMUP_MS + TIME_MS) and its calls
+    (the first, WARMUP and ITERS ones) at the kernel's speed; the speed is the best TFLOPS
+    seen so far, so the estimate firms up as the long points arrive. On H200 (FA4, 128K) a
+    FLOP-proportional estimate said 600 hours after the first 1K point."""
 
-    def __init__(self, work: list, out):
-        self.total, self.points, self.out = sum(work), len(work), out
-        self.done = self.n = 0
+    def __init__(self, work: list, s: dict, out):
+        self.work, self.out = work, out
+        self.floor_s = (s["WARMUP_MS"] + s["TIME_MS"]) / 1e3
+        self.calls = 1 + s["WARMUP"] + s["ITERS"]
+        self.n, self.best_tflops = 0, 0.0
         self.started = time.monotonic()
 
-    def point(self, work: float, text: str) -> None:
+    def left_s(self) -> float | None:
+        if not self.best_tflops:
+            return None
+        return sum(self.floor_s + self.calls * w / (self.best_tflops * 1e12) for w in self.work[self.n:])
+
+    def point(self, text: str, tflops: float | None = None) -> None:
         self.n += 1
-        self.done += work
+        self.best_tflops = max(self.best_tflops, tflops or 0.0)
         elapsed = time.monotonic() - self.started
-        left = elapsed * (self.total - self.done) / self.done if self.done else None
-        self.out.write(f"[{self.n}/{self.points}] {text}  ({fmt_s(elapsed)} in, ~{fmt_s(left)} left)\n")
+        self.out.write(f"[{self.n}/{len(self.work)}] {text}  ({fmt_s(elapsed)} in, "
+                       f"~{fmt_s(self.left_s())} left)\n")
         self.out.flush()
 
 
@@ -199,8 +209,7 @@ def run_backend(backend, base: attn_kernels.AttentionShape, b: AttentionBench, w
         write(backend.name, base, None, **checked)
         for seq_len in s["SEQLENS"]:
             for pass_ in s["PASSES"]:
-                progress.point(replace(base, seq_len=seq_len).flops(pass_), point_text(
-                    layer_label(base), backend.name, seq_len, pass_, checked))
+                progress.point(point_text(layer_label(base), backend.name, seq_len, pass_, checked))
         return
     mode, check = checked
     tol = attn_kernels.TOLERANCE[s["DTYPE"]]
@@ -217,8 +226,8 @@ def run_backend(backend, base: attn_kernels.AttentionShape, b: AttentionBench, w
             fields = {**verdict, **inputs} if isinstance(inputs, dict) else measure(
                 inputs, shape, pass_, verdict, check, b)
             write(backend.name, shape, pass_, **common, **fields)
-            progress.point(shape.flops(pass_), point_text(layer_label(shape), backend.name, seq_len,
-                                                          pass_, fields))
+            progress.point(point_text(layer_label(shape), backend.name, seq_len, pass_, fields),
+                           fields.get("tflops"))
             free_memory(b.device)  # after an OOM, and so the next point starts from a clean cache
         del inputs
         free_memory(b.device)
@@ -248,17 +257,31 @@ def format_table(records: list) -> str:
         cell = sig(r["tflops"]) if r["status"] == "ok" else r["status"]
         if r["status"] == "ok" and not r["ok"]:
             cell += "!"
-        rows.setdefault((r["backend"], r["pass"]), {})[r["seq_len"]] = cell
-    head = ["backend", "pass"] + [f"{n // 1024}K" if n % 1024 == 0 else str(n) for n in seq_lens]
-    lines = [head] + [[b, p] + [cells.get(n, "-") for n in seq_lens] for (b, p), cells in rows.items()]
+        rows.setdefault((_layer(r), r["backend"], r["pass"]), {})[r["seq_len"]] = cell
+    layered = any(r.get("layer") for r in records)
+    head = ["layer"] * layered + ["backend", "pass"] + [f"{n // 1024}K" if n % 1024 == 0 else str(n)
+                                                       for n in seq_lens]
+    lines = [head] + [[layer] * layered + [b, p] + [cells.get(n, "-") for n in seq_lens]
+                      for (layer, b, p), cells in rows.items()]
     for r in records:
         if not r.get("pass"):
-            lines.append([r["backend"], r["status"]] + [""] * len(seq_lens))
+            lines.append([_layer(r)] * layered + [r["backend"], r["status"]] + [""] * len(seq_lens))
+    names = 2 + layered  # the left-aligned columns
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    text = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths)))
+    text = ["  ".join(c.rjust(w) if i >= names else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths)))
             for line in lines]
     return "\n".join(["TFLOPS (! = failed the correctness check)"] + text + [
-        f"{r['backend']}: {r['reason']}" for r in records if not r.get("pass") and r.get("reason")])
+        f"{_layer(r) + ' ' if layered else ''}{r['backend']}: {r['reason']}" for r in records
+        if not r.get("pass") and r.get("reason")])
+
+
+def _layer(r: dict) -> str:
+    """A record's layer label (layer_label of its fields), '' for records without one."""
+    if not r.get("layer"):
+        return ""
+    return layer_label(attn_kernels.AttentionShape(
+        1, 1, 1, 1, r.get("head_dim") or 0, True, window=r.get("window") or 0, sinks=bool(r.get("sinks")),
+        v_head_dim=r.get("v_head_dim") or 0, layer=r["layer"]))
 
 
 def run_all(bench: AttentionBench, plan: list, writer, out) -> list[dict]:
@@ -280,7 +303,7 @@ def run_all(bench: AttentionBench, plan: list, writer, out) -> list[dict]:
     s = bench.s
     progress = Progress([replace(base, seq_len=n).flops(p) for base, chosen in plan
                          for name, reason in chosen if not reason
-                         for n in s["SEQLENS"] for p in s["PASSES"]], out)
+                         for n in s["SEQLENS"] for p in s["PASSES"]], s, out)
     bench.sampler.start()
     for base, chosen in plan:
         for name, reason in chosen:

@@ -1,4 +1,4 @@
-"""The GPU table: dense peak TFLOPS per dtype, HBM, bandwidth, TDP and published MAMF.
+"""The GPU table: dense peak TFLOPS per dtype, HBM, bandwidth, TDP, GPU-to-GPU link and published MAMF.
 
 Each row cites its sources. Peaks (dense, no sparsity), HBM, bandwidth and TDP are the
 vendor's datasheet figures (`datasheet`: NVIDIA's and AMD's product datasheets, by title).
@@ -26,6 +26,7 @@ class GPUSpec:
     mamf_bf16: float | None = None  # from MAMF_SOURCE
     mamf_fp8: float | None = None   # from MAMF_SOURCE
     datasheet: str = ""             # the vendor document the other figures come from
+    link_gbps: float | None = None  # GPU-to-GPU bandwidth per GPU (NVLink, Infinity Fabric), GB/s
 
     def peak_tflops(self, dtype: str = "bf16") -> float | None:
         # fp16 runs on the same tensor cores at the bf16 rate on every card listed here.
@@ -40,29 +41,29 @@ _CHIP = r"(?<![a-z0-9])"
 _TABLE = [
     # HBM is the 96 GB HBM3 version's; the MAMF was measured on the 144 GB HBM3e one at 900 W.
     (_CHIP + r"gh200", GPUSpec("GH200", 989, 1979, None, 96, 4.0, 900, 828.6, 1535.0,
-                       datasheet="NVIDIA GH200 Grace Hopper Superchip datasheet")),
+                       datasheet="NVIDIA GH200 Grace Hopper Superchip datasheet", link_gbps=900)),
     # Per GPU: the NVL72 rack's figures divided by its 72 GPUs.
     (_CHIP + r"gb200", GPUSpec("GB200", 2500, 5000, 10000, 186, 8.0, None, 1822.0, 3615.6,
-                       datasheet="NVIDIA GB200 NVL72 datasheet")),
+                       datasheet="NVIDIA GB200 NVL72 datasheet", link_gbps=1800)),
     (_CHIP + r"a100.*sxm", GPUSpec("A100 SXM", 312, None, None, 80, 2.0, 400, 271.2,
-                                    datasheet="NVIDIA A100 Tensor Core GPU datasheet")),
+                                    datasheet="NVIDIA A100 Tensor Core GPU datasheet", link_gbps=600)),
     (_CHIP + r"h100.*pcie", GPUSpec("H100 PCIe", 756, 1513, None, 80, 2.0, 350,
                             datasheet="NVIDIA H100 Tensor Core GPU datasheet")),
     (_CHIP + r"h100(?!.*(nvl|pcie))", GPUSpec("H100 SXM", 989, 1979, None, 80, 3.35, 700, 794.5, 1402.6,
-                               datasheet="NVIDIA H100 Tensor Core GPU datasheet")),
+                               datasheet="NVIDIA H100 Tensor Core GPU datasheet", link_gbps=900)),
     # The bf16 MAMF was measured on H100 and is quoted for H200 (same compute die); fp8 on H200.
     (_CHIP + r"h200(?!.*nvl)", GPUSpec("H200 SXM", 989, 1979, None, 141, 4.8, 700, 794.5, 1453.4,
-                               datasheet="NVIDIA H200 Tensor Core GPU datasheet")),
+                               datasheet="NVIDIA H200 Tensor Core GPU datasheet", link_gbps=900)),
     (_CHIP + r"b300", GPUSpec("B300 SXM", 2250, 4500, 15000, 288, 8.0, 1300, 1769.0, 3353.3,
-                      datasheet="NVIDIA DGX B300 datasheet")),
+                      datasheet="NVIDIA DGX B300 datasheet", link_gbps=1800)),
     (_CHIP + r"b200", GPUSpec("B200 SXM", 2250, 4500, 10000, 180, 8.0, 1000, 1745.0, 3432.5,
-                      datasheet="NVIDIA DGX B200 datasheet")),
+                      datasheet="NVIDIA DGX B200 datasheet", link_gbps=1800)),
     (_CHIP + r"mi355x", GPUSpec("MI355X", 2500, 5000, 10100, 288, 8.0, 1400, 1565.0,
                         datasheet="AMD Instinct MI355X GPU datasheet")),
     (_CHIP + r"mi325x", GPUSpec("MI325X", 1300, 2610, None, 256, 6.0, 1000, 784.9,
-                        datasheet="AMD Instinct MI325X accelerator datasheet")),
+                        datasheet="AMD Instinct MI325X accelerator datasheet", link_gbps=896)),
     (_CHIP + r"mi300x", GPUSpec("MI300X", 1300, 2610, None, 192, 5.3, 750, 668.4,
-                        datasheet="AMD Instinct MI300X accelerator datasheet")),
+                        datasheet="AMD Instinct MI300X accelerator datasheet", link_gbps=896)),
 ]
 
 
@@ -86,3 +87,8 @@ def resolve_peak(device_name: str | None, dtype: str = "bf16", override: float =
         return None, None, (f"no {dtype} peak known for {what}: mfu is null; "
                             f"set PEAK_TFLOPS to the dense {dtype} peak to get it")
     return peak, f"table:{spec.name}", None
+
+
+def names() -> list:
+    """The GPU table's names, for a message that lists what is known."""
+    return [spec.name for _pattern, spec in _TABLE]

@@ -135,8 +135,9 @@ def mixer_kernels(hf_config) -> dict:
     attention, causal-conv1d), as its layers will run: one linear-mixer layer is built on the
     meta device (no memory) and its kernel attributes read. Where transformers left its torch
     code and the package is installed, bind_mixer_kernels binds the package's kernel, and the
-    entry says so. (transformers 5.14 binds FLA's at import; 5.17 leaves the attribute None
-    when it cannot fetch its hub copy.) Empty for families without such kernels."""
+    entry says so. (transformers 5.14 binds FLA's at import, or its torch code without FLA;
+    5.17's layers hold no such attribute and call a module function that resolves the package
+    itself.) Empty for families without such kernels."""
     import importlib
 
     import torch
@@ -149,9 +150,16 @@ def mixer_kernels(hf_config) -> dict:
         layer = getattr(importlib.import_module(module), cls)(hf_config, layer_idx=0)
     out = {}
     for attr, target in where[1].items():
-        held = _origin(getattr(layer, attr, None))
-        if held == TORCH_FALLBACK and _fast_kernel(target):
-            held = f"{target.partition(':')[0]} (bound by the suite: transformers held its torch code)"
+        package = target.partition(":")[0]
+        installed = _fast_kernel(target) is not None
+        if not hasattr(layer, attr):
+            # transformers 5.17: the layer calls a module function whose decorator picks, at
+            # import, a hub kernel if asked for, else the package when it imports, else torch
+            out[attr] = f"{package} (transformers' choice)" if installed else TORCH_FALLBACK
+            continue
+        held = _origin(getattr(layer, attr))
+        if held == TORCH_FALLBACK and installed:
+            held = f"{package} (bound by the suite: transformers held its torch code)"
         out[attr] = held
     return out
 
@@ -167,7 +175,7 @@ def bind_mixer_kernels(net, model_type: str) -> int:
     changed = 0
     for layer in (m for m in net.modules() if type(m).__name__ == cls):
         for attr, fn in kernels.items():
-            if fn is not None and _origin(getattr(layer, attr, None)) == TORCH_FALLBACK:
+            if fn is not None and hasattr(layer, attr) and _origin(getattr(layer, attr)) == TORCH_FALLBACK:
                 setattr(layer, attr, fn)
                 changed += 1
     return changed

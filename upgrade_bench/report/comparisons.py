@@ -399,6 +399,7 @@ class Analysis:
     mamf_ratios: list           # (GPU, reference, bf16 MAMF over the baseline's of that provenance, peak ratio)
     utilisation: list           # (series, {seq_len: training TFLOPS / bf16 MAMF of its GPU and provenance})
     order: list                 # GPUs, baseline first
+    forecasts: list = field(default_factory=list)  # forecasts.SeriesForecast, never merged with the rest
 
 
 def _mamf_tables(data: Dataset, base: str, order: list) -> tuple:

@@ -13,6 +13,7 @@ import json
 import os
 
 from .comparisons import Analysis
+from .forecasts import FORECAST
 from .verdict import tokens_per_s_per_gpu, usd_per_mtok
 
 LEADING = ("gpu", "gpu_name", "provenance", "source", "run_id", "series", "world_size", "gpu_count",
@@ -41,6 +42,16 @@ def rows(a: Analysis) -> list:
             row.update({f"config.{k}": v for k, v in sorted(config.items())})
             row.update({k: v for k, v in r.items() if k not in LEFT_OUT and k not in row})
             out.append(row)
+    for fc in a.forecasts:  # rows of their own: source forecast, never a measured point's
+        for r in fc.rows:
+            out.append({"gpu": fc.candidate, "provenance": FORECAST, "source": FORECAST, "series": fc.label,
+                        "attn_backend": fc.base.backend, "seq_len": r.seq_len, "status": "ok",
+                        "step_ms": r.forecast.step_ms, "step_ms_min": r.forecast.step_ms_fast,
+                        "step_ms_max": r.forecast.step_ms_slow, "tflops_per_gpu": r.tflops[0],
+                        "tflops_per_gpu_low": r.tflops[1], "tflops_per_gpu_high": r.tflops[2],
+                        "usd_per_mtok": r.usd_per_mtok[0] if r.usd_per_mtok else None,
+                        "peak_mem_gib": r.peak_mem_gib,
+                        **{f"config.{k}": v for k, v in sorted(fc.base.config.items())}})
     return out
 
 

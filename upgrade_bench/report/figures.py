@@ -22,7 +22,7 @@ matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import NullLocator  # noqa: E402
 
-from .comparisons import (HEALTH, Analysis, Comparison, capacity_of, decomposition_parts,  # noqa: E402
+from .comparisons import (ATTENTION_SHAPE, HEALTH, Analysis, Comparison, capacity_of, decomposition_parts,  # noqa: E402
                           usd_per_mtok_by_length)
 from .markdown import ignored_words, stack_words, title  # noqa: E402
 from .series import labels, seq_label  # noqa: E402
@@ -349,7 +349,10 @@ def draw_attention(a: Analysis):
             lens += list(pts)
         _seq_axis(ax, lens)
         ax.set_ylabel("attention TFLOPS")
-        ax.set_title(f"{pass_}: heads {shape[1]}/{shape[2]}, d {shape[3]}, causal {shape[4]}", fontsize=10)
+        f = dict(zip(ATTENTION_SHAPE, shape))
+        extra = "".join(f", {k} {f[k]}" for k in ("layer", "window", "sinks") if f.get(k))
+        ax.set_title(f"{pass_}: heads {f['heads']}/{f['kv_heads']}, d {f['head_dim']}, causal {f['causal']}"
+                     + extra, fontsize=10)
     _from_zero(axes)
     _finish(fig, _figure_legend(fig, axes, ncol=min(4, len(lines)), chars=40))
     return fig

@@ -4,12 +4,14 @@ Every number shown is computed in comparisons.py (its formulas in verdict.py); t
 words and tables it. The page opens with one verdict block per comparison, then the series
 that pair with nothing and why, then the figures and the guide's detailed tables.
 """
-import math
 
 from .. import gpus
 from .comparisons import ATTENTION_SHAPE, HEALTH, Analysis, Comparison
+from .forecasts import forecast_markdown
 from .series import GUIDE_LABEL, MEASURED, Series, _short, config_phrase, normalise_dtype, provenance, seq_label
+from .tables import fmt, md_table
 from .verdict import ABOVE, BELOW, UNDECIDED, WITHIN, Call
+from .workload import workload_markdown
 
 # The settings that shape the workload, in the words of a verdict block.
 WORKLOAD_KEYS = ("ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER", "PACKED_DOC_LEN",
@@ -18,31 +20,6 @@ SHOWN_KEYS = ("world_size", "MODEL", "NUM_LAYERS", "ATTN_BACKEND") + WORKLOAD_KE
 TELEMETRY_FIELDS = ("sm_clock_mhz_median", "sm_clock_mhz_min", "power_w_mean", "temp_c_max",
                     "throttle", "energy_j_per_token")
 MOST_RUNS_NAMED = 3
-
-
-def fmt(value, kind: str = "num") -> str:
-    """A number as the report shows it; missing and non-finite values as '-'."""
-    if value is None or value == [] or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    if kind == "pct":
-        return f"{value:.1%}"
-    if kind == "x":
-        return f"{value:.2f}x"
-    if kind == "usd":  # three decimals, or two significant digits where that would print $0.000
-        digits = 3 if value <= 0 else max(3, 1 - math.floor(math.log10(value)))
-        return f"${value:.{digits}f}" if value < 10 else f"${value:,.2f}"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 10 else f"{value:.1f}"
-    if isinstance(value, list):
-        return ", ".join(map(str, value))
-    return str(value)
-
-
-def md_table(headers: list, rows: list) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in row) + " |"
-              for row in rows]
-    return "\n".join(lines)
 
 
 def who(s: Series) -> str:
@@ -306,7 +283,10 @@ def no_comparison_words(a: Analysis) -> str:
 
 def terminal_text(a: Analysis) -> str:
     """What plot_results.py prints: the same verdict blocks, then the series not compared."""
-    out = [verdict_block(c, a.data.also_in) for c in a.comparisons]
+    out = [f"{fc.label}: {fc.candidate} " + ", ".join(
+        f"{seq_label(r.seq_len)} {fmt(r.tflops[0])} TFLOPS/GPU ({fmt(r.tflops[1])}-{fmt(r.tflops[2])})"
+        for r in fc.rows) + "\n" for fc in a.forecasts]
+    out += [verdict_block(c, a.data.also_in) for c in a.comparisons]
     if not a.comparisons:
         out.append(f"No comparison: {no_comparison_words(a)}.\n")
     lonely = unpaired_markdown(a)
@@ -498,6 +478,8 @@ def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
                 "what they held is missing from the verdicts below.", ""]
+    if a.forecasts:
+        out += ["## Forecasts (not measured)", ""] + [forecast_markdown(fc) + "\n" for fc in a.forecasts]
     if not a.comparisons:
         out += [f"**No comparison**: {no_comparison_words(a)}.", ""]
     out += [verdict_block(c, a.data.also_in) for c in a.comparisons]
@@ -513,8 +495,6 @@ def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
         out += [f"## Details of {title(c)}", "",
                 "The identity column checks the guide's `speedup ~= peak ratio x MFU ratio`.", "",
                 details_markdown(c), ""]
-    from .workload import workload_markdown  # it formats with this module's helpers
-
     sections = [("Series", series_markdown(a) if a.data.series else ""),
                 ("Attention share per workload", workload_markdown(a.data.series)),
                 ("Capabilities", capability_markdown(a)),

@@ -12,7 +12,7 @@ NVIDIA H200 and B200 datasheets' dense bf16 figures (989 and 2250) and HBM the g
 """
 import json
 
-from .. import architecture, flops, gpus, settings
+from .. import architecture, engine, flops, gpus, settings
 from ..paths import REPO
 from ..records import SCHEMA
 
@@ -29,6 +29,10 @@ GUIDE_PEAK_MEM_GIB = {"H200": (16.3, 25.8, 37.5, 66.5, 95.7, 124.5),
 GUIDE_H200_MAX_FIT = (262144, 124.5)
 # Right-sized 8K (ZeRO-2, no checkpointing/offload): attention / everything else / total TFLOPS.
 GUIDE_DECOMPOSITION_TFLOPS = {"H200": (447, 463, 461), "B200": (834, 771, 778)}
+# Isolated attention, fwd+bwd, causal, the 8B's heads: B200 (flash-attn-4) over H200
+# (flash-attn-3), by sequence length. Kernel figures, as a MAMF table is: the forecast may
+# read them (never the B200's workload figures above).
+GUIDE_ISOLATED_ATTENTION_RATIO = {("H200 SXM", "B200 SXM"): {8192: 1.88, 32768: 1.95}}
 # The guide publishes whole TFLOPS and no step-time spread: half a unit either side is the
 # only range its figures carry.
 PUBLISHED_ROUNDING_TFLOPS = 0.5
@@ -56,8 +60,7 @@ def guide_reference_records() -> list:
     TFLOPS, tokens/s, MFU against the table peak, attention share) are listed in `derived`.
     Nothing here is a measurement of this suite.
     """
-    sweep_config = settings.parse(settings.TRAINING_VARS, {})
-    sweep_config.update(USE_LIGER=True, world_size=8)
+    sweep_config = engine.header_config(settings.parse(settings.TRAINING_VARS, {}), True, 8, "")
     right_sized = dict(sweep_config, ZERO_STAGE=2, OFFLOAD_OPTIMIZER=False, GRAD_CHECKPOINT=False)
     out = []
     for gpu in PUBLISHED_GPUS:

@@ -7,7 +7,7 @@ the share of the measured step that attention kernels took, with the linear mixe
 routing's shares. FLOP share is what the count says; time share is what the GPU did.
 """
 from ..architecture import mix_text
-from .markdown import fmt, md_table
+from .tables import fmt, md_table
 from .series import seq_label
 
 

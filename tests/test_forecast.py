@@ -1,0 +1,129 @@
+"""The forecast of a GPU one does not have: the model's formulas by hand, the split fitted
+to a sweep against numpy's least squares, the backtest on the shipped published pairs (and
+that it never reads a candidate's figures), and the forecast on the page and in points.csv."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+import plot_results
+from upgrade_bench import faults, forecast, gpus
+from upgrade_bench.report import forecasts, published
+
+H200, B200 = gpus.lookup("NVIDIA H200"), gpus.lookup("NVIDIA B200")
+
+
+def test_the_hardware_ratios_are_the_tables_figures():
+    r = forecast.hardware_ratios(H200, B200)
+    assert r["peak"].mid == pytest.approx(2250 / 989)
+    assert r["hbm"].mid == pytest.approx(8.0 / 4.8)
+    assert r["gemm"].mid == pytest.approx(1745 / 794.5) and r["gemm"].low == pytest.approx(8.0 / 4.8)
+    assert r["comm"].mid == pytest.approx(1800 / 900)
+    assert (r["host"].low, r["host"].mid, r["host"].high) == (1.0, 1.0, 1.0)
+    # attention with nothing measured or published: the geometric middle of HBM and peak
+    att = forecast.attention_ratio(r)
+    assert att.mid == pytest.approx((8.0 / 4.8 * 2250 / 989) ** 0.5) and att.high == pytest.approx(2250 / 989)
+
+
+def test_each_part_scales_by_its_own_ratio():
+    ratios = {"attention": forecast.Ratio(2.0, 1.5, 2.5, ""), "dense": forecast.Ratio.exact(1.6, ""),
+              "host": forecast.UNCHANGED}
+    f = forecast.scale({"attention": 100.0, "dense": 200.0, "host": 50.0}, ratios, widen=0.1)
+    assert f.step_ms == pytest.approx(100 / 2 + 200 / 1.6 + 50)
+    assert f.step_ms_fast == pytest.approx((100 / 2.5 + 200 / 1.6 + 50) * 0.9)
+    assert f.step_ms_slow == pytest.approx((100 / 1.5 + 200 / 1.6 + 50) * 1.1)
+
+
+def test_the_sweep_split_is_numpys_least_squares():
+    # an exact T = 2*A + 3*D + 100 is found again; a noisy one as numpy finds it
+    points = [(a, d, 2 * a + 3 * d + 100) for a, d in ((1, 50), (16, 200), (64, 400), (256, 800))]
+    assert forecast.fit_split(points) == pytest.approx((2.0, 3.0, 100.0))
+    noisy = [(a, d, t * f) for (a, d, t), f in zip(points, (1.01, 0.98, 1.02, 0.99))]
+    x = np.array([[a / t, d / t, 1 / t] for a, d, t in noisy])
+    expected = np.linalg.lstsq(x, np.ones(4), rcond=None)[0]
+    assert forecast.fit_split(noisy) == pytest.approx(tuple(expected))
+    assert forecast.fit_split(points[:2]) is None  # two lengths cannot tell three parts apart
+    assert forecast.fit_split([(1, 1, 10), (2, 2, 20), (3, 3, 30)]) is None  # A and D in step
+
+
+def test_a_decomposition_gives_its_parts_and_its_idle_time_as_host():
+    guide = next(r for r in published.guide_reference_records()
+                 if r["kind"] == "decomposition" and r["run_id"] == "guide-h200-decompose")
+    parts = forecast.decomposition_parts(guide)
+    assert parts == pytest.approx({"attention": 52.776558133248 / 447 * 1e3, "dense": 368.868971249664 / 463 * 1e3})
+    suite = {"buckets": {"attention": {"ms": 10.0}, "gemm": {"ms": 50.0}, "other": {"ms": 30.0},
+                         "linear_mixer": {"ms": 5.0}, "comm": {"ms": 2.0}}, "wall_step_ms": 120.0}
+    assert forecast.decomposition_parts(suite) == {"attention": 10.0, "gemm": 50.0, "other": 35.0,
+                                                   "comm": 2.0, "host": 23.0}
+
+
+def test_the_backtest_of_the_shipped_pairs():
+    rows = forecasts.shipped_backtest()
+    assert [(r["metric"], r["seq_len"]) for r in rows] == (
+        [("tflops_per_gpu", n) for n, _, _ in published.GUIDE_SWEEP_TFLOPS]
+        + [("attention_tflops", 8192), ("everything_else_tflops", 8192), ("total_tflops", 8192)])
+    by = {(r["metric"], r["seq_len"]): r for r in rows}
+    # the decomposition's attention bucket: the H200's 447 TFLOPS times the published 1.88x
+    assert by["attention_tflops", 8192]["forecast"] == pytest.approx(447 * 1.88)
+    assert by["everything_else_tflops", 8192]["forecast"] == pytest.approx(463 * 8.0 / 4.8)
+    # the sweep's 8K: the baseline's own split, attention over 1.88, dense over 8/4.8, host kept
+    h200 = {n: h for n, h, _ in published.GUIDE_SWEEP_TFLOPS}
+    eight = by["tflops_per_gpu", 8192]
+    assert eight["naive_peak"] == pytest.approx(141 * 2250 / 989)
+    assert eight["naive_bandwidth"] == pytest.approx(141 * 8.0 / 4.8)
+    assert eight["published"] == 167 and eight["error"] == pytest.approx(eight["forecast"] / 167 - 1)
+    assert eight["forecast_low"] <= eight["forecast"] <= eight["forecast_high"]
+    assert h200[8192] < eight["forecast"] < h200[8192] * 2250 / 989
+    assert forecasts.median_abs_error(rows) < forecasts.median_abs_error(
+        [{"e": forecasts.naive_error(r, "naive_bandwidth")} for r in rows], "e")
+
+
+def test_the_backtest_never_reads_the_candidates_figures():
+    records = published.guide_reference_records()
+    runs = forecasts._runs(records)
+    without = forecasts._runs([r for r in records if not str(r.get("run_id")).startswith("guide-b200")])
+    for base_id, cand_id in forecasts.PAIRS:
+        assert forecasts.forecast_run(without[base_id], "B200 SXM") == forecasts.forecast_run(runs[base_id], "B200 SXM")
+    # and the candidate's figures alone change nothing either: doubled, the forecasts stay
+    doubled = [{**r, "tflops_per_gpu": 2 * r["tflops_per_gpu"]} if r.get("run_id") == "guide-b200-sweep"
+               and r["kind"] == "summary" else r for r in records]
+    assert [r["forecast"] for r in forecasts.backtest(doubled)] == [r["forecast"] for r in forecasts.backtest(records)]
+
+
+def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
+    # a measured one-GPU H200 sweep of four lengths, the same model the guide ran
+    log = tmp_path / "h200.jsonl"
+    header = {"kind": "header", "schema": 1, "script": "benchmark.py", "run_id": "r1", "time": 1.0,
+              "hardware": {"gpu_name": "NVIDIA H200", "gpu_count": 1, "hbm_gib": 141},
+              "config": {"MODEL": "llama-3.1-8b", "NUM_LAYERS": 8, "ZERO_STAGE": 2, "world_size": 1},
+              "attn_backend": "fa4", "num_layers": 8}
+    lines = [header]
+    for n, step_ms, share in ((8192, 300.0, 0.1), (16384, 650.0, 0.18), (32768, 1500.0, 0.3), (65536, 3800.0, 0.46)):
+        lines.append({"kind": "summary", "schema": 1, "script": "benchmark.py", "run_id": "r1", "seq_len": n,
+                      "step_ms": step_ms, "tflops_per_gpu": 100.0 * n / step_ms, "model_tflop_per_step": n / 10,
+                      "attn_flop_share": share, "peak_mem_gib": 40 + n / 1024, "batch_size": 1})
+    log.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = tmp_path / "report"
+    assert plot_results.main([str(log), "--forecast", "b200", "--backtest", "--price", "H200=3.50",
+                              "--price", "B200=7.00", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("# Backtest") and "Median absolute error: forecast" in printed
+    assert "forecast from H200 SXM" in printed and "not measured" in printed
+    with open(out / "backtest.csv", newline="") as f:
+        assert tuple(csv.DictReader(f).fieldnames) == forecasts.BACKTEST_COLUMNS
+    page = (out / "report.md").read_text()
+    assert page.index("## Forecasts (not measured)") < page.index("**No comparison**")
+    assert "split fitted to its own sweep (4 lengths)" in page
+    with open(out / "points.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    fc = [r for r in rows if r["source"] == "forecast"]
+    assert [r["seq_len"] for r in fc] == ["8192", "16384", "32768", "65536"] and {r["gpu"] for r in fc} == {"B200 SXM"}
+    assert all(r["provenance"] == "forecast" for r in fc)
+    assert len(rows) - len(fc) == 4  # the measured points stay as they were
+
+
+def test_an_unknown_forecast_gpu_is_one_line_and_exit_2(capsys):
+    code = faults.run_main(lambda: plot_results.main(["--backtest", "--forecast", "B900"]))
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--forecast 'B900'" in err and "B200 SXM" in err

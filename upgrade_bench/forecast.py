@@ -1,0 +1,189 @@
+"""Forecast a GPU you do not have from a step measured on the one you have.
+
+The model is the guide's analysis of its H200 -> B200 pair, made a formula: a training step
+is the sum of parts, each bounded by one thing the candidate does faster (or not), and each
+part scales by the candidate/baseline ratio of what bounds it:
+
+- attention kernels: the isolated-attention ratio (measured on both GPUs, else published,
+  else anywhere between the HBM-bandwidth and the peak ratio);
+- GEMMs: the MAMF ratio (Maximum Achievable Matmul FLOPS, the GPU table's published figures);
+- other kernels (norms, elementwise, the optimizer on the GPU, MoE routing): HBM bandwidth;
+- a part with GEMMs and other kernels together (a decomposition that does not split them, or
+  a sweep's dense FLOPs): bandwidth-bound at micro-batch 1, the guide's reading of its own
+  decomposition, with the MAMF ratio as the range's fast end;
+- exposed communication: the interconnect (NVLink) bandwidth ratio;
+- host and idle time (CPU-offloaded Adam, data loading, launch gaps): unchanged, the host
+  assumed the same.
+
+A step without a decomposition is split by its own sweep: T(n) = a*A(n) + d*D(n) + h over
+the lengths n it ran, with A and D the attention and dense TFLOP of a step (the FLOP count),
+a least-squares fit of the baseline alone. Nothing is fitted to a candidate's figures. Every
+ratio carries a range (low, high); a forecast step time's range takes the slow end of every
+ratio and the fast end of every ratio, then widens by the backtest's own error.
+"""
+import math
+from dataclasses import dataclass
+
+from .gpus import GPUSpec
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """How much faster the candidate runs one kind of work: mid, and the range (low, high)."""
+    mid: float
+    low: float
+    high: float
+    source: str
+
+    @staticmethod
+    def exact(value: float, source: str) -> "Ratio":
+        return Ratio(value, value, value, source)
+
+
+UNCHANGED = Ratio.exact(1.0, "host time: the same host assumed")
+
+
+def between(low: float, high: float, source: str) -> Ratio:
+    """A ratio known only to lie between two bounds: the geometric middle, the bounds as range."""
+    low, high = min(low, high), max(low, high)
+    return Ratio(math.sqrt(low * high), low, high, source)
+
+
+def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
+    """{bound: Ratio} from the GPU table alone: peak, HBM bandwidth, MAMF, interconnect."""
+    peak = cand.bf16 / base.bf16
+    hbm = cand.hbm_tbps / base.hbm_tbps
+    out = {"peak": Ratio.exact(peak, f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
+           "hbm": Ratio.exact(hbm, f"HBM {cand.hbm_tbps:g} / {base.hbm_tbps:g} TB/s (datasheets)")}
+    if cand.mamf_bf16 and base.mamf_bf16:
+        # GEMMs of micro-batch 1 run below MAMF, partly bandwidth-bound: as slow as the HBM ratio
+        mamf = cand.mamf_bf16 / base.mamf_bf16
+        out["gemm"] = Ratio(mamf, min(hbm, mamf), mamf, f"MAMF {cand.mamf_bf16:g} / {base.mamf_bf16:g} "
+                            f"TFLOPS (published), down to the HBM ratio")
+    else:  # no published MAMF: the peak ratio, as far down as the HBM ratio
+        out["gemm"] = between(hbm, peak, "MAMF unpublished: between the HBM and peak ratios")
+    if cand.link_gbps and base.link_gbps:
+        out["comm"] = Ratio.exact(cand.link_gbps / base.link_gbps,
+                                  f"NVLink {cand.link_gbps:g} / {base.link_gbps:g} GB/s (datasheets)")
+    else:
+        out["comm"] = between(1.0, hbm, "interconnect unknown: between unchanged and the HBM ratio")
+    out["dense"] = Ratio(hbm, hbm, out["gemm"].high,
+                         "GEMMs and other kernels together: HBM-bound at micro-batch 1, up to MAMF")
+    out["other"] = out["hbm"]
+    out["host"] = UNCHANGED
+    out["fixed"] = Ratio(1.0, 1.0, out["comm"].high, "host time and exposed communication: unchanged, "
+                         "up to the interconnect ratio")
+    return out
+
+
+def attention_ratio(hw: dict, measured: float | None = None, published: float | None = None,
+                    source: str = "") -> Ratio:
+    """The attention kernels' ratio: measured on both GPUs, else published, else between the
+    HBM and the peak ratio (attention is compute-bound at long context, less at short)."""
+    if measured:
+        return Ratio.exact(measured, source or "isolated attention, measured on both")
+    if published:
+        return Ratio.exact(published, source or "isolated attention, published")
+    return between(hw["hbm"].mid, hw["peak"].mid, "attention unmeasured: between the HBM and peak ratios")
+
+
+def fit_split(points: list) -> tuple[float, float, float] | None:
+    """(ms per attention TFLOP, ms per dense TFLOP, host ms) of T = a*A + d*D + h by least
+    squares over [(attention TFLOP, dense TFLOP, step ms)], relative errors weighted equally;
+    None with fewer than 3 points or when the parts cannot be told apart (a non-positive
+    coefficient: the lengths are too close, or the steps too noisy)."""
+    if len(points) < 3:
+        return None
+    rows = [(a / t, d / t, 1.0 / t, 1.0) for a, d, t in points]  # each equation over its T
+    # normal equations, 3x3, solved by Cramer's rule (no numpy in the report's imports)
+    m = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    v = [sum(r[i] * r[3] for r in rows) for i in range(3)]
+    det = _det3(m)
+    if abs(det) < 1e-300:
+        return None
+    coef = []
+    for k in range(3):
+        mk = [[v[i] if j == k else m[i][j] for j in range(3)] for i in range(3)]
+        coef.append(_det3(mk) / det)
+    a, d, h = coef
+    if a <= 0 or d <= 0 or h < 0:
+        return None
+    return a, d, h
+
+
+def _det3(m) -> float:
+    return (m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]))
+
+
+@dataclass(frozen=True)
+class Forecast:
+    step_ms: float
+    step_ms_fast: float  # every ratio at its high end, widened by the backtest error
+    step_ms_slow: float
+    parts_ms: dict       # the baseline's parts, {bound: ms}
+    how: str             # where the split came from
+
+
+def scale(parts_ms: dict, ratios: dict, widen: float = 0.0, how: str = "") -> Forecast:
+    """The candidate's step from the baseline's {bound: ms} and {bound: Ratio}: each part over
+    its ratio; the range from the ratios' ends, then `widen` (a relative error) either way."""
+    mid = sum(ms / ratios[b].mid for b, ms in parts_ms.items())
+    fast = sum(ms / ratios[b].high for b, ms in parts_ms.items())
+    slow = sum(ms / ratios[b].low for b, ms in parts_ms.items())
+    return Forecast(mid, fast * (1 - widen), slow * (1 + widen), dict(parts_ms), how)
+
+
+def sweep_parts(split: tuple, attention_tflop: float, dense_tflop: float, sharded: bool = False) -> dict:
+    """{bound: ms} of one length from a fit_split: attention, dense, and the part that does not
+    grow with length: host work, and on several GPUs also the exposed communication of the
+    parameters and gradients (ZeRO), which no sweep can tell apart from host work."""
+    a, d, h = split
+    return {"attention": a * attention_tflop, "dense": d * dense_tflop, ("fixed" if sharded else "host"): h}
+
+
+def decomposition_parts(dec: dict) -> dict:
+    """{bound: ms} of a decomposition record: its kernel buckets on one clock; the wall time
+    beyond the kernels (host work, launch gaps) as host. A decomposition that only splits
+    attention from everything else (the guide's) has a `dense` rest."""
+    buckets = dec.get("buckets") or {}
+    parts = {}
+    for name, bound in (("attention", "attention"), ("gemm", "gemm"), ("other", "other"),
+                        ("linear_mixer", "other"), ("comm", "comm")):
+        ms = (buckets.get(name) or {}).get("ms")
+        if ms:
+            parts[bound] = parts.get(bound, 0.0) + ms
+    if set(parts) <= {"attention"}:
+        rest = (dec.get("everything_else") or {}).get("ms")
+        if rest:
+            parts["dense"] = rest
+    kernel_ms = sum(parts.values())
+    wall = dec.get("wall_step_ms")
+    if wall and wall > kernel_ms:
+        parts["host"] = wall - kernel_ms
+    return parts
+
+
+def nearest_parts(parts_at: dict, shares_at: dict, seq_len: int, step_ms: float,
+                  attention_tflop: float, dense_tflop: float) -> tuple[dict, str] | None:
+    """{bound: ms} at `seq_len` from the decomposition at the nearest length: attention by the
+    attention FLOPs, the dense parts by the dense FLOPs, host as it was, then all rescaled to
+    the measured step. `shares_at`: {length: (attention TFLOP, dense TFLOP)} of the lengths
+    with a decomposition."""
+    if not parts_at:
+        return None
+    m = min(parts_at, key=lambda n: (abs(math.log(n / seq_len)), n))
+    a_m, d_m = shares_at[m]
+    provisional = {}
+    for bound, ms in parts_at[m].items():
+        if bound == "attention":
+            provisional[bound] = ms * attention_tflop / a_m if a_m else ms
+        elif bound == "host":
+            provisional[bound] = ms
+        else:
+            provisional[bound] = ms * dense_tflop / d_m if d_m else ms
+    total = sum(provisional.values())
+    how = "its decomposition" if m == seq_len else \
+        f"the decomposition at {m} tokens, scaled by the FLOP count"
+    return {b: ms * step_ms / total for b, ms in provisional.items()}, how
