@@ -367,7 +367,20 @@ def test_ignored_keys_and_a_world_size_difference_are_named_in_the_verdict():
     assert block.splitlines()[0] == ("## 1. B200 SXM vs H200 SXM: measured vs guide's published - ignored: "
                                      "world_size 2 vs 8; WARMUP_STEPS 1 vs 2")
     assert "> **Not like for like** (world_size 2 vs 8): TFLOPS per GPU is not comparable" in block
-    assert "cheaper (" in block and block.count("(not like for like)") == 2  # 8K and 128K
+    # no call and no speedup headline, anywhere in the block: the table says why per length
+    assert not any(w in block for w in ("% cheaper (", "% dearer (", "cheaper per token at", "dearer per token at"))
+    assert block.count("no call: not like for like") == 2  # 8K and 128K
+    assert "so this pair gets no verdict: no cheaper or dearer call and no speedup headline." in block
+
+
+def test_a_speedup_above_the_peak_ratio_is_named_a_configuration_difference():
+    recs = guide_with_a_measured_h200(config={"world_size": 2, "WARMUP_STEPS": 1})
+    c = analysis_of(recs, ignore=("world_size", "WARMUP_STEPS"), prices={"H200": 3.5, "B200": 7.0}).comparisons[0]
+    slow = next(r for r in c.rows if r.speedup)
+    slow.speedup = c.peak_ratio * 1.05  # as a 2-GPU H200 over the guide's 8-GPU B200 read at 8K
+    assert (f"Its TFLOPS ratio reaches {slow.speedup:.2f}x at {series.seq_label(slow.seq_len)}, above the "
+            f"{c.peak_ratio:.2f}x peak ratio of the two GPUs: a configuration difference, not hardware."
+            in markdown.headline(c))
 
 
 def test_duplicate_records_are_counted_once(tmp_path):
@@ -746,10 +759,12 @@ def test_a_verdict_that_is_not_like_for_like_says_so_before_it_speaks():
     a = analysis_of(recs, ignore=("world_size", "WARMUP_STEPS"), prices={"H200": 3.5, "B200": 7.0})
     upgrade, health = a.comparisons[:2]
     assert markdown.headline(upgrade).startswith(
-        "**Not like for like** (world_size 2 vs 8): TFLOPS per GPU and $/token are not comparable, so what "
-        "follows is no verdict. At these prices B200 SXM is dearer per token at 8K; cheaper per token at 128K")
+        "**Not like for like** (world_size 2 vs 8): TFLOPS per GPU and $/token are not comparable, so this "
+        "pair gets no verdict: no cheaper or dearer call and no speedup headline.")
+    assert "per token at" not in markdown.headline(upgrade)
     assert markdown.headline(health).startswith("**Not like for like** (world_size 8 vs 2): ")
-    assert markdown.speed_words(health, rows_of(health)[131072]).endswith(" (not like for like)")
+    assert "slower" not in markdown.headline(health)
+    assert markdown.speed_words(health, rows_of(health)[131072]) == "no call: not like for like"
     like = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5, "B200": 7.0}).comparisons[0]
     assert markdown.headline(like).startswith("At these prices B200 SXM is")
 

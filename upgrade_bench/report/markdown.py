@@ -102,8 +102,9 @@ def cost_words(c: Comparison, row) -> str:
         return f"**{row.missing}**"
     if row.cost is None:
         return "no throughput recorded" if c.prices else f"no price ({price_flags(c)})"
-    text = _call_words(row.cost, row, ("cheaper", "same $/token", "dearer"))
-    return text + (" (not like for like)" if c.unlike else "")
+    if c.unlike:
+        return "no call: not like for like"
+    return _call_words(row.cost, row, ("cheaper", "same $/token", "dearer"))
 
 
 def speed_words(c: Comparison, row) -> str:
@@ -112,8 +113,9 @@ def speed_words(c: Comparison, row) -> str:
         return f"**{row.missing}**"
     if row.speed is None:
         return "no TFLOPS recorded"
-    text = _call_words(row.speed, row, ("slower than published", "as published", "faster than published"))
-    return text + (" (not like for like)" if c.unlike else "")
+    if c.unlike:
+        return "no call: not like for like"
+    return _call_words(row.speed, row, ("slower than published", "as published", "faster than published"))
 
 
 def price_flags(c: Comparison) -> str:
@@ -153,9 +155,16 @@ def _with_range(value, value_range, kind: str = "x") -> str:
 def headline(c: Comparison) -> str:
     """One sentence: where the candidate is cheaper / the same / dearer, and how much faster;
     first, where the two series do different work per GPU, that this is no verdict."""
-    caveat = (f"**Not like for like** ({unlike_words(c)}): TFLOPS per GPU and $/token are not comparable, "
-              "so what follows is no verdict. ") if c.unlike else ""
-    return caveat + _findings(c)
+    if not c.unlike:
+        return _findings(c)
+    text = (f"**Not like for like** ({unlike_words(c)}): TFLOPS per GPU and $/token are not comparable, "
+            f"so this pair gets no verdict: no cheaper or dearer call and no speedup headline.")
+    above = [r for r in c.rows if r.speedup and c.peak_ratio and r.speedup > c.peak_ratio]
+    if above:
+        top = max(above, key=lambda r: r.speedup)
+        text += (f" Its TFLOPS ratio reaches {fmt(top.speedup, 'x')} at {seq_label(top.seq_len)}, above the "
+                 f"{fmt(c.peak_ratio, 'x')} peak ratio of the two GPUs: a configuration difference, not hardware.")
+    return text + _one_sided(c)
 
 
 def _findings(c: Comparison) -> str:
