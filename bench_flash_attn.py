@@ -62,7 +62,7 @@ VARS = [
     settings.Var("TIME_MS", "float", 500.0, "timed calls fill at least this many ms: a sustained "
                  "window, not a burst", min=0),
     settings.Var("PEAK_TFLOPS", "float", 0.0, "dense peak TFLOPS of DTYPE for the mfu field "
-                 "(0 = from the GPU table)", min=0),
+                 "(0 = from the GPU table)", min=1, max=1e6, zero_means_unset=True),
     settings.Var("SEED", "int", 0, "random seed of the inputs", min=0, max=settings.SEED_MAX),
     settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),

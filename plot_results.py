@@ -34,12 +34,13 @@ software stacks differ. Malformed lines and records are skipped and counted.
 """
 import argparse
 import csv
+import io
 import json
 import math
 import os
 import sys
 
-from upgrade_bench import gpus, records
+from upgrade_bench import gpus, records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
 from upgrade_bench.report import comparisons, export, forecasts, inputs, markdown, published, series
 
@@ -70,9 +71,18 @@ def parse_args(argv):
                    help="write the guide's published H200/B200 figures as JSONL to FILE "
                         "(then exit, unless inputs are given too)")
     args = p.parse_args(argv)
+    for flag, value in (("--out", args.out), ("--export", args.export), ("--baseline", args.baseline),
+                        ("--write-guide-reference", args.write_guide_reference)):
+        if value is not None and not value.strip():
+            p.error(f"{flag} '': expected a {'GPU name' if flag == '--baseline' else 'path'}")
     if not args.inputs and not args.write_guide_reference and not args.backtest:
         p.error("no input: give JSONL files, folders, globs or -")
     return args
+
+
+# A GPU-hour costs more than a tenth of a cent and less than ten thousand dollars: outside
+# that a price is a typo (1e308 printed a 309-digit price, 1e-320 "$0.00 per GPU-hour").
+MIN_USD_PER_GPU_HOUR, MAX_USD_PER_GPU_HOUR = 0.001, 10_000.0
 
 
 def parse_prices(specs) -> dict:
@@ -84,9 +94,9 @@ def parse_prices(specs) -> dict:
             usd = float(value)
         except ValueError:
             usd = math.nan
-        if not sep or not name.strip() or not (math.isfinite(usd) and usd > 0):
-            raise BadInput(f"--price {spec!r}: expected GPU=USD_PER_GPU_HOUR with a finite price "
-                             f"above 0, e.g. H200=3.50")
+        if not sep or not name.strip() or not (MIN_USD_PER_GPU_HOUR <= usd <= MAX_USD_PER_GPU_HOUR):
+            raise BadInput(f"--price {spec!r}: expected GPU=USD_PER_GPU_HOUR with a price from "
+                           f"{MIN_USD_PER_GPU_HOUR} to {MAX_USD_PER_GPU_HOUR:g} dollars, e.g. H200=3.50")
         gpu = series.gpu_identity({"hardware": {"gpu_name": name.strip()}})[0]  # 'h200' -> 'H200 SXM'
         if gpu.lower() in seen:
             raise BadInput(f"--price {seen[gpu.lower()]!r} and --price {spec!r} both price {gpu}; give one")
@@ -134,10 +144,11 @@ def write_backtest(folder: str | None) -> None:
     if folder:
         try:
             os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, "backtest.csv"), "w", encoding="utf-8", newline="") as f:
-                writer = csv.DictWriter(f, forecasts.BACKTEST_COLUMNS)
-                writer.writeheader()
-                writer.writerows(rows)
+            text = io.StringIO()
+            writer = csv.DictWriter(text, forecasts.BACKTEST_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+            staged.write_text(os.path.join(folder, "backtest.csv"), text.getvalue())
         except OSError as err:
             raise BadInput(f"--out {folder!r}: {err.strerror or err}") from None
         sys.stderr.write(f"wrote backtest.csv in {folder}\n")
@@ -151,9 +162,7 @@ def write_guide_reference(path: str) -> None:
         if problem:
             raise OSError(problem)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            for r in published.guide_reference_records():
-                f.write(json.dumps(r) + "\n")
+        staged.write_text(path, "".join(json.dumps(r) + "\n" for r in published.guide_reference_records()))
     except OSError as err:
         raise BadInput(f"--write-guide-reference {path!r}: {err.strerror or err}") from None
     sys.stderr.write(f"wrote the guide's published figures to {path}\n")
@@ -175,16 +184,20 @@ def write_outputs(analysis, args, paths, tally) -> list:
     for flag, folder in (("--out", args.out), ("--export", args.export)):
         if not folder:
             continue
+        stage = staged.Staged()  # the folder's files replace the earlier ones together, or none does
         try:
             os.makedirs(folder, exist_ok=True)
-            names = export.write(analysis, folder)
+            names = export.write(analysis, folder, stage.open)
             if flag == "--out":
-                pngs = figures.write_all(analysis, folder)
-                with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
+                pngs = figures.write_all(analysis, folder, stage.open)
+                with stage.open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
                     f.write(markdown.render(analysis, pngs, paths, tally))
                 names = ["report.md"] + pngs + names
+            stage.commit()
         except OSError as err:
-            raise BadInput(f"{flag} {folder!r}: {err.strerror or err}") from None
+            stage.discard()
+            raise BadInput(f"{flag} {folder!r}: {err.strerror or err}; the files already there are "
+                           f"untouched") from None
         written.append(f"{', '.join(names)} in {folder}")
     return written
 

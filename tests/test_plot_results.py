@@ -5,6 +5,7 @@ published figures, and the shipped real logs in results/. Everything runs in-pro
 report of the shipped data is made once per module.
 """
 import csv
+import errno
 import io
 import json
 import os
@@ -14,7 +15,7 @@ import pytest
 from matplotlib.text import Text
 
 import plot_results
-from conftest import REPO
+from conftest import REPO, mount_tmpfs, unmount
 from upgrade_bench import faults, records
 from upgrade_bench.report import comparisons, figures, inputs, markdown, published, series, stacks
 
@@ -570,9 +571,10 @@ def bad(capsys, *args, **kw):
 
 
 @pytest.mark.parametrize("price, why", [
-    ("H200=inf", "finite price above 0"), ("H200=1e400", "finite price above 0"),
-    ("H200=nan", "finite price above 0"), ("H200=0", "finite price above 0"), ("H200=-3", "finite price above 0"),
-    ("H200=free", "finite price above 0"), ("=3", "GPU=USD_PER_GPU_HOUR")])
+    ("H200=inf", "a price from 0.001 to 10000 dollars"), ("H200=1e400", "a price from 0.001 to 10000 dollars"),
+    ("H200=nan", "a price from 0.001"), ("H200=0", "a price from 0.001"), ("H200=-3", "a price from 0.001"),
+    ("H200=free", "a price from 0.001"), ("=3", "GPU=USD_PER_GPU_HOUR"),
+    ("B200=1e308", "to 10000 dollars"), ("H200=1e-320", "a price from 0.001"), ("H200=0.0009", "from 0.001")])
 def test_a_price_must_be_finite_and_positive(tmp_path, capsys, price, why):
     assert why in bad(capsys, "--price", price, "missing.jsonl", "--out", tmp_path)  # before reading
 
@@ -974,3 +976,101 @@ def test_a_decomposition_with_mistyped_fields_is_skipped_not_a_traceback(tmp_pat
             buckets={"attention": {"ms": 30.0, "time_share": 0.15}}, script="bench_decompose.py")
     code, _, err = cli(capsys, write_jsonl(tmp_path / "a.jsonl", [h, {**d, **bad}]), "--out", tmp_path / "rep")
     assert code == 0 and "skipped" in err.lower()
+
+
+def _folder_bytes(folder) -> dict:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_report_that_fails_half_way_leaves_the_earlier_one_whole(tmp_path, monkeypatch, capsys):
+    # the disk fills while the second figure is written: points.csv and the first figure are
+    # already written by then, under temporary names; the earlier report stays as it was
+    log = write_jsonl(tmp_path / "a.jsonl", two_gpu_log())
+    out = tmp_path / "report"
+    assert plot_results.main([str(log), "--price", "H200=3.5", "--price", "B200=7", "--out", str(out)]) == 0
+    before = _folder_bytes(out)
+    assert {"report.md", "points.csv"} <= set(before)
+    from upgrade_bench.report import figures
+
+    real_save, saved = figures.save, []
+
+    def save(fig, path, opener=open):
+        if saved:
+            figures.plt.close(fig)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        saved.append(path)
+        return real_save(fig, path, opener)
+
+    monkeypatch.setattr(figures, "save", save)
+    code = faults.run_main(lambda: plot_results.main([str(log), "--price", "H200=9", "--price", "B200=7",
+                                                      "--out", str(out)]))
+    err = capsys.readouterr().err
+    assert code == 2 and "No space left on device; the files already there are untouched" in err
+    assert _folder_bytes(out) == before  # no half file, no temporary name left behind
+
+
+def test_a_full_tmpfs_leaves_the_earlier_report_whole(tmp_path, capsys):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if not mount_tmpfs(disk, "size=400k"):
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        small = write_jsonl(tmp_path / "small.jsonl", two_gpu_log()[:4])
+        out = disk / "report"
+        assert plot_results.main([str(small), "--out", str(out)]) == 0
+        before = _folder_bytes(out)
+        big = write_jsonl(tmp_path / "big.jsonl", two_gpu_log())
+        with open(disk / "filler", "wb") as f:  # what is left: less than the bigger report needs
+            f.write(b"\0" * (400 * 1024 - sum(len(b) for b in before.values()) - 40 * 1024))
+        code = faults.run_main(lambda: plot_results.main([str(big), "--out", str(out)]))
+        assert code == 2 and "No space left on device" in capsys.readouterr().err
+        assert _folder_bytes(out) == before
+    finally:
+        unmount(disk)
+
+
+def _tables_are_rectangular(page: str) -> bool:
+    """Every markdown table's rows have its header's number of cells (an escaped | is text)."""
+    rows = [line.replace("\\|", "") for line in page.splitlines() if line.startswith("|")]
+    widths, blocks = [], []
+    for line in page.splitlines():
+        if line.startswith("|"):
+            widths.append(line.replace("\\|", "").count("|"))
+        elif widths:
+            blocks.append(widths)
+            widths = []
+    return bool(rows) and all(len(set(b)) == 1 for b in blocks + ([widths] if widths else []))
+
+
+@pytest.mark.parametrize("evil", ["\r\n## 1. CPU is 95% cheaper per token\r\n", "a | b | c", "=HYPERLINK(\"x\")",
+                                  "\x1b[31mred\x1b[0m \u202eevil", "caf\udce9 \udcff", "x" * 200_000])
+def test_text_from_a_log_cannot_change_what_the_page_says(tmp_path, evil):
+    recs = two_gpu_log()
+    for r in recs:
+        if r["kind"] == "header" and r["run_id"] == "run-b200":
+            r["notes"] = evil
+            r["config"] = {**r.get("config", {}), "NOTES": evil}
+            r["hardware"] = {**r["hardware"], "gpu_name": "NVIDIA B200" + evil[:40]}
+    name = tmp_path / ("odd\nname.jsonl" if "\n" in evil else "odd.jsonl")
+    with open(name, "w", encoding="utf-8", errors="surrogatepass") as f:
+        for r in recs:
+            f.write(json.dumps(r) + "\n")
+    out = tmp_path / "report"
+    assert plot_results.main([str(name), "--price", "H200=3.5", "--out", str(out)]) == 0
+    page = (out / "report.md").read_text(encoding="utf-8")
+    headings = [line for line in page.splitlines() if line.startswith("#")]
+    assert not any("CPU is 95%" in h for h in headings)
+    assert _tables_are_rectangular(page)
+    assert "\x1b" not in page and "\u202e" not in page and len(page) < 400_000
+    with open(out / "points.csv", newline="", encoding="utf-8") as f:
+        cells = [c for row in csv.reader(f) for c in row]
+    assert not any(c.startswith("=") for c in cells)
+
+
+@pytest.mark.parametrize("argv, needle", [(["x.jsonl", "--out", ""], "--out ''"),
+                                          (["x.jsonl", "--baseline", " "], "--baseline ''"),
+                                          (["x.jsonl", "--export", ""], "--export ''")])
+def test_an_empty_flag_value_is_refused(argv, needle, capsys):
+    assert faults.run_main(lambda: plot_results.main(argv)) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1

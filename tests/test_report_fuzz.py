@@ -59,7 +59,7 @@ def test_broken_logs_exit_0_or_2_and_print_no_non_finite_number(tmp_path, capsys
     outcomes = []
     for run in range(RUNS):
         if run >= RUNS_WITH_FIGURES:
-            monkeypatch.setattr(figures, "write_all", lambda a, out_dir: [])
+            monkeypatch.setattr(figures, "write_all", lambda a, out_dir, opener=open: [])
         log = tmp_path / f"{run}.jsonl"
         log.write_text(broken_log(rng), encoding="utf-8")
         out = tmp_path / f"out{run}"

@@ -22,7 +22,7 @@ def test_defaults_are_the_guides_long_context_config():
 
 
 def test_values_are_typed():
-    s = parse(SEQ_LEN="8192, 32768", ZERO_STAGE="2", OFFLOAD_OPTIMIZER="off", GRAD_CHECKPOINT="yes")
+    s = parse(SEQ_LEN="8192, 32768", ZERO_STAGE="2", OFFLOAD_OPTIMIZER="0", GRAD_CHECKPOINT=" 1 ")
     assert s["SEQ_LEN"] == [8192, 32768] and s["ZERO_STAGE"] == 2
     assert s["OFFLOAD_OPTIMIZER"] is False and s["GRAD_CHECKPOINT"] is True
 
@@ -34,9 +34,16 @@ def test_values_are_typed():
     ("STEPS", "0", ">= 1"),
     ("ATTN_BACKEND", "fa5", "auto|fa3|fa4|fa2|sdpa|eager"),
     ("OFFLOAD_OPTIMIZER", "maybe", "0 or 1"),
+    ("GRAD_CHECKPOINT", "yes", "0 or 1"),  # --help and the README name 0 or 1: nothing else is guessed
+    ("OFFLOAD_OPTIMIZER", "on", "0 or 1"),
+    ("GRAD_CHECKPOINT", "true", "0 or 1"),
     ("PEAK_TFLOPS", "nan", "a finite number"),
-    ("PEAK_TFLOPS", "inf", "a finite number >= 0"),
-    ("PEAK_TFLOPS", "1e400", "a finite number >= 0"),  # float() makes it inf
+    ("PEAK_TFLOPS", "inf", "0 or a finite number >= 1"),
+    ("PEAK_TFLOPS", "1e400", "0 or a finite number >= 1"),  # float() makes it inf
+    ("PEAK_TFLOPS", "1e-300", "0 or a finite number >= 1"),  # an MFU of 1e295 otherwise
+    ("PEAK_TFLOPS", "-5", "0 or a finite number >= 1"),
+    ("WARMUP_STEPS", "1000000000000000000000000000000", "<= 10000"),  # would run until killed
+    ("STEPS", "10001", "<= 10000"),
     ("SEED", "18446744073709551616", "<= 9223372036854775807"),  # past torch's 64-bit seeds
 ])
 def test_bad_values_name_variable_value_and_allowed(name, value, allowed):
@@ -135,3 +142,15 @@ def test_help_into_a_closed_pipe_prints_no_traceback_and_exits_0():
                           stderr=subprocess.PIPE, text=True, env=script_env({}), timeout=120)
     os.close(write_end)
     assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_invalid_utf8_in_a_text_setting_becomes_valid_text():
+    # NOTES=$'caf\xe9 \xff' reaches Python as lone surrogates; a record must be encodable
+    raw = b"caf\xe9 \xff".decode("utf-8", "surrogateescape")
+    notes = parse(NOTES=raw)["NOTES"]
+    assert notes == "caf\ufffd \ufffd" and notes.encode("utf-8")
+
+
+def test_a_peak_of_minus_zero_is_the_unset_zero():
+    value = parse(PEAK_TFLOPS="-0")["PEAK_TFLOPS"]
+    assert value == 0.0 and str(value) == "0.0"

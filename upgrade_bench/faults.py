@@ -12,12 +12,18 @@ on stderr and the exit code. A script with flags parses them with Parser, whose 
 errors are BadInput too.
 """
 import argparse
+import signal
 import sys
 
 EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
 EXIT_OOM = 3
 EXIT_WRITE_FAILED = 4
+
+
+def exit_for_signal(signum: int = signal.SIGINT) -> int:
+    """128 + the signal, as a shell reports a process the signal stopped (Ctrl-C: 130)."""
+    return 128 + signum
 
 
 class BadInput(ValueError):

@@ -8,6 +8,8 @@ is done: a process group's teardown, the summary of an interrupted run.
 import signal
 from contextlib import contextmanager
 
+from . import faults
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -37,7 +39,7 @@ class Signals:
 
     def exit_code(self) -> int:
         """128 + the signal, as a shell reports it; Ctrl-C (130) if none came through us."""
-        return 128 + (self.received or signal.SIGINT)
+        return faults.exit_for_signal(self.received or signal.SIGINT)
 
     def _handle(self, signum, frame):
         self.received = signum

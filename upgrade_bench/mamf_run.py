@@ -222,4 +222,4 @@ class Run:
             self.signals.restore()
         if interrupted:
             return self.signals.exit_code()
-        return 0 if probed else 1
+        return 0 if probed else faults.EXIT_ERROR

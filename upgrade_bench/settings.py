@@ -17,8 +17,9 @@ from .architecture import FAMILIES
 from .model import PRESETS
 from .records import output_problem
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+# Exactly what --help and the README name ("0 or 1"): a "yes" or "on" is refused, not guessed.
+_TRUE = {"1"}
+_FALSE = {"0"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Var:
     choices: tuple = ()
     min: float | None = None
     max: float | None = None
+    zero_means_unset: bool = False  # 0 (the default: "from the table") is taken below `min` too
 
     def allowed(self) -> str:
         if self.kind == "bool":
@@ -42,7 +44,8 @@ class Var:
             bound = (lambda x: f"{x:g}") if self.kind == "float" else (lambda x: str(int(x)))
             lo = "" if self.min is None else f" >= {bound(self.min)}"
             hi = "" if self.max is None else f" <= {bound(self.max)}"
-            return what + (f"{lo} and{hi}" if lo and hi else lo or hi)
+            text = what + (f"{lo} and{hi}" if lo and hi else lo or hi)
+            return f"0 or {text}" if self.zero_means_unset else text
         return "text"
 
 
@@ -55,6 +58,8 @@ def _integer(text: str) -> int:
 
 
 def _check_range(var: Var, value: float, raw: str) -> None:
+    if var.zero_means_unset and value == 0:
+        return
     if (var.min is not None and value < var.min) or (var.max is not None and value > var.max):
         raise BadInput(f"{var.name}={raw!r}: expected {var.allowed()}")
 
@@ -78,7 +83,7 @@ def parse_value(var: Var, raw: str):
         if not math.isfinite(value):  # nan, inf, and 1e400, which float() makes inf
             raise bad
         _check_range(var, value, raw)
-        return value
+        return value + 0.0  # -0.0 is 0.0
     if var.kind == "bool":
         low = text.lower()
         if low in _TRUE:
@@ -103,7 +108,9 @@ def parse_value(var: Var, raw: str):
         return values
     if var.kind == "str_list":
         return text.replace(",", " ").split()
-    return raw
+    # Invalid UTF-8 in the environment arrives as lone surrogates (Python's surrogateescape):
+    # made valid here, as U+FFFD, so no record carries text that cannot be encoded.
+    return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def check_output(name: str, path: str) -> None:
@@ -188,8 +195,9 @@ TRAINING_VARS = [
         "process, sharing model and engine start-up (the peak memory of each after the first "
         "then depends on those before it: summary field earlier_points_in_process)", min=1),
     Var("BATCH_SIZE", "int", 1, "micro-batch size per GPU", min=1),
-    Var("STEPS", "int", 10, "timed steps per sequence length (after warm-up)", min=1),
-    Var("WARMUP_STEPS", "int", 2, "warm-up steps, excluded from the summary", min=0),
+    # A night holds thousands of steps, not 10**30: a typo must not run until killed.
+    Var("STEPS", "int", 10, "timed steps per sequence length (after warm-up)", min=1, max=10_000),
+    Var("WARMUP_STEPS", "int", 2, "warm-up steps, excluded from the summary", min=0, max=10_000),
     Var("ZERO_STAGE", "int", 3, "DeepSpeed ZeRO stage", min=0, max=3),
     Var("OFFLOAD_OPTIMIZER", "bool", True, "AdamW states and step on the CPU (DeepSpeed CPU Adam)"),
     Var("ZERO3_LEAF_MOE", "bool", True, "under ZeRO-3, gather each MoE block's experts at once "
@@ -201,8 +209,9 @@ TRAINING_VARS = [
         choices=("auto", *TRAINING)),
     Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "
         "inside each sequence (0 = one dense sequence; else at least 2)", min=0),
+    # At least 1: a peak of 1e-300 TFLOPS made an MFU of 1e295.
     Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",
-        min=0),
+        min=1, max=1e6, zero_means_unset=True),
     Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
     Var("SEED", "int", 0, "random seed for weights and tokens", min=0, max=SEED_MAX),
     OUTPUT,

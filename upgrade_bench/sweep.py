@@ -35,7 +35,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import header
+from . import faults, header
 from .child_process import PORT_ATTEMPTS, PORT_TAKEN, Log, ProcessResult, run_process
 from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED, BadInput, WriteFailed, run_main, stop
 from .interrupts import Signals, ignored
@@ -125,7 +125,7 @@ def classify_exit(code: int) -> tuple[str, str]:
         return "bad_input", "exit code 2: the benchmark rejected its configuration"
     if code == EXIT_WRITE_FAILED:
         return "write_failed", "exit code 4: the benchmark could not write its records (disk full?)"
-    if code in (-signal.SIGKILL, 128 + signal.SIGKILL, 256 - signal.SIGKILL):
+    if code in (-signal.SIGKILL, faults.exit_for_signal(signal.SIGKILL), 256 - signal.SIGKILL):
         return "exception", f"killed by SIGKILL (exit {code}): the host's OOM killer?"
     return "exception", f"exit code {code} without an error record"
 
@@ -262,7 +262,7 @@ def main(argv=None) -> int:
         s = load_settings(sys.argv[1:] if argv is None else argv, __doc__)
         return execute(s, claim_stdout())  # records (or DRY_RUN's commands) only: imports print too
     except KeyboardInterrupt:  # before the sweep's own handlers
-        return 128 + signal.SIGINT
+        return faults.exit_for_signal(signal.SIGINT)
 
 
 def execute(s: dict, stdout) -> int:
@@ -335,7 +335,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
     if stopped:
         return code
     crashed = [f for f in failures.values() if f["error"] != "oom"]
-    return 1 if crashed else 0
+    return faults.EXIT_ERROR if crashed else 0
 
 
 if __name__ == "__main__":

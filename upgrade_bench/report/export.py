@@ -14,6 +14,7 @@ import os
 
 from .comparisons import Analysis
 from .forecasts import FORECAST
+from .text import csv_cell
 from .verdict import tokens_per_s_per_gpu, usd_per_mtok
 
 LEADING = ("gpu", "gpu_name", "provenance", "source", "run_id", "series", "world_size", "gpu_count",
@@ -56,19 +57,20 @@ def rows(a: Analysis) -> list:
 
 
 def _cell(value):
-    return json.dumps(value) if isinstance(value, (list, dict)) else value
+    return csv_cell(json.dumps(value) if isinstance(value, (list, dict)) else value)
 
 
-def write(a: Analysis, folder: str) -> list:
-    """points.csv and points.jsonl in `folder`; returns their names."""
+def write(a: Analysis, folder: str, opener=open) -> list:
+    """points.csv and points.jsonl in `folder`, opened by `opener` (see figures.write_all);
+    returns their names."""
     table = rows(a)
     columns = list(LEADING) + sorted({k for row in table for k in row} - set(LEADING),
                                      key=lambda k: (not k.startswith("config."), k))
-    with open(os.path.join(folder, NAMES[0]), "w", encoding="utf-8", newline="") as f:
+    with opener(os.path.join(folder, NAMES[0]), "w", encoding="utf-8", newline="") as f:
         writer = csv.DictWriter(f, columns)
         writer.writeheader()
         writer.writerows({k: _cell(v) for k, v in row.items()} for row in table)
-    with open(os.path.join(folder, NAMES[1]), "w", encoding="utf-8") as f:
+    with opener(os.path.join(folder, NAMES[1]), "w", encoding="utf-8") as f:
         for row in table:
             f.write(json.dumps({k: row.get(k) for k in columns}) + "\n")
     return list(NAMES)

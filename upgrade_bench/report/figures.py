@@ -401,20 +401,24 @@ def draw_decomposition(a: Analysis):
     return fig
 
 
-def save(fig, path: str) -> str:
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+def save(fig, path: str, opener=open) -> str:
+    try:
+        with opener(path, "wb") as f:
+            fig.savefig(f, dpi=DPI, format="png")
+    finally:
+        plt.close(fig)
     return os.path.basename(path)
 
 
-def write_all(a: Analysis, out_dir: str) -> list:
-    """Every figure the records allow; returns the file names written (relative to out_dir)."""
+def write_all(a: Analysis, out_dir: str, opener=open) -> list:
+    """Every figure the records allow, each file opened by `opener` (staged.Staged.open keeps
+    them under temporary names until the whole report is written); returns their names."""
     written = []
     for c in a.comparisons:
-        written.append(save(draw_comparison(c, a), os.path.join(out_dir, f"comparison-{c.number}.png")))
+        written.append(save(draw_comparison(c, a), os.path.join(out_dir, f"comparison-{c.number}.png"), opener))
     for name, draw in (("upgrade.png", draw_overview), ("attention.png", draw_attention),
                        ("decomposition.png", draw_decomposition)):
         fig = draw(a)
         if fig is not None:
-            written.append(save(fig, os.path.join(out_dir, name)))
+            written.append(save(fig, os.path.join(out_dir, name), opener))
     return written

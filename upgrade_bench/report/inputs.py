@@ -23,6 +23,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from .. import records
+from . import text
 from ..faults import BadInput
 
 REFERENCE_FOLDER = "reference"
@@ -247,6 +248,7 @@ def read(paths, tally: Tally):
         try:
             with _stream(path) as stream:
                 for record in records.iter_records(_lines(stream, skipped), source, skipped):
+                    record = text.clean_record(record)
                     kind = record["kind"]
                     if kind not in FIELDS:
                         continue

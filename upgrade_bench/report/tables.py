@@ -1,6 +1,8 @@
 """How the report writes a number and a table: one home for every markdown writer."""
 import math
 
+from .text import md_cell
+
 
 def fmt(value, kind: str = "num") -> str:
     """A number as the report shows it; missing and non-finite values as '-'."""
@@ -22,6 +24,5 @@ def fmt(value, kind: str = "num") -> str:
 
 def md_table(headers: list, rows: list) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in row) + " |"
-              for row in rows]
+    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
