@@ -404,9 +404,9 @@ def test_guide_reference_records_are_labelled_and_reproduce_the_guide():
     headers = [r for r in recs if r["kind"] == "header"]
     assert {r["hardware"]["gpu_name"] for r in headers} == {"NVIDIA H200", "NVIDIA B200"}
     assert all("guide's published figures" in r["notes"] for r in headers)
-    # the header's note alone marks a run as published figures
+    # the `reference` field marks published figures; the notes' words alone do not
     unmarked = [{k: v for k, v in r.items() if k != "reference"} for r in recs]
-    assert {s.reference for s in series.load(unmarked).series} == {"guide"}
+    assert {s.reference for s in series.load(unmarked).series} == {None}
     a = analysis_of(recs, prices={"H200": 3.5, "B200": 7.0})
     c = only(a)
     assert c.other.label == "B200 SXM fa4 (guide's published)"
@@ -1074,3 +1074,31 @@ def test_an_empty_flag_value_is_refused(argv, needle, capsys):
     assert faults.run_main(lambda: plot_results.main(argv)) == 2
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_provenance_comes_from_the_reference_field_never_from_words():
+    recs = two_gpu_log()
+    for r in recs:
+        if r["kind"] == "header" and r["run_id"] == "run-b200":
+            r["notes"] = "set up like the guide's published run"
+    a = analysis_of(recs, prices={"H200": 3.5, "B200": 7.0})
+    assert [c.sources for c in a.comparisons] == ["measured vs measured"]
+
+
+def test_records_join_the_header_of_their_own_file(tmp_path):
+    # b.jsonl: B200 records before their B200 header; a.jsonl: an H200 header of the same run id
+    h200 = header("shared", "NVIDIA H200")
+    b200 = header("shared", "NVIDIA B200", backend="fa4")
+    points = [summary("shared", 1024, 900.0, B200_PEAK, 20000.0, 48.8, (48.0, 50.0)),
+              summary("shared", 2048, 950.0, B200_PEAK, 19000.0, 108.4, (100.0, 110.0))]
+    a_path = write_jsonl(tmp_path / "a.jsonl", [h200, summary("shared", 1024, 400.0, H200_PEAK, 10000.0, 102.4,
+                                                              (100.0, 105.0))])
+    b_path = write_jsonl(tmp_path / "b.jsonl", points + [b200])
+    tally = inputs.Tally()
+    data = series.load(inputs.read([a_path, b_path], tally))
+    by_gpu = {s.gpu: sorted(s.points) for s in data.series}
+    assert by_gpu == {"H200 SXM": [1024], "B200 SXM": [1024, 2048]}
+    assert data.conflicts == {"shared": ["NVIDIA B200", "NVIDIA H200"]}
+    a = comparisons.analyse(data, None, {})
+    assert "Run id shared has headers of different GPUs (NVIDIA B200, NVIDIA H200)" in markdown.inputs_markdown(
+        a, [a_path, b_path], tally)

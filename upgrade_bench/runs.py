@@ -26,18 +26,38 @@ def run_identity(config: dict | None, ignore=()) -> tuple[dict, str]:
 def with_headers(records) -> list[tuple[dict, dict | None]]:
     """[(record, its run's header or None)] for every non-header record, in input order.
 
-    The header is the latest one of the run before the record, so sweeps that share a RUN_ID
-    still resolve; a record before any header of its run gets the run's first one.
+    A record's header is the latest one of its run before it in the same file (`log_file`),
+    so sweeps that share a RUN_ID still resolve; a record before any header of its run gets
+    the run's first one in that file. Only a file with no header of the run borrows one from
+    another file, and only when every file agrees on it (conflicting_runs lists the others):
+    a B200's records are never joined to an H200 header that happens to share the run_id.
     """
-    first = {}
+    first, anywhere = {}, {}
     for r in records:
         if r.get("kind") == "header":
-            first.setdefault(r.get("run_id"), r)
+            first.setdefault((r.get("log_file"), r.get("run_id")), r)
+            anywhere.setdefault(r.get("run_id"), {})[_gpu(r)] = r
     latest, out = {}, []
     for r in records:
+        key = (r.get("log_file"), r.get("run_id"))
         if r.get("kind") == "header":
-            latest[r.get("run_id")] = r
-        else:
-            run_id = r.get("run_id")
-            out.append((r, latest.get(run_id) or first.get(run_id)))
+            latest[key] = r
+            continue
+        header = latest.get(key) or first.get(key)
+        if header is None and len(anywhere.get(r.get("run_id"), {})) == 1:
+            header = next(iter(anywhere[r.get("run_id")].values()))
+        out.append((r, header))
     return out
+
+
+def _gpu(header: dict):
+    return str((header.get("hardware") or {}).get("gpu_name"))
+
+
+def conflicting_runs(records) -> dict:
+    """{run_id: sorted GPU names} of run ids whose headers name different GPUs."""
+    seen = {}
+    for r in records:
+        if r.get("kind") == "header":
+            seen.setdefault(r.get("run_id"), set()).add(_gpu(r))
+    return {run_id: sorted(names) for run_id, names in seen.items() if len(names) > 1}

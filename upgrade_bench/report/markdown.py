@@ -10,6 +10,7 @@ from .comparisons import ATTENTION_SHAPE, HEALTH, Analysis, Comparison
 from .forecasts import forecast_markdown
 from .series import GUIDE_LABEL, MEASURED, Series, _short, config_phrase, normalise_dtype, provenance, seq_label
 from .tables import fmt, md_table
+from .text import md_cell
 from .verdict import ABOVE, BELOW, UNDECIDED, WITHIN, Call
 from .workload import workload_markdown
 
@@ -471,6 +472,9 @@ def inputs_markdown(a: Analysis, inputs, tally) -> str:
             lines += [f"- {line}" for line in tally.skipped_lines()]
     if a.data.orphans:
         lines.append(f"{a.data.orphans} record(s) had no header (GPU unknown).")
+    for run_id, names in a.data.conflicts.items():
+        lines.append(f"Run id {md_cell(run_id)} has headers of different GPUs ({md_cell(', '.join(names))}): "
+                     f"each record was joined to the header of its own file, none to a guess.")
     if any(s.reference for s in a.data.series):
         lines.append(f"Series marked *({GUIDE_LABEL})* are the guide's published figures fed through "
                      "this pipeline (Machine Learning Engineering Open Book, insights/when-to-upgrade-gpus), "

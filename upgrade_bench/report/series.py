@@ -89,6 +89,7 @@ class Dataset:
     failures: list = field(default_factory=list)   # (series, error record) without a sequence length
     orphans: int = 0            # records whose run has no header
     also_in: dict = field(default_factory=dict)    # run_id -> other sources that repeat its records
+    conflicts: dict = field(default_factory=dict)  # run_id -> GPU names of headers that disagree
 
 
 def gpu_identity(header) -> tuple:
@@ -99,12 +100,13 @@ def gpu_identity(header) -> tuple:
 
 
 def reference_of(record: dict, header) -> str | None:
-    """'guide' (or another source) for published figures fed through the pipeline."""
+    """'guide' (or another source) for published figures fed through the pipeline: the
+    record's or its header's `reference` field, and nothing else (a measured run whose NOTES
+    say "set up like the guide's published run" is a measurement)."""
     for r in (record, header or {}):
         if r.get("reference"):
             return str(r["reference"])
-    notes = str((header or {}).get("notes") or "").lower()
-    return "guide" if "guide's published" in notes else None
+    return None
 
 
 def provenance(reference: str | None) -> str:
@@ -122,6 +124,7 @@ def median_record(records: list, key: str = "tflops_per_gpu") -> dict:
 def _compact(header: dict) -> dict:
     hardware = header.get("hardware") or {}
     return {**{k: header.get(k) for k in HEADER_FIELDS}, "kind": "header", "stack": stack_of(header),
+            "log_file": header.get("log_file"),
             "hardware": {k: hardware.get(k) for k in ("gpu_name", "gpu_count", "hbm_gib")}}
 
 
@@ -139,6 +142,7 @@ def load(records, ignore_config=(), also_in=None) -> Dataset:
     records = [_compact(r) if r["kind"] == "header" else r for r in records]
     for header in (r for r in records if r["kind"] == "header"):
         _gpu_entry(data.gpus, header)
+    data.conflicts = runs.conflicting_runs(records)
     series = {}
     for r, header in runs.with_headers(records):
         if header is None:  # its run's header is missing: a GPU name on the record will do
