@@ -506,3 +506,14 @@ def test_ctrl_c_in_the_teardown_after_the_last_point_is_no_interruption(tmp_path
                                        io.StringIO())
     assert result.status == status and len(result.summaries) == 1
     assert result.exit_code == -signal.SIGTERM  # the group was stopped, not waited for
+
+
+@pytest.mark.parametrize("name, ok", [("llama3", False), ("tiny", True), ("meta-llama/Llama-3.1-8B", True),
+                                      ("/no/such/folder", False), ("configs", False)])
+def test_model_is_resolved_before_any_process_starts(name, ok):
+    from upgrade_bench import model
+
+    problem = model.cheap_problem(name)
+    assert (problem is None) == ok
+    if not ok:
+        assert problem.startswith(f"MODEL={name!r}: not a preset (") and "tiny" in problem

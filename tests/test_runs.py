@@ -13,6 +13,9 @@ def test_identity_drops_what_does_not_change_the_workload():
     assert run_identity({**config, "WARMUP_STEPS": 0})[1] != key  # a capacity probe is not
     assert run_identity({**config, "WARMUP_STEPS": 0}, ignore=("WARMUP_STEPS",))[1] == \
         run_identity(config, ignore=("WARMUP_STEPS",))[1]
+    # how many warm-up steps, and how the backend was asked for, do not split a run
+    assert run_identity({**config, "WARMUP_STEPS": 1})[1] == key
+    assert run_identity({**config, "ATTN_BACKEND": "auto"})[1] == run_identity({**config, "ATTN_BACKEND": "fa3"})[1]
     assert run_identity(None) == ({}, "{}")
     assert {"SEED", "PEAK_TFLOPS", "STEPS"} <= NOT_IDENTITY
 
@@ -26,3 +29,13 @@ def test_records_join_the_latest_header_of_their_run_before_them():
     orphan = {"kind": "capacity", "run_id": "c"}
     joined = with_headers([h1, s1, early, h2, s2, hb, orphan])
     assert joined == [(s1, h1), (early, hb), (s2, h2), (orphan, None)]
+
+
+def test_resume_skips_a_point_only_of_the_same_resolved_backend():
+    from upgrade_bench.sweep_plan import done_summaries
+
+    config = {"MODEL": "m", "ATTN_BACKEND": "auto"}
+    header = {"kind": "header", "run_id": "a", "config": {**config, "ATTN_BACKEND": "fa3"}, "attn_backend": "fa3"}
+    point = {"kind": "summary", "run_id": "a", "seq_len": 8192}
+    assert done_summaries([header, point], config, [8192], "fa3") == {8192: point}
+    assert done_summaries([header, point], config, [8192], "fa4") == {}  # auto picks FA4 on this node

@@ -154,3 +154,16 @@ def test_invalid_utf8_in_a_text_setting_becomes_valid_text():
 def test_a_peak_of_minus_zero_is_the_unset_zero():
     value = parse(PEAK_TFLOPS="-0")["PEAK_TFLOPS"]
     assert value == 0.0 and str(value) == "0.0"
+
+
+def test_a_misspelt_variable_gets_a_warning_naming_the_real_one():
+    from upgrade_bench import sweep_plan
+
+    environ = {"SEQLEN": "8192", "PATH": "/bin", "HOME": "/root", "MODEL_DIR": "/m", "ZERO_STAGES": "2",
+               "SEQ_LEN": "64"}
+    sweep = settings.misspelt(sweep_plan.VARS + sweep_plan.PASSED, environ)
+    assert sweep == ["SEQLEN is not a setting of this script and is ignored: did you mean SEQLENS?",
+                     "SEQ_LEN is not a setting of this script and is ignored: did you mean SEQLENS?",
+                     "ZERO_STAGES is not a setting of this script and is ignored: did you mean ZERO_STAGE?"]
+    bench = settings.misspelt(settings.TRAINING_VARS, environ)
+    assert [w.split()[0] for w in bench] == ["SEQLEN", "ZERO_STAGES"]  # SEQ_LEN is its own

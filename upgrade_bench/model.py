@@ -34,6 +34,21 @@ def not_a_model(model: str) -> str:
     return f"MODEL={model!r}: not a preset ({', '.join(PRESETS)}), a local config folder or a cached hub id"
 
 
+def cheap_problem(model: str) -> str | None:
+    """Why MODEL cannot name a model, found without importing transformers (the sweep asks
+    before any process starts), or None when it may: a preset, a folder with a config.json,
+    or a hub id (an `org/name`, cached or not; the benchmark's own start says which)."""
+    if model in PRESETS:
+        return None
+    if os.path.exists(model):
+        return None if os.path.isfile(os.path.join(model, "config.json")) or os.path.isfile(model) else \
+            f"{not_a_model(model)} (no config.json in that folder)"
+    parts = model.split("/")
+    if len(parts) == 2 and all(parts) and not model.startswith((".", "~")):
+        return None
+    return not_a_model(model)
+
+
 def hub_unreachable(endpoint: str, timeout_s: float = HUB_PROBE_S) -> str | None:
     """Why the hub at `endpoint` (through the proxy the environment names, if any) cannot be
     reached now, or None: one TCP connection, instead of a download's retries."""

@@ -10,17 +10,26 @@ import json
 # Config keys that vary per process of one sweep or do not change the workload: SEQ_LEN,
 # OUTPUT and NOTES differ between a sweep's processes; STEPS and SEED (and bench_decompose's
 # TIME_STEPS and PROFILE_STEPS) change the precision of a point, not what it measures;
-# PEAK_TFLOPS changes only the MFU denominator. WARMUP_STEPS stays in: a capacity probe (one
-# cold step, no warm-up) is no steady-state throughput.
+# PEAK_TFLOPS changes only the MFU denominator. (WARMUP_STEPS and ATTN_BACKEND: see run_identity.)
 NOT_IDENTITY = frozenset({"SEQ_LEN", "SEQLENS", "OUTPUT", "NOTES", "SEED", "STEPS", "PEAK_TFLOPS",
                           "RUN_ID", "TIME_STEPS", "PROFILE_STEPS"})
 
 
 def run_identity(config: dict | None, ignore=()) -> tuple[dict, str]:
-    """(the keys of `config` that identify its run, their canonical text to compare by);
-    `ignore`: further keys that do not matter for this comparison."""
+    """(the keys of `config` that identify its run, as recorded, for showing; the canonical
+    text two runs are compared by);
+    `ignore`: further keys that do not matter for this comparison.
+
+    Built from what the run did, not how it was asked: ATTN_BACKEND is left out (the
+    header's resolved attn_backend is what a series and RESUME compare, so `auto` and `fa3`
+    that both ran fa3 are one run), and of WARMUP_STEPS only whether there was a warm-up
+    (1 or 2 warm-up steps measure the same steady state; a capacity probe's cold step does
+    not)."""
     kept = {k: v for k, v in sorted((config or {}).items()) if k not in NOT_IDENTITY and k not in ignore}
-    return kept, json.dumps(kept, sort_keys=True, default=str)
+    compared = {k: v for k, v in kept.items() if k != "ATTN_BACKEND"}
+    if "WARMUP_STEPS" in compared:
+        compared["WARMUP_STEPS"] = "warm" if compared["WARMUP_STEPS"] else "cold"
+    return kept, json.dumps(compared, sort_keys=True, default=str)
 
 
 def with_headers(records) -> list[tuple[dict, dict | None]]:

@@ -5,6 +5,7 @@ value raises faults.BadInput naming the variable, the value and what is allowed,
 model or a GPU is touched (the script's run_main makes it one line and exit 2). `--help`
 prints the table.
 """
+import difflib
 import math
 import os
 import re
@@ -172,7 +173,28 @@ def load(variables, doc: str, argv=None) -> dict:
     for var in variables:
         if var.kind == "output" and values[var.name]:
             check_output(var.name, values[var.name])
+    warn_misspelt(variables)
     return values
+
+
+def misspelt(variables, environ=None) -> list[str]:
+    """Warnings for environment variables that look like a setting of `variables` but are
+    none (SEQLEN for SEQ_LEN): set, they would be silently ignored."""
+    environ = os.environ if environ is None else environ
+    names = [v.name for v in variables]
+    out = []
+    for key in sorted(environ):
+        if key in names:
+            continue
+        match = difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+        if match:
+            out.append(f"{key} is not a setting of this script and is ignored: did you mean {match[0]}?")
+    return out
+
+
+def warn_misspelt(variables, environ=None) -> None:
+    for line in misspelt(variables, environ):
+        sys.stderr.write(f"warning: {line}\n")
 
 
 # torch seeds are unsigned 64-bit, and the scripts seed with SEED + seq_len: a SEED below 2^63

@@ -269,7 +269,7 @@ def execute(s: dict, stdout) -> int:
     """Plan the sweep, then run it, or write its commands to `stdout` (DRY_RUN); the exit code."""
     plan = prepare(s)
     previous = existing_records(plan.out)
-    done = {} if s["FIND_MAX_SEQLEN"] else done_summaries(previous, plan.config, s["SEQLENS"])
+    done = {} if s["FIND_MAX_SEQLEN"] else done_summaries(previous, plan.config, s["SEQLENS"], plan.backend)
     todo = pending(s["SEQLENS"], done)
     if s["DRY_RUN"]:
         dry_run(plan, todo, stdout)

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import attn_backends, devices, engine, fingerprint, gpus, settings
+from . import attn_backends, devices, engine, fingerprint, gpus, model, settings
 from .child_process import free_port
 from .faults import BadInput
 from .fingerprint import Device
@@ -197,13 +197,14 @@ def shell_line(env: dict, argv: list[str]) -> str:
     return " ".join(unset + assign + [shlex.quote(a) for a in argv])
 
 
-def done_summaries(records: list[dict], config: dict, seq_lens: list[int]) -> dict[int, dict]:
-    """seq_len -> summary already in the file for a run of this config, of the lengths asked
-    for: RESUME skips these."""
+def done_summaries(records: list[dict], config: dict, seq_lens: list[int], backend: str | None = None) -> dict[int, dict]:
+    """seq_len -> summary already in the file for a run of this config and resolved attention
+    backend, of the lengths asked for: RESUME skips these."""
     key = run_identity(config)[1]
     return {r["seq_len"]: r for r, header in with_headers(records)
             if r.get("kind") == "summary" and r.get("seq_len") in seq_lens and header
-            and run_identity(header.get("config"))[1] == key}
+            and run_identity(header.get("config"))[1] == key
+            and (backend is None or header.get("attn_backend") in (None, backend))}
 
 
 def pending(seq_lens: list[int], done) -> list[int]:
@@ -263,6 +264,7 @@ def load_settings(argv, doc: str) -> dict:
             raise BadInput(f"{name} is set: the sweep sets it per process; use "
                            f"{'SEQLENS' if name == 'SEQ_LEN' else 'OUT'} instead")
     s = settings.parse(VARS + PASSED)
+    settings.warn_misspelt(VARS + PASSED)
     check_capacity_bounds(s)
     return s
 
@@ -288,6 +290,9 @@ def prepare(s: dict, environ=os.environ) -> Plan:
             raise BadInput(f"HOSTFILE={s['HOSTFILE']!r}: {err}") from None
     if not (REPO / s["BENCHMARK"]).is_file():
         raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: no such file")
+    problem = model.cheap_problem(s["MODEL"])
+    if problem:  # before any process starts, DRY_RUN too: not 12 lines from a benchmark later
+        raise BadInput(problem)
     out_is_folder = s["OUT"].endswith("/") or os.path.isdir(s["OUT"])
     if s["OUT"] and not out_is_folder:
         settings.check_output("OUT", s["OUT"])
