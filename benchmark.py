@@ -15,10 +15,21 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
 
 from upgrade_bench import engine, flops, memory, settings, telemetry
 from upgrade_bench.faults import run_main
+from upgrade_bench.numfmt import sig
 from upgrade_bench.timing import summarize
 
 SCRIPT = "benchmark.py"
 VARS = settings.TRAINING_VARS
+
+
+def step_line(seq_len: int, step: int, total: int, warmup: bool, step_ms: float, tflops: float,
+              peaks: dict) -> str:
+    """A step on the terminal (stderr), as torchtitan prints one: a long-context point runs
+    for minutes, and the records go to stdout."""
+    gib = peaks.get("peak_mem_gib")
+    memory_text = f", {sig(gib)} GiB peak" if gib is not None else ""
+    return (f"seq_len {seq_len} step {step + 1}/{total}{' (warm-up)' if warmup else ''}: "
+            f"{sig(step_ms)} ms, {sig(tflops)} TFLOPS/GPU{memory_text}")
 
 
 def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None:
@@ -39,6 +50,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
         writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
                      tokens=tokens, tflops_per_gpu=step_tflops,
                      mfu=flops.mfu(step_tflops, rc.peak_tflops), loss=loss_value, **peaks)
+        engine.say_rank0(rc, step_line(seq_len, step, total, warmup, step_ms, step_tflops, peaks))
         if not warmup:
             times_ms.append(step_ms)
     samples = sampler.stop()

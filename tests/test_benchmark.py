@@ -26,9 +26,14 @@ def kinds(records):
 def one_rank(tmp_path_factory):
     out = tmp_path_factory.mktemp("one_rank") / "log.jsonl"
     rc, recs, err = run_script("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "STEPS": "3", "OUTPUT": str(out),
-                                                "PEAK_TFLOPS": "0.5", "MEM_DEBUG": "1"})
+                                                "PEAK_TFLOPS": "2.5", "MEM_DEBUG": "1"})
     assert rc == 0, err[-3000:]
     assert parse_jsonl(out.read_text()) == recs  # the file holds exactly what stdout showed
+    # a line per step on the terminal, as each step ends
+    lines = [line for line in err.splitlines() if line.startswith("seq_len ")]
+    assert [line.split(":")[0] for line in lines] == [
+        f"seq_len {n} step {i}/4" + (" (warm-up)" if i == 1 else "") for n in (64, 128) for i in range(1, 5)]
+    assert all(" ms, " in line and " TFLOPS/GPU" in line for line in lines)
     return recs
 
 
@@ -41,7 +46,7 @@ def test_zero2_two_seqlens_in_one_process(one_rank):
     assert header["config"]["ZERO_STAGE"] == 2 and header["config"]["USE_LIGER"] is False
     assert "PYTORCH_CUDA_ALLOC_CONF" not in header["config"]  # default allocator: as older logs
     assert header["software"]["torch"] and header["software"]["deepspeed"]
-    assert header["peak_tflops"] == 0.5 and header["peak_source"] == "PEAK_TFLOPS"
+    assert header["peak_tflops"] == 2.5 and header["peak_source"] == "PEAK_TFLOPS"
     assert len({r["run_id"] for r in one_rank}) == 1
     steps = [r for r in recs if r["kind"] == "step" and r["seq_len"] == 64]
     assert [s["warmup"] for s in steps] == [True, False, False, False]
@@ -49,7 +54,7 @@ def test_zero2_two_seqlens_in_one_process(one_rank):
     timed = sorted(s["step_ms"] for s in steps[1:])
     assert summary["step_ms"] == timed[1] and summary["steps"] == 3  # median of the timed steps
     assert summary["tflops_per_gpu"] == pytest.approx(summary["model_tflop_per_step"] / (summary["step_ms"] / 1e3))
-    assert summary["mfu"] == pytest.approx(summary["tflops_per_gpu"] / 0.5)
+    assert summary["mfu"] == pytest.approx(summary["tflops_per_gpu"] / 2.5)
     assert summary["hfu"] == pytest.approx(summary["mfu"])  # no checkpointing: no recompute
     assert summary["tokens_per_s_per_gpu"] == pytest.approx(64 / (summary["step_ms"] / 1e3))
     assert summary["peak_mem_gib"] is None  # no GPU: no reserved-memory figure
@@ -214,7 +219,8 @@ def test_an_out_of_memory_step_is_an_error_record_and_exit_3(main):
     assert error["error"] == "oom" and error["exception"] == "OutOfMemoryError"
     assert "injected" in error["message"] and error["seq_len"] == 64
     assert error["config"]["ZERO_STAGE"] == 2
-    assert err.splitlines()[-1].startswith("error: oom at seq_len 64: CUDA out of memory")
+    assert err.splitlines()[-2].startswith("error: oom at seq_len 64: CUDA out of memory")
+    assert err.splitlines()[-1] == f"hint: {engine.OOM_HINT}"  # what would fit, not PyTorch's text alone
 
 
 def test_nonfinite_loss_is_an_error(main):
@@ -255,3 +261,26 @@ def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole
     text = out.read_text()
     recs, skipped = records.read_lines(text.splitlines())
     assert text.endswith("\n") and skipped == 0 and recs[0]["kind"] == "header"
+
+
+def test_a_model_that_cannot_fit_this_machine_is_refused_before_it_starts(as_script, capsys, monkeypatch):
+    # the README's defaults on a CPU machine: the 8B's weights, gradients and Adam state alone
+    # are 120 GiB; before this check the host's OOM killer ended the point after 482 s
+    from upgrade_bench import memory
+
+    problem = memory.fit_problem("llama-3.1-8b", 8_030_000_000, 3, 1, True, None, 24 * 2**30)
+    assert problem.startswith("MODEL=llama-3.1-8b (8B parameters) needs at least 120 GiB for its weights, "
+                              "gradients and Adam state (16 bytes a parameter); this machine has 24.0 GiB and "
+                              "no GPU: try MODEL=tiny")
+    # one H200: ZeRO-2 without offload holds 2 + 2 + 12 bytes a parameter on the one GPU
+    assert memory.state_bytes(1_000_000_000, 2, 1, False) == (16e9, 0.0)
+    assert memory.state_bytes(1_000_000_000, 3, 8, False) == (2e9, 0.0)
+    assert memory.state_bytes(1_000_000_000, 2, 8, True) == (2.25e9, 12e9)  # bf16 weights whole, grads an eighth
+    one_h200 = 141 * 2**30
+    assert "ZeRO-2 on 1 GPU(s)" in memory.fit_problem("x", 10_000_000_000, 2, 1, False, one_h200, 2**40)
+    assert memory.fit_problem("x", 8_030_000_000, 3, 8, True, one_h200, 2**40) is None
+    as_script("benchmark.py", benchmark.VARS, {"MODEL": "llama-3.1-8b", "SEQ_LEN": "64"})
+    monkeypatch.setattr(memory, "host_ram_bytes", lambda: 24 * 2**30)  # this machine's size, whatever runs the test
+    assert faults.run_main(benchmark.main) == 2
+    err = capsys.readouterr()
+    assert err.out == "" and "needs at least 120 GiB" in err.err and len(err.err.strip().splitlines()) == 1

@@ -6,12 +6,10 @@ Timing as training sees it: a first call (FA4 JIT-compiles each configuration), 
 WARMUP and ITERS calls back to back, a CUDA event pair around each and the cache flushed
 before each, outside the pair (timing.time_iterations).
 """
-import os
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from . import attn_backends, attn_kernels, faults, flops, linear_kernels, telemetry, timing
+from . import attn_backends, attn_kernels, faults, flops, linear_kernels, memory, telemetry, timing
 from .architecture import LINEAR
 from .faults import BadInput
 from .numfmt import fmt_s, sig
@@ -37,11 +35,7 @@ def memory_bytes(device) -> int:
 
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    try:
-        return min(ram, int(Path("/sys/fs/cgroup/memory.max").read_text()))
-    except (OSError, ValueError):  # no cgroup v2, or "max"
-        return ram
+    return memory.host_ram_bytes()
 
 
 def too_big(need_bytes: int, capacity_bytes: int) -> str | None:

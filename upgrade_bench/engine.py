@@ -154,11 +154,17 @@ def resolve(settings: dict) -> RunConfig:
     if doc_len and backend == "eager":
         raise BadInput("PACKED_DOC_LEN with ATTN_BACKEND=eager: use sdpa or a flash backend")
 
+    spec = model.spec(hf_config)
+    gpu_bytes = torch.cuda.get_device_properties(device).total_memory if has_gpu else None
+    problem = memory.fit_problem(settings["MODEL"], spec.total_params, settings["ZERO_STAGE"], world,
+                                 settings["OFFLOAD_OPTIMIZER"], gpu_bytes, memory.host_ram_bytes())
+    if problem:  # before the header: the host's OOM killer gives no record, only a SIGKILL
+        raise BadInput(problem)
     peak, source, warning = gpus.resolve_peak(fingerprint.gpu_name(), "bf16", settings["PEAK_TFLOPS"])
     if warning:
         warnings.append(warning)
     return RunConfig(settings, world, rank, local_rank, device, use_liger, backend, why, weights,
-                     path, hf_config, model.spec(hf_config), peak, source, warnings,
+                     path, hf_config, spec, peak, source, warnings,
                      os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels)
 
 
@@ -382,10 +388,18 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         writer.write("error", seq_len=seq_len, config=rc.header_config(), **fields)
         if rc.rank == 0:
             sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
+            if fields["error"] == "oom":
+                sys.stderr.write(f"hint: {OOM_HINT}\n")
         shut_down_distributed(clean=False)
         return exit_code_for(err)
     shut_down_distributed(clean=True)
     return 0
+
+
+# The guide's own ways out of an out-of-memory point, cheapest first.
+OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint activations "
+            "(GRAD_CHECKPOINT=1), offload the optimizer (OFFLOAD_OPTIMIZER=1) or shard it over more GPUs "
+            "(ZERO_STAGE=3 with deepspeed --num_gpus=N)")
 
 
 def say_rank0(rc: RunConfig, message: str) -> None:

@@ -12,6 +12,64 @@ import os
 GIB = 2**30
 
 
+# Mixed-precision AdamW keeps 16 bytes per parameter (ZeRO, Rajbhandari et al. 2020): bf16
+# weights (2) and gradients (2), fp32 master weights (4) and the two Adam moments (8).
+STATE_BYTES_PER_PARAM = 16
+OPTIMIZER_BYTES_PER_PARAM = 12  # master weights and moments: what OFFLOAD_OPTIMIZER moves to the host
+
+
+def state_bytes(params: int, zero_stage: int, world: int, offload: bool) -> tuple[float, float]:
+    """(bytes per GPU, bytes on the host) the weights, gradients and optimizer state need
+    before any activation: ZeRO-1 shards the optimizer, ZeRO-2 the gradients too, ZeRO-3
+    the weights too; an offloaded optimizer lives on the host (all ranks of a node share it)."""
+    p, w = float(params), max(1, world)
+    optimizer = 0.0 if offload else OPTIMIZER_BYTES_PER_PARAM * p
+    if zero_stage >= 1:
+        optimizer /= w
+    grads = 2 * p / w if zero_stage >= 2 else 2 * p
+    weights = 2 * p / w if zero_stage >= 3 else 2 * p
+    host = OPTIMIZER_BYTES_PER_PARAM * p if offload else 0.0
+    return weights + grads + optimizer, host
+
+
+def host_ram_bytes() -> int:
+    """The host's RAM, or the container's limit when lower (past it the OOM killer ends a run)."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            return min(ram, int(f.read()))
+    except (OSError, ValueError):  # no cgroup v2, or "max"
+        return ram
+
+
+def fit_problem(model: str, params: int, zero_stage: int, world: int, offload: bool,
+                gpu_bytes: float | None, host_bytes: float) -> str | None:
+    """Why a training state of `params` cannot fit, in one line, or None. A floor: the
+    activations come on top, so a None is no promise, a refusal is certain. Without a GPU
+    everything lives in host memory."""
+    per_gpu, host = state_bytes(params, zero_stage, world, offload)
+    size = f"MODEL={model} ({params / 1e9:.2g}B parameters)"
+    if gpu_bytes is None:
+        need = STATE_BYTES_PER_PARAM * params
+        if need > host_bytes:
+            return (f"{size} needs at least {need / GIB:.0f} GiB for its weights, gradients and Adam "
+                    f"state ({STATE_BYTES_PER_PARAM} bytes a parameter); this machine has "
+                    f"{host_bytes / GIB:.1f} GiB and no GPU: try MODEL=tiny ZERO_STAGE=2 "
+                    f"OFFLOAD_OPTIMIZER=0 GRAD_CHECKPOINT=0 (the README's CPU try-out), or cut the "
+                    f"model with NUM_LAYERS")
+        return None
+    if per_gpu > gpu_bytes:
+        return (f"{size} needs at least {per_gpu / GIB:.0f} GiB per GPU for its weights, gradients and "
+                f"optimizer state with ZeRO-{zero_stage} on {world} GPU(s), more than the "
+                f"{gpu_bytes / GIB:.0f} GiB a GPU has: cut the layers (NUM_LAYERS=8, say), offload the "
+                f"optimizer (OFFLOAD_OPTIMIZER=1) or shard over more GPUs (ZERO_STAGE=3)")
+    if host > host_bytes:
+        return (f"{size} needs at least {host / GIB:.0f} GiB of host memory for the offloaded optimizer, "
+                f"more than the {host_bytes / GIB:.0f} GiB here: cut the layers (NUM_LAYERS) or keep the "
+                f"optimizer on the GPUs (OFFLOAD_OPTIMIZER=0)")
+    return None
+
+
 def worst_rank_memory(device) -> dict:
     """The allocator's figures since the point began, worst rank (all ranks must call).
 
