@@ -284,3 +284,36 @@ def test_a_model_that_cannot_fit_this_machine_is_refused_before_it_starts(as_scr
     assert faults.run_main(benchmark.main) == 2
     err = capsys.readouterr()
     assert err.out == "" and "needs at least 120 GiB" in err.err and len(err.err.strip().splitlines()) == 1
+
+
+def test_a_lock_no_build_holds_is_stale_and_named(tmp_path):
+    # a build killed mid-way (SIGKILL) leaves <root>/<py>_cpu/<op>/lock; every later run waited on it
+    from upgrade_bench import extensions
+
+    lock = tmp_path / "py311_cpu" / "deepspeed_shm_comm" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    now = lock.stat().st_mtime
+    assert extensions.stale_locks(tmp_path, now + 60, building=False) == []      # a build takes a minute
+    assert extensions.stale_locks(tmp_path, now + 3600, building=True) == []     # a compiler runs: live
+    assert extensions.stale_locks(tmp_path, now + 3600, building=False) == [(lock, 3600)]
+    assert extensions.stale_locks(tmp_path / "none", now, building=False) == []
+
+
+def test_a_stale_lock_stops_the_run_before_its_header(as_script, capsys, monkeypatch, tmp_path):
+    import os
+
+    from upgrade_bench import extensions
+
+    lock = tmp_path / "py311_cpu" / "cpu_adam" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    os.utime(lock, (lock.stat().st_atime - 7200, lock.stat().st_mtime - 7200))  # two hours ago
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    # other tests may be compiling on this machine right now; this one is about the lock
+    monkeypatch.setattr(extensions, "compiler_running", lambda: False)
+    as_script("benchmark.py", benchmark.VARS, TINY_FAST)
+    assert faults.run_main(benchmark.main) == 2
+    err = capsys.readouterr()
+    assert err.out == "" and f"a stale build lock at {lock} (120 min old" in err.err
+    assert f"rm {lock}" in err.err and len(err.err.strip().splitlines()) == 1

@@ -517,3 +517,19 @@ def test_model_is_resolved_before_any_process_starts(name, ok):
     assert (problem is None) == ok
     if not ok:
         assert problem.startswith(f"MODEL={name!r}: not a preset (") and "tiny" in problem
+
+
+@pytest.mark.parametrize("bad", [{"run_id": ["a", "b"]}, {"config": "ZERO_STAGE=3"}])
+def test_resume_reads_out_through_the_schema_and_skips_what_it_cannot_use(tmp_path, bad):
+    # a header whose run_id is a list (unhashable) or whose config is text crashed RESUME and
+    # DRY_RUN; a summary whose seq_len is text crashed FIND_MAX_SEQLEN
+    from upgrade_bench import records
+
+    out = tmp_path / "out.jsonl"
+    good = {"kind": "header", "schema": 1, "run_id": "r", "config": {"MODEL": "tiny"}}
+    rows = [{**good, **bad}, {"kind": "summary", "schema": 1, "run_id": "r", "seq_len": "64", "peak_mem_gib": "lots"},
+            good, {"kind": "summary", "schema": 1, "run_id": "r", "seq_len": 64, "step_ms": 1.0}]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    kept = [{k: v for k, v in r.items() if k != "log_file"} for r in records.read_log(str(out), "OUT")]
+    assert kept == [good, rows[3]]
+    assert sweep_plan.done_summaries(kept, {"MODEL": "tiny"}, [64]) == {64: rows[3]}

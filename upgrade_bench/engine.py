@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import architecture, attn_backends, fingerprint, flops, gpus, header, memory, model, timing
+from . import architecture, attn_backends, extensions, fingerprint, flops, gpus, header, memory, model, timing
 from .faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 
 
@@ -159,6 +159,9 @@ def resolve(settings: dict) -> RunConfig:
     problem = memory.fit_problem(settings["MODEL"], spec.total_params, settings["ZERO_STAGE"], world,
                                  settings["OFFLOAD_OPTIMIZER"], gpu_bytes, memory.host_ram_bytes())
     if problem:  # before the header: the host's OOM killer gives no record, only a SIGKILL
+        raise BadInput(problem)
+    problem = extensions.stale_lock_problem()
+    if problem:  # else DeepSpeed's first op build waits on it, silently, forever
         raise BadInput(problem)
     peak, source, warning = gpus.resolve_peak(fingerprint.gpu_name(), "bf16", settings["PEAK_TFLOPS"])
     if warning:
@@ -375,6 +378,9 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     try:
         say_rank0(rc, "start-up: building the model and the DeepSpeed engine (minutes for an 8B "
                       "model on a node; a first run also builds DeepSpeed's CPU ops) ...")
+        notice = extensions.waiting_notice()
+        if notice:
+            say_rank0(rc, notice)
         started = time.monotonic()
         eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
         say_rank0(rc, f"start-up done in {time.monotonic() - started:.0f} s; measuring seq_len "

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections import Counter
 
+from . import schema
 from .faults import BadInput, WriteFailed
 
 SCHEMA = 1
@@ -236,7 +237,10 @@ def read_log(path: str, name: str) -> list[dict]:
     else:
         try:
             with open(path, encoding="utf-8") as f:
-                return read_lines(f, path)[0]
+                found = read_lines(f, path)[0]
+            # the report's checks: a run_id that is a list, a config that is text, a seq_len
+            # in words make a record unusable here too, never a crash later
+            return [r for r in found if r.get("kind") not in schema.FIELDS or not schema.field_problem(r)]
         except UnicodeDecodeError as err:  # a binary or UTF-16 file
             problem = f"not UTF-8 JSON lines ({err.reason} at byte {err.start})"
         except (OSError, SchemaTooNew) as err:
