@@ -1,6 +1,6 @@
 """The README documents every variable, and CI runs exactly the README's test command."""
 from conftest import REPO, import_script
-from upgrade_bench import settings, sweep_plan
+from upgrade_bench import node, settings, sweep_plan
 
 README = (REPO / "README.md").read_text()
 
@@ -10,7 +10,7 @@ def script_vars(name: str):
 
 
 def test_every_environment_variable_is_documented():
-    tables = [settings.TRAINING_VARS, sweep_plan.VARS] + [
+    tables = [settings.TRAINING_VARS, sweep_plan.VARS, node.VARS] + [
         script_vars(name) for name in ("bench_decompose.py", "bench_flash_attn.py", "check_capabilities.py")]
     missing = sorted({var.name for table in tables for var in table if f"| `{var.name}` |" not in README})
     assert missing == []
@@ -45,6 +45,7 @@ def test_the_configuration_tables_say_what_help_says():
         "benchmark.py": training,
         "bench_decompose.py": [v for v in script_vars("bench_decompose.py") if v.name not in names],
         "run_sweep.sh": sweep_plan.VARS,
+        "run_node.sh": node.VARS,
         "bench_flash_attn.py": script_vars("bench_flash_attn.py"),
         "check_capabilities.py": script_vars("check_capabilities.py"),
     }

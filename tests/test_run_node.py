@@ -1,0 +1,62 @@
+"""run_node.sh: the node's plan and estimate before anything starts, each step's record,
+resume by marker, and a failed step that does not stop the next."""
+import sys
+
+from upgrade_bench import faults, flops, model, node, sweep_plan
+
+
+def test_the_plan_and_its_estimate_before_anything_runs(tmp_path, as_script, capsys):
+    as_script("run_node.sh", node.VARS + sweep_plan.VARS + sweep_plan.PASSED,
+              {"MODEL": "tiny", "SEQLENS": "64 128", "DRY_RUN": "1", "NODE_OUT": str(tmp_path / "node")})
+    assert faults.run_main(node.main) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[node]")]
+    assert [line.split(":")[0] for line in lines[:5]] == [f"[node] {i}. {n}" for i, n in enumerate(node.STEPS, 1)]
+    assert lines[-1].startswith("[node] estimated ") and "no GPU (a CPU try-out)" in lines[-1]
+    assert not (tmp_path / "node").exists()  # a dry run writes nothing
+
+
+def test_a_model_that_is_no_model_is_refused_before_the_plan(as_script, capsys):
+    as_script("run_node.sh", node.VARS + sweep_plan.VARS + sweep_plan.PASSED, {"MODEL": "llama3", "DRY_RUN": "1"})
+    assert faults.run_main(node.main) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: MODEL='llama3': not a preset") and "[node]" not in err
+
+
+def test_estimates_by_hand_on_an_h200():
+    spec = model.spec(model.load_config("llama-3.1-8b", 8))
+    train = {"MODEL": "llama-3.1-8b", "NUM_LAYERS": 8, "SEQLENS": [8192], "GRAD_CHECKPOINT": False,
+             "WARMUP_STEPS": 2, "STEPS": 10}
+    s = {"NODE_OUT": "o", "SKIP": [], "ATTN_SEQLENS": [8192, 32768], "DECOMPOSE_SEQLENS": [8192]}
+    steps = {st.name: st for st in node.plan(s, train, spec, 1, 989.0, "python")}
+    # the measured default (8 lengths, one layer kind) scaled to 2 lengths
+    assert steps["attention"].estimate_s == 141.0 * 2 / 8
+    step_s = node.training_step_s(spec, 8192, 989.0, False)
+    assert step_s == flops.step_flops(spec, 1, 8192).hardware / (989e12 * 0.35)
+    assert steps["sweep"].estimate_s == node.START_S + 12 * step_s
+    assert steps["decomposition"].estimate_s == node.START_S + 15 * step_s
+    assert steps["sweep"].env == {"OUT": "o/sweep.jsonl", "RESUME": "1"}
+    assert list(steps) == list(node.STEPS)
+    assert [st.name for st in node.plan({**s, "SKIP": ["mamf", "sweep"]}, train, spec, 1, 989.0, "python")] == \
+        ["capabilities", "attention", "decomposition"]
+
+
+def test_steps_run_in_turn_a_failure_is_a_record_and_a_rerun_skips_what_is_done(tmp_path):
+    out = tmp_path / "node"
+    out.mkdir()
+    from upgrade_bench.records import RecordWriter, read_lines
+
+    def step(name, code):
+        return node.Step(name, [sys.executable, "-c", f"import sys; sys.stderr.write('{name}\\n'); sys.exit({code})"],
+                         {}, 1.0, f"{name}.jsonl")
+
+    said = []
+    writer = RecordWriter("run_node.sh", str(out / "node.jsonl"))
+    assert node.run([step("capabilities", 0), step("mamf", 1), step("attention", 0)], out, writer, said.append) == 1
+    assert (out / "mamf.log").read_text() == "mamf\n"
+    records = read_lines((out / "node.jsonl").read_text().splitlines())[0]
+    assert [(r["step"], r["exit_code"]) for r in records] == [("capabilities", 0), ("mamf", 1), ("attention", 0)]
+    assert sorted(p.name for p in out.glob(".done-*")) == [".done-attention", ".done-capabilities"]
+    said.clear()
+    assert node.run([step("capabilities", 0), step("mamf", 0), step("attention", 0)], out, writer, said.append) == 0
+    assert said[0] == "[node] 1/3 capabilities: done in an earlier run, skipped"
+    assert said[1].startswith("[node] 2/3 mamf: starting") and said[-1].endswith("skipped")

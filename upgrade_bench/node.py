@@ -1,0 +1,161 @@
+"""run_node.sh: everything the decision page reads, measured on the node it runs on, into one
+folder to copy: capabilities, MAMF, the model's own attention layers, the sequence-length
+sweep and the step decomposition at the guide's lengths.
+
+It prints its plan with an estimated wall time and GPU-hours before anything starts, a line
+as each step starts and ends, and writes `node.jsonl` (a `header`, then a `node_step` record
+per step: its command, exit code, estimate and wall time). A step that ended with exit 0
+leaves a marker and is skipped when the command runs again on the same folder; the sweep
+step resumes point by point (RESUME=1). A failed step is a record and the next one runs.
+The estimate is rough and says what it rests on: per-step constants and, for the training
+steps, the FLOP count at an assumed MFU.
+"""
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import architecture, devices, flops, gpus, header, model, settings, sweep_plan
+from .faults import EXIT_ERROR, BadInput
+from .numfmt import fmt_s
+from .paths import REPO
+from .records import RecordWriter
+
+SCRIPT = "run_node.sh"
+STEPS = ("capabilities", "mamf", "attention", "sweep", "decomposition")
+VARS = [
+    settings.Var("NODE_OUT", "str", "out/node", "the folder every log of the node goes to (one to copy)"),
+    settings.Var("SKIP", "str_list", [], "steps to leave out: " + " ".join(STEPS)),
+    settings.Var("ATTN_SEQLENS", "int_list", [8192, 32768], "isolated-attention lengths", min=1),
+    settings.Var("DECOMPOSE_SEQLENS", "int_list", [8192, 32768], "decomposition lengths (the guide's: 8K; "
+                 "32K shows the attention-bound side)", min=1),
+    settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
+]
+# Rough costs behind the estimate, from one H200 (results/h200-families-2/ and results/):
+START_S = 90.0           # a training process's start-up (model, DeepSpeed engine), 8B on a node
+CAPABILITIES_S = 60.0    # check_capabilities.py's probes
+MAMF_S = 60.0            # mamf-finder.py's default search
+ATTENTION_S = 141.0      # bench_flash_attn.py's default: 2 backends x 8 lengths x 3 passes
+ASSUMED_MFU = 0.35       # a training step's MFU for the step-time estimate
+
+
+@dataclass
+class Step:
+    name: str
+    argv: list
+    env: dict
+    estimate_s: float | None
+    output: str
+
+
+def training_step_s(spec, seq_len: int, peak_tflops: float | None, grad_checkpoint: bool) -> float | None:
+    """One fwd+bwd+step at ASSUMED_MFU of the peak; None without a peak (a CPU)."""
+    if not peak_tflops:
+        return None
+    work = flops.step_flops(spec, 1, seq_len, grad_checkpoint=grad_checkpoint).hardware
+    return work / (peak_tflops * 1e12 * ASSUMED_MFU)
+
+
+def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python: str) -> list:
+    """The steps, in order, with their commands and estimates."""
+    out = Path(s["NODE_OUT"])
+    base = {"MODEL": train["MODEL"], "NUM_LAYERS": str(train["NUM_LAYERS"])}
+    step_s = {n: training_step_s(spec, n, peak, train["GRAD_CHECKPOINT"])
+              for n in set(train_lengths(s, train)) | set(s["DECOMPOSE_SEQLENS"])}
+
+    def points_s(lengths, steps_per_point):
+        if any(step_s[n] is None for n in lengths):
+            return None
+        return sum(START_S + steps_per_point * step_s[n] for n in lengths)
+
+    mixers = len([m for m in spec.distinct_mixers() if m.kind in architecture.QUADRATIC + (architecture.LINEAR,)])
+    launcher = [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(gpu_count)] if gpu_count > 1 else [python]
+    steps = [
+        Step("capabilities", [python, str(REPO / "check_capabilities.py")],
+             {"OUTPUT": str(out / "capabilities.jsonl")}, CAPABILITIES_S, "capabilities.jsonl"),
+        Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / "mamf.jsonl")], {},
+             MAMF_S, "mamf.jsonl"),
+        Step("attention", [python, str(REPO / "bench_flash_attn.py")],
+             {**base, "SEQLENS": " ".join(map(str, s["ATTN_SEQLENS"])), "OUTPUT": str(out / "attention.jsonl")},
+             ATTENTION_S * max(1, mixers) * len(s["ATTN_SEQLENS"]) / 8, "attention.jsonl"),
+        Step("sweep", ["bash", str(REPO / "run_sweep.sh")],
+             {"OUT": str(out / "sweep.jsonl"), "RESUME": "1"},
+             points_s(train_lengths(s, train), train["WARMUP_STEPS"] + train["STEPS"]), "sweep.jsonl"),
+        Step("decomposition", launcher + [str(REPO / "bench_decompose.py")],
+             {**base, "SEQ_LEN": " ".join(map(str, s["DECOMPOSE_SEQLENS"])), "OUTPUT": str(out / "decompose.jsonl")},
+             points_s(s["DECOMPOSE_SEQLENS"], 2 + 10 + 3), "decompose.jsonl"),
+    ]
+    return [st for st in steps if st.name not in s["SKIP"]]
+
+
+def train_lengths(s: dict, train: dict) -> list:
+    return train.get("SEQLENS") or [8192]
+
+
+def plan_text(steps: list, gpu_count: int) -> str:
+    known = [st.estimate_s for st in steps if st.estimate_s is not None]
+    total = sum(known)
+    lines = [f"[node] {i}. {st.name}: ~{fmt_s(st.estimate_s)}  {shlex.join(st.argv)}"
+             for i, st in enumerate(steps, 1)]
+    unknown = "" if len(known) == len(steps) else " (steps marked ? have no estimate here: no GPU peak)"
+    hours = (f"{total * gpu_count / 3600:.2f} GPU-hours on {gpu_count} GPU(s)" if gpu_count
+             else "no GPU (a CPU try-out)")
+    lines.append(f"[node] estimated {fmt_s(total)} of wall time at least, {hours}{unknown}")
+    return "\n".join(lines)
+
+
+def marker(out: Path, name: str) -> Path:
+    return out / f".done-{name}"
+
+
+def run(steps: list, out: Path, writer, say) -> int:
+    """Each step in turn; returns the number that failed."""
+    failed = 0
+    for i, st in enumerate(steps, 1):
+        if marker(out, st.name).exists():
+            say(f"[node] {i}/{len(steps)} {st.name}: done in an earlier run, skipped")
+            continue
+        say(f"[node] {i}/{len(steps)} {st.name}: starting (~{fmt_s(st.estimate_s)})")
+        started = time.monotonic()
+        with open(out / f"{st.name}.log", "ab") as log:
+            code = subprocess.run(st.argv, env={**os.environ, **st.env}, stdout=subprocess.DEVNULL,
+                                  stderr=log).returncode
+        wall = time.monotonic() - started
+        writer.write("node_step", step=st.name, argv=st.argv, env=st.env, exit_code=code,
+                     estimate_s=st.estimate_s, wall_s=wall, output=st.output)
+        say(f"[node] {i}/{len(steps)} {st.name}: exit {code} after {fmt_s(wall)} "
+            f"(estimated {fmt_s(st.estimate_s)}); its terminal is {out / (st.name + '.log')}")
+        if code == 0:
+            marker(out, st.name).write_text("")
+        else:
+            failed += 1
+    return failed
+
+
+def main(argv=None) -> int:
+    s = settings.load(VARS, __doc__, sys.argv[1:] if argv is None else argv)
+    train = sweep_plan.load_settings([], sweep_plan.__doc__)
+    problem = model.cheap_problem(train["MODEL"])
+    if problem:
+        raise BadInput(problem)
+    spec = model.spec(model.load_config(train["MODEL"], train["NUM_LAYERS"]))
+    seen = devices.visible_gpus()
+    gpu_count = train["GPUS"] or len(seen)
+    peak = gpus.resolve_peak(seen[0].name if seen else None, "bf16", train["PEAK_TFLOPS"])[0]
+    python = os.environ.get("PYTHON") or sys.executable
+    steps = plan(s, train, spec, gpu_count, peak, python)
+    say = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
+    say(plan_text(steps, gpu_count))
+    if s["DRY_RUN"]:
+        return 0
+    out = Path(s["NODE_OUT"])
+    out.mkdir(parents=True, exist_ok=True)
+    writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
+    writer.write("header", **header.fields({**s, **{k: train[k] for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
+                                           "", [], steps=[st.name for st in steps]))
+    failed = run(steps, out, writer, say)
+    say(f"[node] {len(steps) - failed} of {len(steps)} steps done; the folder to copy: {out}")
+    return EXIT_ERROR if failed else 0
