@@ -1102,3 +1102,18 @@ def test_records_join_the_header_of_their_own_file(tmp_path):
     a = comparisons.analyse(data, None, {})
     assert "Run id shared has headers of different GPUs (NVIDIA B200, NVIDIA H200)" in markdown.inputs_markdown(
         a, [a_path, b_path], tally)
+
+
+def test_an_ascii_terminal_and_a_non_ascii_gpu_name_print_without_a_traceback(tmp_path):
+    log = tmp_path / "a.jsonl"
+    log.write_text(json.dumps(header("r", "Acme \u2603 GPU")) + "\n"  # no table row: the raw name is shown
+                   + json.dumps(summary("r", 1024, 400.0, H200_PEAK, 10000.0, 102.4, (100.0, 105.0))) + "\n",
+                   encoding="utf-8")
+    import subprocess
+    import sys as _sys
+
+    proc = subprocess.run([_sys.executable, str(REPO / "plot_results.py"), str(log), "--out", str(tmp_path / "r")],
+                          env={**os.environ, "PYTHONIOENCODING": "ascii"}, capture_output=True, text=True,
+                          encoding="ascii", errors="strict", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "\\u2603" in proc.stdout and "Traceback" not in proc.stderr

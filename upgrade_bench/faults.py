@@ -56,6 +56,9 @@ def stop(err: BadInput | WriteFailed) -> int:
 def run_main(main, *args) -> int:
     """A script's main(*args). Bad input ends it before any work; a record that cannot be
     written ends it too, as measuring on is pointless when the results cannot be kept."""
+    for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii and a note in Greek: no traceback
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return main(*args)
     except (BadInput, WriteFailed) as err:
