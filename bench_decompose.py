@@ -18,45 +18,17 @@ no Liger.
     USE_LIGER=1 NUM_LAYERS=8 ATTN_BACKEND=fa4 python bench_decompose.py   # one GPU
     MODEL=tiny SEQ_LEN=256 TIME_STEPS=2 PROFILE_STEPS=1 python bench_decompose.py   # CPU
 """
-import sys
-
-from upgrade_bench import decompose, engine, memory, settings, timing
+from upgrade_bench import decompose_step, engine, memory, settings, timing
 from upgrade_bench.faults import run_main
 
 SCRIPT = "bench_decompose.py"
-# Every training variable but STEPS, which TIME_STEPS replaces here.
+# Every training variable but STEPS, which TIME_STEPS replaces here, and DECOMPOSE: it is all this does.
 VARS = [v for v in settings.with_defaults(settings.TRAINING_VARS, ZERO_STAGE=2, GRAD_CHECKPOINT=False,
                                           OFFLOAD_OPTIMIZER=False, USE_LIGER="0")
-        if v.name != "STEPS"] + [
+        if v.name not in ("STEPS", "DECOMPOSE")] + [
     settings.Var("TIME_STEPS", "int", 10, "steps timed with the profiler off (median)", min=1),
     settings.Var("PROFILE_STEPS", "int", 3, "steps profiled for the kernel split", min=1),
 ]
-
-
-def profiled_kernel_us(eng, batch, device, steps: int) -> dict:
-    """{kernel name: total microseconds} over `steps` profiled steps.
-
-    GPU: every device activity (kernels, memcpy, memset) by its duration; user annotations
-    (ProfilerStep#, record_function ranges mirrored on the GPU timeline) are spans, not work.
-    CPU: no kernels, so every op by its self CPU time (children excluded: no double count).
-    """
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    on_gpu = device.type == "cuda"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-    with profile(activities=activities) as prof:
-        for _ in range(steps):
-            engine.train_step(eng, batch)
-        timing.sync(device)  # every kernel ends inside the window
-    out = {}
-    for evt in prof.events():
-        on_device = evt.device_type != DeviceType.CPU
-        if evt.is_user_annotation or on_device != on_gpu:
-            continue
-        us = evt.time_range.elapsed_us() if on_gpu else evt.self_cpu_time_total
-        out[evt.name] = out.get(evt.name, 0.0) + us
-    return out
 
 
 def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None:
@@ -68,19 +40,8 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
         debug.snapshot()
     wall_ms = timing.summarize(engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"]))
     peaks = memory.worst_rank_memory(rc.device)  # a collective: every rank calls it
-    kernel_us = profiled_kernel_us(eng, batch, rc.device, s["PROFILE_STEPS"])
-    fields = decompose.decompose(wall_ms["median"], kernel_us, s["PROFILE_STEPS"],
-                                 step_flops, rc.peak_tflops)
-    record = writer.write("decomposition", seq_len=seq_len, batch_size=s["BATCH_SIZE"],
-                          packed_doc_len=s["PACKED_DOC_LEN"], time_steps=wall_ms["n"],
-                          wall_step_ms_min=wall_ms["min"], wall_step_ms_max=wall_ms["max"],
-                          profile_steps=s["PROFILE_STEPS"],
-                          source="cuda kernels" if rc.device.type == "cuda" else "cpu ops (self time)",
-                          **peaks, earlier_points_in_process=earlier_points,
-                          attn_backend=rc.backend, use_liger=rc.use_liger,
-                          world_size=rc.world_size, profiled_rank=rc.rank, **fields)
-    if rc.rank == 0:
-        sys.stderr.write(decompose.table(record) + "\n")
+    decompose_step.write_decomposition(eng, rc, writer, batch, step_flops, seq_len, wall_ms,
+                                       s["PROFILE_STEPS"], earlier_points, peaks)
 
 
 def main() -> int:

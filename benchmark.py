@@ -13,7 +13,7 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
     MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
 """
 
-from upgrade_bench import engine, flops, memory, settings, telemetry
+from upgrade_bench import decompose_step, engine, flops, memory, settings, telemetry
 from upgrade_bench.faults import run_main
 from upgrade_bench.numfmt import sig
 from upgrade_bench.timing import summarize
@@ -72,6 +72,9 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
                  **peaks, loss=loss_value,
                  attn_backend=rc.backend, world_size=rc.world_size,
                  earlier_points_in_process=earlier_points, **gpu_telemetry)
+    if s["DECOMPOSE"]:  # the same process, model and batch: the split of the step just timed
+        decompose_step.write_decomposition(eng, rc, writer, batch, step_flops, seq_len, stats,
+                                           s["DECOMPOSE"], earlier_points, peaks)
 
 
 def main() -> int:

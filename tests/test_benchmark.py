@@ -26,7 +26,7 @@ def kinds(records):
 def one_rank(tmp_path_factory):
     out = tmp_path_factory.mktemp("one_rank") / "log.jsonl"
     rc, recs, err = run_script("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "STEPS": "3", "OUTPUT": str(out),
-                                                "PEAK_TFLOPS": "2.5", "MEM_DEBUG": "1"})
+                                                "PEAK_TFLOPS": "2.5", "MEM_DEBUG": "1", "DECOMPOSE": "1"})
     assert rc == 0, err[-3000:]
     assert parse_jsonl(out.read_text()) == recs  # the file holds exactly what stdout showed
     # a line per step on the terminal, as each step ends
@@ -39,7 +39,7 @@ def one_rank(tmp_path_factory):
 
 @pytest.mark.xdist_group("benchmark_one_rank")
 def test_zero2_two_seqlens_in_one_process(one_rank):
-    recs = [r for r in one_rank if r["kind"] not in ("memory", "memory_snapshot")]
+    recs = [r for r in one_rank if r["kind"] not in ("memory", "memory_snapshot", "decomposition")]
     assert kinds(recs) == ["header"] + ["step"] * 4 + ["summary"] + ["step"] * 4 + ["summary"]
     header = recs[0]
     assert header["attn_backend"] == "sdpa" and header["weights"] == "random"
@@ -317,3 +317,15 @@ def test_a_stale_lock_stops_the_run_before_its_header(as_script, capsys, monkeyp
     err = capsys.readouterr()
     assert err.out == "" and f"a stale build lock at {lock} (120 min old" in err.err
     assert f"rm {lock}" in err.err and len(err.err.strip().splitlines()) == 1
+
+
+@pytest.mark.xdist_group("benchmark_one_rank")
+def test_decompose_splits_each_point_just_timed(one_rank):
+    # DECOMPOSE=1: after each summary, its decomposition, over the summary's own timed steps
+    order = [r["kind"] for r in one_rank if r["kind"] in ("summary", "decomposition")]
+    assert order == ["summary", "decomposition"] * 2
+    summaries = {r["seq_len"]: r for r in one_rank if r["kind"] == "summary"}
+    for dec in (r for r in one_rank if r["kind"] == "decomposition"):
+        assert dec["profile_steps"] == 1 and dec["time_steps"] == 3
+        assert dec["wall_step_ms"] == pytest.approx(summaries[dec["seq_len"]]["step_ms"])
+        assert {"attention", "gemm"} <= set(dec["buckets"])

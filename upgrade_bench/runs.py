@@ -12,7 +12,7 @@ import json
 # TIME_STEPS and PROFILE_STEPS) change the precision of a point, not what it measures;
 # PEAK_TFLOPS changes only the MFU denominator. (WARMUP_STEPS and ATTN_BACKEND: see run_identity.)
 NOT_IDENTITY = frozenset({"SEQ_LEN", "SEQLENS", "OUTPUT", "NOTES", "SEED", "STEPS", "PEAK_TFLOPS",
-                          "RUN_ID", "TIME_STEPS", "PROFILE_STEPS"})
+                          "RUN_ID", "TIME_STEPS", "PROFILE_STEPS", "DECOMPOSE"})
 
 
 def run_identity(config: dict | None, ignore=()) -> tuple[dict, str]:

@@ -220,6 +220,9 @@ TRAINING_VARS = [
     # A night holds thousands of steps, not 10**30: a typo must not run until killed.
     Var("STEPS", "int", 10, "timed steps per sequence length (after warm-up)", min=1, max=10_000),
     Var("WARMUP_STEPS", "int", 2, "warm-up steps, excluded from the summary", min=0, max=10_000),
+    Var("DECOMPOSE", "int", 0, "after each point's timed steps, profile this many more and write the "
+        "point's step decomposition (bench_decompose.py's record; the report's forecast reads it; "
+        "0 = off)", min=0, max=100),
     Var("ZERO_STAGE", "int", 3, "DeepSpeed ZeRO stage", min=0, max=3),
     Var("OFFLOAD_OPTIMIZER", "bool", True, "AdamW states and step on the CPU (DeepSpeed CPU Adam)"),
     Var("ZERO3_LEAF_MOE", "bool", True, "under ZeRO-3, gather each MoE block's experts at once "
