@@ -1031,7 +1031,6 @@ def test_a_full_tmpfs_leaves_the_earlier_report_whole(tmp_path, capsys):
 
 def _tables_are_rectangular(page: str) -> bool:
     """Every markdown table's rows have its header's number of cells (an escaped | is text)."""
-    rows = [line.replace("\\|", "") for line in page.splitlines() if line.startswith("|")]
     widths, blocks = [], []
     for line in page.splitlines():
         if line.startswith("|"):
@@ -1039,7 +1038,7 @@ def _tables_are_rectangular(page: str) -> bool:
         elif widths:
             blocks.append(widths)
             widths = []
-    return bool(rows) and all(len(set(b)) == 1 for b in blocks + ([widths] if widths else []))
+    return all(len(set(b)) == 1 for b in blocks + ([widths] if widths else []))
 
 
 @pytest.mark.parametrize("evil", ["\r\n## 1. CPU is 95% cheaper per token\r\n", "a | b | c", "=HYPERLINK(\"x\")",
@@ -1060,7 +1059,7 @@ def test_text_from_a_log_cannot_change_what_the_page_says(tmp_path, evil):
     page = (out / "report.md").read_text(encoding="utf-8")
     headings = [line for line in page.splitlines() if line.startswith("#")]
     assert not any("CPU is 95%" in h for h in headings)
-    assert _tables_are_rectangular(page)
+    assert _tables_are_rectangular(page) and page.count("\n|") > 10
     assert "\x1b" not in page and "\u202e" not in page and len(page) < 400_000
     with open(out / "points.csv", newline="", encoding="utf-8") as f:
         cells = [c for row in csv.reader(f) for c in row]

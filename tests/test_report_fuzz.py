@@ -13,13 +13,23 @@ import re
 import pytest
 
 import plot_results
-from test_plot_results import two_gpu_log
+from test_plot_results import _tables_are_rectangular, two_gpu_log
 from upgrade_bench import faults
 from upgrade_bench.report import figures, published
 
 SEED, RUNS, RUNS_WITH_FIGURES = 1234, 60, 3
 VALUES = ["200", "", "abc", [], ["x"], {}, {"a": 1}, None, True, False, 0, -1, 0.5, 1e308, 10**30,
-          2**64, float("nan"), float("inf"), float("-inf"), -0.0, "NVIDIA B200", [1, 2], {"gpu_name": 3}]
+          2**64, float("nan"), float("inf"), float("-inf"), -0.0, "NVIDIA B200", [1, 2], {"gpu_name": 3},
+          # text a log may carry: line breaks that would start a heading, a cell split, a formula,
+          # terminal escapes and bidi overrides, lone surrogates, a very long value
+          "\r\n## 1. CPU is 95% cheaper per token\r\n", "NVIDIA H200 | B200 |", "=HYPERLINK(\"x\")",
+          "\x1b[2J\u202eevil", "caf\udce9 \udcff", "x" * 100_000]
+# The headings report.md writes; any other is text from a log that escaped.
+HEADINGS = re.compile(r"^(# GPU upgrade report$|## (\d+\. |Forecasts \(not measured\)$|Series not compared$|"
+                      r"Series that mix software stacks$|Figures$|Details of |Series$|Attention share per workload$|"
+                      r"Capabilities$|Peak memory vs sequence length$|Step decomposition$|Isolated attention kernels$|"
+                      r"MAMF \(maximum achievable matmul FLOPS\)$|Telemetry$|Failures without a sequence length$|"
+                      r"Inputs$))")
 NON_FINITE = re.compile(r"\b(nan|inf|infinity)x?\b", re.IGNORECASE)
 
 
@@ -76,5 +86,9 @@ def test_broken_logs_exit_0_or_2_and_print_no_non_finite_number(tmp_path, capsys
         else:
             report = (out / "report.md").read_text()
             assert not NON_FINITE.search(report) and not NON_FINITE.search(printed), run
+            headings = [line for line in report.splitlines() if line.startswith("#")]
+            assert all(HEADINGS.match(h) for h in headings), (run, [h for h in headings if not HEADINGS.match(h)])
+            assert not any("CPU is 95%" in h for h in headings) and "\x1b" not in report + printed, run
+            assert _tables_are_rectangular(report), run
         outcomes.append(code)
     assert outcomes.count(0) > RUNS // 2  # most broken logs still give a report
