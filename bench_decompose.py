@@ -26,8 +26,8 @@ SCRIPT = "bench_decompose.py"
 VARS = [v for v in settings.with_defaults(settings.TRAINING_VARS, ZERO_STAGE=2, GRAD_CHECKPOINT=False,
                                           OFFLOAD_OPTIMIZER=False, USE_LIGER="0")
         if v.name not in ("STEPS", "DECOMPOSE")] + [
-    settings.Var("TIME_STEPS", "int", 10, "steps timed with the profiler off (median)", min=1),
-    settings.Var("PROFILE_STEPS", "int", 3, "steps profiled for the kernel split", min=1),
+    settings.Var("TIME_STEPS", "int", 10, "steps timed with the profiler off (median)", min=1, max=10_000),
+    settings.Var("PROFILE_STEPS", "int", 3, "steps profiled for the kernel split", min=1, max=100),
 ]
 
 
