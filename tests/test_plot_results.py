@@ -285,6 +285,11 @@ def test_tick_labels_that_would_touch_are_left_out_but_never_the_last():
     assert figures.spaced_labels([0, 30, 50, 100, 110], [20] * 5) == [True, True, False, False, True]
     assert figures.spaced_labels([0, 23], [20, 20]) == [True, True]    # exactly 3 px apart
     assert figures.spaced_labels([], []) == []
+    # on a sweep's axis the powers of two come first: 256K stays, the 272K beside it gives way
+    centres, widths = [0, 100, 200, 290, 300], [20] * 5  # 8K 32K 128K 256K 272K
+    assert figures.spaced_labels(centres, widths, preferred=[True, True, True, True, False]) == \
+        [True, True, True, True, False]
+    assert figures.spaced_labels([0, 50, 100], [20] * 3, preferred=[False, True, False]) == [True, True, True]
 
 
 def test_stack_parity_is_per_comparison():

@@ -59,20 +59,35 @@ def short_name(s) -> str:
     return f"{s.gpu} {s.backend}, {s.provenance}"
 
 
-def spaced_labels(centres_px: list, widths_px: list, gap_px: float = 3.0) -> list[bool]:
-    """Which tick labels to print, from their centres and widths in pixels: left to right,
-    each that clears the last one printed by `gap_px`; the last label always, in place of
-    those it would touch (a capacity point at 272K next to 256K would print over it)."""
-    keep, last = [], None
-    for x, w in zip(centres_px, widths_px):
-        fits = last is None or x - w / 2 >= last + gap_px
-        keep.append(fits)
-        last = x + w / 2 if fits else last
-    if keep and not keep[-1]:
-        keep[-1], left = True, centres_px[-1] - widths_px[-1] / 2
-        for i in range(len(keep) - 2, -1, -1):
-            if keep[i] and centres_px[i] + widths_px[i] / 2 + gap_px > left:
-                keep[i] = False
+def spaced_labels(centres_px: list, widths_px: list, gap_px: float = 3.0, preferred=None) -> list[bool]:
+    """Which tick labels to print, from their centres and widths in pixels, none touching
+    another within `gap_px`: the `preferred` ones first (the powers of two a buyer reads:
+    256K before a capacity point at 272K beside it), left to right, then the others where
+    they still fit. Without `preferred`, left to right and the last label always, in place of
+    those it would touch."""
+    n = len(centres_px)
+    if preferred is None:
+        keep, last = [], None
+        for x, w in zip(centres_px, widths_px):
+            fits = last is None or x - w / 2 >= last + gap_px
+            keep.append(fits)
+            last = x + w / 2 if fits else last
+        if keep and not keep[-1]:
+            keep[-1], left = True, centres_px[-1] - widths_px[-1] / 2
+            for i in range(len(keep) - 2, -1, -1):
+                if keep[i] and centres_px[i] + widths_px[i] / 2 + gap_px > left:
+                    keep[i] = False
+        return keep
+    keep = [False] * n
+
+    def clear(i):
+        return all(abs(centres_px[i] - centres_px[j]) >= (widths_px[i] + widths_px[j]) / 2 + gap_px
+                   for j in range(n) if keep[j])
+
+    for first in (True, False):
+        for i in range(n):
+            if bool(preferred[i]) == first and clear(i):
+                keep[i] = True
     return keep
 
 
@@ -98,7 +113,7 @@ def _label_ticks(fig) -> None:
         lens = ax.get_xticks()
         centres = [ax.transData.transform((n, ax.get_ylim()[0]))[0] for n in lens]
         widths = [label.get_window_extent(renderer).width for label in labels]
-        keep = spaced_labels(centres, widths)
+        keep = spaced_labels(centres, widths, preferred=[n > 0 and int(n) & (int(n) - 1) == 0 for n in lens])
         ax.set_xticklabels([label.get_text() if k else "" for label, k in zip(labels, keep)], fontsize=TICK_FONT)
 
 
