@@ -224,8 +224,8 @@ def test_config_that_cannot_run_here_is_one_line_and_exit_2_before_any_record():
 
 
 @pytest.mark.parametrize("env, message", [
-    ({"PROFILE_STEPS": "0"}, "PROFILE_STEPS='0': expected an integer >= 1"),
-    ({"TIME_STEPS": "x"}, "TIME_STEPS='x': expected an integer >= 1"),
+    ({"PROFILE_STEPS": "0"}, "PROFILE_STEPS='0': expected an integer >= 1 and <= 100"),
+    ({"TIME_STEPS": "x"}, "TIME_STEPS='x': expected an integer >= 1 and <= 10000"),
 ])
 def test_bad_input_exits_2_naming_the_variable(env, message, as_script, monkeypatch, capsys):
     as_script("bench_decompose.py", script.VARS, {"MODEL": "tiny", "SEQ_LEN": "64", "TIME_STEPS": "1",
