@@ -4,7 +4,7 @@ The model is the guide's analysis of its H200 -> B200 pair, made a formula: a tr
 is the sum of parts, each bounded by one thing the candidate does faster (or not), and each
 part scales by the candidate/baseline ratio of what bounds it:
 
-- attention kernels: the isolated-attention ratio (measured on both GPUs, else published,
+- attention kernels: the isolated-attention ratio (published kernel figures,
   else anywhere between the HBM-bandwidth and the peak ratio);
 - GEMMs: the MAMF ratio (Maximum Achievable Matmul FLOPS, the GPU table's published figures);
 - other kernels (norms, elementwise, the optimizer on the GPU, MoE routing): HBM bandwidth;
@@ -76,12 +76,10 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
     return out
 
 
-def attention_ratio(hw: dict, measured: float | None = None, published: float | None = None,
-                    source: str = "") -> Ratio:
-    """The attention kernels' ratio: measured on both GPUs, else published, else between the
-    HBM and the peak ratio (attention is compute-bound at long context, less at short)."""
-    if measured:
-        return Ratio.exact(measured, source or "isolated attention, measured on both")
+def attention_ratio(hw: dict, published: float | None = None, source: str = "") -> Ratio:
+    """The attention kernels' ratio: published (isolated kernels on both GPUs), else between
+    the HBM and the peak ratio (attention is compute-bound at long context, less at short).
+    Isolated attention this suite measured on both GPUs is not read yet."""
     if published:
         return Ratio.exact(published, source or "isolated attention, published")
     return between(hw["hbm"].mid, hw["peak"].mid, "attention unmeasured: between the HBM and peak ratios")
