@@ -105,17 +105,11 @@ def parse_prices(specs) -> dict:
     return prices
 
 
-def _table_name(name: str) -> str | None:
-    """The GPU table's name of 'B200', 'NVIDIA B200' or 'B200 SXM', else None."""
-    spec = gpus.lookup(name) or gpus.lookup(f"NVIDIA {name}")
-    return spec.name if spec else None
-
-
 def forecast_gpus(names: list) -> list:
     """The GPU table's names of --forecast values; BadInput for one the table lacks."""
     out = []
     for name in names:
-        table_name = _table_name(name)
+        table_name = gpus.table_name(name)
         if table_name is None:
             raise BadInput(f"--forecast {name!r}: not a GPU of the GPU table; known: {', '.join(gpus.names())}")
         if table_name not in out:
@@ -233,8 +227,8 @@ def main(argv=None) -> int:
     data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
     check_ignored_keys(args.ignore_config, data)
     # a price of a GPU only forecast (no log of it) prices the forecast, not a comparison
-    only_forecast = {name for name in prices if _table_name(name) in candidates and
-                     _table_name(name) not in data.gpus}
+    only_forecast = {name for name in prices if gpus.table_name(name) in candidates and
+                     gpus.table_name(name) not in data.gpus}
     analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
     add_forecasts(analysis, candidates, prices)
     for line in tally.skipped_lines():

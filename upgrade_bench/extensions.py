@@ -35,13 +35,18 @@ def compiler_running() -> bool:
     return False
 
 
+def build_locks(root: Path) -> list:
+    """The lock files of the ops under `root` (<root>/<op>/lock or <root>/<python_device>/<op>/lock)."""
+    return sorted(set(root.glob("*/lock")) | set(root.glob("*/*/lock")))
+
+
 def stale_locks(root: Path, now: float, building: bool, stale_after_s: float = STALE_AFTER_S) -> list:
     """[(lock path, age in s)] of build locks under `root` no live build holds: none while a
     compiler runs (`building`), else those older than `stale_after_s`."""
     if building or not root.is_dir():
         return []
     found = []
-    for lock in sorted(set(root.glob("*/lock")) | set(root.glob("*/*/lock"))):
+    for lock in build_locks(root):
         try:
             age = now - lock.stat().st_mtime
         except OSError:
@@ -68,7 +73,7 @@ def waiting_notice() -> str | None:
     root = build_root()
     if not root.is_dir() or not compiler_running():
         return None
-    locks = sorted(set(root.glob("*/lock")) | set(root.glob("*/*/lock")))
+    locks = build_locks(root)
     if not locks:
         return None
     return (f"waiting for another process's build of {locks[0].parent.name} ({locks[0]}): "

@@ -89,6 +89,12 @@ def resolve_peak(device_name: str | None, dtype: str = "bf16", override: float =
     return peak, f"table:{spec.name}", None
 
 
+def table_name(name: str) -> str | None:
+    """The table's name of a GPU as a user types it ('B200', 'NVIDIA B200', 'B200 SXM'), or None."""
+    spec = lookup(name)  # the patterns match a chip's name anywhere: 'b200' is B200 SXM as is 'NVIDIA B200'
+    return spec.name if spec else None
+
+
 def names() -> list:
     """The GPU table's names, for a message that lists what is known."""
     return [spec.name for _pattern, spec in _TABLE]

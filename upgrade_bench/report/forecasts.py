@@ -17,6 +17,7 @@ from .tables import fmt, md_table
 from .verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
 
 FORECAST = "forecast"
+COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}
 
 
 def attention_ratio_at(base: str, cand: str, seq_len: int, hw: dict) -> forecast.Ratio:
@@ -101,6 +102,11 @@ class SeriesForecast:
         return f"forecast from {self.base.label}, not measured"
 
 
+def tflops_range(work_tflop: float, f: forecast.Forecast) -> tuple:
+    """(mid, low, high) TFLOPS of a step of `work_tflop` at the forecast's step times."""
+    return (work_tflop / f.step_ms * 1e3, work_tflop / f.step_ms_slow * 1e3, work_tflop / f.step_ms_fast * 1e3)
+
+
 def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=None) -> SeriesForecast:
     """The candidate's forecast at every length of a measured baseline series."""
     spec = gpus.lookup(cand)
@@ -113,7 +119,7 @@ def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=N
         out.ratio_sources.update({b: r[b].source for b in parts})
         f = forecast.scale(parts, r, widen, how)
         work = point["model_tflop_per_step"]
-        tflops = (work / f.step_ms * 1e3, work / f.step_ms_slow * 1e3, work / f.step_ms_fast * 1e3)
+        tflops = tflops_range(work, f)
         speedup = (point["step_ms"] / f.step_ms, point["step_ms"] / f.step_ms_slow, point["step_ms"] / f.step_ms_fast)
         tok_s = tokens_per_s_per_gpu(point)
         usd = base_usd = cost = None
@@ -132,11 +138,7 @@ def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=N
 
 def _price(prices: dict, gpu: str) -> float | None:
     """The --price of `gpu` (a GPU table name), given as 'B200', 'NVIDIA B200' or its table name."""
-    for name, usd in prices.items():
-        spec = gpus.lookup(name) or gpus.lookup(f"NVIDIA {name}")
-        if (spec and spec.name == gpu) or name == gpu:
-            return usd
-    return None
+    return next((usd for name, usd in prices.items() if name == gpu or gpus.table_name(name) == gpu), None)
 
 
 def beyond_memory(s: Series, hbm_gib: float) -> list:
@@ -189,9 +191,8 @@ def forecast_run(run: dict, cand: str) -> dict:
                    points=run["summary"])
         for n, (parts, how) in series_parts(s).items():
             f = forecast.scale(parts, ratios_at(base, cand, n))
-            work, point = run["summary"][n]["model_tflop_per_step"], run["summary"][n]
-            out["tflops_per_gpu", n] = (work / f.step_ms * 1e3, work / f.step_ms_slow * 1e3,
-                                        work / f.step_ms_fast * 1e3, point["tflops_per_gpu"])
+            point = run["summary"][n]
+            out["tflops_per_gpu", n] = (*tflops_range(point["model_tflop_per_step"], f), point["tflops_per_gpu"])
     for n, dec in run["decomposition"].items():
         r = ratios_at(base, cand, n)
         parts = forecast.decomposition_parts(dec)
@@ -200,9 +201,7 @@ def forecast_run(run: dict, cand: str) -> dict:
             out[f"{bucket}_tflops", n] = (b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
                                           b["tflops"] * r[bound].high, b["tflops"])
         f = forecast.scale(parts, r)
-        total = dec["total"]["tflop"]
-        out["total_tflops", n] = (total / f.step_ms * 1e3, total / f.step_ms_slow * 1e3,
-                                  total / f.step_ms_fast * 1e3, dec["total"]["tflops"])
+        out["total_tflops", n] = (*tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"])
     return out
 
 
@@ -283,11 +282,8 @@ def forecast_markdown(fc: SeriesForecast) -> str:
         rows.append([seq_label(r.seq_len), fmt(r.step_ms), f"{fmt(r.forecast.step_ms)} "
                      f"({fmt(r.forecast.step_ms_fast)}-{fmt(r.forecast.step_ms_slow)})",
                      f"{fmt(t[0])} ({fmt(t[1])}-{fmt(t[2])})", f"{fmt(sp[0], 'x')} ({fmt(sp[1], 'x')}-{fmt(sp[2], 'x')})",
-                     usd, "-", f"{fmt(sp[0], 'x')} ({fmt(sp[1], 'x')}-{fmt(sp[2], 'x')})", fits,
+                     usd, COST_WORDS.get(r.cost_call.word, r.cost_call.word) if r.cost_call else "-", f"{fmt(sp[0], 'x')} ({fmt(sp[1], 'x')}-{fmt(sp[2], 'x')})", fits,
                      fmt(r.measured_tflops), r.forecast.how])
-    cost_words = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}
-    for row, r in zip(rows, fc.rows):
-        row[6] = cost_words.get(r.cost_call.word, r.cost_call.word) if r.cost_call else "-"
     lines = [f"**{fc.label}**: {fc.candidate} for this series' own configuration and node. Ranges: "
              f"every ratio at its slow and fast end, widened by the backtest's median error "
              f"({fmt(fc.widen, 'pct')}).", "",
