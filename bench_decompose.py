@@ -4,7 +4,7 @@
 The guide's deep dive into why the step speeds up less than the hardware: the same DeepSpeed
 training step as benchmark.py, (1) timed with the profiler off (median of TIME_STEPS steps,
 after WARMUP_STEPS), then (2) profiled for PROFILE_STEPS steps; (3) every device kernel is
-classified (attention / gemm / other, NCCL as comm; rules in upgrade_bench/decompose.py) and
+classified (attention / gemm / other, NCCL as comm; rules in upgrade_bench/training/decompose.py) and
 (4) the measured wall step is split by each bucket's share of compute kernel time, so the
 buckets sum to the step by construction; NCCL overlaps the backward and is reported as a
 share of kernel time, not added. Attention gets the model's attention FLOPs, gemm the dense
@@ -18,7 +18,9 @@ no Liger.
     USE_LIGER=1 NUM_LAYERS=8 ATTN_BACKEND=fa4 python bench_decompose.py   # one GPU
     MODEL=tiny SEQ_LEN=256 TIME_STEPS=2 PROFILE_STEPS=1 python bench_decompose.py   # CPU
 """
-from upgrade_bench import decompose_step, engine, memory, settings, timing
+from upgrade_bench.training import decompose_step, engine, memory
+from upgrade_bench import settings
+from upgrade_bench.kernels import timing
 from upgrade_bench.faults import run_main
 
 SCRIPT = "bench_decompose.py"

@@ -13,7 +13,7 @@ every record carries that check's max_abs_err and ok, so a kernel that is fast b
 visible. Timing is sustained, as training sees it: a first call (FA4 JIT-compiles each
 configuration), then WARMUP and ITERS calls queued back to back, a CUDA event pair around
 each and 256 MiB of cache zeroed before each (outside the pair), no idle gap between them;
-median/min/max of ITERS (upgrade_bench/timing.py). `bwd` times the backward alone: each
+median/min/max of ITERS (upgrade_bench/kernels/timing.py). `bwd` times the backward alone: each
 iteration runs its forward before its event pair.
 
 Writes JSON lines: a `header`, then one `attention` record per layer x backend x seq_len x
@@ -29,12 +29,14 @@ among it), 4 when a record cannot be written (a full disk).
 """
 import sys
 
-from upgrade_bench import (attn_backends, attn_bench, attn_kernels, faults, fingerprint, gpus, header,
-                           linear_kernels, settings, telemetry, timing)
-from upgrade_bench.architecture import LINEAR
-from upgrade_bench.attn_bench import PASSES
+from upgrade_bench.kernels import attn_backends, attn_bench, attn_kernels, linear_kernels, timing
+from upgrade_bench import faults, settings
+from upgrade_bench.hardware import fingerprint, gpus, telemetry
+from upgrade_bench.log import header
+from upgrade_bench.models.architecture import LINEAR
+from upgrade_bench.kernels.attn_bench import PASSES
 from upgrade_bench.faults import BadInput, run_main
-from upgrade_bench.records import RecordWriter
+from upgrade_bench.log.records import RecordWriter
 
 SCRIPT = "bench_flash_attn.py"
 REGISTRY = attn_backends.KERNELS
@@ -94,7 +96,7 @@ def layer_shapes(s: dict) -> list:
     if all(explicit):
         shapes = [attn_kernels.AttentionShape(s["BATCH"], seq_len, *explicit, *common)]
     else:
-        from upgrade_bench import model
+        from upgrade_bench.models import model
 
         try:
             mixers = model.spec(model.load_config(s["MODEL"])).distinct_mixers()

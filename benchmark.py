@@ -13,10 +13,13 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
     MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
 """
 
-from upgrade_bench import decompose_step, engine, flops, memory, settings, telemetry
+from upgrade_bench.training import decompose_step, engine, memory
+from upgrade_bench.models import flops
+from upgrade_bench import settings
+from upgrade_bench.hardware import telemetry
 from upgrade_bench.faults import run_main
 from upgrade_bench.numfmt import sig
-from upgrade_bench.timing import summarize
+from upgrade_bench.kernels.timing import summarize
 
 SCRIPT = "benchmark.py"
 VARS = settings.TRAINING_VARS

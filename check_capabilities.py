@@ -26,10 +26,13 @@ import os
 import sys
 import time
 
-from upgrade_bench import attn_backends, fingerprint, header, settings
-from upgrade_bench import capabilities as caps
+from upgrade_bench.kernels import attn_backends
+from upgrade_bench.hardware import fingerprint
+from upgrade_bench.log import header
+from upgrade_bench import settings
+from upgrade_bench.hardware import capabilities as caps
 from upgrade_bench.faults import BadInput, run_main
-from upgrade_bench.records import RecordWriter, read_log
+from upgrade_bench.log.records import RecordWriter, read_log
 
 SCRIPT = "check_capabilities.py"
 VARS = [
@@ -58,7 +61,7 @@ ATTENTION_ORDER = sorted(attn_backends.KERNELS.values(), key=lambda b: b.package
 def attention_verdict(backend: attn_backends.Backend, device: fingerprint.Device, dev) -> caps.Verdict:
     import torch
 
-    from upgrade_bench import capability_probes as p
+    from upgrade_bench.hardware import capability_probes as p
 
     if backend.package:
         version = fingerprint.package_version(backend.package.distribution)
@@ -77,7 +80,7 @@ def plan(s: dict, device: fingerprint.Device, dev, gpu_name, gpu_count: int, cap
     """(item, category, needs a working CUDA context, make_verdict) in run order. Attention
     runs last: a kernel package that crashes the process takes no other item with it.
     `done` holds the verdicts so far (max_seq_len reads the memory items)."""
-    from upgrade_bench import capability_probes as p
+    from upgrade_bench.hardware import capability_probes as p
 
     def probe(item, fn):
         return lambda: caps.evaluate(item, device, fn)
@@ -119,7 +122,7 @@ def main() -> int:
     capacity_records = load_capacity_log(s["CAPACITY_LOG"])
     import torch
 
-    from upgrade_bench import capability_probes as p
+    from upgrade_bench.hardware import capability_probes as p
 
     on_gpu = torch.cuda.is_available()
     dev = torch.device("cuda", 0) if on_gpu else torch.device("cpu")

@@ -56,8 +56,8 @@ if [ $cpu = 0 ]; then
     die "compute capability $cc is below 8.0: no bf16 tensor cores; pass --force fa4|none to try anyway"
   # The package ATTN_BACKEND=auto would pick here, from the backend table (standard library
   # only: the venv does not exist yet).
-  attn=$("$PYTHON" -E -S -c 'import sys; from upgrade_bench.attn_backends import install_choice; print(install_choice(sys.argv[1]))' "$cc") ||
-    die "cannot read the attention backend table (upgrade_bench/attn_backends.py) with $PYTHON"
+  attn=$("$PYTHON" -E -S -c 'import sys; from upgrade_bench.kernels.attn_backends import install_choice; print(install_choice(sys.argv[1]))' "$cc") ||
+    die "cannot read the attention backend table (upgrade_bench/kernels/attn_backends.py) with $PYTHON"
   [ "$attn" = none ] && say "compute capability $cc has no FA3/FA4 build: the suite will use SDPA"
   [ -n "$force" ] && attn=$force
 fi
@@ -101,7 +101,7 @@ esac
 "$PY" - <<'PY' >&2
 import os, shutil
 from pathlib import Path
-from upgrade_bench import model
+from upgrade_bench.models import model
 repo_id = model.STAGED["llama-3.1-8b"]
 dest = model.model_dir() / Path(repo_id).name
 try:
@@ -120,7 +120,7 @@ PY
 # --- verify ----------------------------------------------------------------------------
 if [ $verify = 1 ]; then
   "$PY" - <<'PY' >&2
-from upgrade_bench import header
+from upgrade_bench.log import header
 for name, version in header.software().items():
     print(f"  {name:20s} {version}")
 PY
@@ -132,8 +132,8 @@ PY
     say "verify: a tiny attention call with $attn"
     ATTN=$attn "$PY" - <<'PY' >&2 || die "verify failed: the attention package does not run on this GPU" 1
 import os, torch
-from upgrade_bench.attn_adapters import BSHD, Args
-from upgrade_bench.attn_backends import KERNELS
+from upgrade_bench.kernels.attn_adapters import BSHD, Args
+from upgrade_bench.kernels.attn_backends import KERNELS
 attn = os.environ["ATTN"]
 backend = KERNELS[attn if attn != "none" else "sdpa-math"]
 q = torch.randn(1, 256, 4, 128, device="cuda", dtype=torch.bfloat16)

@@ -28,7 +28,8 @@ import argparse
 import math
 import sys
 
-from upgrade_bench import mamf, mamf_run, settings
+from upgrade_bench.kernels import mamf, mamf_run
+from upgrade_bench import settings
 from upgrade_bench.faults import BadInput, Parser, run_main
 
 SCRIPT = "mamf-finder.py"

@@ -40,7 +40,8 @@ import math
 import os
 import sys
 
-from upgrade_bench import gpus, records, staged
+from upgrade_bench.hardware import gpus
+from upgrade_bench.log import records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
 from upgrade_bench.report import comparisons, export, forecasts, inputs, markdown, published, series
 
@@ -172,7 +173,7 @@ def stack_errors(a: comparisons.Analysis) -> list:
 
 def write_outputs(analysis, args, paths, tally) -> list:
     """report.md, the figures and the flat table; OSError ends the run with one line."""
-    from upgrade_bench.report import figures  # matplotlib only once the inputs are known good
+    from upgrade_bench.report import figures
 
     written = []
     for flag, folder in (("--out", args.out), ("--export", args.export)):

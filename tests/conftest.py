@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from upgrade_bench import settings, sweep_plan
-from upgrade_bench.child_process import PORT_ATTEMPTS, PORT_TAKEN, free_port
+from upgrade_bench import settings
+from upgrade_bench.sweep import sweep_plan
+from upgrade_bench.sweep.child_process import PORT_ATTEMPTS, PORT_TAKEN, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import REPO
-from upgrade_bench import architecture, flops, model
+from upgrade_bench.models import architecture, flops, model
 from upgrade_bench.faults import BadInput
 
 

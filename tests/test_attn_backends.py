@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from conftest import REPO, import_script, run_proc
-from upgrade_bench import attn_adapters, attn_backends, settings
-from upgrade_bench.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
+from upgrade_bench.kernels import attn_adapters, attn_backends
+from upgrade_bench import settings
+from upgrade_bench.kernels.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
 from upgrade_bench.faults import BadInput
-from upgrade_bench.fingerprint import Device
+from upgrade_bench.hardware.fingerprint import Device
 
 ALL = set(TRAINING)
 HOPPER, BLACKWELL, AMPERE, CPU = Device((9, 0)), Device((10, 0)), Device((8, 0)), Device(None)

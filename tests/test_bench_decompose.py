@@ -5,9 +5,10 @@ import io
 import pytest
 
 from conftest import import_script, run_proc
-from upgrade_bench import decompose, engine, faults
-from upgrade_bench.flops import StepFlops
-from upgrade_bench.records import read_lines
+from upgrade_bench.training import decompose, engine
+from upgrade_bench import faults
+from upgrade_bench.models.flops import StepFlops
+from upgrade_bench.log.records import read_lines
 
 script = import_script("bench_decompose.py")
 
@@ -231,7 +232,7 @@ def test_bad_input_exits_2_naming_the_variable(env, message, as_script, monkeypa
     as_script("bench_decompose.py", script.VARS, {"MODEL": "tiny", "SEQ_LEN": "64", "TIME_STEPS": "1",
                                                   "PROFILE_STEPS": "1", "WARMUP_STEPS": "0", "RANK": "0",
                                                   "WORLD_SIZE": "1", **env})
-    monkeypatch.setattr("upgrade_bench.records.claim_stdout", io.StringIO)
+    monkeypatch.setattr("upgrade_bench.log.records.claim_stdout", io.StringIO)
     monkeypatch.setattr(engine, "build_engine", lambda rc, probe: pytest.fail("bad input reached the engine"))
     assert faults.run_main(script.main) == 2
     assert capsys.readouterr().err == f"error: {message}\n"

@@ -1,4 +1,4 @@
-"""bench_flash_attn.py and upgrade_bench.attn_kernels, on CPU.
+"""bench_flash_attn.py and upgrade_bench.kernels.attn_kernels, on CPU.
 
 FLOP counts against hand-computed numbers, discovery with faked imports and capabilities,
 the script run for real (subprocess) with torch's CPU SDPA kernels, and test-double
@@ -16,12 +16,15 @@ import torch
 import torch.nn.functional as F
 
 from conftest import import_script, run_proc
-from upgrade_bench import attn_bench, faults, fingerprint, flops
-from upgrade_bench import attn_kernels as ak
-from upgrade_bench.attn_adapters import BHSD
-from upgrade_bench.attn_backends import KERNELS, Backend
-from upgrade_bench.fingerprint import Device
-from upgrade_bench.records import read_lines
+from upgrade_bench.kernels import attn_bench
+from upgrade_bench import faults
+from upgrade_bench.hardware import fingerprint
+from upgrade_bench.models import flops
+from upgrade_bench.kernels import attn_kernels as ak
+from upgrade_bench.kernels.attn_adapters import BHSD
+from upgrade_bench.kernels.attn_backends import KERNELS, Backend
+from upgrade_bench.hardware.fingerprint import Device
+from upgrade_bench.log.records import read_lines
 
 bench = import_script("bench_flash_attn.py")
 
@@ -469,7 +472,7 @@ def test_each_distinct_layer_of_a_model_is_a_shape():
 def test_the_gated_deltanet_check_against_transformers_torch_recurrence():
     # the check's plumbing with the torch recurrence as the "kernel": errors are rounding only;
     # a kernel that forgets the decay g is caught
-    from upgrade_bench import linear_kernels
+    from upgrade_bench.kernels import linear_kernels
     from transformers.models.qwen3_next.modeling_qwen3_next import torch_chunk_gated_delta_rule
 
     def torch_kernel(q, k, v, g, beta, a):

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from conftest import REPO, TINY_FAST, import_script, parse_jsonl, run_launched, run_proc, run_script
-from upgrade_bench import engine, faults, records, settings
+from upgrade_bench.training import engine
+from upgrade_bench import faults, settings
+from upgrade_bench.log import records
 
 benchmark = import_script("benchmark.py")
 
@@ -266,7 +268,7 @@ def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole
 def test_a_model_that_cannot_fit_this_machine_is_refused_before_it_starts(as_script, capsys, monkeypatch):
     # the README's defaults on a CPU machine: the 8B's weights, gradients and Adam state alone
     # are 120 GiB; before this check the host's OOM killer ended the point after 482 s
-    from upgrade_bench import memory
+    from upgrade_bench.training import memory
 
     problem = memory.fit_problem("llama-3.1-8b", 8_030_000_000, 3, 1, True, None, 24 * 2**30)
     assert problem.startswith("MODEL=llama-3.1-8b (8B parameters) needs at least 120 GiB for its weights, "
@@ -288,7 +290,7 @@ def test_a_model_that_cannot_fit_this_machine_is_refused_before_it_starts(as_scr
 
 def test_a_lock_no_build_holds_is_stale_and_named(tmp_path):
     # a build killed mid-way (SIGKILL) leaves <root>/<py>_cpu/<op>/lock; every later run waited on it
-    from upgrade_bench import extensions
+    from upgrade_bench.training import extensions
 
     lock = tmp_path / "py311_cpu" / "deepspeed_shm_comm" / "lock"
     lock.parent.mkdir(parents=True)
@@ -303,7 +305,7 @@ def test_a_lock_no_build_holds_is_stale_and_named(tmp_path):
 def test_a_stale_lock_stops_the_run_before_its_header(as_script, capsys, monkeypatch, tmp_path):
     import os
 
-    from upgrade_bench import extensions
+    from upgrade_bench.training import extensions
 
     lock = tmp_path / "py311_cpu" / "cpu_adam" / "lock"
     lock.parent.mkdir(parents=True)

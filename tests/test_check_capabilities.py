@@ -6,10 +6,12 @@ import pytest
 import torch
 
 from conftest import import_script, run_proc
-from upgrade_bench import attn_backends, faults, fingerprint
-from upgrade_bench import capabilities as caps
+from upgrade_bench.kernels import attn_backends
+from upgrade_bench import faults
+from upgrade_bench.hardware import fingerprint
+from upgrade_bench.hardware import capabilities as caps
 from upgrade_bench.faults import BadInput
-from upgrade_bench import capability_probes as probes
+from upgrade_bench.hardware import capability_probes as probes
 
 HOPPER = fingerprint.Device((9, 0))
 BLACKWELL = fingerprint.Device((10, 0))

@@ -1,13 +1,14 @@
-"""The GPUs here, NVIDIA or AMD, without torch (upgrade_bench.devices), and the one `hardware`
+"""The GPUs here, NVIDIA or AMD, without torch (upgrade_bench.hardware.devices), and the one `hardware`
 every header describes them by; in-process, with fake NVML and amdsmi libraries."""
 import types
 
 import pytest
 
 from conftest import REPO, SWEEP_CLEARED
-from upgrade_bench import devices, fingerprint, sweep_plan
-from upgrade_bench.devices import rocm
-from upgrade_bench.devices.gpu import Gpu
+from upgrade_bench.hardware import devices, fingerprint
+from upgrade_bench.sweep import sweep_plan
+from upgrade_bench.hardware.devices import rocm
+from upgrade_bench.hardware.devices.gpu import Gpu
 from upgrade_bench.faults import BadInput
 from upgrade_bench.report import inputs
 

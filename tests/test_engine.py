@@ -1,8 +1,10 @@
-"""upgrade_bench.engine's pure parts: the process environment DeepSpeed needs, the DeepSpeed
+"""upgrade_bench.training.engine's pure parts: the process environment DeepSpeed needs, the DeepSpeed
 config of a point, and the random (dense or packed) batches."""
 import torch
 
-from upgrade_bench import engine, model, settings
+from upgrade_bench.training import engine
+from upgrade_bench.models import model
+from upgrade_bench import settings
 
 
 def test_arch_list_loses_suffixes_deepspeed_cannot_parse():

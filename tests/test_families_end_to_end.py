@@ -8,7 +8,9 @@ gpt-oss's attention backend rule is checked in-process below."""
 import pytest
 
 from conftest import TINY_FAST, run_script
-from upgrade_bench import engine, flops, model, settings
+from upgrade_bench.training import engine
+from upgrade_bench.models import flops, model
+from upgrade_bench import settings
 from upgrade_bench.faults import BadInput
 
 FAMILIES = {"tiny-qwen3-next": {"linear_attention": 3, "full_attention": 1}}

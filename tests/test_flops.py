@@ -4,7 +4,7 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from upgrade_bench import architecture, flops, model
+from upgrade_bench.models import architecture, flops, model
 
 LLAMA_8B = model.spec(model.load_config("llama-3.1-8b"))
 

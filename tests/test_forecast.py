@@ -8,28 +8,30 @@ import numpy as np
 import pytest
 
 import plot_results
-from upgrade_bench import faults, forecast, gpus
+from upgrade_bench import faults
+from upgrade_bench.report import forecast_model
+from upgrade_bench.hardware import gpus
 from upgrade_bench.report import forecasts, published
 
 H200, B200 = gpus.lookup("NVIDIA H200"), gpus.lookup("NVIDIA B200")
 
 
 def test_the_hardware_ratios_are_the_tables_figures():
-    r = forecast.hardware_ratios(H200, B200)
+    r = forecast_model.hardware_ratios(H200, B200)
     assert r["peak"].mid == pytest.approx(2250 / 989)
     assert r["hbm"].mid == pytest.approx(8.0 / 4.8)
     assert r["gemm"].mid == pytest.approx(1745 / 794.5) and r["gemm"].low == pytest.approx(8.0 / 4.8)
     assert r["comm"].mid == pytest.approx(1800 / 900)
     assert (r["host"].low, r["host"].mid, r["host"].high) == (1.0, 1.0, 1.0)
     # attention with nothing measured or published: the geometric middle of HBM and peak
-    att = forecast.attention_ratio(r)
+    att = forecast_model.attention_ratio(r)
     assert att.mid == pytest.approx((8.0 / 4.8 * 2250 / 989) ** 0.5) and att.high == pytest.approx(2250 / 989)
 
 
 def test_each_part_scales_by_its_own_ratio():
-    ratios = {"attention": forecast.Ratio(2.0, 1.5, 2.5, ""), "dense": forecast.Ratio.exact(1.6, ""),
-              "host": forecast.UNCHANGED}
-    f = forecast.scale({"attention": 100.0, "dense": 200.0, "host": 50.0}, ratios, widen=0.1)
+    ratios = {"attention": forecast_model.Ratio(2.0, 1.5, 2.5, ""), "dense": forecast_model.Ratio.exact(1.6, ""),
+              "host": forecast_model.UNCHANGED}
+    f = forecast_model.scale({"attention": 100.0, "dense": 200.0, "host": 50.0}, ratios, widen=0.1)
     assert f.step_ms == pytest.approx(100 / 2 + 200 / 1.6 + 50)
     assert f.step_ms_fast == pytest.approx((100 / 2.5 + 200 / 1.6 + 50) * 0.9)
     assert f.step_ms_slow == pytest.approx((100 / 1.5 + 200 / 1.6 + 50) * 1.1)
@@ -38,23 +40,23 @@ def test_each_part_scales_by_its_own_ratio():
 def test_the_sweep_split_is_numpys_least_squares():
     # an exact T = 2*A + 3*D + 100 is found again; a noisy one as numpy finds it
     points = [(a, d, 2 * a + 3 * d + 100) for a, d in ((1, 50), (16, 200), (64, 400), (256, 800))]
-    assert forecast.fit_split(points) == pytest.approx((2.0, 3.0, 100.0))
+    assert forecast_model.fit_split(points) == pytest.approx((2.0, 3.0, 100.0))
     noisy = [(a, d, t * f) for (a, d, t), f in zip(points, (1.01, 0.98, 1.02, 0.99))]
     x = np.array([[a / t, d / t, 1 / t] for a, d, t in noisy])
     expected = np.linalg.lstsq(x, np.ones(4), rcond=None)[0]
-    assert forecast.fit_split(noisy) == pytest.approx(tuple(expected))
-    assert forecast.fit_split(points[:2]) is None  # two lengths cannot tell three parts apart
-    assert forecast.fit_split([(1, 1, 10), (2, 2, 20), (3, 3, 30)]) is None  # A and D in step
+    assert forecast_model.fit_split(noisy) == pytest.approx(tuple(expected))
+    assert forecast_model.fit_split(points[:2]) is None  # two lengths cannot tell three parts apart
+    assert forecast_model.fit_split([(1, 1, 10), (2, 2, 20), (3, 3, 30)]) is None  # A and D in step
 
 
 def test_a_decomposition_gives_its_parts_and_its_idle_time_as_host():
     guide = next(r for r in published.guide_reference_records()
                  if r["kind"] == "decomposition" and r["run_id"] == "guide-h200-decompose")
-    parts = forecast.decomposition_parts(guide)
+    parts = forecast_model.decomposition_parts(guide)
     assert parts == pytest.approx({"attention": 52.776558133248 / 447 * 1e3, "dense": 368.868971249664 / 463 * 1e3})
     suite = {"buckets": {"attention": {"ms": 10.0}, "gemm": {"ms": 50.0}, "other": {"ms": 30.0},
                          "linear_mixer": {"ms": 5.0}, "comm": {"ms": 2.0}}, "wall_step_ms": 120.0}
-    assert forecast.decomposition_parts(suite) == {"attention": 10.0, "gemm": 50.0, "other": 35.0,
+    assert forecast_model.decomposition_parts(suite) == {"attention": 10.0, "gemm": 50.0, "other": 35.0,
                                                    "comm": 2.0, "host": 23.0}
 
 

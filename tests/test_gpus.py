@@ -4,7 +4,8 @@ import re
 import pytest
 
 from conftest import REPO
-from upgrade_bench import gpus, mamf
+from upgrade_bench.hardware import gpus
+from upgrade_bench.kernels import mamf
 
 
 @pytest.mark.parametrize("device, name, bf16", [

@@ -1,5 +1,7 @@
 """The header record: one builder for every script, the stack it lists."""
-from upgrade_bench import attn_backends, fingerprint, header
+from upgrade_bench.kernels import attn_backends
+from upgrade_bench.hardware import fingerprint
+from upgrade_bench.log import header
 
 
 def test_a_header_holds_the_stack_the_config_the_scripts_own_fields_warnings_and_notes():

@@ -7,9 +7,11 @@ import sys
 import pytest
 
 from conftest import REPO, import_script, parse_jsonl, run_proc, run_script
-from upgrade_bench import flops, gpus, mamf, mamf_run
+from upgrade_bench.models import flops
+from upgrade_bench.hardware import gpus
+from upgrade_bench.kernels import mamf, mamf_run
 from upgrade_bench.faults import BadInput
-from upgrade_bench.mamf import GemmShape
+from upgrade_bench.kernels.mamf import GemmShape
 
 SCRIPT = "mamf-finder.py"
 LATTICE = range(256, 20480 + 1, 256)  # every shape the GPU search space can reach

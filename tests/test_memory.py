@@ -1,5 +1,5 @@
 """memory.py: the allocator's segments summarised as MEM_DEBUG records them."""
-from upgrade_bench import memory
+from upgrade_bench.training import memory
 
 GIB = 2**30
 

@@ -10,7 +10,9 @@ from huggingface_hub import constants
 from transformers import CONFIG_MAPPING, AutoConfig
 
 from conftest import REPO
-from upgrade_bench import engine, model, settings
+from upgrade_bench.training import engine
+from upgrade_bench.models import model
+from upgrade_bench import settings
 from upgrade_bench.faults import BadInput
 
 TINY = json.loads((REPO / "configs" / "tiny.json").read_text())

@@ -2,7 +2,8 @@
 import torch
 import transformers
 
-from upgrade_bench import engine, model
+from upgrade_bench.training import engine
+from upgrade_bench.models import model
 
 
 def per_token_loss(net, batch):

@@ -1,6 +1,8 @@
 """The repository root every module finds the suite's files from."""
 from conftest import REPO
-from upgrade_bench import model, paths, sweep_plan
+from upgrade_bench.models import model
+from upgrade_bench import paths
+from upgrade_bench.sweep import sweep_plan
 
 
 def test_the_repository_root_holds_the_presets_and_the_sweeps_default_benchmark():

@@ -16,7 +16,8 @@ from matplotlib.text import Text
 
 import plot_results
 from conftest import REPO, mount_tmpfs, unmount
-from upgrade_bench import faults, records
+from upgrade_bench import faults
+from upgrade_bench.log import records
 from upgrade_bench.report import comparisons, figures, inputs, markdown, published, series, stacks
 
 H200_PEAK, B200_PEAK = 989.0, 2250.0

@@ -1,6 +1,7 @@
 """The README documents every variable, and CI runs exactly the README's test command."""
 from conftest import REPO, import_script
-from upgrade_bench import node, settings, sweep_plan
+from upgrade_bench.sweep import node, sweep_plan
+from upgrade_bench import settings
 
 README = (REPO / "README.md").read_text()
 CONFIGURATION = (REPO / "docs" / "configuration.md").read_text()  # the README links it

@@ -1,4 +1,4 @@
-"""upgrade_bench.records: the JSONL writer and reader, and the check that an output can be
+"""upgrade_bench.log.records: the JSONL writer and reader, and the check that an output can be
 appended to."""
 import io
 import json
@@ -6,7 +6,8 @@ import json
 import pytest
 
 from conftest import mount_tmpfs, unmount
-from upgrade_bench import faults, records
+from upgrade_bench import faults
+from upgrade_bench.log import records
 
 
 def test_every_record_has_the_contract_fields_and_is_appended(tmp_path):
@@ -105,7 +106,7 @@ def test_reader_refuses_a_newer_schema():
 ])
 def test_a_log_the_user_named_that_cannot_be_read_is_bad_input(tmp_path, content, problem):
     # RESUME reads OUT, check_capabilities reads CAPACITY_LOG: one line, never a traceback.
-    from upgrade_bench import sweep_plan
+    from upgrade_bench.sweep import sweep_plan
 
     path = tmp_path / "log.jsonl"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())

@@ -3,7 +3,7 @@ from collections import Counter
 
 import pytest
 
-from upgrade_bench import records
+from upgrade_bench.log import records
 
 
 def test_non_finite_numbers_read_as_null_like_the_writer_writes_them():

@@ -2,7 +2,9 @@
 resume by marker, and a failed step that does not stop the next."""
 import sys
 
-from upgrade_bench import faults, flops, model, node, sweep_plan
+from upgrade_bench import faults
+from upgrade_bench.models import flops, model
+from upgrade_bench.sweep import node, sweep_plan
 
 
 def test_the_plan_and_its_estimate_before_anything_runs(tmp_path, as_script, capsys):
@@ -43,7 +45,7 @@ def test_estimates_by_hand_on_an_h200():
 def test_steps_run_in_turn_a_failure_is_a_record_and_a_rerun_skips_what_is_done(tmp_path):
     out = tmp_path / "node"
     out.mkdir()
-    from upgrade_bench.records import RecordWriter, read_lines
+    from upgrade_bench.log.records import RecordWriter, read_lines
 
     def step(name, code):
         return node.Step(name, [sys.executable, "-c", f"import sys; sys.stderr.write('{name}\\n'); sys.exit({code})"],

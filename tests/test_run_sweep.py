@@ -1,4 +1,4 @@
-"""run_sweep.sh's runner (upgrade_bench.sweep, child_process): the real benchmark.py on the tiny model
+"""run_sweep.sh's runner (upgrade_bench.sweep.runner, child_process): the real benchmark.py on the tiny model
 for one sweep, a fake benchmark for the faults it injects, and the process machinery."""
 import errno
 import io
@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc
-from upgrade_bench import child_process, devices, interrupts, sweep, sweep_plan
+from upgrade_bench.sweep import child_process, runner, sweep_plan
+from upgrade_bench.hardware import devices
+from upgrade_bench import interrupts
 from upgrade_bench.faults import BadInput, WriteFailed
-from upgrade_bench.records import read_lines
-from upgrade_bench.runs import run_identity
-from upgrade_bench.sweep_tables import sweep_table
+from upgrade_bench.log.records import read_lines
+from upgrade_bench.log.runs import run_identity
+from upgrade_bench.sweep.sweep_tables import sweep_table
 
 RUN_SWEEP = REPO / "run_sweep.sh"
 
@@ -34,7 +36,7 @@ configuration as benchmark.py does (one line, exit 2). FAKE_WARN: a start-up war
 OUTPUT ends it as in benchmark.py (one line, exit 4); FAKE_DISK_BYTES: OUTPUT's folder is a
 disk of that size (where no small tmpfs can be mounted)."""
 import errno, json, os, subprocess, sys, time, uuid
-from upgrade_bench.records import append_line
+from upgrade_bench.log.records import append_line
 
 env = os.environ
 run_id, out = uuid.uuid4().hex[:8], env.get("OUTPUT", "")
@@ -131,7 +133,7 @@ def in_process(monkeypatch, capsys):
     def execute(**env):
         for key, value in env.items():
             monkeypatch.setenv(key, str(value))
-        code = sweep.execute(sweep_plan.load_settings([], "doc"), io.StringIO())
+        code = runner.execute(sweep_plan.load_settings([], "doc"), io.StringIO())
         return code, capsys.readouterr().err
 
     return execute
@@ -373,7 +375,7 @@ def test_a_signal_between_two_probes_processes_still_writes_the_capacity_record(
         summaries = [{"kind": "summary", "seq_len": s, "peak_mem_gib": s / 1024} for s in seq_lens]
         return child_process.ProcessResult(list(seq_lens), summaries, exit_code=0, status="ok")
 
-    monkeypatch.setattr(sweep, "run_process", run_process)
+    monkeypatch.setattr(runner, "run_process", run_process)
     code, err = in_process(FIND_MAX_SEQLEN=1, SEQLENS=8192, OUT=tmp_path / "c.jsonl")
     assert started == [[8192], [16384], [32768]]
     [capacity] = of_kind(records(tmp_path / "c.jsonl"), "capacity")
@@ -397,21 +399,21 @@ def test_a_rendezvous_port_taken_before_the_ranks_bind_it_is_tried_again(tmp_pat
             on_summary(summary)
         return child_process.ProcessResult(list(seq_lens), summaries, exit_code=0, status="ok")
 
-    monkeypatch.setattr(sweep, "run_process", run_process)
+    monkeypatch.setattr(runner, "run_process", run_process)
     code, err = in_process(GPUS=2, SEQLENS=64, OUT=tmp_path / "o.jsonl")
     assert code == 0 and len(ports) == 2 and "again on a new port" in err
     failed = child_process.ProcessResult([64], exit_code=1, status="failed", stderr_tail=["RuntimeError: boom"])
-    assert not sweep.port_taken(failed)  # any other failure is the point's
+    assert not runner.port_taken(failed)  # any other failure is the point's
 
 
 def test_points_that_would_all_fail_alike_stop_the_sweep_and_others_do_not():
     ctx = types.SimpleNamespace(plan=types.SimpleNamespace(out="/x/night.jsonl", log_path="/x/night.log"))
     with pytest.raises(WriteFailed, match=r"could not append to /x/night.jsonl \(exit 4: disk full\?\)"):
-        sweep.stop_if_hopeless(ctx, {"error": "write_failed"})  # even where its error record fits
+        runner.stop_if_hopeless(ctx, {"error": "write_failed"})  # even where its error record fits
     with pytest.raises(BadInput, match="rejected the configuration"):
-        sweep.stop_if_hopeless(ctx, {"error": "bad_input"})
+        runner.stop_if_hopeless(ctx, {"error": "bad_input"})
     for goes_on in ({"error": "oom"}, {"error": "timeout"}, None):
-        sweep.stop_if_hopeless(ctx, goes_on)
+        runner.stop_if_hopeless(ctx, goes_on)
 
 
 def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path):
@@ -454,16 +456,16 @@ def test_slurm_batch_script_without_slurm_says_what_is_missing_in_one_line(tmp_p
 def test_timing_totals_split_wall_time_into_startup_and_steps():
     a = child_process.ProcessResult([8192, 32768], wall_s=200.0, steps_s=80.0, timed_s=60.0)
     b = child_process.ProcessResult([65536], wall_s=150.0, steps_s=100.0, timed_s=90.0)
-    totals = sweep.timing_totals([a.timing(), b.timing()])
+    totals = runner.timing_totals([a.timing(), b.timing()])
     assert totals["process_wall_s"] == 350 and totals["steps_s"] == 180 and totals["timed_steps_s"] == 150
     assert totals["startup_s"] == 170 and totals["processes"][0]["warmup_s"] == 20
 
 
 def test_exit_codes_and_eta():
-    assert sweep.classify_exit(3)[0] == "oom" and sweep.classify_exit(2)[0] == "bad_input"
-    assert sweep.classify_exit(4)[0] == "write_failed"
-    assert "OOM killer" in sweep.classify_exit(-9)[1] and sweep.classify_exit(1)[0] == "exception"
-    assert sweep.eta_s([100.0, 50.0], 4) == 300.0 and sweep.eta_s([], 3) is None
+    assert runner.classify_exit(3)[0] == "oom" and runner.classify_exit(2)[0] == "bad_input"
+    assert runner.classify_exit(4)[0] == "write_failed"
+    assert "OOM killer" in runner.classify_exit(-9)[1] and runner.classify_exit(1)[0] == "exception"
+    assert runner.eta_s([100.0, 50.0], 4) == 300.0 and runner.eta_s([], 3) is None
     assert child_process.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8
     assert child_process.parse_record("[INFO] launch.py: spawned") is None
 
@@ -517,7 +519,7 @@ def test_ctrl_c_in_the_teardown_after_the_last_point_is_no_interruption(tmp_path
 @pytest.mark.parametrize("name, ok", [("llama3", False), ("tiny", True), ("meta-llama/Llama-3.1-8B", True),
                                       ("/no/such/folder", False), ("configs", False)])
 def test_model_is_resolved_before_any_process_starts(name, ok):
-    from upgrade_bench import model
+    from upgrade_bench.models import model
 
     problem = model.cheap_problem(name)
     assert (problem is None) == ok
@@ -529,7 +531,7 @@ def test_model_is_resolved_before_any_process_starts(name, ok):
 def test_resume_reads_out_through_the_schema_and_skips_what_it_cannot_use(tmp_path, bad):
     # a header whose run_id is a list (unhashable) or whose config is text crashed RESUME and
     # DRY_RUN; a summary whose seq_len is text crashed FIND_MAX_SEQLEN
-    from upgrade_bench import records
+    from upgrade_bench.log import records
 
     out = tmp_path / "out.jsonl"
     good = {"kind": "header", "schema": 1, "run_id": "r", "config": {"MODEL": "tiny"}}

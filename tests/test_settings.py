@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from conftest import import_script
-from upgrade_bench import faults, records, settings
+from upgrade_bench import faults, settings
+from upgrade_bench.log import records
 from upgrade_bench.faults import BadInput
 from upgrade_bench.settings import TRAINING_VARS
 
@@ -157,7 +158,7 @@ def test_a_peak_of_minus_zero_is_the_unset_zero():
 
 
 def test_a_misspelt_variable_gets_a_warning_naming_the_real_one():
-    from upgrade_bench import sweep_plan
+    from upgrade_bench.sweep import sweep_plan
 
     environ = {"SEQLEN": "8192", "PATH": "/bin", "HOME": "/root", "MODEL_DIR": "/m", "ZERO_STAGES": "2",
                "SEQ_LEN": "64"}

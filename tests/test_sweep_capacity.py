@@ -1,11 +1,11 @@
-"""The capacity search of FIND_MAX_SEQLEN (upgrade_bench.sweep_capacity) on synthetic GPUs,
+"""The capacity search of FIND_MAX_SEQLEN (upgrade_bench.sweep.sweep_capacity) on synthetic GPUs,
 and its seeding from what a results file holds."""
 import math
 
 import pytest
 
-from upgrade_bench import sweep_capacity as capacity
-from upgrade_bench.sweep_capacity import Probe
+from upgrade_bench.sweep import sweep_capacity as capacity
+from upgrade_bench.sweep.sweep_capacity import Probe
 
 
 def probe_runner(threshold, peak=None, hbm=None):

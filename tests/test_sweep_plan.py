@@ -1,4 +1,4 @@
-"""Planning a sweep (upgrade_bench.sweep_plan), in-process: commands, devices, resume, the
+"""Planning a sweep (upgrade_bench.sweep.sweep_plan), in-process: commands, devices, resume, the
 results file, every bad input; and that planning, DRY_RUN included, never imports torch."""
 import io
 import shlex
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SWEEP_CLEARED, run_proc
-from upgrade_bench import devices, sweep_plan
+from upgrade_bench.hardware import devices
+from upgrade_bench.sweep import sweep_plan
 from upgrade_bench.faults import BadInput
 
 
@@ -292,7 +293,7 @@ def test_run_sweep_sh_dry_run_prints_commands_and_imports_no_torch(tmp_path):
     # One GPU and SDPA: the same command on any machine, and no flash package to import.
     run = {"DRY_RUN": "1", "SEQLENS": "64 128", "OUT": str(tmp_path / "o.jsonl"), "GPUS": "1",
            "ATTN_BACKEND": "sdpa", "REUSE_PROCESS": "1"}
-    code = ("import sys; from upgrade_bench import sweep; code = sweep.main(); "
+    code = ("import sys; from upgrade_bench.sweep import runner; code = runner.main(); "
             "sys.stderr.write(f'imported: {sorted(m for m in (\"torch\", \"transformers\") if m in sys.modules)}\\n'); "
             "sys.exit(code)")
     proc = run_proc([sys.executable, "-c", code], run, timeout=60, cleared=SWEEP_CLEARED)

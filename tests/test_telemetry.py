@@ -1,7 +1,7 @@
-"""NVML telemetry (upgrade_bench.telemetry): aggregation by hand, no NVML, the worst rank."""
+"""NVML telemetry (upgrade_bench.hardware.telemetry): aggregation by hand, no NVML, the worst rank."""
 import pytest
 
-from upgrade_bench import telemetry
+from upgrade_bench.hardware import telemetry
 
 
 def sample(t, sm, mem, power, temp, mask):

@@ -1,5 +1,5 @@
 """timing.py: how many calls fill a sustained window, when the host needs a head start."""
-from upgrade_bench import timing
+from upgrade_bench.kernels import timing
 
 
 def test_a_host_faster_than_the_gpu_needs_no_spin():

@@ -1,35 +1,31 @@
-"""Shared pieces of the GPU-upgrade benchmark suite: one module per concern.
+"""Shared pieces of the GPU-upgrade benchmark suite, in wings: one folder per part of the plan.
 
-settings           environment variables of every script, validated, with --help
-faults             bad input (a bad flag too: Parser) and failed writes as one line and an exit code (2, 4), OOM (3), error records
-records            the JSON-lines writer and reader
-runs               a run's identity (config keys that say what ran) and its records' header
-header             the header record every script writes first: stack, hardware, config, its own fields
-fingerprint        the software stack; the hardware and the device (NVIDIA or ROCm) as torch sees them
-devices            the GPUs visible here, NVIDIA (NVML) or AMD (amdsmi), without torch; the header's hardware
-paths              the repository root
-gpus               the GPU peak/HBM/MAMF table, each row citing its source, and the lookup by name
-flops              FLOP accounting (the guide's convention): dense, attention, MFU, HFU
-numfmt             numbers in the text tables: significant figures, never 0.0 for a small one
-interrupts         Ctrl-C and SIGTERM: one clean stop for every script
-model              model configs, presets, weights, building
-attn_backends      the attention backend table: names, HF names, packages, GPUs, packing, the auto rule
-attn_adapters      one call for every attention kernel: the flash packages and the SDPA kernels
-engine             DeepSpeed setup, batches, the timed training step, a training script's main
-memory             peak memory across ranks, MEM_DEBUG's staged probes and snapshot
-timing             device timers (CUDA events, L2 flush) and summary statistics
-telemetry          NVML sampling: clocks, power, temperature, throttle reasons, energy
-sweep              run_sweep.sh's entry and runner: processes, failures, the sweep record
-sweep_plan         the sweep's settings, commands, resume and results file; no torch
-sweep_capacity     FIND_MAX_SEQLEN: the search for the largest length that fits
-sweep_tables       the sweep's and the capacity search's text tables
-child_process      running a benchmark process group: its records live, timeouts, kills
-decompose          bench_decompose.py: the kernel classifier and the one-clock wall-time split
-attn_kernels       bench_flash_attn.py: discovery, inputs per layout, the float64 correctness check
-attn_bench         bench_flash_attn.py: each backend checked then timed, a record per outcome, the table
-mamf               mamf-finder.py: the MAMF search over shapes
-mamf_bench         mamf-finder.py: one shape's operands and timing, as the published tool
-mamf_run           mamf-finder.py: a run's device, records, progress line and table
-capabilities, capability_probes   check_capabilities.py: gates, classification, tiny probes
-report             plot_results.py: comparisons, $/token verdicts, report.md, figures, flat table
+Where to add something:
+  a model family        models/architecture.py (FAMILIES: a row and its reader)
+  a FLOP formula        models/flops.py
+  a GPU                 hardware/gpus.py (one row: peaks, HBM, bandwidth, link, published MAMF)
+  an attention backend  kernels/attn_backends.py (one table) and its call in kernels/attn_adapters.py
+  a record field        log/schema.py (FIELDS: every writer and reader checks against it)
+  a setting             settings.py (TRAINING_VARS) or the script's own VARS
+
+models/     what a model is (its layers, read from the HF config), what it costs in FLOPs, and
+            building it (presets, weights, Liger, fast-kernel bindings)
+hardware/   the GPU table, the GPUs visible here (devices/), the stack's fingerprint, NVML
+            telemetry, capability probes
+kernels/    attention backends and their calls, isolated attention and linear-mixer timing,
+            sustained kernel timing, the MAMF search
+training/   the DeepSpeed training step, peak memory, the step decomposition and its kernel
+            classifier, DeepSpeed's JIT-built ops
+sweep/      run_sweep.sh and run_node.sh: planning without torch, child processes, the memory
+            ceiling search, the text tables
+log/        the JSON-lines records: the schema of every kind, writing and reading them, the
+            header, a run's identity, outputs written whole or not at all
+report/     plot_results.py: from records to comparisons, forecasts, verdicts, report.md, figures
+
+Cross-cutting, at the top:
+  faults       bad input, failed writes and OOM as one line and an exit code: the only home of exit codes
+  interrupts   Ctrl-C and SIGTERM: one clean stop for every script
+  settings     environment variables of every script, validated, with --help
+  numfmt       numbers in text tables: significant figures, never 0.0 for a small one
+  paths        the repository root
 """

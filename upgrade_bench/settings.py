@@ -12,11 +12,11 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
-from .attn_backends import TRAINING, auto_help
+from .kernels.attn_backends import TRAINING, auto_help
 from .faults import BadInput
-from .architecture import FAMILIES
-from .model import PRESETS
-from .records import output_problem
+from .models.architecture import FAMILIES
+from .models.model import PRESETS
+from .log.records import output_problem
 
 # Exactly what --help and the README name ("0 or 1"): a "yes" or "on" is refused, not guessed.
 _TRUE = {"1"}

@@ -19,11 +19,10 @@ Every number is computed here (formulas in verdict.py); markdown.py and figures.
 import json
 from dataclasses import dataclass, field
 
-from .. import gpus
+from ..hardware import gpus
 from ..faults import BadInput
 from .published import PUBLISHED_GPUS, SHIPPED_PATH
-from .series import (Dataset, Gpu, Series, config_phrase, median_record, normalise_dtype, ordered_keys,
-                     provenance, seq_label)
+from .series import Dataset, Gpu, Series, config_phrase, median_record, normalise_dtype, ordered_keys, provenance, seq_label
 from .stacks import differences_between
 from .verdict import Call, call, ratio, step_time_range, time_ratio_range, tokens_per_s_per_gpu, usd_per_mtok
 

@@ -22,10 +22,9 @@ matplotlib.rcParams["text.parse_math"] = False
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.ticker import NullLocator  # noqa: E402
 
-from .comparisons import (ATTENTION_SHAPE, HEALTH, Analysis, Comparison, capacity_of, decomposition_parts,  # noqa: E402
-                          usd_per_mtok_by_length)
-from .markdown import ignored_words, stack_words, title  # noqa: E402
-from .series import labels, seq_label  # noqa: E402
+from .comparisons import ATTENTION_SHAPE, HEALTH, Analysis, Comparison, capacity_of, decomposition_parts, usd_per_mtok_by_length
+from .markdown import ignored_words, stack_words, title
+from .series import labels, seq_label
 
 DPI = 100
 PANEL_IN = (5.3, 3.9)              # one panel of a comparison or the overview

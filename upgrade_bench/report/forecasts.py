@@ -10,7 +10,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from .. import forecast, gpus
+from . import forecast_model
+from ..hardware import gpus
 from . import published
 from .series import Series, seq_label
 from .tables import fmt, md_table
@@ -20,21 +21,21 @@ FORECAST = "forecast"
 COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}
 
 
-def attention_ratio_at(base: str, cand: str, seq_len: int, hw: dict) -> forecast.Ratio:
+def attention_ratio_at(base: str, cand: str, seq_len: int, hw: dict) -> forecast_model.Ratio:
     """The published isolated-attention ratio at the nearest published length (no
     extrapolation past the table), else the range between the HBM and peak ratios."""
     table = published.GUIDE_ISOLATED_ATTENTION_RATIO.get((base, cand))
     if not table:
-        return forecast.attention_ratio(hw)
+        return forecast_model.attention_ratio(hw)
     nearest = min(table, key=lambda n: (abs(math.log(n / seq_len)), n))
     value = table[nearest]
     source = f"isolated attention {value:g}x at {nearest} tokens (the guide's published kernels)"
     if nearest == seq_len:
-        return forecast.attention_ratio(hw, published=value, source=source)
+        return forecast_model.attention_ratio(hw, published=value, source=source)
     # Off the table: attention grows more compute-bound with length, so the ratio lies between
     # the nearest published one and the peak ratio (past the longest) or the HBM ratio (before).
     bound = hw["peak"].mid if seq_len > nearest else hw["hbm"].mid
-    return forecast.Ratio(value, min(value, bound), max(value, bound),
+    return forecast_model.Ratio(value, min(value, bound), max(value, bound),
                           f"{source}, the nearest to {seq_len}; up to the {'peak' if seq_len > nearest else 'HBM'} ratio")
 
 
@@ -49,16 +50,16 @@ def _tflop(summary: dict) -> tuple[float, float] | None:
 def series_parts(s: Series) -> dict:
     """{seq_len: ({bound: ms} summing to the measured step, how it was split)}."""
     tflop = {n: _tflop(p) for n, p in s.points.items()}
-    decs = {n: forecast.decomposition_parts(d) for n, d in s.decompositions.items()}
+    decs = {n: forecast_model.decomposition_parts(d) for n, d in s.decompositions.items()}
     decs = {n: p for n, p in decs.items() if p and n in tflop and tflop[n]}
     usable = [(n, tflop[n], p["step_ms"]) for n, p in sorted(s.points.items()) if tflop[n] and p.get("step_ms")]
-    split = forecast.fit_split([(a, d, t) for _, (a, d), t in usable])
+    split = forecast_model.fit_split([(a, d, t) for _, (a, d), t in usable])
     out = {}
     for n, (a, d), step_ms in usable:
         if n in decs or (decs and not split):
-            out[n] = forecast.nearest_parts(decs, {m: tflop[m] for m in decs}, n, step_ms, a, d)
+            out[n] = forecast_model.nearest_parts(decs, {m: tflop[m] for m in decs}, n, step_ms, a, d)
         elif split:
-            parts = forecast.sweep_parts(split, a, d, s.config.get("world_size", 1) > 1)
+            parts = forecast_model.sweep_parts(split, a, d, s.config.get("world_size", 1) > 1)
             total = sum(parts.values())
             out[n] = ({b: ms * step_ms / total for b, ms in parts.items()},
                       f"attention / dense / host split fitted to its own sweep ({len(usable)} lengths)")
@@ -69,7 +70,7 @@ def series_parts(s: Series) -> dict:
 
 
 def ratios_at(base: str, cand: str, seq_len: int) -> dict:
-    hw = forecast.hardware_ratios(gpus.lookup(base), gpus.lookup(cand))
+    hw = forecast_model.hardware_ratios(gpus.lookup(base), gpus.lookup(cand))
     return {**hw, "attention": attention_ratio_at(base, cand, seq_len, hw)}
 
 
@@ -77,7 +78,7 @@ def ratios_at(base: str, cand: str, seq_len: int) -> dict:
 class Row:
     seq_len: int
     step_ms: float               # the baseline's, measured
-    forecast: forecast.Forecast
+    forecast: forecast_model.Forecast
     tflops: tuple                # (mid, low, high) TFLOPS/GPU forecast
     speedup: tuple               # (mid, low, high)
     usd_per_mtok: tuple | None   # (mid, low, high) of the candidate at its price
@@ -102,7 +103,7 @@ class SeriesForecast:
         return f"forecast from {self.base.label}, not measured"
 
 
-def tflops_range(work_tflop: float, f: forecast.Forecast) -> tuple:
+def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
     """(mid, low, high) TFLOPS of a step of `work_tflop` at the forecast's step times."""
     return (work_tflop / f.step_ms * 1e3, work_tflop / f.step_ms_slow * 1e3, work_tflop / f.step_ms_fast * 1e3)
 
@@ -117,7 +118,7 @@ def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=N
         point = s.points[n]
         r = ratios_at(s.gpu, spec.name, n)
         out.ratio_sources.update({b: r[b].source for b in parts})
-        f = forecast.scale(parts, r, widen, how)
+        f = forecast_model.scale(parts, r, widen, how)
         work = point["model_tflop_per_step"]
         tflops = tflops_range(work, f)
         speedup = (point["step_ms"] / f.step_ms, point["step_ms"] / f.step_ms_slow, point["step_ms"] / f.step_ms_fast)
@@ -190,17 +191,17 @@ def forecast_run(run: dict, cand: str) -> dict:
         s = Series(base, None, "", run["header"].get("config") or {}, "", "guide", None, None,
                    points=run["summary"])
         for n, (parts, how) in series_parts(s).items():
-            f = forecast.scale(parts, ratios_at(base, cand, n))
+            f = forecast_model.scale(parts, ratios_at(base, cand, n))
             point = run["summary"][n]
             out["tflops_per_gpu", n] = (*tflops_range(point["model_tflop_per_step"], f), point["tflops_per_gpu"])
     for n, dec in run["decomposition"].items():
         r = ratios_at(base, cand, n)
-        parts = forecast.decomposition_parts(dec)
+        parts = forecast_model.decomposition_parts(dec)
         for bucket, bound in (("attention", "attention"), ("everything_else", "dense")):
             b = dec["buckets"][bucket] if bucket == "attention" else dec[bucket]
             out[f"{bucket}_tflops", n] = (b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
                                           b["tflops"] * r[bound].high, b["tflops"])
-        f = forecast.scale(parts, r)
+        f = forecast_model.scale(parts, r)
         out["total_tflops", n] = (*tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"])
     return out
 
@@ -225,7 +226,7 @@ def backtest(records: list) -> list:
         if base_id not in runs or cand_id not in runs:
             continue
         base, cand = runs[base_id], runs[cand_id]
-        hw = forecast.hardware_ratios(gpus.lookup(_gpu(base)), gpus.lookup(_gpu(cand)))
+        hw = forecast_model.hardware_ratios(gpus.lookup(_gpu(base)), gpus.lookup(_gpu(cand)))
         naive = {"naive_peak": hw["peak"].mid, "naive_mamf": hw["gemm"].mid, "naive_bandwidth": hw["hbm"].mid}
         for (metric, n), (mid, low, high, base_value) in sorted(forecast_run(base, _gpu(cand)).items(),
                                                                 key=lambda kv: (kv[0][0], kv[0][1])):

@@ -22,8 +22,8 @@ from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from .. import records
-from ..schema import FIELDS, field_problem
+from ..log import records
+from ..log.schema import FIELDS, field_problem
 from . import text
 from ..faults import BadInput
 

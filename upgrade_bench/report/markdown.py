@@ -5,7 +5,7 @@ words and tables it. The page opens with one verdict block per comparison, then 
 that pair with nothing and why, then the figures and the guide's detailed tables.
 """
 
-from .. import gpus
+from ..hardware import gpus
 from .comparisons import ATTENTION_SHAPE, HEALTH, Analysis, Comparison
 from .forecasts import forecast_markdown
 from .series import GUIDE_LABEL, MEASURED, Series, _short, config_phrase, normalise_dtype, provenance, seq_label
@@ -444,7 +444,7 @@ def telemetry_markdown(a: Analysis) -> str:
 
 def capability_markdown(a: Analysis) -> str:
     """check_capabilities' side-by-side table, one column per GPU that has capability records."""
-    from ..capabilities import capability_table
+    from ..hardware.capabilities import capability_table
 
     by_gpu = {g: a.data.gpus[g].capabilities for g in a.order if a.data.gpus[g].capabilities}
     return capability_table(by_gpu).strip() if by_gpu else ""

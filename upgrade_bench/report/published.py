@@ -12,9 +12,12 @@ NVIDIA H200 and B200 datasheets' dense bf16 figures (989 and 2250) and HBM the g
 """
 import json
 
-from .. import architecture, engine, flops, gpus, settings
+from ..models import architecture, flops
+from ..training import engine
+from ..hardware import gpus
+from .. import settings
 from ..paths import REPO
-from ..records import SCHEMA
+from ..log.records import SCHEMA
 
 PUBLISHED_GPUS = ("H200", "B200")
 SHIPPED_PATH = "results/reference/guide.jsonl"   # in the repository, written by --write-guide-reference

@@ -13,8 +13,9 @@ their current names (capabilities.current_item), so old and new logs share rows.
 import json
 from dataclasses import dataclass, field
 
-from .. import gpus, runs
-from ..capabilities import current_record
+from ..hardware import gpus
+from ..log import runs
+from ..hardware.capabilities import current_record
 from .stacks import stack_of
 
 GUIDE_LABEL = "guide's published"

@@ -11,9 +11,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from .interrupts import ignored
-from .paths import REPO
-from .records import append_line, read_lines
+from ..interrupts import ignored
+from ..paths import REPO
+from ..log.records import append_line, read_lines
 
 KILL_GRACE_S = 10  # SIGTERM -> SIGKILL; enough for a rank to exit, short enough for a night
 PDSH_GRACE_S = 30  # DeepSpeed's pdsh runner needs a moment to pkill the ranks on other nodes

@@ -1,6 +1,6 @@
 """What run_sweep.sh prints for people (stderr): the sweep's and the capacity search's tables,
 and durations."""
-from .numfmt import pct, sig
+from ..numfmt import pct, sig
 
 
 def sweep_table(seq_lens, summaries: dict, failures: dict, earlier: dict) -> str:

@@ -13,9 +13,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from .faults import BadInput
+from ..faults import BadInput
 from . import architecture
-from .paths import REPO
+from ..paths import REPO
 
 # Every config in configs/ is a preset by its file name: adding one is adding the file.
 PRESETS = {p.stem: p for p in sorted((REPO / "configs").glob("*.json"))}

@@ -20,10 +20,10 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from . import attn_backends
-from .faults import is_oom
+from ..kernels import attn_backends
+from ..faults import is_oom
 from .fingerprint import Device
-from .runs import with_headers
+from ..log.runs import with_headers
 
 STATUSES = ("ok", "unsupported_hardware", "unsupported_stack", "unavailable", "error")
 CATEGORIES = ("dtype", "attention", "memory", "interconnect")

@@ -17,7 +17,7 @@ import uuid
 from collections import Counter
 
 from . import schema
-from .faults import BadInput, WriteFailed
+from ..faults import BadInput, WriteFailed
 
 SCHEMA = 1
 

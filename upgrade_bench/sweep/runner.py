@@ -8,7 +8,7 @@ the allocator cached for the lengths before it in the same process (REUSE_PROCES
 them all in one and pays start-up, 70-120 s on an 8B model, once). A point that fails (OOM,
 crash, or no summary within POINT_TIMEOUT: its process group is killed) gets an `error`
 record and the sweep goes on with the next length. An existing OUT (or RESUME=1) skips
-lengths that already have a `summary` of the same run identity (upgrade_bench/runs.py);
+lengths that already have a `summary` of the same run identity (upgrade_bench/log/runs.py);
 Ctrl-C or SIGTERM stops cleanly and keeps what was done. Progress and the final table go to stderr, the records to stdout
 and the file, the benchmark's own log to <file>.log.
 
@@ -35,17 +35,17 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from . import faults, header
+from .. import faults
+from ..log import header
 from .child_process import PORT_ATTEMPTS, PORT_TAKEN, Log, ProcessResult, run_process
-from .faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED, BadInput, WriteFailed, run_main, stop
-from .interrupts import Signals, ignored
-from .numfmt import sig
-from .paths import REPO
-from .records import RecordWriter, claim_stdout
+from ..faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED, BadInput, WriteFailed, run_main, stop
+from ..interrupts import Signals, ignored
+from ..numfmt import sig
+from ..paths import REPO
+from ..log.records import RecordWriter, claim_stdout
 from .sweep_capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
-from .sweep_plan import (VARS, Plan, done_summaries, dry_run, existing_records, load_settings,
-                         passed_through, pending, prepare, process_plan, shell_line)
-from .numfmt import fmt_s
+from .sweep_plan import VARS, Plan, done_summaries, dry_run, existing_records, load_settings, passed_through, pending, prepare, process_plan, shell_line
+from ..numfmt import fmt_s
 from .sweep_tables import capacity_table, sweep_table
 
 SCRIPT = "run_sweep.sh"

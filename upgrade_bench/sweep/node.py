@@ -18,11 +18,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import architecture, devices, flops, gpus, header, model, settings, sweep_plan
-from .faults import EXIT_ERROR, BadInput
-from .numfmt import fmt_s
-from .paths import REPO
-from .records import RecordWriter
+from ..models import architecture, flops, model
+from ..hardware import devices, gpus
+from ..log import header
+from .. import settings
+from . import sweep_plan
+from ..faults import EXIT_ERROR, BadInput
+from ..numfmt import fmt_s
+from ..paths import REPO
+from ..log.records import RecordWriter
 
 SCRIPT = "run_node.sh"
 STEPS = ("capabilities", "mamf", "attention", "sweep", "decomposition")

@@ -1,9 +1,10 @@
 """The decomposition of a point's training step, as bench_decompose.py and benchmark.py
 (DECOMPOSE=N, so a sweep night also yields what the forecast needs) both record it: the
-wall step split by each kernel bucket's share of a profiled window (upgrade_bench/decompose.py)."""
+wall step split by each kernel bucket's share of a profiled window (upgrade_bench/training/decompose.py)."""
 import sys
 
-from . import decompose, engine, timing
+from . import decompose, engine
+from ..kernels import timing
 
 
 def profiled_kernel_us(eng, batch, device, steps: int) -> dict:

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from . import gpus
-from .flops import tflops
+from ..hardware import gpus
+from ..models.flops import tflops
 from .timing import summarize
 
 # --dtype choices -> the key of the GPU table's peak for that dtype.

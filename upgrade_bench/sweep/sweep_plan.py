@@ -14,14 +14,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import attn_backends, devices, engine, fingerprint, gpus, model, settings
+from ..kernels import attn_backends
+from ..hardware import devices, fingerprint, gpus
+from ..training import engine
+from ..models import model
+from .. import settings
 from .child_process import free_port
-from .faults import BadInput
-from .fingerprint import Device
-from .paths import REPO
-from .records import read_log
-from .runs import run_identity, with_headers
-from .settings import Var
+from ..faults import BadInput
+from ..hardware.fingerprint import Device
+from ..paths import REPO
+from ..log.records import read_log
+from ..log.runs import run_identity, with_headers
+from ..settings import Var
 from .sweep_capacity import PROBE_STEPS, doubling_ladder
 
 GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]

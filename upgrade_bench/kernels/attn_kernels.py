@@ -12,11 +12,12 @@ testable without a GPU.
 """
 from dataclasses import dataclass, replace
 
-from . import attn_backends, flops
-from .architecture import FULL, LINEAR
+from . import attn_backends
+from ..models import flops
+from ..models.architecture import FULL, LINEAR
 from .attn_adapters import BHSD, BSHD, Args
 from .attn_backends import Backend
-from .fingerprint import Device
+from ..hardware.fingerprint import Device
 
 # The check runs each kernel on this many tokens before any timing: several 128-row tiles
 # (so tile edges and the causal diagonal are crossed), small enough for a float64 reference.

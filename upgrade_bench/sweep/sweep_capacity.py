@@ -8,7 +8,7 @@ round takes (one per probe by default, so each peak is a fresh job's).
 """
 from dataclasses import dataclass
 
-from .runs import run_identity, with_headers
+from ..log.runs import run_identity, with_headers
 
 # What every probe runs: one full step shows both fit and peak.
 PROBE_STEPS = {"STEPS": 1, "WARMUP_STEPS": 0}

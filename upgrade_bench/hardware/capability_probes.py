@@ -15,11 +15,10 @@ import time
 
 import torch
 
-from . import attn_backends
-from .attn_adapters import BSHD, Args
-from .capabilities import (NVML_LEVEL_CODE, NotEngaged, Passed, WrongResult, check_close,
-                           parse_topo_matrix, summarize_topology)
-from .faults import is_oom
+from ..kernels import attn_backends
+from ..kernels.attn_adapters import BSHD, Args
+from .capabilities import NVML_LEVEL_CODE, NotEngaged, Passed, WrongResult, check_close, parse_topo_matrix, summarize_topology
+from ..faults import is_oom
 
 MATMUL_SIZE = 256      # dense probes: m = n = k
 SCALED_SIZE = 128      # scaled probes: one 128-row block of the blocked scale layout

@@ -16,8 +16,8 @@ SwiGLU, cross-entropy, optimizer, copies; MoE routing is listed as its own part 
 import re
 from dataclasses import dataclass
 
-from . import flops
-from .numfmt import pct, sig
+from ..models import flops
+from ..numfmt import pct, sig
 
 BUCKETS = ("attention", "linear_mixer", "gemm", "other")  # the compute buckets the wall time is split into
 COMM = "comm"

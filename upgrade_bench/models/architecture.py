@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
-from .faults import BadInput
+from ..faults import BadInput
 
 FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention"
 QUADRATIC = (FULL, SLIDING)  # the mixers whose cost grows with s^2 (a window caps it)

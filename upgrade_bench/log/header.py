@@ -4,7 +4,8 @@ The guide's caveat 2: the stack alone moves results by double-digit percent, so 
 says which versions ran (every attention package of the backend table among them), on
 which hardware and with which configuration; the script adds what is its own.
 """
-from . import attn_backends, fingerprint
+from ..kernels import attn_backends
+from ..hardware import fingerprint
 
 
 def software() -> dict:

@@ -9,10 +9,14 @@ before each, outside the pair (timing.time_iterations).
 import time
 from dataclasses import dataclass, replace
 
-from . import attn_backends, attn_kernels, faults, flops, linear_kernels, memory, telemetry, timing
-from .architecture import LINEAR
-from .faults import BadInput
-from .numfmt import fmt_s, sig
+from . import attn_backends, attn_kernels, linear_kernels, timing
+from .. import faults
+from ..models import flops
+from ..training import memory
+from ..hardware import telemetry
+from ..models.architecture import LINEAR
+from ..faults import BadInput
+from ..numfmt import fmt_s, sig
 
 
 PASSES = ("fwd", "bwd", "fwd_bwd")

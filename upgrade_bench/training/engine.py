@@ -8,8 +8,12 @@ import sys
 import time
 from dataclasses import dataclass
 
-from . import architecture, attn_backends, extensions, fingerprint, flops, gpus, header, memory, model, timing
-from .faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
+from ..models import architecture, flops, model
+from ..kernels import attn_backends, timing
+from . import extensions, memory
+from ..hardware import fingerprint, gpus
+from ..log import header
+from ..faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 
 
 def sanitize_arch_list(value: str) -> str:
@@ -362,7 +366,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     Any failure becomes one `error` record and the exit code a sweep reads (3 = OOM); bad
     settings raise BadInput before anything starts.
     """
-    from . import records, settings
+    from ..log import records
+    from .. import settings
 
     s = settings.load(variables, doc)
     stdout = records.claim_stdout()

@@ -6,7 +6,8 @@ through torch._scaled_mm with per-tensor scales.
 """
 import time
 
-from . import flops, mamf, timing
+from ..models import flops
+from . import mamf, timing
 
 
 class MatmulBench:

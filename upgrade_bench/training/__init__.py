@@ -1,0 +1,8 @@
+"""The training step benchmark.py and bench_decompose.py time.
+
+engine           DeepSpeed setup, batches, the timed training step, a training script's main
+memory           peak memory across ranks, MEM_DEBUG's staged probes and snapshot
+decompose        the step decomposition's kernel classifier and the one-clock wall-time split
+decompose_step   profiling steps of a live engine into a `decomposition` record
+extensions       DeepSpeed's JIT-built ops: where they build, stale build locks
+"""
