@@ -2,6 +2,8 @@
 resume by marker, and a failed step that does not stop the next."""
 import sys
 
+import pytest
+
 from upgrade_bench import faults
 from upgrade_bench.models import flops, model
 from upgrade_bench.sweep import node, sweep_plan
@@ -30,12 +32,18 @@ def test_estimates_by_hand_on_an_h200():
              "WARMUP_STEPS": 2, "STEPS": 10}
     s = {"NODE_OUT": "o", "SKIP": [], "ATTN_SEQLENS": [8192, 32768], "DECOMPOSE_SEQLENS": [8192]}
     steps = {st.name: st for st in node.plan(s, train, spec, 1, 989.0, "python")}
-    # the measured default (8 lengths, one layer kind) scaled to 2 lengths
-    assert steps["attention"].estimate_s == 141.0 * 2 / 8
+    # Llama's one layer kind (32 heads of 128), causal: fwd 2*s^2*H*d, bwd 5*s^2*H*d, fwd_bwd
+    # 7*s^2*H*d FLOPs; each point 0.7 s of windows and 7 calls (1 + 1 warm-up + 5) at half the
+    # peak, for two backends, after a 28 s start.
+    calls_s = sum(7 * k * n * n * 32 * 128 / (0.5 * 989e12) for n in (8192, 32768) for k in (2, 5, 7))
+    assert steps["attention"].estimate_s == pytest.approx(28 + 2 * (6 * 0.7 + calls_s))
     step_s = node.training_step_s(spec, 8192, 989.0, False)
     assert step_s == flops.step_flops(spec, 1, 8192).hardware / (989e12 * 0.35)
-    assert steps["sweep"].estimate_s == node.START_S + 12 * step_s
-    assert steps["decomposition"].estimate_s == node.START_S + 15 * step_s
+    # start-up: 20 s, 10 s per billion weights (8 layers of the 8B: 2.80B with both embeddings),
+    # and a 10 s first step
+    start = 20 + 10 * 2.80 + 10
+    assert steps["sweep"].estimate_s == pytest.approx(start + 12 * step_s, abs=0.05)
+    assert steps["decomposition"].estimate_s == pytest.approx(start + 15 * step_s, abs=0.05)
     assert steps["sweep"].env == {"OUT": "o/sweep.jsonl", "RESUME": "1"}
     assert list(steps) == list(node.STEPS)
     assert [st.name for st in node.plan({**s, "SKIP": ["mamf", "sweep"]}, train, spec, 1, 989.0, "python")] == \
@@ -62,3 +70,13 @@ def test_steps_run_in_turn_a_failure_is_a_record_and_a_rerun_skips_what_is_done(
     assert node.run([step("capabilities", 0), step("mamf", 0), step("attention", 0)], out, writer, said.append) == 0
     assert said[0] == "[node] 1/3 capabilities: done in an earlier run, skipped"
     assert said[1].startswith("[node] 2/3 mamf: starting") and said[-1].endswith("skipped")
+
+
+def test_a_step_sees_neither_the_node_commands_settings_nor_anothers():
+    environ = {"NODE_OUT": "o", "SKIP": "", "SEQLENS": "8192", "GPUS": "1", "MODEL": "tiny", "PATH": "/bin"}
+    decomposition = node.Step("decomposition", ["x"], {"SEQ_LEN": "8192"}, None, "d.jsonl")
+    sweep = node.Step("sweep", ["x"], {"OUT": "s.jsonl"}, None, "s.jsonl")
+    # bench_decompose.py given SEQLENS warned "did you mean SEQ_LEN?" (an H200 node run)
+    assert node.step_environ(environ, decomposition) == {"MODEL": "tiny", "PATH": "/bin", "SEQ_LEN": "8192"}
+    assert node.step_environ(environ, sweep) == {"SEQLENS": "8192", "GPUS": "1", "MODEL": "tiny",
+                                                 "PATH": "/bin", "OUT": "s.jsonl"}

@@ -541,3 +541,21 @@ def test_resume_reads_out_through_the_schema_and_skips_what_it_cannot_use(tmp_pa
     kept = [{k: v for k, v in r.items() if k != "log_file"} for r in records.read_log(str(out), "OUT")]
     assert kept == [good, rows[3]]
     assert sweep_plan.done_summaries(kept, {"MODEL": "tiny"}, [64]) == {64: rows[3]}
+
+
+def test_a_benchmark_process_does_not_see_the_sweeps_own_settings(tmp_path, monkeypatch, in_process):
+    # A process given SEQLENS warned "did you mean SEQ_LEN?" on every point of a node run.
+    envs = []
+
+    def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, echo):
+        envs.append(env)
+        summaries = [{"kind": "summary", "seq_len": s} for s in seq_lens]
+        return child_process.ProcessResult(list(seq_lens), summaries, exit_code=0, status="ok")
+
+    monkeypatch.setattr(runner, "run_process", run_process)
+    monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
+    code, err = in_process(SEQLENS=64, GPUS=1, POINT_TIMEOUT=99, OUT=tmp_path / "o.jsonl")
+    assert code == 0, err
+    [env] = envs
+    assert env["SEQ_LEN"] == "64" and env["MASTER_ADDR"] == "10.0.0.1"  # torch.distributed reads it
+    assert not {"SEQLENS", "GPUS", "POINT_TIMEOUT", "OUT"} & set(env)

@@ -164,6 +164,26 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> di
             "mfu": flops.mfu(achieved, b.peak), "status": "ok", "reason": None}
 
 
+# bench_flash_attn.py's default timing of a point. The call floors matter only at long
+# lengths, where one call runs up to a second and the ms windows are met by a few calls (five
+# timed calls still give a median there); the ms windows govern short lengths, where calls
+# take milliseconds. With 10 timed and 3 warm-up calls the default run took 141 s on an H200,
+# 67 s of it the six 128K points; with these, 96 s (results/h200-families-3/).
+TIMING_DEFAULTS = {"ITERS": 5, "WARMUP": 1, "WARMUP_MS": 200.0, "TIME_MS": 500.0}
+
+
+def floor_and_calls(s: dict) -> tuple[float, int]:
+    """(seconds, calls) every point costs whatever its kernel: the warm-up and timed windows'
+    floors, and the first (JIT) call, WARMUP and ITERS calls."""
+    return (s["WARMUP_MS"] + s["TIME_MS"]) / 1e3, 1 + s["WARMUP"] + s["ITERS"]
+
+
+def points_s(work_flop: list, floor_s: float, calls: int, tflops: float) -> float:
+    """Seconds the points of `work_flop` (FLOPs of one call each) take: each its floor (the
+    warm-up and timed windows) and its calls at `tflops`."""
+    return sum(floor_s + calls * w / (tflops * 1e12) for w in work_flop)
+
+
 class Progress:
     """One stderr line per point: what ran, what it gave, and the time left. A point costs a
     fixed part (the warm-up and timed windows' floors, WARMUP_MS + TIME_MS) and its calls
@@ -173,15 +193,14 @@ class Progress:
 
     def __init__(self, work: list, s: dict, out):
         self.work, self.out = work, out
-        self.floor_s = (s["WARMUP_MS"] + s["TIME_MS"]) / 1e3
-        self.calls = 1 + s["WARMUP"] + s["ITERS"]
+        self.floor_s, self.calls = floor_and_calls(s)
         self.n, self.best_tflops = 0, 0.0
         self.started = time.monotonic()
 
     def left_s(self) -> float | None:
         if not self.best_tflops:
             return None
-        return sum(self.floor_s + self.calls * w / (self.best_tflops * 1e12) for w in self.work[self.n:])
+        return points_s(self.work[self.n:], self.floor_s, self.calls, self.best_tflops)
 
     def point(self, text: str, tflops: float | None = None) -> None:
         self.n += 1

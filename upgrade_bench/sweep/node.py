@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..models import architecture, flops, model
+from ..kernels import attn_bench
 from ..hardware import devices, gpus
 from ..log import header
 from .. import settings
@@ -38,12 +39,19 @@ VARS = [
                  "32K shows the attention-bound side)", min=1),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
-# Rough costs behind the estimate, from one H200 (results/h200-families-2/ and results/):
-START_S = 90.0           # a training process's start-up (model, DeepSpeed engine), 8B on a node
-CAPABILITIES_S = 60.0    # check_capabilities.py's probes
-MAMF_S = 60.0            # mamf-finder.py's default search
-ATTENTION_S = 141.0      # bench_flash_attn.py's default: 2 backends x 8 lengths x 3 passes
-ASSUMED_MFU = 0.35       # a training step's MFU for the step-time estimate
+# Rough costs behind the estimate, from the node command's run on one H200
+# (results/h200-families-3/node/node.jsonl: each step's estimate and wall time):
+CAPABILITIES_S = 25.0       # check_capabilities.py's probes: 23 s
+MAMF_S = 45.0               # mamf-finder.py's default search: 42 s (41 s on another H200)
+ATTENTION_START_S = 28.0    # bench_flash_attn.py up to its first point: imports, each backend's check
+ATTENTION_BACKENDS = 2      # its default: the kernel training picks here, and cuDNN SDPA
+ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on the H200's 989 peak
+# A training process before its first step: imports, model build, DeepSpeed init; it grows with
+# the model (an 8B on 2 GPUs took 70-120 s a point; the 2-layer cut of it, 1.5B, about 20 s).
+START_S = 20.0
+START_S_PER_BPARAM = 10.0
+FIRST_STEP_S = 10.0         # a process's first step: FA4 and Liger compile their kernels
+ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate
 
 
 @dataclass
@@ -53,6 +61,25 @@ class Step:
     env: dict
     estimate_s: float | None
     output: str
+
+
+def start_s(spec) -> float:
+    """A training process's start-up and first step, by the model's size (all its weights)."""
+    return START_S + START_S_PER_BPARAM * spec.total_params / 1e9 + FIRST_STEP_S
+
+
+def attention_s(spec, lengths: list, peak_tflops: float | None) -> float | None:
+    """bench_flash_attn.py with its default backends and timing over the model's quadratic
+    layers at `lengths`, each point its floors and calls at ATTENTION_MFU of the peak (the
+    linear mixers' FLA kernels are not in it); None without a peak (a CPU)."""
+    if not peak_tflops:
+        return None
+    work = [flops.attention_kernel_flops(1, n, m.heads, m.qk_head_dim, pass_=p, window=m.window,
+                                         v_head_dim=m.v_head_dim)
+            for m in spec.distinct_mixers() if m.kind in architecture.QUADRATIC
+            for n in lengths for p in attn_bench.PASSES] * ATTENTION_BACKENDS
+    floor_s, calls = attn_bench.floor_and_calls(attn_bench.TIMING_DEFAULTS)
+    return ATTENTION_START_S + attn_bench.points_s(work, floor_s, calls, ATTENTION_MFU * peak_tflops)
 
 
 def training_step_s(spec, seq_len: int, peak_tflops: float | None, grad_checkpoint: bool) -> float | None:
@@ -70,12 +97,12 @@ def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python:
     step_s = {n: training_step_s(spec, n, peak, train["GRAD_CHECKPOINT"])
               for n in set(train_lengths(s, train)) | set(s["DECOMPOSE_SEQLENS"])}
 
-    def points_s(lengths, steps_per_point):
+    def points_s(lengths, steps_per_point, one_process):
         if any(step_s[n] is None for n in lengths):
             return None
-        return sum(START_S + steps_per_point * step_s[n] for n in lengths)
+        starts = 1 if one_process else len(lengths)
+        return starts * start_s(spec) + sum(steps_per_point * step_s[n] for n in lengths)
 
-    mixers = len([m for m in spec.distinct_mixers() if m.kind in architecture.QUADRATIC + (architecture.LINEAR,)])
     launcher = [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(gpu_count)] if gpu_count > 1 else [python]
     steps = [
         Step("capabilities", [python, str(REPO / "check_capabilities.py")],
@@ -84,13 +111,14 @@ def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python:
              MAMF_S, "mamf.jsonl"),
         Step("attention", [python, str(REPO / "bench_flash_attn.py")],
              {**base, "SEQLENS": " ".join(map(str, s["ATTN_SEQLENS"])), "OUTPUT": str(out / "attention.jsonl")},
-             ATTENTION_S * max(1, mixers) * len(s["ATTN_SEQLENS"]) / 8, "attention.jsonl"),
+             attention_s(spec, s["ATTN_SEQLENS"], peak), "attention.jsonl"),
         Step("sweep", ["bash", str(REPO / "run_sweep.sh")],
              {"OUT": str(out / "sweep.jsonl"), "RESUME": "1"},
-             points_s(train_lengths(s, train), train["WARMUP_STEPS"] + train["STEPS"]), "sweep.jsonl"),
+             points_s(train_lengths(s, train), train["WARMUP_STEPS"] + train["STEPS"],
+                      train.get("REUSE_PROCESS", False)), "sweep.jsonl"),
         Step("decomposition", launcher + [str(REPO / "bench_decompose.py")],
              {**base, "SEQ_LEN": " ".join(map(str, s["DECOMPOSE_SEQLENS"])), "OUTPUT": str(out / "decompose.jsonl")},
-             points_s(s["DECOMPOSE_SEQLENS"], 2 + 10 + 3), "decompose.jsonl"),
+             points_s(s["DECOMPOSE_SEQLENS"], 2 + 10 + 3, True), "decompose.jsonl"),
     ]
     return [st for st in steps if st.name not in s["SKIP"]]
 
@@ -111,6 +139,17 @@ def plan_text(steps: list, gpu_count: int) -> str:
     return "\n".join(lines)
 
 
+def step_environ(environ, st: Step) -> dict:
+    """What a step's process sees: this command's environment less its own settings, and but
+    for the sweep less the sweep's (a bench_decompose.py given SEQLENS would warn of it as a
+    misspelling of its SEQ_LEN), plus the step's own variables."""
+    own = {v.name for v in VARS}
+    inherited = {k: v for k, v in environ.items() if k not in own}
+    if st.name != "sweep":
+        inherited = sweep_plan.without_sweep_settings(inherited)
+    return {**inherited, **st.env}
+
+
 def marker(out: Path, name: str) -> Path:
     return out / f".done-{name}"
 
@@ -125,7 +164,7 @@ def run(steps: list, out: Path, writer, say) -> int:
         say(f"[node] {i}/{len(steps)} {st.name}: starting (~{fmt_s(st.estimate_s)})")
         started = time.monotonic()
         with open(out / f"{st.name}.log", "ab") as log:
-            code = subprocess.run(st.argv, env={**os.environ, **st.env}, stdout=subprocess.DEVNULL,
+            code = subprocess.run(st.argv, env=step_environ(os.environ, st), stdout=subprocess.DEVNULL,
                                   stderr=log).returncode
         wall = time.monotonic() - started
         writer.write("node_step", step=st.name, argv=st.argv, env=st.env, exit_code=code,

@@ -44,7 +44,7 @@ from ..numfmt import sig
 from ..paths import REPO
 from ..log.records import RecordWriter, claim_stdout
 from .sweep_capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
-from .sweep_plan import VARS, Plan, done_summaries, dry_run, existing_records, load_settings, passed_through, pending, prepare, process_plan, shell_line
+from .sweep_plan import VARS, Plan, done_summaries, dry_run, existing_records, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line
 from ..numfmt import fmt_s
 from .sweep_tables import capacity_table, sweep_table
 
@@ -105,7 +105,7 @@ def _run_once(ctx: Context, seq_lens: list[int], probe: bool, on_summary) -> Pro
             f"{shell_line({**passed_through(os.environ), **extra}, argv)}")
         say(f"process {number}: starting up (imports, model build, DeepSpeed init: minutes for an "
             f"8B model on a node) before its first point")
-        env = {**os.environ, **extra, "PYTHONPATH": _pythonpath()}
+        env = {**without_sweep_settings(os.environ), **extra, "PYTHONPATH": _pythonpath()}
         if extra.get("CUDA_VISIBLE_DEVICES") == "":
             del env["CUDA_VISIBLE_DEVICES"]
         result = run_process(argv, env, seq_lens, ctx.plan.s["POINT_TIMEOUT"], ctx.log, on_summary,

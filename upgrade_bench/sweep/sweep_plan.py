@@ -189,6 +189,17 @@ def user_ds_env() -> list[str]:
     return lines
 
 
+# The sweep's own settings that torch.distributed reads as well, so its processes keep them.
+CHILD_READS = ("MASTER_ADDR", "MASTER_PORT")
+
+
+def without_sweep_settings(environ) -> dict:
+    """`environ` less the sweep's own settings: a benchmark process given SEQLENS would warn
+    of it as a misspelling of its SEQ_LEN."""
+    own = {v.name for v in VARS} - set(CHILD_READS)
+    return {k: v for k, v in environ.items() if k not in own}
+
+
 def passed_through(environ) -> dict:
     """The benchmark.py variables set in the sweep's environment (each process inherits them)."""
     return {v.name: environ[v.name] for v in PASSED if environ.get(v.name)}
