@@ -28,6 +28,21 @@ def test_the_hardware_ratios_are_the_tables_figures():
     assert att.mid == pytest.approx((8.0 / 4.8 * 2250 / 989) ** 0.5) and att.high == pytest.approx(2250 / 989)
 
 
+def test_the_attention_ratio_off_a_table_of_kernel_ratios():
+    hw = forecast_model.hardware_ratios(H200, B200)
+    table = {8192: forecast_model.Ratio.exact(1.88, ""), 32768: forecast_model.Ratio.exact(1.95, "")}
+    at = forecast_model.attention_ratio(hw, table, 32768, "kernels")
+    assert (at.mid, at.low, at.high, at.source) == (1.95, 1.95, 1.95, "kernels")
+    # 16K lies halfway between 8K and 32K in log length: halfway between their ratios
+    mid = forecast_model.attention_ratio(hw, table, 16384, "kernels")
+    assert (mid.mid, mid.low, mid.high) == (pytest.approx(1.915), 1.88, 1.95)
+    # past the longest: its ratio, up to the peak ratio; before the shortest: down to HBM
+    past = forecast_model.attention_ratio(hw, table, 262144, "kernels")
+    assert (past.mid, past.low, past.high) == (1.95, 1.95, pytest.approx(2250 / 989))
+    before = forecast_model.attention_ratio(hw, table, 4096, "kernels")
+    assert (before.mid, before.low, before.high) == (1.88, pytest.approx(8.0 / 4.8), 1.88)
+
+
 def test_each_part_scales_by_its_own_ratio():
     ratios = {"attention": forecast_model.Ratio(2.0, 1.5, 2.5, ""), "dense": forecast_model.Ratio.exact(1.6, ""),
               "host": forecast_model.UNCHANGED}
@@ -35,6 +50,23 @@ def test_each_part_scales_by_its_own_ratio():
     assert f.step_ms == pytest.approx(100 / 2 + 200 / 1.6 + 50)
     assert f.step_ms_fast == pytest.approx((100 / 2.5 + 200 / 1.6 + 50) * 0.9)
     assert f.step_ms_slow == pytest.approx((100 / 1.5 + 200 / 1.6 + 50) * 1.1)
+
+
+def test_a_dense_part_scales_by_the_share_of_its_time_its_matmuls_need_at_mamf():
+    # 369 TFLOP of matmuls in 797 ms on an H200 (MAMF 794.5): 58.3% of the time is matmul work
+    share = forecast_model.gemm_share(369.0, 797.0, 794.5, checkpointed=False)
+    assert share == pytest.approx(369.0 / 794.5 / 0.797)
+    # checkpointed: one more forward, 8 FLOPs per parameter per token where the model counts 6
+    assert forecast_model.gemm_share(369.0, 797.0, 794.5, checkpointed=True) == pytest.approx(share * 8 / 6)
+    assert forecast_model.gemm_share(369.0, 300.0, 794.5, checkpointed=False) == 1.0  # at most all of it
+    assert forecast_model.gemm_share(369.0, 797.0, None, checkpointed=False) is None
+    hw = forecast_model.hardware_ratios(H200, B200)
+    dense = forecast_model.dense_ratio(hw, share)
+    # time-weighted: the matmul share at 1745/794.5, the rest at 8.0/4.8
+    assert dense.mid == pytest.approx(1 / (share / (1745 / 794.5) + (1 - share) / (8.0 / 4.8)))
+    assert (dense.low, dense.high) == (pytest.approx(8.0 / 4.8), pytest.approx(1745 / 794.5))
+    unknown = forecast_model.dense_ratio(hw, None)
+    assert unknown.mid == pytest.approx((8.0 / 4.8 * 1745 / 794.5) ** 0.5) and unknown.low == pytest.approx(8.0 / 4.8)
 
 
 def test_the_sweep_split_is_numpys_least_squares():
@@ -68,8 +100,29 @@ def test_the_backtest_of_the_shipped_pairs():
     by = {(r["metric"], r["seq_len"]): r for r in rows}
     # the decomposition's attention bucket: the H200's 447 TFLOPS times the published 1.88x
     assert by["attention_tflops", 8192]["forecast"] == pytest.approx(447 * 1.88)
-    assert by["everything_else_tflops", 8192]["forecast"] == pytest.approx(463 * 8.0 / 4.8)
-    # the sweep's 8K: the baseline's own split, attention over 1.88, dense over 8/4.8, host kept
+    # the rest of the step (no checkpointing in the right-sized run): 463 of the H200's 794.5
+    # MAMF is matmul time at MAMF, scaled by the MAMF ratio; the other 41.7% by the HBM ratio
+    share = 463 / 794.5
+    assert by["everything_else_tflops", 8192]["forecast"] == pytest.approx(
+        463 / (share / (1745 / 794.5) + (1 - share) / (8.0 / 4.8)))
+    # the sweep's 32K by hand from its own split: attention over the published 1.95, the fixed
+    # part (host work and ZeRO-3's exposed communication) kept, the dense part by its matmul
+    # share, counting the checkpoint recompute (the sweep checkpoints): 8/6 of its model FLOPs
+    sweep = forecasts._runs(published.guide_reference_records())["guide-h200-sweep"]["summary"]
+    a, d, h = forecast_model.fit_split([(p["model_tflop_per_step"] * p["attn_flop_share"],
+                                         p["model_tflop_per_step"] * (1 - p["attn_flop_share"]), p["step_ms"])
+                                        for p in sweep.values()])
+    p = sweep[32768]
+    att_tflop = p["model_tflop_per_step"] * p["attn_flop_share"]
+    dense_tflop = p["model_tflop_per_step"] - att_tflop
+    fitted = p["step_ms"] / (a * att_tflop + d * dense_tflop + h)  # the split, scaled to the measured step
+    att_ms, dense_ms, fixed_ms = a * att_tflop * fitted, d * dense_tflop * fitted, h * fitted
+    share = dense_tflop * 8 / 6 / 794.5 / (dense_ms / 1e3)
+    assert 0.8 < share < 0.84  # the long-context dense part runs at 82% of the H200's MAMF
+    dense_ratio = 1 / (share / (1745 / 794.5) + (1 - share) / (8.0 / 4.8))
+    assert by["tflops_per_gpu", 32768]["forecast"] == pytest.approx(
+        p["model_tflop_per_step"] / (att_ms / 1.95 + dense_ms / dense_ratio + fixed_ms) * 1e3)
+    # the sweep's 8K: the baseline's own split, between the baseline and the peak ratio
     h200 = {n: h for n, h, _ in published.GUIDE_SWEEP_TFLOPS}
     eight = by["tflops_per_gpu", 8192]
     assert eight["naive_peak"] == pytest.approx(141 * 2250 / 989)

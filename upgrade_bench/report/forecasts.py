@@ -6,7 +6,6 @@ forecasts the candidate of each published pair from its baseline side alone and 
 forecast against the published candidate figures, next to the three naive forecasts people
 quote (the peak, MAMF and HBM-bandwidth ratios).
 """
-import math
 import statistics
 from dataclasses import dataclass, field
 
@@ -21,22 +20,13 @@ FORECAST = "forecast"
 COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}
 
 
-def attention_ratio_at(base: str, cand: str, seq_len: int, hw: dict) -> forecast_model.Ratio:
-    """The published isolated-attention ratio at the nearest published length (no
-    extrapolation past the table), else the range between the HBM and peak ratios."""
-    table = published.GUIDE_ISOLATED_ATTENTION_RATIO.get((base, cand))
-    if not table:
-        return forecast_model.attention_ratio(hw)
-    nearest = min(table, key=lambda n: (abs(math.log(n / seq_len)), n))
-    value = table[nearest]
-    source = f"isolated attention {value:g}x at {nearest} tokens (the guide's published kernels)"
-    if nearest == seq_len:
-        return forecast_model.attention_ratio(hw, published=value, source=source)
-    # Off the table: attention grows more compute-bound with length, so the ratio lies between
-    # the nearest published one and the peak ratio (past the longest) or the HBM ratio (before).
-    bound = hw["peak"].mid if seq_len > nearest else hw["hbm"].mid
-    return forecast_model.Ratio(value, min(value, bound), max(value, bound),
-                          f"{source}, the nearest to {seq_len}; up to the {'peak' if seq_len > nearest else 'HBM'} ratio")
+def published_attention(base: str, cand: str) -> tuple[dict, str]:
+    """({seq_len: Ratio}, source) of the guide's published isolated-attention ratios of a pair
+    of GPU table names; ({}, "") where it publishes none."""
+    table = published.GUIDE_ISOLATED_ATTENTION_RATIO.get((base, cand)) or {}
+    figures = ", ".join(f"{v:g}x at {seq_label(n)}" for n, v in sorted(table.items()))
+    return ({n: forecast_model.Ratio.exact(v, "") for n, v in table.items()},
+            f"isolated attention fwd+bwd, the guide's published kernel figures ({figures})")
 
 
 def _tflop(summary: dict) -> tuple[float, float] | None:
@@ -69,9 +59,17 @@ def series_parts(s: Series) -> dict:
     return out
 
 
-def ratios_at(base: str, cand: str, seq_len: int) -> dict:
-    hw = forecast_model.hardware_ratios(gpus.lookup(base), gpus.lookup(cand))
-    return {**hw, "attention": attention_ratio_at(base, cand, seq_len, hw)}
+def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: float, checkpointed: bool) -> dict:
+    """{bound: Ratio} for one length of a baseline's step split into `parts` ({bound: ms}):
+    the GPU table's ratios, the dense part's by its own GEMM share (`dense_tflop`, the
+    checkpoint recompute where `checkpointed`), attention by the guide's published kernel
+    figures."""
+    base_spec = gpus.lookup(base)
+    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand))
+    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_bf16, checkpointed)
+    table, source = published_attention(base, cand)
+    return {**hw, "dense": forecast_model.dense_ratio(hw, share),
+            "attention": forecast_model.attention_ratio(hw, table, seq_len, source)}
 
 
 @dataclass
@@ -95,7 +93,7 @@ class SeriesForecast:
     candidate: str               # the GPU table's name
     rows: list = field(default_factory=list)
     widen: float = 0.0           # the backtest's median error the ranges were widened by
-    ratio_sources: dict = field(default_factory=dict)
+    ratio_sources: dict = field(default_factory=dict)  # {bound: {source: None}}, in order met
     beyond: list = field(default_factory=list)  # [(seq_len, estimated GiB)] the baseline ran out of memory at
 
     @property
@@ -109,15 +107,18 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
 
 
 def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=None) -> SeriesForecast:
-    """The candidate's forecast at every length of a measured baseline series."""
+    """The candidate's forecast at every length of a measured baseline series; `measured`:
+    the candidate's own points of the same configuration."""
     spec = gpus.lookup(cand)
     out = SeriesForecast(s, spec.name, widen=widen)
     cand_price = _price(prices, spec.name)
     base_price = _price(prices, s.gpu)
     for n, (parts, how) in sorted(series_parts(s).items()):
         point = s.points[n]
-        r = ratios_at(s.gpu, spec.name, n)
-        out.ratio_sources.update({b: r[b].source for b in parts})
+        r = ratios_at(s.gpu, spec.name, n, parts, _tflop(point)[1], bool(s.config.get("GRAD_CHECKPOINT")))
+        for b in parts:
+            out.ratio_sources.setdefault(b, {})[r[b].source] = None
+        how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)
         f = forecast_model.scale(parts, r, widen, how)
         work = point["model_tflop_per_step"]
         tflops = tflops_range(work, f)
@@ -186,17 +187,18 @@ def _gpu(run: dict) -> str:
 def forecast_run(run: dict, cand: str) -> dict:
     """{(metric, seq_len): (forecast, low, high, baseline value)} of one baseline run alone."""
     base = _gpu(run)
+    checkpointed = bool((run["header"].get("config") or {}).get("GRAD_CHECKPOINT"))
     out = {}
     if run["summary"]:
         s = Series(base, None, "", run["header"].get("config") or {}, "", "guide", None, None,
                    points=run["summary"])
         for n, (parts, how) in series_parts(s).items():
-            f = forecast_model.scale(parts, ratios_at(base, cand, n))
             point = run["summary"][n]
+            f = forecast_model.scale(parts, ratios_at(base, cand, n, parts, _tflop(point)[1], checkpointed))
             out["tflops_per_gpu", n] = (*tflops_range(point["model_tflop_per_step"], f), point["tflops_per_gpu"])
     for n, dec in run["decomposition"].items():
-        r = ratios_at(base, cand, n)
         parts = forecast_model.decomposition_parts(dec)
+        r = ratios_at(base, cand, n, parts, (dec.get("everything_else") or {}).get("tflop") or 0.0, checkpointed)
         for bucket, bound in (("attention", "attention"), ("everything_else", "dense")):
             b = dec["buckets"][bucket] if bucket == "attention" else dec[bucket]
             out[f"{bucket}_tflops", n] = (b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
@@ -292,7 +294,7 @@ def forecast_markdown(fc: SeriesForecast) -> str:
                        "TFLOPS/GPU (forecast)", "speedup (forecast)", f"{fc.candidate} $/1M tokens (forecast)",
                        "$/token call", "break-even price ratio", f"memory on {fc.candidate}",
                        f"{fc.candidate} measured TFLOPS", "split"], rows), "",
-             "Ratios: " + "; ".join(f"{b}: {src}" for b, src in sorted(fc.ratio_sources.items())) + "."]
+             "Ratios: " + "; ".join(f"{b}: {' / '.join(srcs)}" for b, srcs in sorted(fc.ratio_sources.items())) + "."]
     for n, gib in fc.beyond:
         lines.append(f"At {seq_label(n)} the baseline ran out of memory; its two longest points extrapolate "
                      f"to {fmt(gib)} GiB, within the {fc.candidate}'s HBM (a memory forecast, no step time).")
