@@ -125,9 +125,10 @@ def add_forecasts(analysis, candidates: list, prices: dict) -> None:
         for s in analysis.data.series:
             if s.reference or s.gpu == cand or not gpus.lookup(s.gpu) or not s.points:
                 continue
-            measured = next((o.points for o in analysis.data.series if o.gpu == cand and
-                             o.identity == s.identity and not o.reference), None)
-            fc = forecasts.forecast_series(s, cand, prices, widen, measured)
+            other = next((o for o in analysis.data.series if o.gpu == cand and
+                          o.identity == s.identity and not o.reference), None)
+            fc = forecasts.forecast_series(s, cand, prices, widen, other.points if other else None,
+                                           forecasts.measured_attention(analysis.data, s, cand, other))
             if fc.rows:
                 analysis.forecasts.append(fc)
 

@@ -39,6 +39,7 @@ def test_the_attention_ratio_off_a_table_of_kernel_ratios():
     # past the longest: its ratio, up to the peak ratio; before the shortest: down to HBM
     past = forecast_model.attention_ratio(hw, table, 262144, "kernels")
     assert (past.mid, past.low, past.high) == (1.95, 1.95, pytest.approx(2250 / 989))
+    assert past.note == "past its longest length: that one's, up to the peak ratio" and at.note == ""
     before = forecast_model.attention_ratio(hw, table, 4096, "kernels")
     assert (before.mid, before.low, before.high) == (1.88, pytest.approx(8.0 / 4.8), 1.88)
 
@@ -176,6 +177,74 @@ def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
     assert [r["seq_len"] for r in fc] == ["8192", "16384", "32768", "65536"] and {r["gpu"] for r in fc} == {"B200 SXM"}
     assert all(r["provenance"] == "forecast" for r in fc)
     assert len(rows) - len(fc) == 4  # the measured points stay as they were
+
+
+def kernel(backend, seq_len, tflops, heads=32, pass_="fwd_bwd", status="ok"):
+    """An isolated-attention record of bench_flash_attn.py, the 8B's shape unless told."""
+    return {"kind": "attention", "schema": 1, "script": "bench_flash_attn.py", "backend": backend,
+            "pass": pass_, "seq_len": seq_len, "tflops": tflops, "status": status, "batch": 1, "heads": heads,
+            "kv_heads": 8, "head_dim": 128, "causal": True, "dtype": "bf16", "packed_doc_len": 0}
+
+
+def test_isolated_attention_measured_on_both_gpus_call_for_call():
+    base = [kernel("fa3", 8192, 400.0), kernel("fa3", 32768, 450.0), kernel("fa3", 8192, 500.0, heads=64),
+            kernel("fa3", 8192, 600.0, pass_="fwd"), kernel("fa3", 65536, 470.0)]
+    cand = [kernel("fa4", 8192, 800.0), kernel("fa4", 32768, 900.0), kernel("fa4", 8192, 1100.0, heads=64),
+            kernel("fa4", 8192, 1300.0, pass_="fwd"), kernel("sdpa-cudnn", 65536, 999.0),
+            kernel("fa4", 65536, 0.0, status="oom")]
+    table = forecasts.measured_attention_table(base, cand, "fa3", "fa4")
+    # 8K: two shapes on both (2.0x and 2.2x): their median, ranged by both; the fwd pass, another
+    # backend and a failed call pair with nothing, so 64K has no ratio
+    assert set(table) == {8192, 32768}
+    assert (table[8192].mid, table[8192].low, table[8192].high) == (pytest.approx(2.1), 2.0, 2.2)
+    assert table[32768].mid == table[32768].low == table[32768].high == 2.0
+
+
+def test_the_candidates_backend_is_the_one_it_would_train_with():
+    from upgrade_bench.report.series import Series
+
+    def series(backend, attn_setting):
+        return Series("H200 SXM", None, backend, {"ATTN_BACKEND": attn_setting}, "", None, None, None)
+    # measured in training: its own; asked for by name: that one; auto: auto's order among
+    # the backends whose kernels ran on the candidate (FA3 first, but it never ran on a B200)
+    assert forecasts.candidate_backend(series("fa3", "auto"), series("fa4", "auto"), {"fa3"}) == "fa4"
+    assert forecasts.candidate_backend(series("fa4", "fa4"), None, {"fa3", "sdpa-cudnn"}) == "fa4"
+    assert forecasts.candidate_backend(series("fa3", "auto"), None, {"sdpa-cudnn", "fa4"}) == "fa4"
+    assert forecasts.candidate_backend(series("fa3", "auto"), None, {"sdpa-cudnn"}) is None
+
+
+def test_the_forecast_prefers_attention_measured_on_both_gpus(tmp_path):
+    def log(gpu, run_id, script, records, **header):
+        head = {"kind": "header", "schema": 1, "script": script, "run_id": run_id, "time": 1.0,
+                "hardware": {"gpu_name": gpu, "gpu_count": 1, "hbm_gib": 141}, **header}
+        return [head] + [{**r, "run_id": run_id} for r in records]
+    sweep = [{"kind": "summary", "schema": 1, "script": "benchmark.py", "seq_len": n, "step_ms": ms,
+              "tflops_per_gpu": 100.0 * n / ms, "model_tflop_per_step": n / 10, "attn_flop_share": share,
+              "peak_mem_gib": 40.0, "batch_size": 1}
+             for n, ms, share in ((8192, 300.0, 0.1), (16384, 650.0, 0.18), (32768, 1500.0, 0.3))]
+    training = log("NVIDIA H200", "t1", "benchmark.py", sweep, attn_backend="fa3",
+                   config={"MODEL": "llama-3.1-8b", "ZERO_STAGE": 2, "world_size": 1, "ATTN_BACKEND": "auto"})
+    h200 = log("NVIDIA H200", "k1", "bench_flash_attn.py", [kernel("fa3", 8192, 400.0), kernel("fa3", 32768, 450.0)])
+    b200 = log("NVIDIA B200", "k2", "bench_flash_attn.py", [kernel("fa4", 8192, 820.0), kernel("fa4", 32768, 900.0)])
+
+    def page(*logs):
+        path = tmp_path / "in.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for one in logs for r in one))
+        assert plot_results.main([str(path), "--forecast", "B200", "--out", str(tmp_path / "out")]) == 0
+        return (tmp_path / "out" / "report.md").read_text()
+    measured = page(training, h200, b200)
+    assert "attention: isolated attention fwd+bwd measured here on both GPUs, B200 SXM fa4 over H200 SXM fa3" in measured
+    # 8K at 820/400, 32K at 900/450, 16K between them in log length
+    assert "attention 2.05x" in measured and "attention 2.02x" in measured and "attention 2.00x" in measured
+    published_only = page(training, h200)  # no B200 kernels: the guide's published ratios
+    assert "the guide's published fa4/fa3 kernel figures (1.88x at 8K, 1.95x at 32K)" in published_only
+    assert "measured here on both GPUs" not in published_only
+    # a baseline that trains with FA4 on its H200 is not the guide's FA3 baseline: no published ratio
+    fa4 = [{**r, "attn_backend": "fa4"} if r["kind"] == "header" else r for r in training]
+    other_kernel = page(fa4, h200)
+    assert ("attention: attention unmeasured on both GPUs: the guide's published ratio is fa4 over fa3, this "
+            "baseline trains with fa4; between the HBM and peak ratios") in other_kernel
+    assert "fa4/fa3 kernel figures" not in other_kernel
 
 
 def test_an_unknown_forecast_gpu_is_one_line_and_exit_2(capsys):

@@ -36,6 +36,7 @@ class Ratio:
     low: float
     high: float
     source: str
+    note: str = ""  # how this one was read off its source (e.g. past the longest length of a table)
 
     @staticmethod
     def exact(value: float, source: str) -> "Ratio":
@@ -122,10 +123,10 @@ def attention_ratio(hw: dict, table: dict | None = None, seq_len: int = 0, sourc
       compute-bound with length, and no kernel outruns the peak ratio for long);
     - before the shortest: the shortest's, down to the HBM ratio.
 
-    No table: anywhere between the HBM and the peak ratio."""
+    No table: anywhere between the HBM and the peak ratio (`source` may say why)."""
     hbm, peak = hw["hbm"].mid, hw["peak"].mid
     if not table:
-        return between(hbm, peak, "attention unmeasured: between the HBM and peak ratios")
+        return between(hbm, peak, source or "attention unmeasured: between the HBM and peak ratios")
     if seq_len in table:
         r = table[seq_len]
         return Ratio(r.mid, r.low, r.high, source)
@@ -134,15 +135,15 @@ def attention_ratio(hw: dict, table: dict | None = None, seq_len: int = 0, sourc
     if shorter and longer:
         (n0, r0), (n1, r1) = (shorter[-1], table[shorter[-1]]), (longer[0], table[longer[0]])
         mid = r0.mid + (r1.mid - r0.mid) * math.log(seq_len / n0) / math.log(n1 / n0)
-        return Ratio(mid, min(r0.low, r1.low), max(r0.high, r1.high), f"{source}; between its lengths: "
-                     f"interpolated in log length")
+        return Ratio(mid, min(r0.low, r1.low), max(r0.high, r1.high), source,
+                     "between its lengths: interpolated in log length")
     if shorter:
         r = table[shorter[-1]]
-        return Ratio(r.mid, r.low, max(r.high, peak), f"{source}; past its longest length: that one's, up to "
-                     f"the peak ratio")
+        return Ratio(r.mid, r.low, max(r.high, peak), source, "past its longest length: that one's, up to the "
+                     "peak ratio")
     r = table[longer[0]]
-    return Ratio(r.mid, min(r.low, hbm), r.high, f"{source}; before its shortest length: that one's, down to "
-                 f"the HBM ratio")
+    return Ratio(r.mid, min(r.low, hbm), r.high, source, "before its shortest length: that one's, down to the "
+                 "HBM ratio")
 
 
 def fit_split(points: list) -> tuple[float, float, float] | None:
