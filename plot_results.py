@@ -135,8 +135,9 @@ def add_forecasts(analysis, candidates: list, prices: dict) -> None:
 
 def write_backtest(folder: str | None) -> None:
     rows = forecasts.shipped_backtest()
+    notes = forecasts.unbacktested(published.guide_reference_records())
     sys.stdout.write("# Backtest: forecasts of the published pairs from their baseline alone\n\n"
-                     + forecasts.backtest_markdown(rows) + "\n")
+                     + forecasts.backtest_markdown(rows, notes) + "\n")
     if folder:
         try:
             os.makedirs(folder, exist_ok=True)

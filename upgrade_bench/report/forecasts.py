@@ -235,7 +235,10 @@ def beyond_memory(s: Series, hbm_gib: float) -> list:
 # The published pairs: (baseline run, candidate run) of results/reference/ (the guide's).
 PAIRS = (("guide-h200-sweep", "guide-b200-sweep"), ("guide-h200-decompose", "guide-b200-decompose"))
 BACKTEST_COLUMNS = ("pair", "metric", "seq_len", "forecast", "forecast_low", "forecast_high", "published",
-                    "error", "naive_peak", "naive_mamf", "naive_bandwidth")
+                    "error", "widened_by", "naive_peak", "naive_mamf", "naive_bandwidth")
+# The same-generation refresh the guide discusses: a backtest row needs a published workload
+# figure of both GPUs, and the guide publishes only their MAMF (gpus.py) for this pair.
+REFRESH = ("B200 SXM", "B300 SXM")
 
 
 def _runs(records: list) -> dict:
@@ -309,7 +312,38 @@ def backtest(records: list) -> list:
                          "forecast_low": low, "forecast_high": high, "published": pub,
                          "error": ratio(mid, pub) - 1 if pub else None,
                          **{k: base_value * v for k, v in naive.items()}})
+    return widen_leave_one_out(rows)
+
+
+def widened(low_tflops: float, high_tflops: float, widen: float) -> tuple:
+    """A TFLOPS range whose step times widen by `widen` either way (forecast_model.scale's
+    rule: the slow step time times 1 + widen, the fast one times 1 - widen)."""
+    return low_tflops / (1 + widen), high_tflops / (1 - widen)
+
+
+def widen_leave_one_out(rows: list) -> list:
+    """Each row's range widened by the median absolute error of the other rows: the
+    backtest's own error, and no row's range uses its own."""
+    errors = [None if r["error"] is None else abs(r["error"]) for r in rows]
+    for i, r in enumerate(rows):
+        others = [e for j, e in enumerate(errors) if j != i and e is not None]
+        r["widened_by"] = statistics.median(others) if others else 0.0
+        r["forecast_low"], r["forecast_high"] = widened(r["forecast_low"], r["forecast_high"], r["widened_by"])
     return rows
+
+
+def unbacktested(records: list) -> list:
+    """A line for each pair the backtest would hold where published figures existed (REFRESH):
+    no row is made up where the candidate has no published workload figure."""
+    worked = {_gpu(run) for run in _runs(records).values()
+              if run["header"] and gpus.lookup(run["header"]["hardware"]["gpu_name"])
+              and (run["summary"] or run["decomposition"])}
+    base, cand = (gpus.lookup(g) for g in REFRESH)
+    if cand.name in worked:
+        return []
+    return [f"{base.name} -> {cand.name} (the same-generation refresh): not backtested. The guide publishes "
+            f"their MAMF ({base.mamf_bf16:g} vs {cand.mamf_bf16:g} TFLOPS bf16) but no training figures on a "
+            f"{cand.name}, and a row needs one to set the forecast against."]
 
 
 def median_abs_error(rows: list, key: str = "error") -> float | None:
@@ -326,9 +360,11 @@ def shipped_backtest() -> list:
     return backtest(published.guide_reference_records())
 
 
-def backtest_markdown(rows: list) -> str:
+def backtest_markdown(rows: list, notes: list = ()) -> str:
+    """The backtest's table, its medians and how many published figures its ranges hold,
+    then `notes` (unbacktested's lines)."""
     if not rows:
-        return ""
+        return "\n\n".join(notes)
     table = [[r["pair"], r["metric"], seq_label(r["seq_len"]), fmt(r["published"]),
               f"{fmt(r['forecast'])} ({fmt(r['forecast_low'])}-{fmt(r['forecast_high'])})",
               fmt(r["error"], "pct"), fmt(naive_error(r, "naive_peak"), "pct"),
@@ -341,7 +377,10 @@ def backtest_markdown(rows: list) -> str:
                       "MAMF-ratio error", "bandwidth-ratio error"], table)
             + f"\n\nMedian absolute error: forecast {fmt(medians[0], 'pct')}; naive peak ratio "
               f"{fmt(medians[1], 'pct')}, MAMF ratio {fmt(medians[2], 'pct')}, bandwidth ratio "
-              f"{fmt(medians[3], 'pct')}. Published figure inside the forecast range: {inside} of {len(rows)}.")
+              f"{fmt(medians[3], 'pct')}. Published figure inside the forecast range: {inside} of {len(rows)}. "
+              f"Ranges: every ratio at its slow and at its fast end, then widened by the median absolute "
+              f"error of the other rows (leave-one-out: no row's range uses its own error)."
+            + "".join(f"\n\n{n}" for n in notes))
 
 
 # ---------------------------------------------------------------- the page
