@@ -91,6 +91,16 @@ def test_a_decomposition_gives_its_parts_and_its_idle_time_as_host():
                          "linear_mixer": {"ms": 5.0}, "comm": {"ms": 2.0}}, "wall_step_ms": 120.0}
     assert forecast_model.decomposition_parts(suite) == {"attention": 10.0, "gemm": 50.0, "other": 35.0,
                                                    "comm": 2.0, "host": 23.0}
+    # bench_decompose's record: each bucket's share of the wall (gaps included) and its own
+    # kernel time; the kernels are the parts and the gaps host time, which does not speed up
+    measured = {"wall_step_ms": 299.0, "buckets": {
+        "attention": {"ms": 29.4, "kernel_ms_per_step": 27.7}, "gemm": {"ms": 175.0, "kernel_ms_per_step": 165.0},
+        "other": {"ms": 94.6, "kernel_ms_per_step": 89.2}, "linear_mixer": {"ms": 0.0, "kernel_ms_per_step": 0.0}}}
+    assert forecast_model.decomposition_parts(measured) == pytest.approx(
+        {"attention": 27.7, "gemm": 165.0, "other": 89.2, "host": 299.0 - 27.7 - 165.0 - 89.2})
+    # kernels on concurrent streams summing past the wall: the wall's split it is
+    measured["buckets"]["gemm"]["kernel_ms_per_step"] = 200.0
+    assert forecast_model.decomposition_parts(measured) == pytest.approx({"attention": 29.4, "gemm": 175.0, "other": 94.6})
 
 
 def test_the_backtest_of_the_shipped_pairs():

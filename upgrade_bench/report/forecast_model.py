@@ -204,21 +204,27 @@ def sweep_parts(split: tuple, attention_tflop: float, dense_tflop: float, sharde
 
 def decomposition_parts(dec: dict) -> dict:
     """{bound: ms} of a decomposition record: its kernel buckets on one clock; the wall time
-    beyond the kernels (host work, launch gaps) as host. A decomposition that only splits
-    attention from everything else (the guide's) has a `dense` rest."""
+    beyond the kernels (host work, launch gaps) as host. A bucket's `ms` is its share of the
+    wall time, idle gaps included (bench_decompose splits the wall by kernel time); where
+    every bucket also has its own kernel time (`kernel_ms_per_step`) and they fit in the wall,
+    those are the parts, so the gaps stay host time instead of speeding up with the kernels.
+    A decomposition that only splits attention from everything else (the guide's) has a
+    `dense` rest."""
     buckets = dec.get("buckets") or {}
+    named = [(b, bound, buckets.get(b) or {}) for b, bound in (
+        ("attention", "attention"), ("gemm", "gemm"), ("other", "other"), ("linear_mixer", "other"),
+        ("comm", "comm")) if (buckets.get(b) or {}).get("ms")]
+    own = [part.get("kernel_ms_per_step") for _, _, part in named]
+    wall = dec.get("wall_step_ms")
+    key = "kernel_ms_per_step" if named and all(own) and wall and sum(own) <= wall else "ms"
     parts = {}
-    for name, bound in (("attention", "attention"), ("gemm", "gemm"), ("other", "other"),
-                        ("linear_mixer", "other"), ("comm", "comm")):
-        ms = (buckets.get(name) or {}).get("ms")
-        if ms:
-            parts[bound] = parts.get(bound, 0.0) + ms
+    for _, bound, part in named:
+        parts[bound] = parts.get(bound, 0.0) + part[key]
     if set(parts) <= {"attention"}:
         rest = (dec.get("everything_else") or {}).get("ms")
         if rest:
             parts["dense"] = rest
     kernel_ms = sum(parts.values())
-    wall = dec.get("wall_step_ms")
     if wall and wall > kernel_ms:
         parts["host"] = wall - kernel_ms
     return parts
