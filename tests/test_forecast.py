@@ -11,7 +11,7 @@ import plot_results
 from upgrade_bench import faults
 from upgrade_bench.report import forecast_model
 from upgrade_bench.hardware import gpus
-from upgrade_bench.report import forecasts, published
+from upgrade_bench.report import forecast_attention, forecasts, published
 
 H200, B200 = gpus.lookup("NVIDIA H200"), gpus.lookup("NVIDIA B200")
 
@@ -227,7 +227,7 @@ def test_isolated_attention_measured_on_both_gpus_call_for_call():
     cand = [kernel("fa4", 8192, 800.0), kernel("fa4", 32768, 900.0), kernel("fa4", 8192, 1100.0, heads=64),
             kernel("fa4", 8192, 1300.0, pass_="fwd"), kernel("sdpa-cudnn", 65536, 999.0),
             kernel("fa4", 65536, 0.0, status="oom")]
-    table = forecasts.measured_attention_table(base, cand, "fa3", "fa4")
+    table = forecast_attention.measured_attention_table(base, cand, "fa3", "fa4")
     # 8K: two shapes on both (2.0x and 2.2x): their median, ranged by both; the fwd pass, another
     # backend and a failed call pair with nothing, so 64K has no ratio
     assert set(table) == {8192, 32768}
@@ -242,10 +242,10 @@ def test_the_candidates_backend_is_the_one_it_would_train_with():
         return Series("H200 SXM", None, backend, {"ATTN_BACKEND": attn_setting}, "", None, None, None)
     # measured in training: its own; asked for by name: that one; auto: auto's order among
     # the backends whose kernels ran on the candidate (FA3 first, but it never ran on a B200)
-    assert forecasts.candidate_backend(series("fa3", "auto"), series("fa4", "auto"), {"fa3"}) == "fa4"
-    assert forecasts.candidate_backend(series("fa4", "fa4"), None, {"fa3", "sdpa-cudnn"}) == "fa4"
-    assert forecasts.candidate_backend(series("fa3", "auto"), None, {"sdpa-cudnn", "fa4"}) == "fa4"
-    assert forecasts.candidate_backend(series("fa3", "auto"), None, {"sdpa-cudnn"}) is None
+    assert forecast_attention.candidate_backend(series("fa3", "auto"), series("fa4", "auto"), {"fa3"}) == "fa4"
+    assert forecast_attention.candidate_backend(series("fa4", "fa4"), None, {"fa3", "sdpa-cudnn"}) == "fa4"
+    assert forecast_attention.candidate_backend(series("fa3", "auto"), None, {"sdpa-cudnn", "fa4"}) == "fa4"
+    assert forecast_attention.candidate_backend(series("fa3", "auto"), None, {"sdpa-cudnn"}) is None
 
 
 def test_the_forecast_prefers_attention_measured_on_both_gpus(tmp_path):

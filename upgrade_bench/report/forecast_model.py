@@ -53,7 +53,8 @@ def between(low: float, high: float, source: str) -> Ratio:
 
 
 def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
-    """{bound: Ratio} from the GPU table alone: peak, HBM bandwidth, MAMF, interconnect."""
+    """{bound: Ratio} from the GPU table alone: peak, HBM bandwidth, MAMF, interconnect (the
+    dense and attention ratios depend on the workload too: dense_ratio, attention_ratio)."""
     peak = cand.bf16 / base.bf16
     hbm = cand.hbm_tbps / base.hbm_tbps
     out = {"peak": Ratio.exact(peak, f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
@@ -70,7 +71,6 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
                                   f"NVLink {cand.link_gbps:g} / {base.link_gbps:g} GB/s (datasheets)")
     else:
         out["comm"] = between(1.0, hbm, "interconnect unknown: between unchanged and the HBM ratio")
-    out["dense"] = dense_ratio(out, None)
     out["other"] = out["hbm"]
     out["host"] = UNCHANGED
     out["fixed"] = Ratio(1.0, 1.0, out["comm"].high, "host time and exposed communication: unchanged, "

@@ -9,9 +9,8 @@ quote (the peak, MAMF and HBM-bandwidth ratios).
 import statistics
 from dataclasses import dataclass, field
 
-from . import forecast_model
+from . import forecast_attention, forecast_model
 from ..hardware import gpus
-from ..kernels import attn_backends
 from . import published
 from .series import Series, seq_label
 from .tables import fmt, md_table
@@ -19,80 +18,6 @@ from .verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
 
 FORECAST = "forecast"
 COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}
-
-
-def published_attention(base: str, cand: str, base_backend: str | None) -> tuple[dict, str]:
-    """({seq_len: Ratio}, source) of the guide's published isolated-attention ratios of a pair
-    of GPU table names, where the baseline trains with the kernel the guide's baseline ran
-    (its candidate's is what `auto` picks there); ({}, why not) otherwise."""
-    table = published.GUIDE_ISOLATED_ATTENTION_RATIO.get((base, cand)) or {}
-    kernels = {gpus.lookup(g).name: k for g, (k, _, _) in published.GUIDE_ATTENTION_PACKAGE.items()}
-    if not table:
-        return {}, ""
-    if base_backend and base_backend != kernels.get(base):
-        return {}, (f"attention unmeasured on both GPUs: the guide's published ratio is {kernels.get(cand)} over "
-                    f"{kernels.get(base)}, this baseline trains with {base_backend}; between the HBM and peak ratios")
-    figures = ", ".join(f"{v:g}x at {seq_label(n)}" for n, v in sorted(table.items()))
-    return ({n: forecast_model.Ratio.exact(v, "") for n, v in table.items()},
-            f"isolated attention fwd+bwd, the guide's published {kernels.get(cand)}/{kernels.get(base)} kernel "
-            f"figures ({figures})")
-
-
-# What makes two isolated-attention records the same kernel call (bench_flash_attn's fields).
-ATTENTION_SHAPE = ("batch", "heads", "kv_heads", "head_dim", "v_head_dim", "causal", "dtype", "window",
-                   "sinks", "layer")
-
-
-def _fwd_bwd_tflops(records: list, backend: str, packed_doc_len: int) -> dict:
-    """{(seq_len, shape...): median TFLOPS} of one backend's successful fwd+bwd records."""
-    found = {}
-    for r in records:
-        if (r.get("backend") == backend and r.get("pass") == "fwd_bwd" and r.get("status", "ok") == "ok"
-                and (r.get("tflops") or 0) > 0 and (r.get("packed_doc_len") or 0) == packed_doc_len):
-            found.setdefault((r["seq_len"], *(r.get(k) for k in ATTENTION_SHAPE)), []).append(r["tflops"])
-    return {k: statistics.median(v) for k, v in found.items()}
-
-
-def measured_attention_table(base_records: list, cand_records: list, base_backend: str, cand_backend: str,
-                             packed_doc_len: int = 0) -> dict:
-    """{seq_len: Ratio} of isolated attention this suite measured on both GPUs: fwd+bwd, the
-    baseline's records of its backend against the candidate's of its own, call for call
-    (same length and shape); over several shapes at a length, their median, the range
-    their lowest and highest."""
-    base = _fwd_bwd_tflops(base_records, base_backend, packed_doc_len)
-    cand = _fwd_bwd_tflops(cand_records, cand_backend, packed_doc_len)
-    by_len = {}
-    for key in sorted(base.keys() & cand.keys(), key=str):
-        by_len.setdefault(key[0], []).append(cand[key] / base[key])
-    return {n: forecast_model.Ratio(statistics.median(v), min(v), max(v), "") for n, v in by_len.items()}
-
-
-def candidate_backend(s: Series, cand_series: Series | None, cand_backends: set) -> str | None:
-    """The attention backend the candidate would train with: its measured training run's;
-    else the baseline's where the baseline asked for one by name; else what `auto` picks
-    (attn_backends.TABLE's order) among the backends whose kernels ran on the candidate."""
-    if cand_series is not None:
-        return cand_series.backend
-    asked = s.config.get("ATTN_BACKEND")
-    if asked and asked != "auto":
-        return asked
-    return next((b.name for b in attn_backends.TABLE if b.auto and b.name in cand_backends), None)
-
-
-def measured_attention(data, s: Series, cand: str, cand_series: Series | None = None) -> tuple[dict, str]:
-    """({seq_len: Ratio}, source) of the isolated attention measured on both GPUs of a
-    forecast (`data`: the report's series.Dataset), for the backend each trains with; ({}, "")
-    where the logs lack either side."""
-    base_gpu, cand_gpu = data.gpus.get(s.gpu), data.gpus.get(cand)
-    if base_gpu is None or cand_gpu is None:
-        return {}, ""
-    base_recs = [r for r, ref in base_gpu.attention if not ref]
-    cand_recs = [r for r, ref in cand_gpu.attention if not ref]
-    backend = candidate_backend(s, cand_series, {r.get("backend") for r in cand_recs if r.get("pass") == "fwd_bwd"})
-    table = measured_attention_table(base_recs, cand_recs, s.backend, backend,
-                                     s.config.get("PACKED_DOC_LEN") or 0) if backend else {}
-    return (table, f"isolated attention fwd+bwd measured here on both GPUs, {cand} {backend} over "
-                   f"{s.gpu} {s.backend}") if table else ({}, "")
 
 
 def _tflop(summary: dict) -> tuple[float, float] | None:
@@ -135,7 +60,7 @@ def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: floa
     base_spec = gpus.lookup(base)
     hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand))
     share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_bf16, checkpointed)
-    table, source = attention if attention[0] else published_attention(base, cand, base_backend)
+    table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
     return {**hw, "dense": forecast_model.dense_ratio(hw, share),
             "attention": forecast_model.attention_ratio(hw, table, seq_len, source)}
 
@@ -177,7 +102,8 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
 def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=None,
                     attention: tuple = ({}, "")) -> SeriesForecast:
     """The candidate's forecast at every length of a measured baseline series; `measured`:
-    the candidate's own points of the same configuration, `attention`: measured_attention's."""
+    the candidate's own points of the same configuration, `attention`:
+    forecast_attention.measured_attention's."""
     spec = gpus.lookup(cand)
     out = SeriesForecast(s, spec.name, widen=widen)
     cand_price = _price(prices, spec.name)
