@@ -43,7 +43,7 @@ import sys
 from upgrade_bench.hardware import gpus
 from upgrade_bench.log import records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
-from upgrade_bench.report import comparisons, export, forecasts, inputs, markdown, published, series
+from upgrade_bench.report import comparisons, export, forecast_attention, forecasts, inputs, markdown, published, series
 
 
 def parse_args(argv):
@@ -125,17 +125,19 @@ def add_forecasts(analysis, candidates: list, prices: dict) -> None:
         for s in analysis.data.series:
             if s.reference or s.gpu == cand or not gpus.lookup(s.gpu) or not s.points:
                 continue
-            measured = next((o.points for o in analysis.data.series if o.gpu == cand and
-                             o.identity == s.identity and not o.reference), None)
-            fc = forecasts.forecast_series(s, cand, prices, widen, measured)
+            other = next((o for o in analysis.data.series if o.gpu == cand and
+                          o.identity == s.identity and not o.reference), None)
+            fc = forecasts.forecast_series(s, cand, prices, widen, other.points if other else None,
+                                           forecast_attention.measured_attention(analysis.data, s, cand, other))
             if fc.rows:
                 analysis.forecasts.append(fc)
 
 
 def write_backtest(folder: str | None) -> None:
     rows = forecasts.shipped_backtest()
+    notes = forecasts.unbacktested(published.guide_reference_records())
     sys.stdout.write("# Backtest: forecasts of the published pairs from their baseline alone\n\n"
-                     + forecasts.backtest_markdown(rows) + "\n")
+                     + forecasts.backtest_markdown(rows, notes) + "\n")
     if folder:
         try:
             os.makedirs(folder, exist_ok=True)

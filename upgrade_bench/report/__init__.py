@@ -7,6 +7,7 @@ verdict       the formulas: ratios, $/1M tokens, step-time ranges, the call agai
 comparisons   pairing series into comparisons and everything computed about each
 published     the guide's published H200/B200 figures as records (results/reference/guide.jsonl)
 forecast_model  the forecast's pure model: a measured step's parts scaled by the GPUs' ratios
+forecast_attention  the attention ratio's sources: isolated kernels measured on both GPUs, else published
 forecasts     forecasts from measured series, the page's forecast block and the backtest
 markdown      the verdict blocks and report.md
 figures       the PNGs (matplotlib, imported only once the inputs are known good)

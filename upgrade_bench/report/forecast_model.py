@@ -2,15 +2,17 @@
 
 The model is the guide's analysis of its H200 -> B200 pair, made a formula: a training step
 is the sum of parts, each bounded by one thing the candidate does faster (or not), and each
-part scales by the candidate/baseline ratio of what bounds it:
+part scales by the candidate/baseline ratio of what bounds it (Habitat, Yu et al., USENIX ATC
+2021, scales each operation of a profiled step the same way):
 
-- attention kernels: the isolated-attention ratio (published kernel figures,
-  else anywhere between the HBM-bandwidth and the peak ratio);
+- attention kernels: the isolated-attention ratio (measured on both GPUs, else published
+  kernel figures, else anywhere between the HBM-bandwidth and the peak ratio);
 - GEMMs: the MAMF ratio (Maximum Achievable Matmul FLOPS, the GPU table's published figures);
 - other kernels (norms, elementwise, the optimizer on the GPU, MoE routing): HBM bandwidth;
 - a part with GEMMs and other kernels together (a decomposition that does not split them, or
-  a sweep's dense FLOPs): bandwidth-bound at micro-batch 1, the guide's reading of its own
-  decomposition, with the MAMF ratio as the range's fast end;
+  a sweep's dense FLOPs): the time its matmuls need at the baseline's MAMF by the MAMF ratio,
+  the rest of its time by the HBM ratio (`gemm_share`, `dense_ratio`); the range runs from
+  all of it bandwidth-bound to all of it at MAMF;
 - exposed communication: the interconnect (NVLink) bandwidth ratio;
 - host and idle time (CPU-offloaded Adam, data loading, launch gaps): unchanged, the host
   assumed the same.
@@ -34,6 +36,7 @@ class Ratio:
     low: float
     high: float
     source: str
+    note: str = ""  # how this one was read off its source (e.g. past the longest length of a table)
 
     @staticmethod
     def exact(value: float, source: str) -> "Ratio":
@@ -50,7 +53,8 @@ def between(low: float, high: float, source: str) -> Ratio:
 
 
 def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
-    """{bound: Ratio} from the GPU table alone: peak, HBM bandwidth, MAMF, interconnect."""
+    """{bound: Ratio} from the GPU table alone: peak, HBM bandwidth, MAMF, interconnect (the
+    dense and attention ratios depend on the workload too: dense_ratio, attention_ratio)."""
     peak = cand.bf16 / base.bf16
     hbm = cand.hbm_tbps / base.hbm_tbps
     out = {"peak": Ratio.exact(peak, f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
@@ -67,8 +71,6 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
                                   f"NVLink {cand.link_gbps:g} / {base.link_gbps:g} GB/s (datasheets)")
     else:
         out["comm"] = between(1.0, hbm, "interconnect unknown: between unchanged and the HBM ratio")
-    out["dense"] = Ratio(hbm, hbm, out["gemm"].high,
-                         "GEMMs and other kernels together: HBM-bound at micro-batch 1, up to MAMF")
     out["other"] = out["hbm"]
     out["host"] = UNCHANGED
     out["fixed"] = Ratio(1.0, 1.0, out["comm"].high, "host time and exposed communication: unchanged, "
@@ -76,13 +78,72 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
     return out
 
 
-def attention_ratio(hw: dict, published: float | None = None, source: str = "") -> Ratio:
-    """The attention kernels' ratio: published (isolated kernels on both GPUs), else between
-    the HBM and the peak ratio (attention is compute-bound at long context, less at short).
-    Isolated attention this suite measured on both GPUs is not read yet."""
-    if published:
-        return Ratio.exact(published, source or "isolated attention, published")
-    return between(hw["hbm"].mid, hw["peak"].mid, "attention unmeasured: between the HBM and peak ratios")
+# Activation checkpointing runs each layer's forward again: 2 more FLOPs per matmul parameter
+# per token on top of the 6 of fwd+bwd (flops.step_flops counts it exactly from the model;
+# the forecast has only the summary's FLOP count, so it takes the lm_head, not recomputed, as
+# recomputed too: 4/3 where Llama-3.1-8B's exact factor is 1.31).
+CHECKPOINT_DENSE_HARDWARE_PER_MODEL = 8 / 6
+
+
+def gemm_share(dense_tflop: float, dense_ms: float, base_mamf_tflops: float | None,
+               checkpointed: bool) -> float | None:
+    """The share of a dense part's time its matmuls need at the baseline's MAMF: its matmul
+    TFLOP (the model's dense FLOPs, with the checkpoint recompute where the run checkpointed)
+    over MAMF, over the part's time, at most 1. A roofline bound: matmuls cannot run faster
+    than MAMF, so at least this share of the part is matmul time; the rest is other kernels,
+    matmuls below MAMF and gaps. None without a MAMF or a time."""
+    if not base_mamf_tflops or not dense_ms or dense_ms <= 0:
+        return None
+    tflop = dense_tflop * (CHECKPOINT_DENSE_HARDWARE_PER_MODEL if checkpointed else 1.0)
+    return min(1.0, tflop / base_mamf_tflops * 1e3 / dense_ms)
+
+
+def dense_ratio(hw: dict, share: float | None) -> Ratio:
+    """A part of matmuls and other kernels together: `share` of its time at the MAMF ratio
+    (`hw["gemm"]`), the rest at the HBM ratio (time-weighted: the harmonic mix); the range
+    from all of it at the HBM ratio to all of it at the MAMF ratio. Without a share (no
+    MAMF published for the baseline) the geometric middle of that range."""
+    hbm, gemm = hw["hbm"].mid, hw["gemm"]
+    if share is None:
+        return between(hbm, gemm.high, "GEMMs and other kernels together, GEMM share unknown (no "
+                       "baseline MAMF): between the HBM and MAMF ratios")
+    mid = 1.0 / (share / gemm.mid + (1.0 - share) / hbm)
+    return Ratio(mid, min(hbm, mid), max(gemm.high, mid),
+                 "GEMMs and other kernels together: the time its matmuls need at the baseline's MAMF by "
+                 "the MAMF ratio, the rest by the HBM ratio; range from all at HBM to all at MAMF")
+
+
+def attention_ratio(hw: dict, table: dict | None = None, seq_len: int = 0, source: str = "") -> Ratio:
+    """The attention kernels' ratio at `seq_len` from isolated-kernel figures of both GPUs,
+    `table` {seq_len: Ratio} (measured or published; `source` says which):
+
+    - at a length of the table: its ratio;
+    - between two of its lengths: interpolated in log length, the range spanning both;
+    - past the longest: the longest's, up to the peak ratio (attention grows more
+      compute-bound with length, and no kernel outruns the peak ratio for long);
+    - before the shortest: the shortest's, down to the HBM ratio.
+
+    No table: anywhere between the HBM and the peak ratio (`source` may say why)."""
+    hbm, peak = hw["hbm"].mid, hw["peak"].mid
+    if not table:
+        return between(hbm, peak, source or "attention unmeasured: between the HBM and peak ratios")
+    if seq_len in table:
+        r = table[seq_len]
+        return Ratio(r.mid, r.low, r.high, source)
+    shorter = [n for n in sorted(table) if n < seq_len]
+    longer = [n for n in sorted(table) if n > seq_len]
+    if shorter and longer:
+        (n0, r0), (n1, r1) = (shorter[-1], table[shorter[-1]]), (longer[0], table[longer[0]])
+        mid = r0.mid + (r1.mid - r0.mid) * math.log(seq_len / n0) / math.log(n1 / n0)
+        return Ratio(mid, min(r0.low, r1.low), max(r0.high, r1.high), source,
+                     "between its lengths: interpolated in log length")
+    if shorter:
+        r = table[shorter[-1]]
+        return Ratio(r.mid, r.low, max(r.high, peak), source, "past its longest length: that one's, up to the "
+                     "peak ratio")
+    r = table[longer[0]]
+    return Ratio(r.mid, min(r.low, hbm), r.high, source, "before its shortest length: that one's, down to the "
+                 "HBM ratio")
 
 
 def fit_split(points: list) -> tuple[float, float, float] | None:
@@ -143,21 +204,27 @@ def sweep_parts(split: tuple, attention_tflop: float, dense_tflop: float, sharde
 
 def decomposition_parts(dec: dict) -> dict:
     """{bound: ms} of a decomposition record: its kernel buckets on one clock; the wall time
-    beyond the kernels (host work, launch gaps) as host. A decomposition that only splits
-    attention from everything else (the guide's) has a `dense` rest."""
+    beyond the kernels (host work, launch gaps) as host. A bucket's `ms` is its share of the
+    wall time, idle gaps included (bench_decompose splits the wall by kernel time); where
+    every bucket also has its own kernel time (`kernel_ms_per_step`) and they fit in the wall,
+    those are the parts, so the gaps stay host time instead of speeding up with the kernels.
+    A decomposition that only splits attention from everything else (the guide's) has a
+    `dense` rest."""
     buckets = dec.get("buckets") or {}
+    named = [(b, bound, buckets.get(b) or {}) for b, bound in (
+        ("attention", "attention"), ("gemm", "gemm"), ("other", "other"), ("linear_mixer", "other"),
+        ("comm", "comm")) if (buckets.get(b) or {}).get("ms")]
+    own = [part.get("kernel_ms_per_step") for _, _, part in named]
+    wall = dec.get("wall_step_ms")
+    key = "kernel_ms_per_step" if named and all(own) and wall and sum(own) <= wall else "ms"
     parts = {}
-    for name, bound in (("attention", "attention"), ("gemm", "gemm"), ("other", "other"),
-                        ("linear_mixer", "other"), ("comm", "comm")):
-        ms = (buckets.get(name) or {}).get("ms")
-        if ms:
-            parts[bound] = parts.get(bound, 0.0) + ms
+    for _, bound, part in named:
+        parts[bound] = parts.get(bound, 0.0) + part[key]
     if set(parts) <= {"attention"}:
         rest = (dec.get("everything_else") or {}).get("ms")
         if rest:
             parts["dense"] = rest
     kernel_ms = sum(parts.values())
-    wall = dec.get("wall_step_ms")
     if wall and wall > kernel_ms:
         parts["host"] = wall - kernel_ms
     return parts

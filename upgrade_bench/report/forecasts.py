@@ -6,11 +6,10 @@ forecasts the candidate of each published pair from its baseline side alone and 
 forecast against the published candidate figures, next to the three naive forecasts people
 quote (the peak, MAMF and HBM-bandwidth ratios).
 """
-import math
 import statistics
 from dataclasses import dataclass, field
 
-from . import forecast_model
+from . import forecast_attention, forecast_model
 from ..hardware import gpus
 from . import published
 from .series import Series, seq_label
@@ -19,24 +18,6 @@ from .verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
 
 FORECAST = "forecast"
 COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}
-
-
-def attention_ratio_at(base: str, cand: str, seq_len: int, hw: dict) -> forecast_model.Ratio:
-    """The published isolated-attention ratio at the nearest published length (no
-    extrapolation past the table), else the range between the HBM and peak ratios."""
-    table = published.GUIDE_ISOLATED_ATTENTION_RATIO.get((base, cand))
-    if not table:
-        return forecast_model.attention_ratio(hw)
-    nearest = min(table, key=lambda n: (abs(math.log(n / seq_len)), n))
-    value = table[nearest]
-    source = f"isolated attention {value:g}x at {nearest} tokens (the guide's published kernels)"
-    if nearest == seq_len:
-        return forecast_model.attention_ratio(hw, published=value, source=source)
-    # Off the table: attention grows more compute-bound with length, so the ratio lies between
-    # the nearest published one and the peak ratio (past the longest) or the HBM ratio (before).
-    bound = hw["peak"].mid if seq_len > nearest else hw["hbm"].mid
-    return forecast_model.Ratio(value, min(value, bound), max(value, bound),
-                          f"{source}, the nearest to {seq_len}; up to the {'peak' if seq_len > nearest else 'HBM'} ratio")
 
 
 def _tflop(summary: dict) -> tuple[float, float] | None:
@@ -69,9 +50,19 @@ def series_parts(s: Series) -> dict:
     return out
 
 
-def ratios_at(base: str, cand: str, seq_len: int) -> dict:
-    hw = forecast_model.hardware_ratios(gpus.lookup(base), gpus.lookup(cand))
-    return {**hw, "attention": attention_ratio_at(base, cand, seq_len, hw)}
+def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: float, checkpointed: bool,
+              base_backend: str | None, attention: tuple = ({}, "")) -> dict:
+    """{bound: Ratio} for one length of a baseline's step split into `parts` ({bound: ms}):
+    the GPU table's ratios, the dense part's by its own GEMM share (`dense_tflop`, the
+    checkpoint recompute where `checkpointed`), attention from `attention` ({seq_len: Ratio},
+    source) where measured on both GPUs, else the guide's published kernel figures where
+    the baseline trains with `base_backend` as the guide's did."""
+    base_spec = gpus.lookup(base)
+    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand))
+    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_bf16, checkpointed)
+    table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
+    return {**hw, "dense": forecast_model.dense_ratio(hw, share),
+            "attention": forecast_model.attention_ratio(hw, table, seq_len, source)}
 
 
 @dataclass
@@ -95,7 +86,7 @@ class SeriesForecast:
     candidate: str               # the GPU table's name
     rows: list = field(default_factory=list)
     widen: float = 0.0           # the backtest's median error the ranges were widened by
-    ratio_sources: dict = field(default_factory=dict)
+    ratio_sources: dict = field(default_factory=dict)  # {bound: {source: {note: None}}}, in order met
     beyond: list = field(default_factory=list)  # [(seq_len, estimated GiB)] the baseline ran out of memory at
 
     @property
@@ -108,16 +99,22 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
     return (work_tflop / f.step_ms * 1e3, work_tflop / f.step_ms_slow * 1e3, work_tflop / f.step_ms_fast * 1e3)
 
 
-def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=None) -> SeriesForecast:
-    """The candidate's forecast at every length of a measured baseline series."""
+def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=None,
+                    attention: tuple = ({}, "")) -> SeriesForecast:
+    """The candidate's forecast at every length of a measured baseline series; `measured`:
+    the candidate's own points of the same configuration, `attention`:
+    forecast_attention.measured_attention's."""
     spec = gpus.lookup(cand)
     out = SeriesForecast(s, spec.name, widen=widen)
     cand_price = _price(prices, spec.name)
     base_price = _price(prices, s.gpu)
     for n, (parts, how) in sorted(series_parts(s).items()):
         point = s.points[n]
-        r = ratios_at(s.gpu, spec.name, n)
-        out.ratio_sources.update({b: r[b].source for b in parts})
+        r = ratios_at(s.gpu, spec.name, n, parts, _tflop(point)[1], bool(s.config.get("GRAD_CHECKPOINT")),
+                      s.backend, attention)
+        for b in parts:
+            out.ratio_sources.setdefault(b, {}).setdefault(r[b].source, {})[r[b].note] = None
+        how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)
         f = forecast_model.scale(parts, r, widen, how)
         work = point["model_tflop_per_step"]
         tflops = tflops_range(work, f)
@@ -164,7 +161,10 @@ def beyond_memory(s: Series, hbm_gib: float) -> list:
 # The published pairs: (baseline run, candidate run) of results/reference/ (the guide's).
 PAIRS = (("guide-h200-sweep", "guide-b200-sweep"), ("guide-h200-decompose", "guide-b200-decompose"))
 BACKTEST_COLUMNS = ("pair", "metric", "seq_len", "forecast", "forecast_low", "forecast_high", "published",
-                    "error", "naive_peak", "naive_mamf", "naive_bandwidth")
+                    "error", "widened_by", "naive_peak", "naive_mamf", "naive_bandwidth")
+# The same-generation refresh the guide discusses: a backtest row needs a published workload
+# figure of both GPUs, and the guide publishes only their MAMF (gpus.py) for this pair.
+REFRESH = ("B200 SXM", "B300 SXM")
 
 
 def _runs(records: list) -> dict:
@@ -186,17 +186,20 @@ def _gpu(run: dict) -> str:
 def forecast_run(run: dict, cand: str) -> dict:
     """{(metric, seq_len): (forecast, low, high, baseline value)} of one baseline run alone."""
     base = _gpu(run)
+    checkpointed = bool((run["header"].get("config") or {}).get("GRAD_CHECKPOINT"))
+    backend = run["header"].get("attn_backend")
     out = {}
     if run["summary"]:
         s = Series(base, None, "", run["header"].get("config") or {}, "", "guide", None, None,
                    points=run["summary"])
         for n, (parts, how) in series_parts(s).items():
-            f = forecast_model.scale(parts, ratios_at(base, cand, n))
             point = run["summary"][n]
+            f = forecast_model.scale(parts, ratios_at(base, cand, n, parts, _tflop(point)[1], checkpointed, backend))
             out["tflops_per_gpu", n] = (*tflops_range(point["model_tflop_per_step"], f), point["tflops_per_gpu"])
     for n, dec in run["decomposition"].items():
-        r = ratios_at(base, cand, n)
         parts = forecast_model.decomposition_parts(dec)
+        r = ratios_at(base, cand, n, parts, (dec.get("everything_else") or {}).get("tflop") or 0.0, checkpointed,
+                      backend)
         for bucket, bound in (("attention", "attention"), ("everything_else", "dense")):
             b = dec["buckets"][bucket] if bucket == "attention" else dec[bucket]
             out[f"{bucket}_tflops", n] = (b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
@@ -235,7 +238,38 @@ def backtest(records: list) -> list:
                          "forecast_low": low, "forecast_high": high, "published": pub,
                          "error": ratio(mid, pub) - 1 if pub else None,
                          **{k: base_value * v for k, v in naive.items()}})
+    return widen_leave_one_out(rows)
+
+
+def widened(low_tflops: float, high_tflops: float, widen: float) -> tuple:
+    """A TFLOPS range whose step times widen by `widen` either way (forecast_model.scale's
+    rule: the slow step time times 1 + widen, the fast one times 1 - widen)."""
+    return low_tflops / (1 + widen), high_tflops / (1 - widen)
+
+
+def widen_leave_one_out(rows: list) -> list:
+    """Each row's range widened by the median absolute error of the other rows: the
+    backtest's own error, and no row's range uses its own."""
+    errors = [None if r["error"] is None else abs(r["error"]) for r in rows]
+    for i, r in enumerate(rows):
+        others = [e for j, e in enumerate(errors) if j != i and e is not None]
+        r["widened_by"] = statistics.median(others) if others else 0.0
+        r["forecast_low"], r["forecast_high"] = widened(r["forecast_low"], r["forecast_high"], r["widened_by"])
     return rows
+
+
+def unbacktested(records: list) -> list:
+    """A line for each pair the backtest would hold where published figures existed (REFRESH):
+    no row is made up where the candidate has no published workload figure."""
+    worked = {_gpu(run) for run in _runs(records).values()
+              if run["header"] and gpus.lookup(run["header"]["hardware"]["gpu_name"])
+              and (run["summary"] or run["decomposition"])}
+    base, cand = (gpus.lookup(g) for g in REFRESH)
+    if cand.name in worked:
+        return []
+    return [f"{base.name} -> {cand.name} (the same-generation refresh): not backtested. The guide publishes "
+            f"their MAMF ({base.mamf_bf16:g} vs {cand.mamf_bf16:g} TFLOPS bf16) but no training figures on a "
+            f"{cand.name}, and a row needs one to set the forecast against."]
 
 
 def median_abs_error(rows: list, key: str = "error") -> float | None:
@@ -252,9 +286,11 @@ def shipped_backtest() -> list:
     return backtest(published.guide_reference_records())
 
 
-def backtest_markdown(rows: list) -> str:
+def backtest_markdown(rows: list, notes: list = ()) -> str:
+    """The backtest's table, its medians and how many published figures its ranges hold,
+    then `notes` (unbacktested's lines)."""
     if not rows:
-        return ""
+        return "\n\n".join(notes)
     table = [[r["pair"], r["metric"], seq_label(r["seq_len"]), fmt(r["published"]),
               f"{fmt(r['forecast'])} ({fmt(r['forecast_low'])}-{fmt(r['forecast_high'])})",
               fmt(r["error"], "pct"), fmt(naive_error(r, "naive_peak"), "pct"),
@@ -267,10 +303,19 @@ def backtest_markdown(rows: list) -> str:
                       "MAMF-ratio error", "bandwidth-ratio error"], table)
             + f"\n\nMedian absolute error: forecast {fmt(medians[0], 'pct')}; naive peak ratio "
               f"{fmt(medians[1], 'pct')}, MAMF ratio {fmt(medians[2], 'pct')}, bandwidth ratio "
-              f"{fmt(medians[3], 'pct')}. Published figure inside the forecast range: {inside} of {len(rows)}.")
+              f"{fmt(medians[3], 'pct')}. Published figure inside the forecast range: {inside} of {len(rows)}. "
+              f"Ranges: every ratio at its slow and at its fast end, then widened by the median absolute "
+              f"error of the other rows (leave-one-out: no row's range uses its own error)."
+            + "".join(f"\n\n{n}" for n in notes))
 
 
 # ---------------------------------------------------------------- the page
+
+def sources_words(sources: dict) -> str:
+    """'source (note; note) / source' of one bound's {source: {note: None}}."""
+    return " / ".join(src + (f" ({'; '.join(n for n in notes if n)})" if any(notes) else "")
+                      for src, notes in sources.items())
+
 
 def forecast_markdown(fc: SeriesForecast) -> str:
     """One series' forecast block: the table, where each ratio came from, what it cannot see."""
@@ -292,7 +337,7 @@ def forecast_markdown(fc: SeriesForecast) -> str:
                        "TFLOPS/GPU (forecast)", "speedup (forecast)", f"{fc.candidate} $/1M tokens (forecast)",
                        "$/token call", "break-even price ratio", f"memory on {fc.candidate}",
                        f"{fc.candidate} measured TFLOPS", "split"], rows), "",
-             "Ratios: " + "; ".join(f"{b}: {src}" for b, src in sorted(fc.ratio_sources.items())) + "."]
+             "Ratios: " + "; ".join(f"{b}: {sources_words(srcs)}" for b, srcs in sorted(fc.ratio_sources.items())) + "."]
     for n, gib in fc.beyond:
         lines.append(f"At {seq_label(n)} the baseline ran out of memory; its two longest points extrapolate "
                      f"to {fmt(gib)} GiB, within the {fc.candidate}'s HBM (a memory forecast, no step time).")
