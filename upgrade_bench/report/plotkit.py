@@ -165,4 +165,3 @@ def save(fig, path: str, opener=open) -> str:
     finally:
         plt.close(fig)
     return os.path.basename(path)
-

@@ -130,7 +130,6 @@ def _by_word(c: Comparison, get, words: tuple) -> str:
     return "; ".join(f"{name} at {', '.join(lens)}" for name, lens in found.items())
 
 
-
 def block_heading(c: Comparison) -> str:
     return f"## {title(c)}" + (f" - ignored: {ignored_words(c.ignored)}" if c.ignored else "")
 

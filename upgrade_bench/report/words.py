@@ -67,6 +67,7 @@ def series_words(s: Series, also_in: dict) -> dict:
             "notes": " | ".join(notes[:MOST_RUNS_NAMED]) + (f" | (+{len(notes) - MOST_RUNS_NAMED} more)"
                                                             if len(notes) > MOST_RUNS_NAMED else "") or "-"}
 
+
 def ignored_words(ignored: list) -> str:
     """'world_size 2 vs 8; WARMUP_STEPS 1, 0 vs 2' from (key, base values, other values)."""
     def values(vs):
