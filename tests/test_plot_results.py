@@ -172,6 +172,10 @@ def test_identity_flags_mfu_computed_against_another_peak():
     assert rows[1024].identity == pytest.approx(2.25)
     assert rows[1024].identity_ok is False and rows[2048].identity_ok is True
     assert "**MISMATCH**" in detail_tables.details_markdown(c)
+    # the verdict block names it too: a buyer reads that block, not always the details
+    assert ("> **Identity MISMATCH** (1K: speedup 2.00x, peak ratio x MFU ratio 2.25x): a run's MFU was "
+            "computed against another peak") in verdict_blocks.verdict_block(c, {})
+    assert "MISMATCH" not in verdict_blocks.verdict_block(only(analysis_of(two_gpu_log())), {})
 
 
 def test_cost_verdicts_carry_the_range_of_both_step_time_spreads():
@@ -227,9 +231,17 @@ def test_candidate_only_points_say_why_the_baseline_has_none():
     assert rows[512].missing == "not measured on H200 SXM (measured)"  # no OOM, below the capacity
     assert rows[4096].speedup is None and rows[1024].missing is None
     assert rows[8192].other_usd_per_mtok == pytest.approx(4.0 / (12000 * 3600) * 1e6)
+    # the speedup cell says which: out of memory, past the capacity ceiling, never measured
     table = verdict_blocks.points_table(c)
-    assert "| 8K | - | - | $0.093 | **H200 SXM (measured) cannot run this (max fit 6K)** | - |" in table
-    assert "**not measured on H200 SXM (measured)**" in table
+    assert "| 8K | H200 SXM (measured) cannot run this (max fit 6K) | - | $0.093 | **no call: one side only** | - |" \
+        in table
+    assert "| 4K | H200 SXM (measured) cannot run this (OOM) | - |" in table
+    assert "| 512 | not measured on H200 SXM (measured) | - |" in table
+    speedups = {line.split(" | ")[0][2:]: line.split(" | ")[6] for line in
+                detail_tables.details_markdown(c).splitlines() if line.startswith("| ") and "K |" in line[:8]}
+    assert speedups["4K"] == "H200 SXM (measured) cannot run this (OOM)"
+    assert speedups["8K"] == "H200 SXM (measured) cannot run this (max fit 6K)"
+    assert speedups["1K"] == "2.00x"
 
 
 def test_other_tables_decomposition_attention_mamf_capabilities():
@@ -379,6 +391,8 @@ def test_ignored_keys_and_a_world_size_difference_are_named_in_the_verdict():
     assert not any(w in block for w in ("% cheaper (", "% dearer (", "cheaper per token at", "dearer per token at"))
     assert block.count("no call: not like for like") == 2  # 8K and 128K
     assert "so this pair gets no verdict: no cheaper or dearer call and no speedup headline." in block
+    # the details table keeps the label: its speedup column compares different work per GPU
+    assert detail_tables.details_markdown(c).startswith("**Not like for like** (world_size 2 vs 8): TFLOPS per GPU")
 
 
 def test_a_speedup_above_the_peak_ratio_is_named_a_configuration_difference():

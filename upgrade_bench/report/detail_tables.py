@@ -6,7 +6,7 @@ from .comparisons import Analysis, Comparison
 from .isolated_attention import ATTENTION_SHAPE
 from .series import MEASURED, normalise_dtype, provenance, seq_label
 from .tables import fmt, md_table
-from .words import column_names, ignored_words, series_words, stack_words, who
+from .words import column_names, ignored_words, series_words, stack_words, unlike_note, who
 
 TELEMETRY_FIELDS = ("sm_clock_mhz_median", "sm_clock_mhz_min", "power_w_mean", "temp_c_max",
                     "throttle", "energy_j_per_token")
@@ -36,7 +36,8 @@ def details_markdown(c: Comparison) -> str:
         check = "-" if r.identity_ok is None else ("ok" if r.identity_ok else "**MISMATCH**")
         rows.append([seq_label(r.seq_len), fmt(r.attn_share, "pct"), fmt((r.base or {}).get("tflops_per_gpu")),
                      fmt((r.other or {}).get("tflops_per_gpu")), fmt((r.base or {}).get("mfu"), "pct"),
-                     fmt((r.other or {}).get("mfu"), "pct"), fmt(r.speedup, "x"), fmt(c.peak_ratio, "x"),
+                     fmt((r.other or {}).get("mfu"), "pct"), r.missing or fmt(r.speedup, "x"),
+                     fmt(c.peak_ratio, "x"),
                      fmt(r.mfu_ratio, "x"), fmt(r.identity, "x"), check, peak_cell(r.base), peak_cell(r.other)])
     table = md_table(["seq_len", "attn FLOP share", f"{b} TFLOPS", f"{o} TFLOPS", f"{b} MFU",
                       f"{o} MFU", "speedup", "peak ratio", "MFU ratio", "peak ratio x MFU ratio",
@@ -45,7 +46,7 @@ def details_markdown(c: Comparison) -> str:
             f"{who(c.base)} {fmt(c.mamf[0])}); theoretical peak ratio {fmt(c.peak_ratio, 'x')}."
             if c.mamf_ratio else f"No bf16 MAMF of both sides' GPU and provenance; theoretical peak "
                                  f"ratio {fmt(c.peak_ratio, 'x')}.")
-    return "\n\n".join([with_after_others_note(table), mamf])
+    return "\n\n".join(([unlike_note(c)] if c.unlike else []) + [with_after_others_note(table), mamf])
 
 
 def memory_markdown(a: Analysis) -> str:

@@ -8,7 +8,7 @@ from .comparisons import HEALTH, Comparison
 from .series import Series, seq_label
 from .tables import fmt, md_table
 from .verdict import ABOVE, BELOW, UNDECIDED, WITHIN, Call
-from .words import ignored_words, series_words, stack_words, title, unlike_words, who
+from .words import ignored_words, series_words, stack_words, title, unlike_note, unlike_words, who
 
 
 def _range(low, high, kind: str) -> str:
@@ -23,10 +23,13 @@ def _signed(value: float) -> str:
     return f"{value:+.1%}"
 
 
+ONE_SIDE_ONLY = "**no call: one side only**"   # the speedup cell says why
+
+
 def cost_words(c: Comparison, row) -> str:
     """The $/token call of one point: cheaper / same / dearer with its margin and range."""
     if row.missing:
-        return f"**{row.missing}**"
+        return ONE_SIDE_ONLY
     if row.cost is None:
         return "no throughput recorded" if c.prices else f"no price ({price_flags(c)})"
     if c.unlike:
@@ -37,7 +40,7 @@ def cost_words(c: Comparison, row) -> str:
 def speed_words(c: Comparison, row) -> str:
     """A health check's call: this node slower / as published / faster."""
     if row.missing:
-        return f"**{row.missing}**"
+        return ONE_SIDE_ONLY
     if row.speed is None:
         return "no TFLOPS recorded"
     if c.unlike:
@@ -71,6 +74,11 @@ def _call_words(got: Call, row, words: tuple) -> str:
         return f"{1 - got.value:.1%} {below} ({1 - got.high:.1%} to {1 - got.low:.1%})"
     assert got.word == ABOVE
     return f"{got.value - 1:.1%} {above} ({got.low - 1:.1%} to {got.high - 1:.1%})"
+
+
+def speedup_cell(row) -> str:
+    """A point's speedup with its range, or why one side has no point there."""
+    return row.missing or _with_range(row.speedup, row.speedup_range)
 
 
 def _with_range(value, value_range, kind: str = "x") -> str:
@@ -148,9 +156,10 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
     out = [block_heading(c), "", headline(c), "",
            md_table(["", f"{names[0]}: {who(b)}", f"{names[1]}: {who(o)}"], rows), ""]
     if c.unlike:
-        out += [f"> **Not like for like** ({unlike_words(c)}): "
-                "TFLOPS per GPU is not comparable between these series, and neither is their $/token: "
-                "each GPU does different work.", ""]
+        out += [f"> {unlike_note(c)}", ""]
+    mismatch = identity_note(c)
+    if mismatch:
+        out += [f"> {mismatch}", ""]
     if c.stack:
         out += ["> **Software stacks differ** (the stack alone moves results by double-digit percent): "
                 + stack_words(c.stack), ""]
@@ -164,6 +173,18 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
     return "\n".join(out)
 
 
+def identity_note(c: Comparison) -> str:
+    """The lengths where the speedup is not peak ratio x MFU ratio, or ''."""
+    bad = [r for r in c.rows if r.identity_ok is False]
+    if not bad:
+        return ""
+    at = "; ".join(f"{seq_label(r.seq_len)}: speedup {fmt(r.speedup, 'x')}, peak ratio x MFU ratio "
+                   f"{fmt(r.identity, 'x')}" for r in bad)
+    return (f"**Identity MISMATCH** ({at}): a run's MFU was computed against another peak than the GPU "
+            "table's (PEAK_TFLOPS), so the MFU columns of the details do not compare; the speedup, from "
+            "TFLOPS per GPU, does not depend on it.")
+
+
 def points_table(c: Comparison) -> str:
     b, o = c.base, c.other
     if c.kind == HEALTH:
@@ -171,12 +192,11 @@ def points_table(c: Comparison) -> str:
             ["seq_len", "published TFLOPS", "this node TFLOPS", "this node / published", "verdict",
              f"{b.gpu} $/1M tokens published", "this node"],
             [[seq_label(r.seq_len), fmt((r.base or {}).get("tflops_per_gpu")),
-              fmt((r.other or {}).get("tflops_per_gpu")), _with_range(r.speedup, r.speedup_range),
-              speed_words(c, r), fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
+              fmt((r.other or {}).get("tflops_per_gpu")), speedup_cell(r), speed_words(c, r), fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
              for r in c.rows])
     return md_table(
         ["seq_len", "speedup", f"{b.gpu} $/1M tokens", f"{o.gpu} $/1M tokens",
          f"{o.gpu} per token at these prices", "break-even price ratio"],
-        [[seq_label(r.seq_len), _with_range(r.speedup, r.speedup_range), fmt(r.base_usd_per_mtok, "usd"),
+        [[seq_label(r.seq_len), speedup_cell(r), fmt(r.base_usd_per_mtok, "usd"),
           fmt(r.other_usd_per_mtok, "usd"), cost_words(c, r), _with_range(r.break_even, r.break_even_range)]
          for r in c.rows])

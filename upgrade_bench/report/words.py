@@ -80,6 +80,12 @@ def unlike_words(c: Comparison) -> str:
     return ignored_words([i for i in c.ignored if i[0] in c.unlike])
 
 
+def unlike_note(c: Comparison) -> str:
+    """What a pair that differs in a NOT_LIKE_FOR_LIKE key may not be read as, with the key's values."""
+    return (f"**Not like for like** ({unlike_words(c)}): TFLOPS per GPU is not comparable between these "
+            "series, and neither is their $/token: each GPU does different work.")
+
+
 def stack_words(stack: list) -> str:
     """'torch 2.11.0 vs 2.13.0; ...' from (package, base versions, other versions)."""
     return "; ".join(f"{pkg} {' / '.join(b)} vs {' / '.join(o)}" for pkg, b, o in stack)
