@@ -5,6 +5,7 @@ published figures, and the shipped real logs in results/. Everything runs in-pro
 report of the shipped data is made once per module.
 """
 import csv
+import dataclasses
 import errno
 import io
 import json
@@ -580,6 +581,73 @@ def test_each_series_has_its_own_colour_and_published_lines_are_dashed(shipped_a
     assert len({line.get_color() for line in lines.values()}) == len(lines) == 5
     assert {label.endswith("(guide's published)") for label, line in lines.items()
             if line.get_linestyle() == "--"} == {True}
+    figures.plt.close(fig)
+
+
+def test_the_speedup_panel_draws_the_break_even_at_the_price_ratio():
+    # The line a buyer looks for: above it the candidate is cheaper per token at these prices.
+    for a, expected in ((analysis_of(two_gpu_log(), prices={"H200": 2.0, "B200": 5.0}), [2.5, 2.5]),
+                        (analysis_of(two_gpu_log()), None)):
+        fig = figures.draw_comparison(only(a), a)
+        (ax,) = [ax for ax in fig.axes if ax.get_title().startswith("Speedup")]
+        lines = [line for line in ax.get_lines() if "break-even" in line.get_label()]
+        assert [list(line.get_ydata()) for line in lines] == ([expected] if expected else [])
+        if expected:
+            assert lines[0].get_label().startswith("price ratio 2.50x: break-even")
+            assert "break-even: price ratio 2.50x" in [t.get_text() for t in ax.texts]
+        figures.plt.close(fig)
+
+
+def one_gpu_eight_layers():
+    """two_gpu_log plus an H200 run of 8 layers on 1 GPU: a sweep point and a decomposition."""
+    cut = {"world_size": 1, "NUM_LAYERS": 8}
+    return two_gpu_log() + [
+        header("cut", "NVIDIA H200", config=cut), summary("cut", 1024, 420.0, H200_PEAK, 11000.0, 95.0),
+        header("cut-dec", "NVIDIA H200", script="bench_decompose.py",
+               config={**cut, "ZERO_STAGE": 2, "GRAD_CHECKPOINT": False, "OFFLOAD_OPTIMIZER": False}),
+        rec("decomposition", "cut-dec", script="bench_decompose.py", seq_len=8192,
+            buckets={"attention": {"ms": 30.0, "tflops": 461.0}}, total={"ms": 300.0, "tflops": 386.0})]
+
+
+def test_overview_figures_say_where_series_differ_in_model_cut_and_gpu_count():
+    a = analysis_of(one_gpu_eight_layers())
+    for fig in (figures.draw_overview(a), figures.draw_decomposition(a)):
+        note = fig.legends[0].get_title().get_text().replace("\n  ", " ")
+        assert note.startswith("Not like for like: these series differ in GPUs in the run (1 GPU, 8 GPUs) and "
+                               "model cut (8 layers, NUM_LAYERS not recorded); each GPU does different work"), note
+        figures.plt.close(fig)
+    alike = analysis_of(two_gpu_log())  # the same work per GPU everywhere: nothing to say
+    fig = figures.draw_overview(alike)
+    assert fig.legends[0].get_title().get_text() == ""
+    figures.plt.close(fig)
+
+
+def test_the_decomposition_table_lists_every_decomposition_the_figure_shows():
+    # decomposition.png drew the measured 1-GPU decompositions; the table listed only pairs.
+    a = analysis_of(one_gpu_eight_layers())
+    fig = figures.draw_decomposition(a)
+    shown = [t.get_text().replace("\n  ", " ") for t in fig.legends[0].get_texts()]
+    figures.plt.close(fig)
+    text = detail_tables.decomposition_markdown(a)
+    assert len(shown) == 3 and all(name in text for name in shown), shown
+    (cut,) = [name for name in shown if "1 GPU" in name]
+    assert f"| {cut} | 8K | attention | 461.0 | 30.0 |" in text and f"| {cut} | 8K | total | 386.0 | 300.0 |" in text
+
+
+def test_forecasts_are_drawn_dotted_over_a_hatched_range_and_named_forecasts(shipped_analysis):
+    a = dataclasses.replace(shipped_analysis[0], forecasts=[])
+    plot_results.add_forecasts(a, ["B200 SXM"], {"H200": 3.5, "B200": 7.0})
+    assert a.forecasts
+    fig = figures.draw_overview(a)
+    fig.canvas.draw()
+    assert overlaps(fig) == []
+    for ax in fig.axes[:1] + fig.axes[2:]:  # throughput and $/token
+        lines = [line for line in ax.get_lines() if "forecast" in line.get_label()]
+        assert lines and all(line.get_linestyle() == ":" and line.get_marker() in (None, "None") and
+                             line.get_label().endswith("not measured") for line in lines)
+        assert {line.get_linestyle() for line in ax.get_lines() if line not in lines} <= {"-", "--"}
+        assert len([col for col in ax.collections if col.get_hatch()]) >= len(lines)
+    assert len([line for line in fig.axes[0].get_lines() if "forecast" in line.get_label()]) == len(a.forecasts)
     figures.plt.close(fig)
 
 

@@ -1,15 +1,17 @@
 """comparison-N.png, one per comparison: the guide's 2x2 (TFLOPS per GPU; speedup with its
-range and the pair's own peak-ratio and MAMF-ratio lines; attention FLOP share; peak memory
-against each GPU's HBM, with capacity ceilings and OOMs) plus $/1M tokens at the user's
-prices (tokens/s per GPU without prices), and a panel naming the lines and the pair's
-warnings. A panel without data is not drawn; draw_comparison returns the Figure, so tests
-can measure its text.
+range, the pair's own peak-ratio and MAMF-ratio lines and, when both sides are priced, the
+price ratio, its break-even; attention FLOP share; peak memory against each GPU's HBM, with
+capacity ceilings and OOMs) plus $/1M tokens at the user's prices (tokens/s per GPU without
+prices), and a panel naming the lines and the pair's warnings. A panel without data is not
+drawn; draw_comparison returns the Figure, so tests can measure its text.
 """
 from .comparisons import HEALTH, Analysis, Comparison, capacity_of
-from .plotkit import (LEGEND_FONT, NOTE_CHARS, colours, from_zero, label_ticks, panel_grid, plot_line, seq_axis,
-                      wrap_text)
+from .plotkit import (LEGEND_FONT, NOTE_CHARS, WARNING_COLOUR, colours, from_zero, label_ticks, panel_grid,
+                      plot_line, seq_axis, wrap_text)
 from .series import seq_label
 from .words import ignored_words, stack_words, title
+
+PRICE_COLOUR = "#b8860b"   # the break-even line: dark goldenrod, no series' colour
 
 
 def short_name(s) -> str:
@@ -42,6 +44,11 @@ def _speedup_panel(ax, c: Comparison, col: dict) -> list:
         ax.axhline(1.0, color="grey", linestyle=":", label="as published (1.00x)")
     elif c.peak_ratio:
         ax.axhline(c.peak_ratio, color="grey", linestyle=":", label=f"theoretical peak ratio {c.peak_ratio:.2f}x")
+    if c.kind != HEALTH and c.price_ratio:
+        ax.axhline(c.price_ratio, color=PRICE_COLOUR, linestyle="--", linewidth=1.5,
+                   label=f"price ratio {c.price_ratio:.2f}x: break-even (a speedup above it is cheaper per token)")
+        ax.annotate(f"break-even: price ratio {c.price_ratio:.2f}x", (0.01, c.price_ratio), va="bottom",
+                    xycoords=("axes fraction", "data"), fontsize=7, color=PRICE_COLOUR)
     if c.mamf_ratio:
         ax.axhline(c.mamf_ratio, color="black", linestyle="-.", linewidth=1,
                    label=f"bf16 MAMF ratio {c.mamf_ratio:.2f}x ({c.other.provenance} / {c.base.provenance})")
@@ -111,7 +118,7 @@ def _legend_panel(ax, fig_axes, c: Comparison) -> None:
               frameon=False, borderaxespad=0)
     note = _notes(c)
     if note:
-        ax.text(0, 0, note, transform=ax.transAxes, va="bottom", fontsize=LEGEND_FONT, color="firebrick")
+        ax.text(0, 0, note, transform=ax.transAxes, va="bottom", fontsize=LEGEND_FONT, color=WARNING_COLOUR)
 
 
 def _tflops_panel(ax, c: Comparison, col: dict) -> list:

@@ -2,7 +2,7 @@
 time share and the speed ratio of the candidate over the baseline)."""
 from dataclasses import dataclass
 
-from .series import Series
+from .series import Series, labels
 from .verdict import ratio
 
 
@@ -40,3 +40,10 @@ def decomposition_rows(base: Series, other: Series) -> list:
                          "other_ms": ob.get("ms"), "base_share": bb.get("time_share"),
                          "other_share": ob.get("time_share"), "speedup": speed})
     return rows
+
+
+def decomposed(series: list) -> tuple:
+    """The series with a decomposition, and their labels among themselves: the names
+    decomposition.png and the report's decomposition table both use."""
+    members = [s for s in series if s.decompositions]
+    return members, labels(members)

@@ -3,6 +3,7 @@ identity check, memory), then memory and capacity, the step decomposition, isola
 attention, MAMF, telemetry, capabilities and the series read."""
 from ..hardware import gpus
 from .comparisons import Analysis, Comparison
+from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
 from .series import MEASURED, normalise_dtype, provenance, seq_label
 from .tables import fmt, md_table
@@ -103,6 +104,8 @@ def mamf_markdown(a: Analysis) -> str:
 
 
 def decomposition_markdown(a: Analysis) -> str:
+    """Each pair's per-part table with its speedups, then every decomposition in no pair,
+    under the names decomposition.png gives them: the page lists all the figure shows."""
     out = []
     for p in a.decompositions:
         b, o = column_names(p.base, p.other)
@@ -116,6 +119,15 @@ def decomposition_markdown(a: Analysis) -> str:
             [[seq_label(r["seq_len"]), r["bucket"], fmt(r["base_tflops"]), fmt(r["other_tflops"]),
               fmt(r["base_ms"]), fmt(r["other_ms"]), fmt(r["base_share"], "pct"),
               fmt(r["other_share"], "pct"), fmt(r["speedup"], "x")] for r in p.rows]))
+    members, named = decomposed(a.data.series)
+    paired = {id(s) for p in a.decompositions for s in (p.base, p.other)}
+    alone = [[named[id(s)], seq_label(n), part, fmt(got.get("tflops")), fmt(got.get("ms")),
+              fmt(got.get("time_share"), "pct")]
+             for s in members if id(s) not in paired for n, record in sorted(s.decompositions.items())
+             for part, got in decomposition_parts(record).items()]
+    if alone:
+        out.append("**Decompositions in no pair** (no decomposition of the same configuration to compare with):\n\n"
+                   + md_table(["series", "seq_len", "part", "TFLOPS", "ms", "time share"], alone))
     return "\n\n".join(out)
 
 

@@ -1,22 +1,26 @@
 """The report's overview figures, drawn from a comparisons.Analysis as PNG: upgrade.png
-(every sweep series), attention.png and decomposition.png (only when those records exist);
+(every sweep series, and every forecast beside the series it was made from),
+attention.png and decomposition.png (only when those records exist);
 write_all writes them with comparison_figure.py's one per comparison. Every series has its
-own colour; provenance is the line style (plotkit.py). Each draw_* returns the Figure, so
-tests can measure its text.
+own colour; provenance is the line style (plotkit.py). Where the series do different work
+per GPU (GPU count, model cut, ...) the legend opens by saying so. Each draw_* returns the
+Figure, so tests can measure its text.
 """
 import os
 
 from .comparison_figure import draw_comparison
 from .comparisons import Analysis, usd_per_mtok_by_length
-from .decompositions import decomposition_parts
+from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
-from .plotkit import (BAR_ROW_IN, DPI, MARKERS, PALETTE, colours, figure_legend, finish, from_zero, panel_grid,
-                      plot_line, plt, save, seq_axis)
-from .series import labels, seq_label
+from .plotkit import (BAR_ROW_IN, DPI, FORECAST_HATCH, FORECAST_LINE, MARKERS, PALETTE, colours, figure_legend,
+                      finish, from_zero, panel_grid, plot_line, plt, save, seq_axis)
+from .series import seq_label
+from .words import unlike_across
 
 
 def draw_overview(a: Analysis):
-    """Every sweep series on shared axes: TFLOPS per GPU, peak memory, $/1M tokens."""
+    """Every sweep series on shared axes: TFLOPS per GPU, peak memory, $/1M tokens; and every
+    forecast, dotted over its hatched range, beside the series it was made from."""
     shown = [s for s in a.data.series if s.points]
     if not shown:
         return None
@@ -24,7 +28,8 @@ def draw_overview(a: Analysis):
     # A model cut to a few layers makes tokens far cheaper than the whole model would:
     # its $/token is no price of training that model, so it stays off this panel.
     priced = [s for s in shown if s.gpu in a.prices and not s.config.get("NUM_LAYERS")]
-    fig, axes = panel_grid(3 if priced else 2, "All series (each its own colour; published dashed)")
+    fig, axes = panel_grid(3 if priced else 2, "All series (each its own colour; published dashed"
+                           + ("; forecasts dotted over a hatched range" if a.forecasts else "") + ")")
     for ax, value in zip(axes, ("tflops_per_gpu", "peak_mem_gib")):
         lens = []
         for i, s in enumerate(shown):
@@ -32,6 +37,11 @@ def draw_overview(a: Analysis):
         seq_axis(ax, lens)
     axes[0].set(ylabel="model TFLOPS per GPU", title="Training throughput per GPU")
     axes[1].set(ylabel="peak memory per GPU (GiB)", title="Peak memory")
+    for fc in a.forecasts:
+        forecast_line(axes[0], fc, col[id(fc.base)], [(r.seq_len, r.tflops) for r in fc.rows])
+    if a.forecasts:  # one legend key for every range, in no series' colour
+        axes[0].fill_between([], [], facecolor="none", edgecolor="grey", hatch=FORECAST_HATCH, linewidth=0.0,
+                             label="forecast range (hatched): each ratio at its slow and fast end")
     for g in a.order:
         gpu = a.data.gpus[g]
         if gpu.hbm_gib and any(s.gpu == g for s in shown):
@@ -44,13 +54,29 @@ def draw_overview(a: Analysis):
             if s in priced:
                 usd = usd_per_mtok_by_length(s, a.prices[s.gpu])
                 lens += plot_line(axes[2], s, col[id(s)], i, list(usd.items()), s.label)
+        for fc in a.forecasts:
+            if any(fc.base is s for s in priced):
+                lens += forecast_line(axes[2], fc, col[id(fc.base)], [(r.seq_len, r.usd_per_mtok) for r in fc.rows])
         seq_axis(axes[2], lens)
         axes[2].set(ylabel="$ per 1M tokens (per GPU)", title="$/1M tokens at "
                     + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()) + " (whole models)")
         axes[2].title.set_fontsize(10)
     from_zero(axes)
-    finish(fig, figure_legend(fig, axes[:1], ncol=2, chars=80))
+    finish(fig, figure_legend(fig, axes[:1], ncol=2, chars=80, note=unlike_across(shown)))
     return fig
+
+
+def forecast_line(ax, fc, colour: str, points: list) -> list:
+    """A forecast's (seq_len, (mid, low, high)) points: its mid dotted in the colour of the
+    series it was made from, its range hatched; returns the lengths drawn."""
+    points = [(n, v) for n, v in points if v is not None]
+    if not points:
+        return []
+    lens = [n for n, _ in points]
+    ax.plot(lens, [v[0] for _, v in points], color=colour, label=f"{fc.candidate} {fc.label}", **FORECAST_LINE)
+    ax.fill_between(lens, [min(v[1:]) for _, v in points], [max(v[1:]) for _, v in points], facecolor="none",
+                    edgecolor=colour, hatch=FORECAST_HATCH, linewidth=0.0, alpha=0.6)
+    return lens
 
 
 def draw_attention(a: Analysis):
@@ -82,11 +108,11 @@ def draw_attention(a: Analysis):
 def draw_decomposition(a: Analysis):
     """TFLOPS per part of the step (attention, gemm, other, everything else, total) per
     series, as horizontal bars labelled with TFLOPS and milliseconds; one panel per length."""
-    series = [s for s in a.data.series if s.decompositions]
+    series, named = decomposed(a.data.series)
     lens = sorted({n for s in series for n in s.decompositions})
     if not lens:
         return None
-    col, named = colours(series), labels(series)
+    col = colours(series)
     bars = max(sum(len(decomposition_parts(s.decompositions[n])) for s in series if n in s.decompositions)
                for n in lens)
     fig, axes = plt.subplots(1, len(lens), dpi=DPI, squeeze=False,
@@ -118,7 +144,7 @@ def draw_decomposition(a: Analysis):
         ax.set_xlabel("TFLOPS")
         ax.set_title(f"Step decomposition at {seq_label(n)} (one clock; hatched: published)")
         ax.grid(True, axis="x", alpha=0.3)
-    finish(fig, figure_legend(fig, axes[0], ncol=1, chars=110))
+    finish(fig, figure_legend(fig, axes[0], ncol=1, chars=110, note=unlike_across(series)))
     return fig
 
 

@@ -1,7 +1,8 @@
 """The look every figure of the report shares (matplotlib, Agg backend): one colour per
-series, provenance as the line style (measured solid, published dashed with open markers),
-a log2 axis of sequence lengths whose labels never touch, amounts from zero, panels on a
-grid, one legend below them, and a PNG written through the caller's opener.
+series, provenance as the line style (measured solid, published dashed with open markers,
+forecasts dotted without markers over a hatched range), a log2 axis of sequence lengths
+whose labels never touch, amounts from zero, panels on a grid, one legend below them headed
+by what the figure may not be read as, and a PNG written through the caller's opener.
 """
 import math
 import os
@@ -30,6 +31,10 @@ BAR_ROW_IN = 0.26                  # one bar of decomposition.png
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#bcbd22", "#5b3a00", "#00577a", "#7a0057"]
 MARKERS = "osD^vP*Xh<>"
+WARNING_COLOUR = "firebrick"       # what a figure may not be read as
+# A forecast is never drawn like a measurement: dotted, no markers, over a hatched range.
+FORECAST_LINE = {"linestyle": ":", "linewidth": 2.0, "marker": None}
+FORECAST_HATCH = "///"
 
 
 def colours(series: list) -> dict:
@@ -137,8 +142,9 @@ def plot_line(ax, s, colour, index, points: list, label: str, under: bool = Fals
     return [n for n, _ in points]
 
 
-def figure_legend(fig, axes, ncol: int, chars: int) -> float:
-    """One legend below all panels; returns its height in inches."""
+def figure_legend(fig, axes, ncol: int, chars: int, note: str = "") -> float:
+    """One legend below all panels, headed by `note` (a warning, in red) where there is one;
+    returns its height in inches."""
     entries = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
@@ -146,7 +152,9 @@ def figure_legend(fig, axes, ncol: int, chars: int) -> float:
     if not entries:
         return 0.0
     legend = fig.legend(list(entries.values()), list(entries), loc="lower center", ncol=ncol,
-                        fontsize=LEGEND_FONT, frameon=False)
+                        fontsize=LEGEND_FONT, frameon=False, title=wrap_text(note, chars * ncol) or None,
+                        title_fontsize=LEGEND_FONT + 1)
+    legend.get_title().set_color(WARNING_COLOUR)
     return legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1
 
 

@@ -192,7 +192,8 @@ def points_table(c: Comparison) -> str:
             ["seq_len", "published TFLOPS", "this node TFLOPS", "this node / published", "verdict",
              f"{b.gpu} $/1M tokens published", "this node"],
             [[seq_label(r.seq_len), fmt((r.base or {}).get("tflops_per_gpu")),
-              fmt((r.other or {}).get("tflops_per_gpu")), speedup_cell(r), speed_words(c, r), fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
+              fmt((r.other or {}).get("tflops_per_gpu")), speedup_cell(r), speed_words(c, r),
+              fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
              for r in c.rows])
     return md_table(
         ["seq_len", "speedup", f"{b.gpu} $/1M tokens", f"{o.gpu} $/1M tokens",

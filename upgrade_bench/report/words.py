@@ -1,6 +1,6 @@
 """A series and a comparison in words: the names, settings, sources and differences that the
 verdict blocks, the detail tables and the figures all print the same way."""
-from .comparisons import HEALTH, Comparison
+from .comparisons import HEALTH, NOT_LIKE_FOR_LIKE, Comparison
 from .series import Series, _short, config_phrase
 
 # The settings that shape the workload, in the words of a verdict block.
@@ -84,6 +84,25 @@ def unlike_note(c: Comparison) -> str:
     """What a pair that differs in a NOT_LIKE_FOR_LIKE key may not be read as, with the key's values."""
     return (f"**Not like for like** ({unlike_words(c)}): TFLOPS per GPU is not comparable between these "
             "series, and neither is their $/token: each GPU does different work.")
+
+
+# The NOT_LIKE_FOR_LIKE settings as a note across many series names them.
+WORK_NAMES = {"world_size": "GPUs in the run", "MODEL": "model", "NUM_LAYERS": "model cut",
+              "OFFLOAD_OPTIMIZER": "optimizer offload"}
+
+
+def unlike_across(series: list) -> str:
+    """For a figure of many series: the settings that change the work per GPU and differ
+    between them, with their values, or '' where they do not differ."""
+    differ = []
+    for key in NOT_LIKE_FOR_LIKE:
+        values = list(dict.fromkeys(config_phrase(key, v) for s in series for v in s.settings(key) or [None]))
+        if len(values) > 1:
+            differ.append(f"{WORK_NAMES[key]} ({', '.join(values)})")
+    if not differ:
+        return ""
+    return (f"Not like for like: these series differ in {' and '.join(differ)}; each GPU does different "
+            "work, so compare TFLOPS per GPU only between series alike in these.")
 
 
 def stack_words(stack: list) -> str:
