@@ -572,6 +572,12 @@ def test_no_panel_is_drawn_empty():
                                                  "Attention FLOP share", "Peak memory vs HBM"]
     assert all(len(ax.get_lines()) >= 2 for ax in panels)
     figures.plt.close(fig)
+    # a CPU try-out records no peak memory: the overview has no empty memory panel
+    for r in recs:
+        r.pop("peak_mem_gib", None)
+    fig = figures.draw_overview(analysis_of(recs))
+    assert [ax.get_title() for ax in fig.axes] == ["Training throughput per GPU"]
+    figures.plt.close(fig)
 
 
 def test_each_series_has_its_own_colour_and_published_lines_are_dashed(shipped_analysis):

@@ -19,8 +19,9 @@ from .words import unlike_across
 
 
 def draw_overview(a: Analysis):
-    """Every sweep series on shared axes: TFLOPS per GPU, peak memory, $/1M tokens; and every
-    forecast, dotted over its hatched range, beside the series it was made from."""
+    """Every sweep series on shared axes: TFLOPS per GPU, peak memory (where recorded), $/1M
+    tokens (where priced); and every forecast, dotted over its hatched range, beside the
+    series it was made from."""
     shown = [s for s in a.data.series if s.points]
     if not shown:
         return None
@@ -28,42 +29,56 @@ def draw_overview(a: Analysis):
     # A model cut to a few layers makes tokens far cheaper than the whole model would:
     # its $/token is no price of training that model, so it stays off this panel.
     priced = [s for s in shown if s.gpu in a.prices and not s.config.get("NUM_LAYERS")]
-    fig, axes = panel_grid(3 if priced else 2, "All series (each its own colour; published dashed"
+    memory = any(p.get("peak_mem_gib") is not None for s in shown for p in s.points.values())
+    panels = [_throughput_panel] + ([_memory_panel] if memory else []) + ([_money_panel] if priced else [])
+    fig, axes = panel_grid(len(panels), "All series (each its own colour; published dashed"
                            + ("; forecasts dotted over a hatched range" if a.forecasts else "") + ")")
-    for ax, value in zip(axes, ("tflops_per_gpu", "peak_mem_gib")):
-        lens = []
-        for i, s in enumerate(shown):
-            lens += plot_line(ax, s, col[id(s)], i, [(n, p.get(value)) for n, p in s.points.items()], s.label)
-        seq_axis(ax, lens)
-    axes[0].set(ylabel="model TFLOPS per GPU", title="Training throughput per GPU")
-    axes[1].set(ylabel="peak memory per GPU (GiB)", title="Peak memory")
-    for fc in a.forecasts:
-        forecast_line(axes[0], fc, col[id(fc.base)], [(r.seq_len, r.tflops) for r in fc.rows])
-    if a.forecasts:  # one legend key for every range, in no series' colour
-        axes[0].fill_between([], [], facecolor="none", edgecolor="grey", hatch=FORECAST_HATCH, linewidth=0.0,
-                             label="forecast range (hatched): each ratio at its slow and fast end")
-    for g in a.order:
-        gpu = a.data.gpus[g]
-        if gpu.hbm_gib and any(s.gpu == g for s in shown):
-            axes[1].axhline(gpu.hbm_gib, color="grey", linestyle=":", linewidth=1)
-            axes[1].annotate(f"{g} HBM {gpu.hbm_gib:g} GiB", (0.01, gpu.hbm_gib),
-                             xycoords=("axes fraction", "data"), fontsize=7, color="grey", va="bottom")
-    if priced:
-        lens = []
-        for i, s in enumerate(shown):
-            if s in priced:
-                usd = usd_per_mtok_by_length(s, a.prices[s.gpu])
-                lens += plot_line(axes[2], s, col[id(s)], i, list(usd.items()), s.label)
-        for fc in a.forecasts:
-            if any(fc.base is s for s in priced):
-                lens += forecast_line(axes[2], fc, col[id(fc.base)], [(r.seq_len, r.usd_per_mtok) for r in fc.rows])
-        seq_axis(axes[2], lens)
-        axes[2].set(ylabel="$ per 1M tokens (per GPU)", title="$/1M tokens at "
-                    + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()) + " (whole models)")
-        axes[2].title.set_fontsize(10)
+    for ax, draw in zip(axes, panels):
+        seq_axis(ax, draw(ax, a, shown, col, priced))
     from_zero(axes)
     finish(fig, figure_legend(fig, axes[:1], ncol=2, chars=80, note=unlike_across(shown)))
     return fig
+
+
+def _throughput_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
+    lens = []
+    for i, s in enumerate(shown):
+        lens += plot_line(ax, s, col[id(s)], i, [(n, p.get("tflops_per_gpu")) for n, p in s.points.items()], s.label)
+    for fc in a.forecasts:
+        lens += forecast_line(ax, fc, col[id(fc.base)], [(r.seq_len, r.tflops) for r in fc.rows])
+    if a.forecasts:  # one legend key for every range, in no series' colour
+        ax.fill_between([], [], facecolor="none", edgecolor="grey", hatch=FORECAST_HATCH, linewidth=0.0,
+                        label="forecast range (hatched): each ratio at its slow and fast end")
+    ax.set(ylabel="model TFLOPS per GPU", title="Training throughput per GPU")
+    return lens
+
+
+def _memory_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
+    lens = []
+    for i, s in enumerate(shown):
+        lens += plot_line(ax, s, col[id(s)], i, [(n, p.get("peak_mem_gib")) for n, p in s.points.items()], s.label)
+    for g in a.order:
+        gpu = a.data.gpus[g]
+        if gpu.hbm_gib and any(s.gpu == g for s in shown):
+            ax.axhline(gpu.hbm_gib, color="grey", linestyle=":", linewidth=1)
+            ax.annotate(f"{g} HBM {gpu.hbm_gib:g} GiB", (0.01, gpu.hbm_gib),
+                        xycoords=("axes fraction", "data"), fontsize=7, color="grey", va="bottom")
+    ax.set(ylabel="peak memory per GPU (GiB)", title="Peak memory")
+    return lens
+
+
+def _money_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
+    lens = []
+    for i, s in enumerate(shown):
+        if s in priced:
+            lens += plot_line(ax, s, col[id(s)], i, list(usd_per_mtok_by_length(s, a.prices[s.gpu]).items()), s.label)
+    for fc in a.forecasts:
+        if any(fc.base is s for s in priced):
+            lens += forecast_line(ax, fc, col[id(fc.base)], [(r.seq_len, r.usd_per_mtok) for r in fc.rows])
+    ax.set(ylabel="$ per 1M tokens (per GPU)", title="$/1M tokens at "
+           + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()) + " (whole models)")
+    ax.title.set_fontsize(10)
+    return lens
 
 
 def forecast_line(ax, fc, colour: str, points: list) -> list:
