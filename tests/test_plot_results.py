@@ -5,6 +5,7 @@ published figures, and the shipped real logs in results/. Everything runs in-pro
 report of the shipped data is made once per module.
 """
 import csv
+import dataclasses
 import errno
 import io
 import json
@@ -18,7 +19,8 @@ import plot_results
 from conftest import REPO, mount_tmpfs, unmount
 from upgrade_bench import faults
 from upgrade_bench.log import records
-from upgrade_bench.report import comparisons, figures, inputs, markdown, published, series, stacks
+from upgrade_bench.report import (comparisons, detail_tables, figures, inputs, markdown, plotkit, published, series,
+                                  stacks, tables, verdict_blocks, words)
 
 H200_PEAK, B200_PEAK = 989.0, 2250.0
 STACK = {"python": "3.12.12", "torch": "2.13.0", "cuda": "13.0", "transformers": "5.14.1",
@@ -170,7 +172,11 @@ def test_identity_flags_mfu_computed_against_another_peak():
     rows = rows_of(c)
     assert rows[1024].identity == pytest.approx(2.25)
     assert rows[1024].identity_ok is False and rows[2048].identity_ok is True
-    assert "**MISMATCH**" in markdown.details_markdown(c)
+    assert "**MISMATCH**" in detail_tables.details_markdown(c)
+    # the verdict block names it too: a buyer reads that block, not always the details
+    assert ("> **Identity MISMATCH** (1K: speedup 2.00x, peak ratio x MFU ratio 2.25x): a run's MFU was "
+            "computed against another peak") in verdict_blocks.verdict_block(c, {})
+    assert "MISMATCH" not in verdict_blocks.verdict_block(only(analysis_of(two_gpu_log())), {})
 
 
 def test_cost_verdicts_carry_the_range_of_both_step_time_spreads():
@@ -193,16 +199,16 @@ def test_cost_verdicts_carry_the_range_of_both_step_time_spreads():
     assert r.break_even == pytest.approx(2.1)  # B200 costs the same per token at 2.1x the price
     assert r.break_even_range == pytest.approx((2.1 * (100 / 102.4) / (50 / 48.8),
                                                 2.1 * (110 / 102.4) / (48 / 48.8)))
-    assert markdown.cost_words(c, r) == f"4.8% cheaper ({1 - high:.1%} to {1 - low:.1%})"
+    assert verdict_blocks.cost_words(c, r) == f"4.8% cheaper ({1 - high:.1%} to {1 - low:.1%})"
     # 2K: the same ratio, but the spreads (200-250 ms, 100-120 ms) hold 1: the data says "same"
     r = rows[2048]
     assert r.cost.word == verdict.WITHIN and r.cost.low < 1 < r.cost.high
-    assert markdown.cost_words(c, r) == (f"same $/token within the spread ({r.cost.low - 1:+.1%} to "
+    assert verdict_blocks.cost_words(c, r) == (f"same $/token within the spread ({r.cost.low - 1:+.1%} to "
                                          f"{r.cost.high - 1:+.1%})")
     # 3K: H200 timed once: no range, so no call, only a point estimate
     r = rows[3072]
     assert r.cost.word == verdict.UNDECIDED and r.cost.low is None
-    assert markdown.cost_words(c, r) == ("cannot decide: one timed step on H200 SXM (measured), no spread; "
+    assert verdict_blocks.cost_words(c, r) == ("cannot decide: one timed step on H200 SXM (measured), no spread; "
                                          f"point estimate {1 - (4 / 17000) / (2 / 8000):.1%} cheaper")
 
 
@@ -226,9 +232,17 @@ def test_candidate_only_points_say_why_the_baseline_has_none():
     assert rows[512].missing == "not measured on H200 SXM (measured)"  # no OOM, below the capacity
     assert rows[4096].speedup is None and rows[1024].missing is None
     assert rows[8192].other_usd_per_mtok == pytest.approx(4.0 / (12000 * 3600) * 1e6)
-    table = markdown.points_table(c)
-    assert "| 8K | - | - | $0.093 | **H200 SXM (measured) cannot run this (max fit 6K)** | - |" in table
-    assert "**not measured on H200 SXM (measured)**" in table
+    # the speedup cell says which: out of memory, past the capacity ceiling, never measured
+    table = verdict_blocks.points_table(c)
+    assert "| 8K | H200 SXM (measured) cannot run this (max fit 6K) | - | $0.093 | **no call: one side only** | - |" \
+        in table
+    assert "| 4K | H200 SXM (measured) cannot run this (OOM) | - |" in table
+    assert "| 512 | not measured on H200 SXM (measured) | - |" in table
+    speedups = {line.split(" | ")[0][2:]: line.split(" | ")[6] for line in
+                detail_tables.details_markdown(c).splitlines() if line.startswith("| ") and "K |" in line[:8]}
+    assert speedups["4K"] == "H200 SXM (measured) cannot run this (OOM)"
+    assert speedups["8K"] == "H200 SXM (measured) cannot run this (max fit 6K)"
+    assert speedups["1K"] == "2.00x"
 
 
 def test_other_tables_decomposition_attention_mamf_capabilities():
@@ -260,7 +274,7 @@ def test_capabilities_logged_under_old_and_new_item_names_share_a_row():
     data = series.load(json.loads(json.dumps(recs)))
     assert {g: list(gpu.capabilities) for g, gpu in data.gpus.items()} == {
         "H200 SXM": ["attention:sdpa-cudnn"], "B200 SXM": ["attention:sdpa-cudnn"]}
-    rows = [line for line in markdown.capability_markdown(comparisons.analyse(data)).splitlines()
+    rows = [line for line in detail_tables.capability_markdown(comparisons.analyse(data)).splitlines()
             if "attention:" in line]
     assert rows == ["| **attention:sdpa-cudnn** | **ok** | unsupported_stack | ◀ ok only on H200 SXM |"]
 
@@ -283,14 +297,14 @@ def test_series_labels_name_only_the_settings_that_differ_in_words():
 
 def test_tick_labels_that_would_touch_are_left_out_but_never_the_last():
     # labels 20 px wide, 3 px apart at least: 50 touches 30; 110 (the last) replaces 100
-    assert figures.spaced_labels([0, 30, 50, 100, 110], [20] * 5) == [True, True, False, False, True]
-    assert figures.spaced_labels([0, 23], [20, 20]) == [True, True]    # exactly 3 px apart
-    assert figures.spaced_labels([], []) == []
+    assert plotkit.spaced_labels([0, 30, 50, 100, 110], [20] * 5) == [True, True, False, False, True]
+    assert plotkit.spaced_labels([0, 23], [20, 20]) == [True, True]    # exactly 3 px apart
+    assert plotkit.spaced_labels([], []) == []
     # on a sweep's axis the powers of two come first: 256K stays, the 272K beside it gives way
     centres, widths = [0, 100, 200, 290, 300], [20] * 5  # 8K 32K 128K 256K 272K
-    assert figures.spaced_labels(centres, widths, preferred=[True, True, True, True, False]) == \
+    assert plotkit.spaced_labels(centres, widths, preferred=[True, True, True, True, False]) == \
         [True, True, True, True, False]
-    assert figures.spaced_labels([0, 50, 100], [20] * 3, preferred=[False, True, False]) == [True, True, True]
+    assert plotkit.spaced_labels([0, 50, 100], [20] * 3, preferred=[False, True, False]) == [True, True, True]
 
 
 def test_stack_parity_is_per_comparison():
@@ -305,7 +319,7 @@ def test_stack_parity_is_per_comparison():
     c = only(analysis_of(two_gpu_log(b200_software={"torch": "2.12.0", "cuda": "12.9"})))
     assert c.stack == [("torch", ["2.13.0"], ["2.12.0"]), ("cuda", ["13.0"], ["12.9"])]
     assert "**Software stacks differ** (the stack alone moves results by double-digit percent): " \
-           "torch 2.13.0 vs 2.12.0; cuda 13.0 vs 12.9" in markdown.verdict_block(c, {})
+           "torch 2.13.0 vs 2.12.0; cuda 13.0 vs 12.9" in verdict_blocks.verdict_block(c, {})
     assert only(analysis_of(two_gpu_log())).stack == []
 
 
@@ -336,7 +350,7 @@ def test_one_gpu_logs_get_a_health_check_and_the_published_candidate_at_their_pr
     r = rows_of(health)[131072]
     assert r.speedup == pytest.approx(400 / 420) and r.speed.word == "below"
     assert health.mamf == (794.5, 812.9) and health.stack[:1] == [("torch", ["2.13.0+cu130"], ["2.11.0"])]
-    block = markdown.verdict_block(health, {})
+    block = verdict_blocks.verdict_block(health, {})
     assert block.startswith("## 2. Health check: this H200 SXM node vs the guide's published H200 SXM")
     assert "> Attention backend differs: fa3 (published) vs fa4 (this node)." in block
     assert "4.8% slower than published" in block
@@ -356,7 +370,7 @@ def test_a_mixed_source_pair_never_feeds_another_pairs_numbers():
     assert rows_of(guide)[131072].base["tflops_per_gpu"] == 420.0  # the guide's H200, not this node's 400
     assert rows_of(guide)[8192].speedup == pytest.approx(167 / 141)
     assert "bf16 MAMF ratio of this pair: 2.20x (B200 SXM (guide's published) 1745.0 / H200 SXM " \
-           "(guide's published) 794.5)" in markdown.details_markdown(guide)
+           "(guide's published) 794.5)" in detail_tables.details_markdown(guide)
 
 
 def test_ignored_keys_and_a_world_size_difference_are_named_in_the_verdict():
@@ -370,7 +384,7 @@ def test_ignored_keys_and_a_world_size_difference_are_named_in_the_verdict():
     a = analysis_of(recs, ignore=("world_size", "WARMUP_STEPS"), prices={"H200": 3.5, "B200": 7.0})
     c = a.comparisons[0]
     assert c.ignored == [("world_size", [2], [8]), ("WARMUP_STEPS", [1], [2])] and c.unlike == ["world_size"]
-    block = markdown.verdict_block(c, {})
+    block = verdict_blocks.verdict_block(c, {})
     assert block.splitlines()[0] == ("## 1. B200 SXM vs H200 SXM: measured vs guide's published - ignored: "
                                      "world_size 2 vs 8; WARMUP_STEPS 1 vs 2")
     assert "> **Not like for like** (world_size 2 vs 8): TFLOPS per GPU is not comparable" in block
@@ -378,6 +392,8 @@ def test_ignored_keys_and_a_world_size_difference_are_named_in_the_verdict():
     assert not any(w in block for w in ("% cheaper (", "% dearer (", "cheaper per token at", "dearer per token at"))
     assert block.count("no call: not like for like") == 2  # 8K and 128K
     assert "so this pair gets no verdict: no cheaper or dearer call and no speedup headline." in block
+    # the details table keeps the label: its speedup column compares different work per GPU
+    assert detail_tables.details_markdown(c).startswith("**Not like for like** (world_size 2 vs 8): TFLOPS per GPU")
 
 
 def test_a_speedup_above_the_peak_ratio_is_named_a_configuration_difference():
@@ -387,7 +403,7 @@ def test_a_speedup_above_the_peak_ratio_is_named_a_configuration_difference():
     slow.speedup = c.peak_ratio * 1.05  # as a 2-GPU H200 over the guide's 8-GPU B200 read at 8K
     assert (f"Its TFLOPS ratio reaches {slow.speedup:.2f}x at {series.seq_label(slow.seq_len)}, above the "
             f"{c.peak_ratio:.2f}x peak ratio of the two GPUs: a configuration difference, not hardware."
-            in markdown.headline(c))
+            in verdict_blocks.headline(c))
 
 
 def test_duplicate_records_are_counted_once(tmp_path):
@@ -399,7 +415,7 @@ def test_duplicate_records_are_counted_once(tmp_path):
     (h200,) = [s for s in data.series if s.gpu == "H200 SXM" and s.is_sweep]
     assert [len(v) for v in h200.repeats.values()] == [1, 1, 1]
     assert tally.duplicates == {again: 3} and tally.seen_again == {"run-h200": {again}}
-    assert markdown.sources_words(h200, tally.seen_again).startswith(f"{first} (run run-h200; also in {again})")
+    assert words.sources_words(h200, tally.seen_again).startswith(f"{first} (run run-h200; also in {again})")
 
 
 # ---------------------------------------------------------------- the published figures
@@ -556,6 +572,12 @@ def test_no_panel_is_drawn_empty():
                                                  "Attention FLOP share", "Peak memory vs HBM"]
     assert all(len(ax.get_lines()) >= 2 for ax in panels)
     figures.plt.close(fig)
+    # a CPU try-out records no peak memory: the overview has no empty memory panel
+    for r in recs:
+        r.pop("peak_mem_gib", None)
+    fig = figures.draw_overview(analysis_of(recs))
+    assert [ax.get_title() for ax in fig.axes] == ["Training throughput per GPU"]
+    figures.plt.close(fig)
 
 
 def test_each_series_has_its_own_colour_and_published_lines_are_dashed(shipped_analysis):
@@ -565,6 +587,73 @@ def test_each_series_has_its_own_colour_and_published_lines_are_dashed(shipped_a
     assert len({line.get_color() for line in lines.values()}) == len(lines) == 5
     assert {label.endswith("(guide's published)") for label, line in lines.items()
             if line.get_linestyle() == "--"} == {True}
+    figures.plt.close(fig)
+
+
+def test_the_speedup_panel_draws_the_break_even_at_the_price_ratio():
+    # The line a buyer looks for: above it the candidate is cheaper per token at these prices.
+    for a, expected in ((analysis_of(two_gpu_log(), prices={"H200": 2.0, "B200": 5.0}), [2.5, 2.5]),
+                        (analysis_of(two_gpu_log()), None)):
+        fig = figures.draw_comparison(only(a), a)
+        (ax,) = [ax for ax in fig.axes if ax.get_title().startswith("Speedup")]
+        lines = [line for line in ax.get_lines() if "break-even" in line.get_label()]
+        assert [list(line.get_ydata()) for line in lines] == ([expected] if expected else [])
+        if expected:
+            assert lines[0].get_label().startswith("price ratio 2.50x: break-even")
+            assert "break-even: price ratio 2.50x" in [t.get_text() for t in ax.texts]
+        figures.plt.close(fig)
+
+
+def one_gpu_eight_layers():
+    """two_gpu_log plus an H200 run of 8 layers on 1 GPU: a sweep point and a decomposition."""
+    cut = {"world_size": 1, "NUM_LAYERS": 8}
+    return two_gpu_log() + [
+        header("cut", "NVIDIA H200", config=cut), summary("cut", 1024, 420.0, H200_PEAK, 11000.0, 95.0),
+        header("cut-dec", "NVIDIA H200", script="bench_decompose.py",
+               config={**cut, "ZERO_STAGE": 2, "GRAD_CHECKPOINT": False, "OFFLOAD_OPTIMIZER": False}),
+        rec("decomposition", "cut-dec", script="bench_decompose.py", seq_len=8192,
+            buckets={"attention": {"ms": 30.0, "tflops": 461.0}}, total={"ms": 300.0, "tflops": 386.0})]
+
+
+def test_overview_figures_say_where_series_differ_in_model_cut_and_gpu_count():
+    a = analysis_of(one_gpu_eight_layers())
+    for fig in (figures.draw_overview(a), figures.draw_decomposition(a)):
+        note = fig.legends[0].get_title().get_text().replace("\n  ", " ")
+        assert note.startswith("Not like for like: these series differ in GPUs in the run (1 GPU, 8 GPUs) and "
+                               "model cut (8 layers, NUM_LAYERS not recorded); each GPU does different work"), note
+        figures.plt.close(fig)
+    alike = analysis_of(two_gpu_log())  # the same work per GPU everywhere: nothing to say
+    fig = figures.draw_overview(alike)
+    assert fig.legends[0].get_title().get_text() == ""
+    figures.plt.close(fig)
+
+
+def test_the_decomposition_table_lists_every_decomposition_the_figure_shows():
+    # decomposition.png drew the measured 1-GPU decompositions; the table listed only pairs.
+    a = analysis_of(one_gpu_eight_layers())
+    fig = figures.draw_decomposition(a)
+    shown = [t.get_text().replace("\n  ", " ") for t in fig.legends[0].get_texts()]
+    figures.plt.close(fig)
+    text = detail_tables.decomposition_markdown(a)
+    assert len(shown) == 3 and all(name in text for name in shown), shown
+    (cut,) = [name for name in shown if "1 GPU" in name]
+    assert f"| {cut} | 8K | attention | 461.0 | 30.0 |" in text and f"| {cut} | 8K | total | 386.0 | 300.0 |" in text
+
+
+def test_forecasts_are_drawn_dotted_over_a_hatched_range_and_named_forecasts(shipped_analysis):
+    a = dataclasses.replace(shipped_analysis[0], forecasts=[])
+    plot_results.add_forecasts(a, ["B200 SXM"], {"H200": 3.5, "B200": 7.0})
+    assert a.forecasts
+    fig = figures.draw_overview(a)
+    fig.canvas.draw()
+    assert overlaps(fig) == []
+    for ax in fig.axes[:1] + fig.axes[2:]:  # throughput and $/token
+        lines = [line for line in ax.get_lines() if "forecast" in line.get_label()]
+        assert lines and all(line.get_linestyle() == ":" and line.get_marker() in (None, "None") and
+                             line.get_label().endswith("not measured") for line in lines)
+        assert {line.get_linestyle() for line in ax.get_lines() if line not in lines} <= {"-", "--"}
+        assert len([col for col in ax.collections if col.get_hatch()]) >= len(lines)
+    assert len([line for line in fig.axes[0].get_lines() if "forecast" in line.get_label()]) == len(a.forecasts)
     figures.plt.close(fig)
 
 
@@ -650,7 +739,7 @@ def test_wrongly_typed_fields_skip_the_record_with_its_reason(tmp_path, capsys):
 
 
 def test_a_report_never_prints_a_non_finite_number():
-    assert [markdown.fmt(v, kind) for v in (float("nan"), float("inf"), None) for kind in ("x", "usd", "pct")] \
+    assert [tables.fmt(v, kind) for v in (float("nan"), float("inf"), None) for kind in ("x", "usd", "pct")] \
         == ["-"] * 9
 
 
@@ -665,7 +754,7 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys):
     assert code == 0, err
     assert f"warning: {log}: 4 skipped (2 x not JSON; 1 x a JSON list, not a record; 1 x no kind)" in err
     text = (out / "report.md").read_text()
-    block = markdown.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
+    block = verdict_blocks.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
     assert stdout.startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])  # the terminal prints the block
     assert next(line for line in text.splitlines() if line.startswith("## ")) == \
         "## 1. B200 SXM vs H200 SXM: measured vs measured"
@@ -736,7 +825,7 @@ def test_thousands_of_one_run_files_compare_stacks_per_comparison(tmp_path):
     (c,) = a.comparisons
     assert len(c.base.stacks) == len(c.other.stacks) == 1 and c.stack == []
     assert sum(len(v) for v in c.base.repeats.values()) == 750 and len(c.base.runs) == 750
-    assert markdown.sources_words(c.base, {}).endswith("and 747 more runs in 747 files")
+    assert words.sources_words(c.base, {}).endswith("and 747 more runs in 747 files")
 
 
 def test_dollar_signs_in_figures_are_text_never_tex(tmp_path):
@@ -766,20 +855,20 @@ def test_a_verdict_that_is_not_like_for_like_says_so_before_it_speaks():
     recs = guide_with_a_measured_h200(config={"world_size": 2, "WARMUP_STEPS": 1})
     a = analysis_of(recs, ignore=("world_size", "WARMUP_STEPS"), prices={"H200": 3.5, "B200": 7.0})
     upgrade, health = a.comparisons[:2]
-    assert markdown.headline(upgrade).startswith(
+    assert verdict_blocks.headline(upgrade).startswith(
         "**Not like for like** (world_size 2 vs 8): TFLOPS per GPU and $/token are not comparable, so this "
         "pair gets no verdict: no cheaper or dearer call and no speedup headline.")
-    assert "per token at" not in markdown.headline(upgrade)
-    assert markdown.headline(health).startswith("**Not like for like** (world_size 8 vs 2): ")
-    assert "slower" not in markdown.headline(health)
-    assert markdown.speed_words(health, rows_of(health)[131072]) == "no call: not like for like"
+    assert "per token at" not in verdict_blocks.headline(upgrade)
+    assert verdict_blocks.headline(health).startswith("**Not like for like** (world_size 8 vs 2): ")
+    assert "slower" not in verdict_blocks.headline(health)
+    assert verdict_blocks.speed_words(health, rows_of(health)[131072]) == "no call: not like for like"
     like = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5, "B200": 7.0}).comparisons[0]
-    assert markdown.headline(like).startswith("At these prices B200 SXM is")
+    assert verdict_blocks.headline(like).startswith("At these prices B200 SXM is")
 
 
 def test_tables_of_one_gpu_against_itself_name_which_column_is_which():
     a = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5, "B200": 7.0})
-    header_row = markdown.details_markdown(only(a, comparisons.HEALTH)).splitlines()[0]
+    header_row = detail_tables.details_markdown(only(a, comparisons.HEALTH)).splitlines()[0]
     assert "| H200 SXM (guide's published) TFLOPS | H200 SXM (measured) TFLOPS |" in header_row
     assert "| H200 SXM (guide's published) peak GiB | H200 SXM (measured) peak GiB |" in header_row
     # a measured decomposition against the guide's: the same GPU on both sides
@@ -789,10 +878,10 @@ def test_tables_of_one_gpu_against_itself_name_which_column_is_which():
                script="bench_decompose.py"),
         rec("decomposition", "dec", script="bench_decompose.py", seq_len=8192,
             total={"ms": 1000.0, "tflops": 420.0})]
-    text = markdown.decomposition_markdown(analysis_of(recs))
+    text = detail_tables.decomposition_markdown(analysis_of(recs))
     assert "| H200 SXM (guide's published) TFLOPS | H200 SXM (measured) TFLOPS |" in text
     # GPUs that differ keep their short names
-    assert "| H200 SXM TFLOPS | B200 SXM TFLOPS |" in markdown.details_markdown(a.comparisons[0])
+    assert "| H200 SXM TFLOPS | B200 SXM TFLOPS |" in detail_tables.details_markdown(a.comparisons[0])
 
 
 def test_panels_of_amounts_start_at_zero(shipped_analysis):
@@ -839,13 +928,13 @@ def test_a_length_only_one_side_has_says_what_is_known_and_the_headline_names_it
     assert rows[4096].missing == "H200 SXM (measured) cannot run this (OOM)"
     # a capacity search that never failed is no ceiling: 8K was not tried on H200
     assert rows[8192].missing == "not measured on H200 SXM (measured) (largest fit on record: 6K)"
-    assert markdown.headline(c).endswith(
+    assert verdict_blocks.headline(c).endswith(
         " One side only: H200 SXM (measured) failed here (timeout) at 512; H200 SXM (measured) cannot run this "
         "(OOM) at 4K; not measured on H200 SXM (measured) (largest fit on record: 6K) at 8K.")
     # one speedup at every shared length: named once
     same = [header("h", "NVIDIA H200"), summary("h", 1024, 400.0, H200_PEAK, 1e4, 100.0, (99.0, 101.0)),
             header("b", "NVIDIA B200", "fa4"), summary("b", 1024, 800.0, B200_PEAK, 2e4, 50.0, (49.0, 51.0))]
-    assert markdown.headline(only(analysis_of(same))) == (
+    assert verdict_blocks.headline(only(analysis_of(same))) == (
         "No price for H200 SXM and B200 SXM (--price H200=USD_PER_GPU_HOUR --price B200=USD_PER_GPU_HOUR): "
         "speed only, 2.00x the baseline's TFLOPS per GPU.")
 
@@ -885,7 +974,7 @@ def test_a_speedup_without_a_range_is_marked_on_the_figure():
 
 def test_a_small_price_per_token_keeps_its_digits():
     # a small model is cheap per token: "$0.000 vs $0.000, 40% cheaper" said nothing
-    assert [markdown.fmt(v, "usd") for v in (0.3551, 0.0123, 0.00028, 0.000041, 12.345)] == [
+    assert [tables.fmt(v, "usd") for v in (0.3551, 0.0123, 0.00028, 0.000041, 12.345)] == [
         "$0.355", "$0.012", "$0.00028", "$0.000041", "$12.35"]
 
 
@@ -893,9 +982,9 @@ def test_a_price_for_one_side_only_names_the_side_without_one():
     a = analysis_of(guide_with_a_measured_h200(), prices={"H200": 3.5})
     c = a.comparisons[0]
     assert (c.other.gpu, c.prices) == ("B200 SXM", None)
-    assert markdown.headline(c).startswith("No price for B200 SXM (--price B200=USD_PER_GPU_HOUR): speed only, ")
-    assert markdown.cost_words(c, rows_of(c)[8192]) == "no price (--price B200=USD_PER_GPU_HOUR)"
-    assert "| **price** | $3.50 per GPU-hour | not given |" in markdown.verdict_block(c, {})
+    assert verdict_blocks.headline(c).startswith("No price for B200 SXM (--price B200=USD_PER_GPU_HOUR): speed only, ")
+    assert verdict_blocks.cost_words(c, rows_of(c)[8192]) == "no price (--price B200=USD_PER_GPU_HOUR)"
+    assert "| **price** | $3.50 per GPU-hour | not given |" in verdict_blocks.verdict_block(c, {})
     assert only(a, comparisons.HEALTH).prices == (3.5, 3.5)
 
 
@@ -907,21 +996,21 @@ def test_peak_memory_measured_after_other_lengths_in_one_process_is_marked():
             summary(h, 1024, 400.0, H200_PEAK, earlier_points_in_process=0),
             summary(h, 2048, 450.0, H200_PEAK, earlier_points_in_process=1),
             summary(h, 4096, 450.0, H200_PEAK)]  # a log from before the field: nothing claimed
-    text = markdown.memory_markdown(analysis_of(recs))
+    text = detail_tables.memory_markdown(analysis_of(recs))
     rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in text.splitlines()
             if line.startswith("| ") and "K" in line.split("|")[1]}
     assert rows == {"1K": "10.0", "2K": "20.0†", "4K": "40.0"}
-    assert text.endswith(markdown.AFTER_OTHERS_NOTE)
+    assert text.endswith(detail_tables.AFTER_OTHERS_NOTE)
     fresh = [r for r in recs if r.get("earlier_points_in_process") != 1]
-    assert markdown.AFTER_OTHERS not in markdown.memory_markdown(analysis_of(fresh))
+    assert detail_tables.AFTER_OTHERS not in detail_tables.memory_markdown(analysis_of(fresh))
     # A log from before the field: its header's SEQ_LEN says which lengths ran after others.
     old = [header(h, "NVIDIA H200", hbm=139.8, config={"SEQ_LEN": [1024, 2048]}),
            summary(h, 1024, 400.0, H200_PEAK), summary(h, 2048, 450.0, H200_PEAK)]
-    assert "| 2K | 20.0† |" in markdown.memory_markdown(analysis_of(old))
+    assert "| 2K | 20.0† |" in detail_tables.memory_markdown(analysis_of(old))
     # Published rows sharing one header say nothing about how their source ran them.
     published_rows = [header("pub", "NVIDIA H200", hbm=139.8, config={"SEQ_LEN": [1024, 2048]}, reference="guide"),
                       summary("pub", 1024, 400.0, H200_PEAK), summary("pub", 2048, 450.0, H200_PEAK)]
-    assert markdown.AFTER_OTHERS not in markdown.memory_markdown(analysis_of(published_rows))
+    assert detail_tables.AFTER_OTHERS not in detail_tables.memory_markdown(analysis_of(published_rows))
 
 
 def test_the_position_field_is_read_from_a_log_file_whatever_its_value(tmp_path):

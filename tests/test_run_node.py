@@ -1,9 +1,11 @@
 """run_node.sh: the node's plan and estimate before anything starts, each step's record,
 resume by marker, and a failed step that does not stop the next."""
+import os
 import sys
 
 import pytest
 
+from conftest import REPO, SWEEP_CLEARED, run_proc
 from upgrade_bench import faults
 from upgrade_bench.models import flops, model
 from upgrade_bench.sweep import node, sweep_plan
@@ -80,3 +82,25 @@ def test_a_step_sees_neither_the_node_commands_settings_nor_anothers():
     assert node.step_environ(environ, decomposition) == {"MODEL": "tiny", "PATH": "/bin", "SEQ_LEN": "8192"}
     assert node.step_environ(environ, sweep) == {"SEQLENS": "8192", "GPUS": "1", "MODEL": "tiny",
                                                  "PATH": "/bin", "OUT": "s.jsonl"}
+
+
+def test_the_slurm_batch_script_runs_run_node_sh_on_the_allocation(tmp_path):
+    # The batch script's own part: the allocation's GPUs and nodes in the environment, then
+    # the submit folder's run_node.sh, its exit code passed on. run_node.sh itself is tested
+    # above; here a stand-in in a submit folder says what it was given.
+    repo, bin_dir = tmp_path / "repo", tmp_path / "bin"
+    (repo / "slurm").mkdir(parents=True)
+    bin_dir.mkdir()
+    (repo / "slurm" / "nodes.sh").symlink_to(REPO / "slurm" / "nodes.sh")
+    stand_in = 'echo "GPUS=$GPUS MASTER_ADDR=$MASTER_ADDR HOSTFILE=$HOSTFILE"; exit 3'
+    scontrol = '[[ "$*" == "show hostnames gpu[01-02]" ]] && printf "gpu01\\ngpu02\\n"'
+    for path, text in ((repo / "run_node.sh", stand_in), (bin_dir / "scontrol", scontrol)):
+        path.write_text(f"#!/usr/bin/env bash\n{text}\n")
+        path.chmod(0o755)
+    env = {"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_JOB_ID": "42", "SLURM_GPUS_ON_NODE": "4",
+           "SLURM_SUBMIT_DIR": str(repo), "TMPDIR": str(tmp_path), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    result = run_proc(["bash", str(REPO / "slurm" / "run_node.sbatch")], env, 60,
+                      cleared=SWEEP_CLEARED | {"MASTER_PORT"})
+    hostfile = tmp_path / "run_node-hostfile.42"
+    assert (result.returncode, result.stdout) == (3, f"GPUS=4 MASTER_ADDR=gpu01 HOSTFILE={hostfile}\n"), result.stderr
+    assert hostfile.read_text() == "gpu01 slots=4\ngpu02 slots=4\n"

@@ -434,19 +434,19 @@ def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path):
     assert f"--hostfile {hostfile} --master_addr gpu01 --num_gpus 8 --master_port 29500" in line
 
 
+@pytest.mark.parametrize("script", ["run_sweep.sbatch", "run_node.sbatch"])
 @pytest.mark.parametrize("nodelist, message", [
     ("gpu[01-02]", "error: no scontrol on PATH to expand SLURM_JOB_NODELIST='gpu[01-02]'"),
     ("", "error: SLURM_JOB_NODELIST is not set"),
 ])
-def test_slurm_batch_script_without_slurm_says_what_is_missing_in_one_line(tmp_path, nodelist, message):
+def test_slurm_batch_script_without_slurm_says_what_is_missing_in_one_line(tmp_path, nodelist, message, script):
     # A PATH holding bash alone: no scontrol, as on a laptop; one line and exit 2, before any run.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("bash", "dirname"):
         (bin_dir / tool).symlink_to(shutil.which(tool))
     env = sweep_env(DRY_RUN=1, SLURM_JOB_NODELIST=nodelist, SLURM_SUBMIT_DIR=REPO, PATH=str(bin_dir))
-    result = run_proc([str(bin_dir / "bash"), str(REPO / "slurm" / "run_sweep.sbatch")], env, 60,
-                      cleared=SWEEP_CLEARED)
+    result = run_proc([str(bin_dir / "bash"), str(REPO / "slurm" / script)], env, 60, cleared=SWEEP_CLEARED)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.splitlines() == [result.stderr.strip()] and result.stderr.startswith(message)
 

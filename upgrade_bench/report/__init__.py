@@ -4,12 +4,21 @@ inputs        arguments to files, files to checked records (types, duplicates), 
 series        records grouped into runs, series (GPU + backend + configuration) and GPUs
 stacks        software-stack parity (the guide's caveat 2)
 verdict       the formulas: ratios, $/1M tokens, step-time ranges, the call against 1
+baseline      the GPUs a user names (--baseline, --price) matched to the logs', the default baseline
 comparisons   pairing series into comparisons and everything computed about each
+decompositions  a step decomposition's parts and a pair's per-part rows
+isolated_attention  isolated attention kernel lines per GPU and the best-backend ratios
 published     the guide's published H200/B200 figures as records (results/reference/guide.jsonl)
 forecast_model  the forecast's pure model: a measured step's parts scaled by the GPUs' ratios
 forecast_attention  the attention ratio's sources: isolated kernels measured on both GPUs, else published
 forecasts     forecasts from measured series, the page's forecast block and the backtest
-markdown      the verdict blocks and report.md
-figures       the PNGs (matplotlib, imported only once the inputs are known good)
+words         a series and a comparison in words, shared by the page and the figures
+verdict_blocks  the verdict block of each comparison, which report.md opens with
+detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF, ...
+markdown      report.md and the terminal text, in order
+plotkit       the figures' shared look: colours, line styles, length axes, legends, saving
+comparison_figure  comparison-N.png, the guide's 2x2 plus $/token per comparison
+figures       upgrade.png, attention.png, decomposition.png and write_all (matplotlib, imported
+              only once the inputs are known good)
 export        the flat table for pandas (points.csv, points.jsonl)
 """

@@ -14,15 +14,16 @@ Two series compare when their configurations match (or differ only in keys named
 Everything about a comparison comes from its two series alone: their points and step-time
 ranges, their OOM and capacity records, the MAMF of their GPU and provenance, their stacks.
 A series in no comparison is listed with the nearest series it could pair with and how.
-Every number is computed here (formulas in verdict.py); markdown.py and figures.py only show.
+Every number is computed here (formulas in verdict.py); the page and the figures only show.
 """
 import json
 from dataclasses import dataclass, field
 
-from ..hardware import gpus
 from ..faults import BadInput
-from .published import PUBLISHED_GPUS, SHIPPED_PATH
-from .series import Dataset, Gpu, Series, config_phrase, median_record, normalise_dtype, ordered_keys, provenance, seq_label
+from .baseline import choose_baseline, match_prices, published_hint
+from .decompositions import DecompositionPair, decomposition_rows
+from .isolated_attention import attention_rows, attention_series
+from .series import Dataset, Gpu, Series, config_phrase, normalise_dtype, ordered_keys, seq_label
 from .stacks import differences_between
 from .verdict import Call, call, ratio, step_time_range, time_ratio_range, tokens_per_s_per_gpu, usd_per_mtok
 
@@ -91,67 +92,6 @@ class Comparison:
     def sources(self) -> str:
         """'measured vs guide's published' and the like."""
         return f"{self.base.provenance} vs {self.other.provenance}"
-
-
-@dataclass
-class DecompositionPair:
-    base: Series
-    other: Series
-    ignored: list
-    unlike: list
-    stack: list
-    rows: list
-
-
-# ---------------------------------------------------------------- GPUs and prices
-
-def match_gpu(name: str, gpu_map: dict) -> str | None:
-    """The dataset GPU a user-given name means: its normalised or raw name (any case), or
-    the GPU the table maps the name to ('B200' -> 'B200 SXM')."""
-    wanted = name.strip().lower()
-    for gpu in gpu_map.values():
-        if wanted == gpu.name.lower() or wanted in {r.lower() for r in gpu.raw_names}:
-            return gpu.name
-    spec = gpus.lookup(name)
-    return spec.name if spec and spec.name in gpu_map else None
-
-
-def choose_baseline(gpu_map: dict, candidates, requested: str | None = None) -> str:
-    """The GPU the others are compared with: --baseline, else the lower bf16 peak."""
-    if requested:
-        found = match_gpu(requested, gpu_map)
-        if found is None:
-            raise BadInput(f"--baseline {requested!r}: no such GPU in the logs "
-                             f"(GPUs: {', '.join(sorted(gpu_map))})")
-        return found
-    # Unknown peaks sort last; ties (H100 vs H200) go to the smaller memory.
-    return min(candidates, key=lambda n: (gpu_map[n].peak_tflops is None,
-                                          gpu_map[n].peak_tflops or 0.0,
-                                          gpu_map[n].hbm_gib or 0.0, n))
-
-
-def published_hint(name: str) -> str:
-    """'; the guide's published H200 SXM figures are in <file>: add ...' for a GPU the guide
-    publishes, else ''."""
-    spec = gpus.lookup(name)
-    if spec is None or spec not in map(gpus.lookup, PUBLISHED_GPUS):
-        return ""
-    return f"; the guide's published {spec.name} figures are in {SHIPPED_PATH}: add that file (or its folder) " \
-           "to the inputs"
-
-
-def match_prices(prices: dict, gpu_map: dict) -> dict:
-    """{name as given: USD per GPU-hour} -> {dataset GPU: USD}; BadInput names what is wrong."""
-    out, given = {}, {}
-    for name, usd in prices.items():
-        gpu = match_gpu(name, gpu_map)
-        if gpu is None:
-            raise BadInput(f"--price {name}={usd:g}: no GPU named {name!r} in the logs "
-                             f"(GPUs: {', '.join(sorted(gpu_map))})" + published_hint(name))
-        if gpu in out:
-            raise BadInput(f"--price {given[gpu]} and --price {name}: both price {gpu}; give one")
-        out[gpu], given[gpu] = usd, name
-    return out
 
 
 # ---------------------------------------------------------------- pairing
@@ -313,73 +253,6 @@ def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict)
     c.rows = [_row(base, other, n, gpu_map, priced, c.peak_ratio)
               for n in sorted(set(base.points) | set(other.points))]
     return c
-
-
-def decomposition_parts(record: dict) -> dict:
-    """{part: {tflop, ms, tflops, time_share}}: the buckets, then `everything else` (all but
-    attention, the guide's "rest of the step") and the total, where the record has them."""
-    parts = dict(record.get("buckets") or {})
-    parts["everything else"] = record.get("everything_else")
-    parts["total"] = record.get("total")
-    return {name: part for name, part in parts.items() if isinstance(part, dict)}
-
-
-def decomposition_rows(base: Series, other: Series) -> list:
-    """Per shared seq_len and part: TFLOPS, ms and the speed ratio (other over baseline)."""
-    rows = []
-    for n in sorted(set(base.decompositions) & set(other.decompositions)):
-        b = decomposition_parts(base.decompositions[n])
-        o = decomposition_parts(other.decompositions[n])
-        for name in dict.fromkeys(list(b) + list(o)):
-            bb, ob = b.get(name) or {}, o.get(name) or {}
-            # Same work on both GPUs: the time ratio is the speedup; TFLOPS when no times.
-            speed = ratio(bb.get("ms"), ob.get("ms")) or ratio(ob.get("tflops"), bb.get("tflops"))
-            rows.append({"seq_len": n, "bucket": name, "base_tflops": bb.get("tflops"),
-                         "other_tflops": ob.get("tflops"), "base_ms": bb.get("ms"),
-                         "other_ms": ob.get("ms"), "base_share": bb.get("time_share"),
-                         "other_share": ob.get("time_share"), "speedup": speed})
-    return rows
-
-
-# ---------------------------------------------------------------- isolated attention
-
-# What sets one isolated-attention table apart from another: the inputs of the kernel call
-# (a model's windowed, full and linear layers are tables of their own).
-ATTENTION_SHAPE = ("layer", "batch", "heads", "kv_heads", "head_dim", "v_head_dim", "window", "sinks",
-                   "causal", "dtype", "packed_doc_len")
-
-
-def attention_series(gpu_map: dict) -> dict:
-    """{(pass, shape): {(gpu, backend, provenance): {seq_len: tflops}}} of ok kernel runs."""
-    out = {}
-    for gpu in gpu_map.values():
-        grouped = {}
-        for r, reference in gpu.attention:
-            if r.get("status", "ok") != "ok" or r.get("tflops") is None:
-                continue
-            shape = tuple(r.get(k) for k in ATTENTION_SHAPE)
-            key = ((r.get("pass"), shape), (gpu.name, r.get("backend"), provenance(reference)))
-            grouped.setdefault(key, {}).setdefault(r["seq_len"], []).append(r)
-        for (group, line), by_len in grouped.items():
-            out.setdefault(group, {})[line] = {n: median_record(rs, "tflops")["tflops"]
-                                               for n, rs in sorted(by_len.items())}
-    return out
-
-
-def attention_rows(lines: dict, baseline: str) -> list:
-    """Per seq_len: each line's TFLOPS and, per other GPU and provenance, its best backend
-    over the baseline's best of the same provenance (never measured over published)."""
-    rows = []
-    for n in sorted({n for pts in lines.values() for n in pts}):
-        best = {}
-        for (gpu, backend, tag), pts in lines.items():
-            if n in pts and ((gpu, tag) not in best or pts[n] > best[gpu, tag][0]):
-                best[gpu, tag] = (pts[n], backend)
-        ratios = {(g, tag): (ratio(v[0], best[baseline, tag][0]), v[1], best[baseline, tag][1])
-                  for (g, tag), v in best.items() if g != baseline and (baseline, tag) in best}
-        rows.append({"seq_len": n, "tflops": {line: pts.get(n) for line, pts in lines.items()},
-                     "ratios": ratios})
-    return rows
 
 
 # ---------------------------------------------------------------- the whole analysis
