@@ -392,6 +392,10 @@ def test_ignored_keys_and_a_world_size_difference_are_named_in_the_verdict():
     assert not any(w in block for w in ("% cheaper (", "% dearer (", "cheaper per token at", "dearer per token at"))
     assert block.count("no call: not like for like") == 2  # 8K and 128K
     assert "so this pair gets no verdict: no cheaper or dearer call and no speedup headline." in block
+    # nor a break-even price ratio or a speedup in its table: both would be that verdict
+    rows = [line for line in block.splitlines() if line.startswith(("| 8K", "| 128K"))]
+    assert len(rows) == 2 and all(line.endswith("| none: not like for like |") for line in rows)
+    assert all("TFLOPS ratio, not a speedup: not like for like" in line for line in rows)
     # the details table keeps the label: its speedup column compares different work per GPU
     assert detail_tables.details_markdown(c).startswith("**Not like for like** (world_size 2 vs 8): TFLOPS per GPU")
 
@@ -602,6 +606,17 @@ def test_the_speedup_panel_draws_the_break_even_at_the_price_ratio():
             assert lines[0].get_label().startswith("price ratio 2.50x: break-even")
             assert "break-even: price ratio 2.50x" in [t.get_text() for t in ax.texts]
         figures.plt.close(fig)
+
+
+def test_a_pair_that_is_not_like_for_like_draws_no_break_even():
+    recs = guide_with_a_measured_h200(config={"world_size": 2, "WARMUP_STEPS": 1})
+    a = analysis_of(recs, ignore=("world_size", "WARMUP_STEPS"), prices={"H200": 3.5, "B200": 7.0})
+    c = a.comparisons[0]
+    assert c.unlike == ["world_size"] and c.price_ratio == 2.0
+    fig = figures.draw_comparison(c, a)
+    (ax,) = [ax for ax in fig.axes if ax.get_title().startswith("Speedup")]
+    assert not [line for line in ax.get_lines() if "break-even" in line.get_label()]
+    figures.plt.close(fig)
 
 
 def one_gpu_eight_layers():

@@ -44,7 +44,7 @@ def _speedup_panel(ax, c: Comparison, col: dict) -> list:
         ax.axhline(1.0, color="grey", linestyle=":", label="as published (1.00x)")
     elif c.peak_ratio:
         ax.axhline(c.peak_ratio, color="grey", linestyle=":", label=f"theoretical peak ratio {c.peak_ratio:.2f}x")
-    if c.kind != HEALTH and c.price_ratio:
+    if c.kind != HEALTH and c.price_ratio and not c.unlike:  # no break-even where no call is made
         ax.axhline(c.price_ratio, color=PRICE_COLOUR, linestyle="--", linewidth=1.5,
                    label=f"price ratio {c.price_ratio:.2f}x: break-even (a speedup above it is cheaper per token)")
         ax.annotate(f"break-even: price ratio {c.price_ratio:.2f}x", (0.01, c.price_ratio), va="bottom",

@@ -76,9 +76,22 @@ def _call_words(got: Call, row, words: tuple) -> str:
     return f"{got.value - 1:.1%} {above} ({got.low - 1:.1%} to {got.high - 1:.1%})"
 
 
-def speedup_cell(row) -> str:
-    """A point's speedup with its range, or why one side has no point there."""
-    return row.missing or _with_range(row.speedup, row.speedup_range)
+def speedup_cell(c: Comparison, row) -> str:
+    """A point's speedup with its range, or why one side has no point there; in a pair that is
+    not like for like, the bare TFLOPS ratio, named as no speedup."""
+    if row.missing:
+        return row.missing
+    if c.unlike and row.speedup is not None:
+        return f"{fmt(row.speedup, 'x')} TFLOPS ratio, not a speedup: not like for like"
+    return _with_range(row.speedup, row.speedup_range)
+
+
+def break_even_cell(c: Comparison, row) -> str:
+    """The price ratio of equal $/token, with its range; none where the pair is not like for
+    like (it would be a verdict the block just said it cannot give)."""
+    if c.unlike and not row.missing:
+        return "none: not like for like"
+    return _with_range(row.break_even, row.break_even_range)
 
 
 def _with_range(value, value_range, kind: str = "x") -> str:
@@ -192,12 +205,12 @@ def points_table(c: Comparison) -> str:
             ["seq_len", "published TFLOPS", "this node TFLOPS", "this node / published", "verdict",
              f"{b.gpu} $/1M tokens published", "this node"],
             [[seq_label(r.seq_len), fmt((r.base or {}).get("tflops_per_gpu")),
-              fmt((r.other or {}).get("tflops_per_gpu")), speedup_cell(r), speed_words(c, r),
+              fmt((r.other or {}).get("tflops_per_gpu")), speedup_cell(c, r), speed_words(c, r),
               fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
              for r in c.rows])
     return md_table(
         ["seq_len", "speedup", f"{b.gpu} $/1M tokens", f"{o.gpu} $/1M tokens",
          f"{o.gpu} per token at these prices", "break-even price ratio"],
-        [[seq_label(r.seq_len), speedup_cell(r), fmt(r.base_usd_per_mtok, "usd"),
-          fmt(r.other_usd_per_mtok, "usd"), cost_words(c, r), _with_range(r.break_even, r.break_even_range)]
+        [[seq_label(r.seq_len), speedup_cell(c, r), fmt(r.base_usd_per_mtok, "usd"),
+          fmt(r.other_usd_per_mtok, "usd"), cost_words(c, r), break_even_cell(c, r)]
          for r in c.rows])
