@@ -111,8 +111,12 @@ def load_config(model: str, num_layers: int = 0, notes: list | None = None):
     if num_layers:
         if num_layers > len(full.layers):
             raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {len(full.layers)} layers")
-        for key, value in architecture.cut_config(config, num_layers).items():
-            setattr(config, key, value)
+        # The first layers, the pattern written out (a derived one cannot shift) in the config's
+        # own words where it lists them: transformers builds Granite's Mamba layers from its
+        # `linear_attention`, never from the suite's mamba2.
+        own = getattr(config, "layer_types", None)
+        config.num_hidden_layers = num_layers
+        config.layer_types = list(own[:num_layers]) if own else [ly.mixer.kind for ly in full.layers[:num_layers]]
         note = architecture.cut_note(full, spec(config))
         if note and notes is not None:
             notes.append(f"NUM_LAYERS={num_layers}: {note}")
