@@ -208,6 +208,45 @@ def test_a_hybrid_without_its_kernel_packages_says_torch_fallback():
     assert kernels == {"chunk_gated_delta_rule": "torch fallback", "causal_conv1d_fn": "torch fallback"}
     assert model.mixer_kernels(model.load_config("tiny")) == {}
     assert "slow torch fallback" in model.mixer_kernel_warnings("qwen3_next", kernels)[0]
+    granite = model.mixer_kernels(model.load_config("tiny-granite-hybrid"))
+    assert granite == {"mamba_chunk_scan_combined": "torch fallback", "causal_conv1d_fn": "torch fallback"}
+    assert "(mamba_ssm, causal_conv1d: not installed" in model.mixer_kernel_warnings("granitemoehybrid", granite)[0]
+
+
+def test_granites_mamba_kernels_count_only_all_together(monkeypatch):
+    # Granite's Mamba layer resolves its kernels into module globals as it is built and takes
+    # its fast path only when all five resolved: one missing package puts every kernel on torch.
+    import types
+
+    from transformers.integrations import hub_kernels
+    from transformers.models.granitemoehybrid import modeling_granitemoehybrid as granite
+
+    for name in ("selective_state_update", "mamba_chunk_scan_combined", "mamba_split_conv1d_scan_combined",
+                 "causal_conv1d_fn", "causal_conv1d_update", "is_fast_path_available"):
+        monkeypatch.setattr(granite, name, getattr(granite, name, None), raising=False)  # restored after
+
+    def package(name: str, functions: list, at: str = ""):
+        module = types.ModuleType(name)
+        for fn_name in functions:
+            fn = lambda *args: None  # noqa: E731
+            fn.__module__ = f"{name}.{at}" if at else name
+            setattr(module, fn_name, fn)
+        return module
+
+    ssd = package("mamba_ssm", ["mamba_chunk_scan_combined", "mamba_split_conv1d_scan_combined"],
+                  "ops.triton.ssd_combined")
+    mamba_ssm = package("mamba_ssm", [])  # lazy_load_kernel takes a module; the path below, any object
+    mamba_ssm.ops = types.SimpleNamespace(triton=types.SimpleNamespace(
+        ssd_combined=ssd, selective_state_update=package("mamba_ssm", ["selective_state_update"])))
+    conv = package("causal_conv1d", ["causal_conv1d_fn", "causal_conv1d_update"])
+    config = model.load_config("tiny-granite-hybrid")
+    monkeypatch.setitem(hub_kernels._KERNEL_MODULE_MAPPING, "mamba-ssm", mamba_ssm)
+    monkeypatch.setitem(hub_kernels._KERNEL_MODULE_MAPPING, "causal-conv1d", conv)
+    assert model.mixer_kernels(config) == {"mamba_chunk_scan_combined": "mamba_ssm.ops.triton.ssd_combined",
+                                           "causal_conv1d_fn": "causal_conv1d"}
+    monkeypatch.setitem(hub_kernels._KERNEL_MODULE_MAPPING, "causal-conv1d", package("causal_conv1d", []))
+    assert model.mixer_kernels(config) == {"mamba_chunk_scan_combined": "torch fallback",
+                                           "causal_conv1d_fn": "torch fallback"}
 
 
 def test_an_installed_kernel_is_bound_where_transformers_left_its_torch_code(monkeypatch):

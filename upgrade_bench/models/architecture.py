@@ -336,6 +336,9 @@ class Family:
     # kernel: "package.module:function" of the fast kernel}); model.mixer_kernels reads what
     # transformers put there and binds the installed fast kernel where it put its torch code.
     fast_kernels: tuple = ()
+    # where the layer holds no kernel attributes but its constructor sets module globals of
+    # those names and this flag (Granite's Mamba layer): false, every kernel runs as torch code
+    fast_path_flag: str = ""
 
 
 FAMILIES = {
@@ -355,7 +358,11 @@ FAMILIES = {
                       refuses=("sdpa",)),
     "deepseek_v3": Family(read_deepseek_v3, "MLA, dense then MoE layers, shared experts"),
     "granitemoehybrid": Family(
-        read_granitemoehybrid, "hybrid: Mamba-2 layers and a few full attention, MoE + shared MLP"),
+        read_granitemoehybrid, "hybrid: Mamba-2 layers and a few full attention, MoE + shared MLP",
+        fast_kernels=("transformers.models.granitemoehybrid.modeling_granitemoehybrid.GraniteMoeHybridMambaLayer",
+                      {"mamba_chunk_scan_combined": "mamba_ssm.ops.triton.ssd_combined:mamba_chunk_scan_combined",
+                       "causal_conv1d_fn": "causal_conv1d:causal_conv1d_fn"}),
+        fast_path_flag="is_fast_path_available"),
 }
 
 
