@@ -6,7 +6,8 @@ The guide's isolated attention table: how fast attention alone runs on this GPU,
 and pass. Every distinct mixer layer of MODEL is timed: full attention, sliding windows
 (through the kernels' window arguments), sinks (where a kernel takes them, else a record says
 why not), each layer's head dims, and the Gated DeltaNet chunk kernel of flash-linear-
-attention for linear-attention layers (Qwen3-Next). By default the kernels a training run here
+attention for linear-attention layers (Qwen3-Next); a Mamba-2 layer (Granite 4.0-H) gets a
+record saying it is not timed here. By default the kernels a training run here
 would use (ATTN_BACKEND=auto's pick) and cuDNN SDPA, the common alternative; BACKENDS=all runs
 every kernel that runs here. A line per point on stderr says what it gave and the time left. Before any timing each backend runs a small shape against a float64 reference;
 every record carries that check's max_abs_err and ok, so a kernel that is fast but wrong is
@@ -33,7 +34,7 @@ from upgrade_bench.kernels import attn_backends, attn_bench, attn_kernels, linea
 from upgrade_bench import faults, settings
 from upgrade_bench.hardware import fingerprint, gpus, telemetry
 from upgrade_bench.log import header
-from upgrade_bench.models.architecture import LINEAR
+from upgrade_bench.models.architecture import LINEAR, MAMBA2
 from upgrade_bench.kernels.attn_bench import PASSES
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.log.records import RecordWriter
@@ -130,6 +131,9 @@ def plan(shapes: list, requested: list, device) -> list:
     linear_problems = attn_kernels.import_problems(linear_kernels.KERNELS)
     out = []
     for shape in shapes:
+        if shape.layer == MAMBA2:  # no kernel for this mixer here: its record says so
+            out.append((shape, [linear_kernels.MAMBA2_UNTIMED]))
+            continue
         if shape.layer == LINEAR:  # one kernel for this mixer: FLA's, whatever BACKENDS says
             out.append((shape, attn_kernels.discover(["all"], linear_kernels.KERNELS, device,
                                                      linear_problems, False) or

@@ -37,6 +37,22 @@ def test_published_sizes_of_the_other_shipped_families():
     assert (ds.active_params + ds.lm_head_params) / 1e9 == pytest.approx(37.5, abs=0.5)
 
 
+def test_granite_4_h_small_active_and_total_parameters_by_hand():
+    spec = preset("granite-4.0-h-small")
+    # Mamba-2: in_proj 4096 -> z 8192 + x, B, C 8192 + 2*1*128 + dt per head 128; out_proj 8192 -> 4096
+    mamba = 4096 * (8192 + 8448 + 128) + 8192 * 4096           # 102,236,160
+    attention = 4096 * (32 * 128 + 2 * 8 * 128 + 32 * 128)    # q, k, v, o: 41,943,040
+    expert, shared, router = 3 * 4096 * 768, 3 * 4096 * 1536, 4096 * 72
+    lm_head = 100352 * 4096                                    # tied: the embedding, held once
+    assert spec.active_params == 36 * mamba + 4 * attention + 40 * (10 * expert + shared + router) + lm_head \
+        == 8_800_960_512
+    assert spec.total_params == 36 * mamba + 4 * attention + 40 * (72 * expert + shared + router) + lm_head \
+        == 32_205_176_832
+    # Published: 32B total (32.2B), 9B active (9.2B with the embedding lookup counted too).
+    assert spec.total_params / 1e9 == pytest.approx(32.2, abs=0.05)
+    assert (spec.active_params + lm_head) / 1e9 == pytest.approx(9.2, abs=0.05)
+
+
 def test_layer_patterns_of_the_shipped_families():
     assert preset("gpt-oss-20b").mix() == {"sliding_attention": 12, "full_attention": 12}
     assert preset("gemma-3-12b").mix() == {"sliding_attention": 40, "full_attention": 8}
@@ -44,6 +60,26 @@ def test_layer_patterns_of_the_shipped_families():
     assert preset("qwen3-next-80b-a3b").mix_text() == "36 linear_attention, 12 full_attention"
     ds = preset("deepseek-v3")
     assert [ly.mlp.experts for ly in ds.layers[:4]] == [0, 0, 0, 256]  # first_k_dense_replace=3
+    granite = preset("granite-4.0-h-small")
+    assert granite.mix_text() == "36 mamba2, 4 full_attention"
+    assert [i for i, ly in enumerate(granite.layers) if ly.mixer.kind == "full_attention"] == [5, 15, 25, 35]
+    # transformers reads the config.json's "mamba" / "attention" as linear_attention /
+    # full_attention: the same model either way
+    assert model.spec(model.load_config("granite-4.0-h-small")) == granite
+
+
+def test_granite_layer_types_and_mamba_sizes_are_checked():
+    cfg = json.loads((REPO / "configs" / "tiny-granite-hybrid.json").read_text())
+    with pytest.raises(BadInput, match=r"^layer_types=\['mamba', 'gdn', .*\]: expected 4 of mamba, "
+                                       r"attention, linear_attention, full_attention$"):
+        architecture.describe({**cfg, "layer_types": ["mamba", "gdn", "mamba", "attention"]})
+    with pytest.raises(BadInput, match=r"^mamba_n_heads=8, mamba_d_head=12, mamba_n_groups=2: expected "
+                                       r"heads x head dim = mamba_expand x hidden_size = 128"):
+        architecture.describe({**cfg, "mamba_d_head": 12})
+    # no layer_types: every layer Mamba-2, as transformers builds it; no experts: the shared MLP alone
+    dense = architecture.describe({**cfg, "layer_types": None, "num_local_experts": 0})
+    assert dense.mix() == {"mamba2": 4} and not dense.moe
+    assert dense.layers[0].mlp.active_params == 3 * 64 * 64
 
 
 def test_the_pattern_is_derived_when_a_config_does_not_list_layer_types():
@@ -70,6 +106,21 @@ def test_gated_deltanet_parameters_and_flops_by_hand():
     # conv: 4 taps over q, k, v channels; state: 2 * dk * dv per value head, fwd; x3 for fwd+bwd
     per_token = 4 * (2 * key_dim + value_dim) + 2 * 32 * 128 * 128
     assert flops.linear_mixer_flops(gdn, 8192) == 6 * per_token * 8192
+
+
+def test_mamba2_parameters_and_flops_by_hand():
+    mamba = preset("granite-4.0-h-small").layers[0].mixer
+    assert mamba.params == 4096 * (8192 + (8192 + 2 * 128) + 128) + 8192 * 4096 == 102_236_160
+    # the depthwise conv: 4 taps over x, B, C (8448 channels), 2 FLOPs a tap; the SSD state, a
+    # 128 (d_state) x 64 (head dim) matrix per head written (B x^T) and read (C^T h) each token,
+    # 2 * 128 * 64 FLOPs each: per token forward 2*4*8448 + 128 * 4*128*64 = 4,261,888; x3
+    assert flops.linear_mixer_flops(mamba, 8192) == 3 * 4_261_888 * 8192
+    # at 32K the 36 Mamba-2 layers are linear in s, the 4 attention layers quadratic
+    step = flops.step_flops(preset("granite-4.0-h-small"), 1, 32768)
+    assert step.linear == 36 * 3 * 4_261_888 * 32768
+    assert step.attention == 4 * 6 * 32768**2 / 2 * (128 + 128) * 32
+    # 4 attention layers of 40 at 32K: 5.7% of the model FLOPs grow with s^2 (Llama-3.1-8B: 36%)
+    assert step.attn_share == pytest.approx(0.057, abs=0.0005)
 
 
 @pytest.mark.parametrize("length, window, pairs", [
@@ -109,7 +160,7 @@ def test_linear_layers_are_not_quadratic():
 
 def test_an_unknown_family_is_refused_naming_the_counted_ones():
     with pytest.raises(BadInput, match=r"^model type 'bert' is not one the FLOP count covers: "
-                                       r"llama, .*qwen3_moe, qwen3_next, gpt_oss, deepseek_v3$"):
+                                       r"llama, .*qwen3_moe, qwen3_next, gpt_oss, deepseek_v3, granitemoehybrid$"):
         architecture.describe({"model_type": "bert", "hidden_size": 64})
 
 
@@ -140,6 +191,14 @@ def test_cut_keeps_the_family_pattern_and_says_when_it_cannot():
     notes = []
     model.load_config("deepseek-v3", 3, notes)
     assert "have no MoE layers" in notes[0]
+    # Granite's cut keeps transformers' own words, from which it builds Mamba layers
+    granite = model.load_config("granite-4.0-h-small", 6, notes)
+    assert granite.layer_types == ["linear_attention"] * 5 + ["full_attention"]
+    assert model.spec(granite).mix() == {"mamba2": 5, "full_attention": 1}
+    import transformers
+
+    net = transformers.AutoModelForCausalLM.from_config(model.load_config("tiny-granite-hybrid", 2))
+    assert [layer.mamba is not None for layer in net.model.layers] == [True, True]
 
 
 def test_a_hybrid_without_its_kernel_packages_says_torch_fallback():
@@ -149,6 +208,45 @@ def test_a_hybrid_without_its_kernel_packages_says_torch_fallback():
     assert kernels == {"chunk_gated_delta_rule": "torch fallback", "causal_conv1d_fn": "torch fallback"}
     assert model.mixer_kernels(model.load_config("tiny")) == {}
     assert "slow torch fallback" in model.mixer_kernel_warnings("qwen3_next", kernels)[0]
+    granite = model.mixer_kernels(model.load_config("tiny-granite-hybrid"))
+    assert granite == {"mamba_chunk_scan_combined": "torch fallback", "causal_conv1d_fn": "torch fallback"}
+    assert "(mamba_ssm, causal_conv1d: not installed" in model.mixer_kernel_warnings("granitemoehybrid", granite)[0]
+
+
+def test_granites_mamba_kernels_count_only_all_together(monkeypatch):
+    # Granite's Mamba layer resolves its kernels into module globals as it is built and takes
+    # its fast path only when all five resolved: one missing package puts every kernel on torch.
+    import types
+
+    from transformers.integrations import hub_kernels
+    from transformers.models.granitemoehybrid import modeling_granitemoehybrid as granite
+
+    for name in ("selective_state_update", "mamba_chunk_scan_combined", "mamba_split_conv1d_scan_combined",
+                 "causal_conv1d_fn", "causal_conv1d_update", "is_fast_path_available"):
+        monkeypatch.setattr(granite, name, getattr(granite, name, None), raising=False)  # restored after
+
+    def package(name: str, functions: list, at: str = ""):
+        module = types.ModuleType(name)
+        for fn_name in functions:
+            fn = lambda *args: None  # noqa: E731
+            fn.__module__ = f"{name}.{at}" if at else name
+            setattr(module, fn_name, fn)
+        return module
+
+    ssd = package("mamba_ssm", ["mamba_chunk_scan_combined", "mamba_split_conv1d_scan_combined"],
+                  "ops.triton.ssd_combined")
+    mamba_ssm = package("mamba_ssm", [])  # lazy_load_kernel takes a module; the path below, any object
+    mamba_ssm.ops = types.SimpleNamespace(triton=types.SimpleNamespace(
+        ssd_combined=ssd, selective_state_update=package("mamba_ssm", ["selective_state_update"])))
+    conv = package("causal_conv1d", ["causal_conv1d_fn", "causal_conv1d_update"])
+    config = model.load_config("tiny-granite-hybrid")
+    monkeypatch.setitem(hub_kernels._KERNEL_MODULE_MAPPING, "mamba-ssm", mamba_ssm)
+    monkeypatch.setitem(hub_kernels._KERNEL_MODULE_MAPPING, "causal-conv1d", conv)
+    assert model.mixer_kernels(config) == {"mamba_chunk_scan_combined": "mamba_ssm.ops.triton.ssd_combined",
+                                           "causal_conv1d_fn": "causal_conv1d"}
+    monkeypatch.setitem(hub_kernels._KERNEL_MODULE_MAPPING, "causal-conv1d", package("causal_conv1d", []))
+    assert model.mixer_kernels(config) == {"mamba_chunk_scan_combined": "torch fallback",
+                                           "causal_conv1d_fn": "torch fallback"}
 
 
 def test_an_installed_kernel_is_bound_where_transformers_left_its_torch_code(monkeypatch):
@@ -192,7 +290,8 @@ def test_a_layer_that_calls_a_module_function_says_whose_choice_it_is(monkeypatc
 
 @pytest.mark.parametrize("preset, blocks", [("tiny-qwen3-moe", ["Qwen3MoeSparseMoeBlock"]),
                                             ("tiny-gpt-oss", ["GptOssMLP"]),
-                                            ("tiny-deepseek-v3", ["DeepseekV3MoE"]), ("tiny", [])])
+                                            ("tiny-deepseek-v3", ["DeepseekV3MoE"]),
+                                            ("tiny-granite-hybrid", ["GraniteMoeHybridMoE"]), ("tiny", [])])
 def test_moe_blocks_are_found_for_zero3_leaf_modules(preset, blocks):
     import transformers
 

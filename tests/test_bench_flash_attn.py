@@ -467,6 +467,9 @@ def test_each_distinct_layer_of_a_model_is_a_shape():
         ("linear_attention", 32, 16, 128, 128), ("full_attention", 16, 2, 256, 256)]
     with pytest.raises(faults.BadInput, match="linear-attention layers.*CAUSAL=1 and PACKED_DOC_LEN=0"):
         bench.layer_shapes({**env, "MODEL": "qwen3-next-80b-a3b", "PACKED_DOC_LEN": 16})
+    granite = bench.layer_shapes({**env, "MODEL": "granite-4.0-h-small"})  # heads, groups, d_state, head dim
+    assert [(x.layer, x.heads, x.kv_heads, x.head_dim, x.v_dim) for x in granite] == [
+        ("mamba2", 128, 1, 128, 64), ("full_attention", 32, 8, 128, 128)]
 
 
 def test_the_gated_deltanet_check_against_transformers_torch_recurrence():
@@ -491,9 +494,11 @@ def test_the_gated_deltanet_check_against_transformers_torch_recurrence():
 
 def test_a_hybrid_and_a_windowed_model_on_cpu(as_script, capsys, tmp_path):
     # Gemma 3's window runs as a band on sdpa-math and passes the check; Qwen3-Next's Gated
-    # DeltaNet layer gets its kernel's record, unavailable here with why
+    # DeltaNet layer gets its kernel's record, unavailable here with why; Granite's Mamba-2
+    # layer one saying no kernel of its kind is timed
     for name, layers in (("tiny-gemma3", {"sliding_attention", "full_attention"}),
-                         ("tiny-qwen3-next", {"linear_attention", "full_attention"})):
+                         ("tiny-qwen3-next", {"linear_attention", "full_attention"}),
+                         ("tiny-granite-hybrid", {"mamba2", "full_attention"})):
         out = tmp_path / f"{name}.jsonl"
         as_script("bench_flash_attn.py", bench.VARS, {"MODEL": name, "BACKENDS": "sdpa-math", "SEQLENS": "48",
                                                       "PASSES": "fwd_bwd", "ITERS": 1, "WARMUP": 1,
@@ -504,6 +509,9 @@ def test_a_hybrid_and_a_windowed_model_on_cpu(as_script, capsys, tmp_path):
         for r in points:
             if r["layer"] == "linear_attention":
                 assert r["backend"] == "fla" and r["status"] == "unavailable" and "CUDA GPU" in r["reason"]
+            elif r["layer"] == "mamba2":
+                assert (r["backend"], r["status"]) == ("mamba-ssm", "unavailable")
+                assert r["reason"].startswith("no Mamba-2 kernel is timed here")
             else:
                 assert r["status"] == "ok" and r["ok"] is True, r
         window = [r for r in points if r["layer"] == "sliding_attention"]

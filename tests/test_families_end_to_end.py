@@ -2,7 +2,9 @@
 presets: the records carry the family's layer mix and FLOPs counted its way.
 
 A process costs ~6 s of imports and the suite has 2 minutes, so the scripts run on the one
-preset that has every new part (MoE, linear attention, full attention): the tiny Qwen3-Next.
+preset that has every new part (MoE, linear attention, full attention): the tiny Qwen3-Next;
+benchmark.py also on the tiny Granite 4.0-H, whose Mamba-2 layers transformers builds and
+runs its own way (mixer kernels read from module globals, all or none).
 Every family's model runs fwd+bwd in-process in test_flops (against torch's FLOP counter);
 gpt-oss's attention backend rule is checked in-process below."""
 import pytest
@@ -13,7 +15,8 @@ from upgrade_bench.models import flops, model
 from upgrade_bench import settings
 from upgrade_bench.faults import BadInput
 
-FAMILIES = {"tiny-qwen3-next": {"linear_attention": 3, "full_attention": 1}}
+FAMILIES = {"tiny-qwen3-next": {"linear_attention": 3, "full_attention": 1},
+            "tiny-granite-hybrid": {"mamba2": 3, "full_attention": 1}}  # Mamba-2 + MoE
 
 
 @pytest.mark.parametrize("preset", FAMILIES)

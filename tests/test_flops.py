@@ -132,7 +132,7 @@ def test_every_dense_model_type_matches_torch_flop_counter(model_type):
 
 
 @pytest.mark.parametrize("preset", ["tiny-qwen3-moe", "tiny-gpt-oss", "tiny-gemma3", "tiny-qwen3-next",
-                                    "tiny-deepseek-v3"])
+                                    "tiny-deepseek-v3", "tiny-granite-hybrid"])
 def test_every_shipped_family_counts_its_weight_matmuls_as_torch_does(preset):
     # Weight matmuls (projections, MLPs, the top-k experts each token is routed to, routers,
     # lm_head) are mm/addmm; attention scores and the Gated DeltaNet fallback's chunks are bmm.
@@ -141,10 +141,15 @@ def test_every_shipped_family_counts_its_weight_matmuls_as_torch_does(preset):
     counted = _counted("eager", batch, seq_len, config)
     spec = model.spec(config)
     assert counted["aten.mm"] + counted.get("aten.addmm", 0) == flops.dense_flops(spec, batch * seq_len)
-    linear = [ly.mixer for ly in spec.layers if ly.mixer.kind == "linear_attention"]
+    linear = [ly.mixer for ly in spec.layers if ly.mixer.kind in architecture.LINEAR_MIXERS]
     if linear:
         # The counter's forward conv is 2*kernel per channel per output position; transformers'
         # torch fallback pads kernel-1 positions, so it sees seq_len+kernel-1 outputs per layer.
+        # (Its conv backward counts a depthwise conv as a dense one: not compared.)
         m = linear[0]
         per_layer = 2 * m.conv_kernel * m.conv_channels * (seq_len + m.conv_kernel - 1)
         assert counted["aten.convolution"] == len(linear) * per_layer
+    if any(ly.mixer.kind == architecture.MAMBA2 for ly in spec.layers):
+        # transformers' torch SSD scan is elementwise products, sums and cumsums: the counter
+        # sees none of it, so its bmm is the attention layer's full s x s scores and values
+        assert counted["aten.bmm"] == 2 * flops.step_flops(spec, batch, seq_len).attention

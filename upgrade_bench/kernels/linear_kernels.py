@@ -27,6 +27,10 @@ FLA = Backend("fla", package=Package("flash-linear-attention", "fla.ops.gated_de
               nvidia_majors=(8, None), rocm=True, arch_note="FLA's Triton kernels need sm_80 or newer",
               run=_fla_run, layout=BSHD)
 KERNELS = {FLA.name: FLA}
+# A Mamba-2 layer's one record: (backend, why it is unavailable). No SSD kernel is timed here.
+MAMBA2_UNTIMED = ("mamba-ssm", "no Mamba-2 kernel is timed here (mamba-ssm's mamba_chunk_scan_combined "
+                  "is not benchmarked in isolation): the Mamba layers' time is bench_decompose.py's "
+                  "linear_mixer bucket")
 
 
 def random_inputs(shape: AttentionShape, dtype, device, generator=None) -> list:

@@ -2,8 +2,8 @@
 
 A `ModelSpec` is the model as the FLOP count, the layer cut, Liger, the attention kernel
 benchmark and the report need it: one `Layer` per decoder layer, each a token mixer (full
-causal attention, sliding-window attention or linear attention) and an MLP (dense, or a
-mixture of experts of which each token uses its top-k and the shared experts).
+causal attention, sliding-window attention, linear attention or a Mamba-2 SSM) and an MLP
+(dense, or a mixture of experts of which each token uses its top-k and the shared experts).
 
 `FAMILIES` maps a config's `model_type` to the function that reads it. Adding a family is a
 row there and, where its layers are new, a reader below; every consumer takes the spec. A
@@ -22,20 +22,22 @@ from typing import Callable
 from ..faults import BadInput
 
 FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention"
+MAMBA2 = "mamba2"  # a Mamba-2 (SSD) layer: transformers files it under linear_attention too
 QUADRATIC = (FULL, SLIDING)  # the mixers whose cost grows with s^2 (a window caps it)
+LINEAR_MIXERS = (LINEAR, MAMBA2)  # a fixed-size state per head: their cost grows with s
 
 
 @dataclass(frozen=True)
 class Mixer:
-    kind: str                # FULL | SLIDING | LINEAR
-    params: int              # matmul weights of its projections (q/k/v/o, MLA's ranks, GDN's in/out)
-    heads: int = 0           # attention: query heads; linear: value heads (one state each)
-    kv_heads: int = 0        # attention: key/value heads (GQA); linear: key heads
-    qk_head_dim: int = 0     # per head, for the score matmul (MLA: nope + rope)
-    v_head_dim: int = 0      # per head, for the value matmul
+    kind: str                # FULL | SLIDING | LINEAR | MAMBA2
+    params: int              # matmul weights of its projections (q/k/v/o, MLA's ranks, GDN's, Mamba's in/out)
+    heads: int = 0           # attention: query heads; linear, Mamba-2: value heads (one state each)
+    kv_heads: int = 0        # attention: key/value heads (GQA); linear: key heads; Mamba-2: B/C groups
+    qk_head_dim: int = 0     # per head, for the score matmul (MLA: nope + rope); Mamba-2: d_state
+    v_head_dim: int = 0      # per head, for the value matmul; Mamba-2: its head dim
     window: int = 0          # SLIDING: tokens each query sees, itself included
-    conv_channels: int = 0   # LINEAR: channels of the short causal convolution (q, k, v)
-    conv_kernel: int = 0     # LINEAR: its width
+    conv_channels: int = 0   # LINEAR, MAMBA2: channels of the short causal convolution (q, k, v; x, B, C)
+    conv_kernel: int = 0     # LINEAR, MAMBA2: its width
     sinks: bool = False      # attention: a learned per-head logit in every softmax (gpt-oss)
 
     @property
@@ -194,12 +196,33 @@ def gated_deltanet(cfg: Cfg) -> Mixer:
                  conv_kernel=_int(cfg, "linear_conv_kernel_dim"))
 
 
-def layer_types(cfg: Cfg, n: int, default: Callable[[int], str]) -> list:
-    """The config's `layer_types`, else the family's pattern; one entry per layer."""
+def mamba2(cfg: Cfg) -> Mixer:
+    """A Mamba-2 mixer as transformers' GraniteMoeHybridMambaLayer builds it: in_proj yields
+    the gate z (d_inner), x, B and C (d_inner + 2*groups*d_state channels, which the depthwise
+    causal conv runs over) and one dt per head; out_proj maps d_inner back to hidden. d_inner
+    = mamba_expand * hidden = heads * head_dim. A, D, dt_bias and the gated norm's weight are
+    vectors, not matmuls. Defaults as transformers' GraniteMoeHybridConfig."""
+    hidden, heads = _int(cfg, "hidden_size"), _int(cfg, "mamba_n_heads", 128)
+    groups, state = _int(cfg, "mamba_n_groups", 1), _int(cfg, "mamba_d_state", 256)
+    inner = _int(cfg, "mamba_expand", 2) * hidden
+    head_dim = cfg.get("mamba_d_head", "auto")
+    head_dim = inner // heads if head_dim == "auto" else _int(cfg, "mamba_d_head")
+    if heads * head_dim != inner or heads % groups:
+        raise BadInput(f"mamba_n_heads={heads}, mamba_d_head={head_dim}, mamba_n_groups={groups}: "
+                       f"expected heads x head dim = mamba_expand x hidden_size = {inner}, in whole groups")
+    conv = inner + 2 * groups * state
+    return Mixer(MAMBA2, hidden * (inner + conv + heads) + inner * hidden, heads, groups, state, head_dim,
+                 conv_channels=conv, conv_kernel=_int(cfg, "mamba_d_conv", 4))
+
+
+def layer_types(cfg: Cfg, n: int, default: Callable[[int], str], names: dict | None = None) -> list:
+    """The config's `layer_types`, else the family's pattern, as mixer kinds (`names`: the
+    family's own words for them, where they differ); one entry per layer."""
+    names = names or {kind: kind for kind in (FULL, SLIDING, LINEAR)}
     types = cfg.get("layer_types") or [default(i) for i in range(n)]
-    if len(types) < n or any(t not in (FULL, SLIDING, LINEAR) for t in types[:n]):
-        raise BadInput(f"layer_types={types!r}: expected {n} of {FULL}, {SLIDING}, {LINEAR}")
-    return list(types[:n])
+    if len(types) < n or any(t not in names for t in types[:n]):
+        raise BadInput(f"layer_types={types!r}: expected {n} of {', '.join(names)}")
+    return [names[t] for t in types[:n]]
 
 
 def _window(cfg: Cfg, types: list) -> int:
@@ -287,6 +310,23 @@ def read_deepseek_v3(cfg: Cfg) -> list:
     return [Layer(attention, dense if i < first_moe else moe) for i in range(n)]
 
 
+# Granite's layer_types: "mamba" / "attention" in a config.json, transformers' words once read.
+GRANITE_LAYERS = {"mamba": MAMBA2, "attention": FULL, LINEAR: MAMBA2, FULL: FULL}
+
+
+def read_granitemoehybrid(cfg: Cfg) -> list:
+    """IBM Granite 4.0-H: Mamba-2 layers with a few full-attention layers among them (every
+    layer Mamba-2 when the config lists none, as in transformers); every layer a shared SwiGLU
+    MLP, plus top-k routed experts of intermediate_size when num_local_experts > 0."""
+    n, hidden = _int(cfg, "num_hidden_layers"), _int(cfg, "hidden_size")
+    types = layer_types(cfg, n, lambda i: "mamba", GRANITE_LAYERS)
+    shared = _int(cfg, "shared_intermediate_size", 1024)
+    experts = _int(cfg, "num_local_experts", 8, minimum=0)  # 0: the shared MLP alone (H-Micro)
+    mlp = moe_mlp(hidden, _int(cfg, "intermediate_size"), experts, _int(cfg, "num_experts_per_tok", 2),
+                  shared) if experts else dense_mlp(hidden, shared)
+    return [Layer(mamba2(cfg) if t == MAMBA2 else gqa_attention(cfg, t), mlp) for t in types]
+
+
 @dataclass(frozen=True)
 class Family:
     read: Callable[[Cfg], list]
@@ -296,6 +336,9 @@ class Family:
     # kernel: "package.module:function" of the fast kernel}); model.mixer_kernels reads what
     # transformers put there and binds the installed fast kernel where it put its torch code.
     fast_kernels: tuple = ()
+    # where the layer holds no kernel attributes but its constructor sets module globals of
+    # those names and this flag (Granite's Mamba layer): false, every kernel runs as torch code
+    fast_path_flag: str = ""
 
 
 FAMILIES = {
@@ -314,6 +357,12 @@ FAMILIES = {
     "gpt_oss": Family(read_gpt_oss, "MoE, alternating 128-token windows and full attention, sinks",
                       refuses=("sdpa",)),
     "deepseek_v3": Family(read_deepseek_v3, "MLA, dense then MoE layers, shared experts"),
+    "granitemoehybrid": Family(
+        read_granitemoehybrid, "hybrid: Mamba-2 layers and a few full attention, MoE + shared MLP",
+        fast_kernels=("transformers.models.granitemoehybrid.modeling_granitemoehybrid.GraniteMoeHybridMambaLayer",
+                      {"mamba_chunk_scan_combined": "mamba_ssm.ops.triton.ssd_combined:mamba_chunk_scan_combined",
+                       "causal_conv1d_fn": "causal_conv1d:causal_conv1d_fn"}),
+        fast_path_flag="is_fast_path_available"),
 }
 
 
@@ -328,14 +377,6 @@ def describe(cfg) -> ModelSpec:
     layers = tuple(family.read(cfg))
     return ModelSpec(model_type, _int(cfg, "hidden_size"), _int(cfg, "vocab_size"), layers,
                      bool(cfg.get("tie_word_embeddings", False)))
-
-
-def cut_config(cfg, num_layers: int) -> dict:
-    """The config keys that cut a model to its first `num_layers` layers, the family's layer
-    pattern kept (layer_types is written out, so a derived pattern cannot shift)."""
-    spec = describe(cfg)
-    types = [ly.mixer.kind for ly in spec.layers][:num_layers]
-    return {"num_hidden_layers": num_layers, "layer_types": types}
 
 
 def cut_note(full: ModelSpec, cut: ModelSpec) -> str | None:

@@ -4,13 +4,13 @@ Model FLOPs (for MFU): every weight matmul a token goes through, `6 * N_active *
 (an MoE counts its top-k routed and its shared experts, never all of them), plus causal
 attention `6 * s^2 * d * H` per full-attention layer (FlashAttention computes the lower
 triangle; non-causal would be 12), the causal band for a sliding window, and the conv and
-state of linear-attention layers. Activation-checkpoint recompute is excluded from model
-FLOPs and added only in HFU. Packed documents attend within themselves, so `s^2` becomes
-`sum(len_i^2)`. The model's layers come from architecture.describe.
+state of linear-attention and Mamba-2 layers. Activation-checkpoint recompute is excluded
+from model FLOPs and added only in HFU. Packed documents attend within themselves, so `s^2`
+becomes `sum(len_i^2)`. The model's layers come from architecture.describe.
 """
 from dataclasses import dataclass
 
-from .architecture import LINEAR, QUADRATIC, Mixer, ModelSpec
+from .architecture import LINEAR_MIXERS, QUADRATIC, Mixer, ModelSpec
 
 
 def doc_lengths(seq_len: int, doc_len: int) -> list[int]:
@@ -57,12 +57,23 @@ def attention_layer_flops(m: Mixer, pairs: float) -> float:
 
 
 def linear_mixer_flops(m: Mixer, tokens: int) -> float:
-    """fwd+bwd of a Gated DeltaNet layer beyond its projections (those count as dense).
+    """fwd+bwd of a Gated DeltaNet or Mamba-2 layer beyond its projections (those count as
+    dense): a depthwise causal conv and a fixed-size state per head; linear in s.
 
-    Megatron-Bridge's GDN count (the calculator behind Megatron-LM's hybrid-model FLOPs): the
-    depthwise causal conv, 2*kernel FLOPs per channel per token forward, and the delta-rule
-    state, a key_dim x value_dim matrix per value head that each token writes (k^T v) and
-    reads (q S): 2 matmul-vectors, 4*dk*dv FLOPs forward. Backward twice forward; linear in s.
+    Both: the conv, 2*kernel FLOPs per channel per token forward; the state, a dk x dv matrix
+    per value head that each token writes (k^T v) and reads (q S), 2 matmul-vectors of
+    2*dk*dv FLOPs each forward; backward twice forward (the guide's 2 + 4 per multiply-add).
+    Gated DeltaNet: Megatron-Bridge's GDN count (the calculator behind Megatron-LM's
+    hybrid-model FLOPs), the conv over q, k, v. Mamba-2 (Dao & Gu, "Transformers are SSMs",
+    ICML 2024, the SSD layer): per head h_t = a_t h_{t-1} + B_t x_t^T, y_t = C_t^T h_t, a
+    d_state x head_dim state written with B (the key) and x (the value) and read with C (the
+    query): the same 4*N*P per head forward, the conv over x, B, C. The decays a_t, the D skip
+    and the gate are elementwise, not counted (as a softmax is not). Not counted either, as
+    the kernel's way of computing the same outputs (as FlashAttention's recomputed scores
+    are not): the chunked kernels' work inside each chunk of Q tokens (FLA's; SSD's C B^T,
+    2*Q*N per group per token, and its causal product with x, about Q*P per head per token,
+    forward). Megatron-LM's mamba_layer_flops (megatron/training/training.py) counts the scan
+    as 7*d_inner*d_state per token forward (7*N*P per head) and no conv.
     """
     per_token = m.conv_kernel * m.conv_channels + 2 * m.heads * m.qk_head_dim * m.v_head_dim
     return 6.0 * per_token * tokens
@@ -77,7 +88,7 @@ def dense_flops(spec: ModelSpec, tokens: int) -> float:
 class StepFlops:
     dense: float      # every weight matmul a token goes through
     attention: float  # quadratic attention: full and windowed
-    linear: float     # linear-attention mixers' conv and state
+    linear: float     # linear-attention and Mamba-2 mixers' conv and state
     recompute: float  # extra forward of checkpointed layers: in HFU only
 
     @property
@@ -104,7 +115,7 @@ def step_flops(spec: ModelSpec, batch: int, seq_len: int, doc_len: int = 0,
         m = layer.mixer
         if m.kind in QUADRATIC:
             attn += attention_layer_flops(m, attention_pairs(batch, seq_len, doc_len, m.window))
-        elif m.kind == LINEAR:
+        elif m.kind in LINEAR_MIXERS:
             linear += linear_mixer_flops(m, tokens)
     recompute = 0.0
     if grad_checkpoint:

@@ -111,8 +111,12 @@ def load_config(model: str, num_layers: int = 0, notes: list | None = None):
     if num_layers:
         if num_layers > len(full.layers):
             raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {len(full.layers)} layers")
-        for key, value in architecture.cut_config(config, num_layers).items():
-            setattr(config, key, value)
+        # The first layers, the pattern written out (a derived one cannot shift) in the config's
+        # own words where it lists them: transformers builds Granite's Mamba layers from its
+        # `linear_attention`, never from the suite's mamba2.
+        own = getattr(config, "layer_types", None)
+        config.num_hidden_layers = num_layers
+        config.layer_types = list(own[:num_layers]) if own else [ly.mixer.kind for ly in full.layers[:num_layers]]
         note = architecture.cut_note(full, spec(config))
         if note and notes is not None:
             notes.append(f"NUM_LAYERS={num_layers}: {note}")
@@ -147,24 +151,30 @@ def _fast_kernel(target: str):
 
 def mixer_kernels(hf_config) -> dict:
     """{kernel: where it comes from} of a family with fast-kernel packages (flash-linear-
-    attention, causal-conv1d), as its layers will run: one linear-mixer layer is built on the
-    meta device (no memory) and its kernel attributes read. Where transformers left its torch
-    code and the package is installed, bind_mixer_kernels binds the package's kernel, and the
-    entry says so. (transformers 5.14 binds FLA's at import, or its torch code without FLA;
-    5.17's layers hold no such attribute and call a module function that resolves the package
-    itself.) Empty for families without such kernels."""
+    attention, mamba-ssm, causal-conv1d), as its layers will run: one linear-mixer layer is
+    built on the meta device (no memory) and its kernel attributes read. Where transformers
+    left its torch code and the package is installed, bind_mixer_kernels binds the package's
+    kernel, and the entry says so. (transformers 5.14 binds FLA's at import, or its torch code
+    without FLA; 5.17's layers hold no such attribute and call a module function that resolves
+    the package itself. Granite's Mamba layer sets module globals instead, and runs them only
+    all together: Family.fast_path_flag.) Empty for families without such kernels."""
     import importlib
 
     import torch
 
-    where = architecture.FAMILIES[hf_config.model_type].fast_kernels
+    family = architecture.FAMILIES[hf_config.model_type]
+    where = family.fast_kernels
     if not where:
         return {}
-    module, _, cls = where[0].rpartition(".")
+    module_name, _, cls = where[0].rpartition(".")
+    module = importlib.import_module(module_name)
     with torch.device("meta"):
-        layer = getattr(importlib.import_module(module), cls)(hf_config, layer_idx=0)
+        layer = getattr(module, cls)(hf_config, layer_idx=0)
     out = {}
     for attr, target in where[1].items():
+        if family.fast_path_flag:
+            out[attr] = _origin(vars(module).get(attr) if vars(module).get(family.fast_path_flag) else None)
+            continue
         package = target.partition(":")[0]
         installed = _fast_kernel(target) is not None
         if not hasattr(layer, attr):
@@ -202,8 +212,10 @@ def mixer_kernel_warnings(model_type: str, kernels: dict) -> list:
     slow = [name for name, where in kernels.items() if where == TORCH_FALLBACK]
     if not slow:
         return []
+    targets = architecture.FAMILIES[model_type].fast_kernels[1]
+    packages = dict.fromkeys(targets[name].partition(".")[0].partition(":")[0] for name in slow)
     return [f"{model_type}: {', '.join(slow)} run transformers' slow torch fallback "
-            f"(flash-linear-attention / causal-conv1d not installed): these timings are not "
+            f"({', '.join(packages)}: not installed, or not taken here): these timings are not "
             f"the architecture's speed"]
 
 
