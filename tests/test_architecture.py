@@ -103,21 +103,22 @@ def test_gated_deltanet_parameters_and_flops_by_hand():
     gdn = preset("qwen3-next-80b-a3b").layers[0].mixer
     key_dim, value_dim = 16 * 128, 32 * 128
     assert gdn.params == 2048 * (2 * key_dim + 2 * value_dim) + 2048 * 2 * 32 + value_dim * 2048
-    # conv: 4 taps over q, k, v channels; state: 2 * dk * dv per value head, fwd; x3 for fwd+bwd
-    per_token = 4 * (2 * key_dim + value_dim) + 2 * 32 * 128 * 128
-    assert flops.linear_mixer_flops(gdn, 8192) == 6 * per_token * 8192
+    # forward per token: the conv, 2 FLOPs for each of 4 taps over the q, k, v channels; the
+    # state, Megatron-LM's 4 products of each value head's 128 x 128 state, 2 FLOPs each; x3
+    fwd = 2 * 4 * (2 * key_dim + value_dim) + 8 * 32 * 128 * 128
+    assert flops.linear_mixer_flops(gdn, 8192) == 3 * fwd * 8192
 
 
 def test_mamba2_parameters_and_flops_by_hand():
     mamba = preset("granite-4.0-h-small").layers[0].mixer
     assert mamba.params == 4096 * (8192 + (8192 + 2 * 128) + 128) + 8192 * 4096 == 102_236_160
     # the depthwise conv: 4 taps over x, B, C (8448 channels), 2 FLOPs a tap; the SSD state, a
-    # 128 (d_state) x 64 (head dim) matrix per head written (B x^T) and read (C^T h) each token,
-    # 2 * 128 * 64 FLOPs each: per token forward 2*4*8448 + 128 * 4*128*64 = 4,261,888; x3
-    assert flops.linear_mixer_flops(mamba, 8192) == 3 * 4_261_888 * 8192
+    # 128 (d_state) x 64 (head dim) matrix per head, Megatron-LM's scan term 7 * d_inner *
+    # d_state (d_inner = 128 heads x 64): per token forward 2*4*8448 + 7*8192*128 = 7,407,616; x3
+    assert flops.linear_mixer_flops(mamba, 8192) == 3 * 7_407_616 * 8192
     # at 32K the 36 Mamba-2 layers are linear in s, the 4 attention layers quadratic
     step = flops.step_flops(preset("granite-4.0-h-small"), 1, 32768)
-    assert step.linear == 36 * 3 * 4_261_888 * 32768
+    assert step.linear == 36 * 3 * 7_407_616 * 32768
     assert step.attention == 4 * 6 * 32768**2 / 2 * (128 + 128) * 32
     # 4 attention layers of 40 at 32K: 5.7% of the model FLOPs grow with s^2 (Llama-3.1-8B: 36%)
     assert step.attn_share == pytest.approx(0.057, abs=0.0005)

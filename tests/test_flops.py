@@ -80,11 +80,12 @@ def test_isolated_attention_kernel_flops_by_hand():
 
 
 def test_isolated_gated_deltanet_kernel_flops_by_hand():
-    # Qwen3-Next: 32 value heads, 128 x 128 state; at 4K tokens 4*4096*32*128*128 forward
-    fwd = 4 * 4096 * 32 * 128 * 128
+    # Qwen3-Next: 32 value heads, 128 x 128 state; at 4K tokens 8*4096*32*128*128 forward
+    # (Megatron-LM's gdn_layer_flops: 4 products of the state's size, 2 FLOPs each)
+    fwd = 8 * 4096 * 32 * 128 * 128
     assert flops.linear_kernel_flops(1, 4096, 32, 128, 128) == fwd
     assert flops.linear_kernel_flops(2, 4096, 32, 128, 128, "fwd_bwd") == 2 * 3 * fwd
-    # the model's count of the same state work: 6 * 2*Hv*dk*dv per token, the fwd+bwd above
+    # the model's count of the same state work: 3 * 8*Hv*dk*dv per token, the fwd+bwd above
     gdn = architecture.Mixer(architecture.LINEAR, 0, heads=32, kv_heads=16, qk_head_dim=128, v_head_dim=128)
     assert flops.linear_mixer_flops(gdn, 4096) == flops.linear_kernel_flops(1, 4096, 32, 128, 128, "fwd_bwd")
 

@@ -10,7 +10,7 @@ becomes `sum(len_i^2)`. The model's layers come from architecture.describe.
 """
 from dataclasses import dataclass
 
-from .architecture import LINEAR_MIXERS, QUADRATIC, Mixer, ModelSpec
+from .architecture import LINEAR, LINEAR_MIXERS, MAMBA2, QUADRATIC, Mixer, ModelSpec
 
 
 def doc_lengths(seq_len: int, doc_len: int) -> list[int]:
@@ -56,27 +56,31 @@ def attention_layer_flops(m: Mixer, pairs: float) -> float:
     return 6.0 * pairs * (m.qk_head_dim + m.v_head_dim) * m.heads
 
 
+# Forward FLOPs per token per element of one head's state (d_k x d_v for Gated DeltaNet,
+# d_state x head_dim for Mamba-2): Megatron-LM's counts (megatron/training/training.py,
+# num_floating_point_operations: gdn_layer_flops, mamba_layer_flops), so an MFU of a hybrid
+# here lines up with Megatron's. Gated DeltaNet: four products of the state's size per value
+# head, 2 FLOPs each (K K^T, V K^T, the decayed update S (a (I - b K K^T)), the read S Q): the
+# delta rule reads the state (S k) before it writes it, beyond a plain linear attention's
+# write and read. Mamba-2 (the SSD layer of Dao & Gu, "Transformers are SSMs", ICML 2024,
+# h_t = a_t h_{t-1} + B_t x_t^T, y_t = C_t^T h_t): Megatron's scan term, 7*d_inner*d_state.
+STATE_FLOPS_PER_ELEMENT = {LINEAR: 8, MAMBA2: 7}
+
+
 def linear_mixer_flops(m: Mixer, tokens: int) -> float:
     """fwd+bwd of a Gated DeltaNet or Mamba-2 layer beyond its projections (those count as
     dense): a depthwise causal conv and a fixed-size state per head; linear in s.
 
-    Both: the conv, 2*kernel FLOPs per channel per token forward; the state, a dk x dv matrix
-    per value head that each token writes (k^T v) and reads (q S), 2 matmul-vectors of
-    2*dk*dv FLOPs each forward; backward twice forward (the guide's 2 + 4 per multiply-add).
-    Gated DeltaNet: Megatron-Bridge's GDN count (the calculator behind Megatron-LM's
-    hybrid-model FLOPs), the conv over q, k, v. Mamba-2 (Dao & Gu, "Transformers are SSMs",
-    ICML 2024, the SSD layer): per head h_t = a_t h_{t-1} + B_t x_t^T, y_t = C_t^T h_t, a
-    d_state x head_dim state written with B (the key) and x (the value) and read with C (the
-    query): the same 4*N*P per head forward, the conv over x, B, C. The decays a_t, the D skip
-    and the gate are elementwise, not counted (as a softmax is not). Not counted either, as
-    the kernel's way of computing the same outputs (as FlashAttention's recomputed scores
-    are not): the chunked kernels' work inside each chunk of Q tokens (FLA's; SSD's C B^T,
-    2*Q*N per group per token, and its causal product with x, about Q*P per head per token,
-    forward). Megatron-LM's mamba_layer_flops (megatron/training/training.py) counts the scan
-    as 7*d_inner*d_state per token forward (7*N*P per head) and no conv.
+    The conv: 2*kernel FLOPs per channel per token forward (q, k, v; Mamba-2's x, B, C). The
+    state: STATE_FLOPS_PER_ELEMENT per element of each head's state per token forward
+    (Megatron-LM's counts, above). Backward twice forward (the guide's 2 + 4 per multiply-add).
+    Megatron counts the conv for Gated DeltaNet and not for Mamba-2; both layers run one, so
+    both count it here. Not counted, as elementwise (as a softmax is not): the decays, the D
+    skip, the gates; nor, as the kernel's way of computing the same outputs (as FlashAttention's
+    recomputed scores are not), the chunked kernels' work inside each chunk.
     """
-    per_token = m.conv_kernel * m.conv_channels + 2 * m.heads * m.qk_head_dim * m.v_head_dim
-    return 6.0 * per_token * tokens
+    state_fwd = STATE_FLOPS_PER_ELEMENT[m.kind] * m.heads * m.qk_head_dim * m.v_head_dim
+    return 3.0 * (2.0 * m.conv_kernel * m.conv_channels + state_fwd) * tokens
 
 
 def dense_flops(spec: ModelSpec, tokens: int) -> float:
@@ -165,9 +169,9 @@ def attention_kernel_flops(batch: int, seq_len: int, heads: int, head_dim: int,
 def linear_kernel_flops(batch: int, seq_len: int, heads: int, key_dim: int, value_dim: int,
                         pass_: str = "fwd") -> float:
     """FLOPs of an isolated Gated DeltaNet chunk kernel call, counted as the model counts
-    them (linear_mixer_flops, its state part): each token writes and reads a dk x dv state per
-    value head, 4*Hv*dk*dv forward, twice that backward. The chunked algorithm's extra
-    intra-chunk work is the kernel's way of doing it, not counted (as FlashAttention's
+    them (linear_mixer_flops, its state part): 8 FLOPs per element of each value head's dk x dv
+    state per token forward (Megatron-LM's count), twice that backward. The chunked algorithm's
+    extra intra-chunk work is the kernel's way of doing it, not counted (as FlashAttention's
     recomputed scores are counted once)."""
-    fwd = 4.0 * batch * seq_len * heads * key_dim * value_dim
+    fwd = STATE_FLOPS_PER_ELEMENT[LINEAR] * batch * seq_len * heads * key_dim * value_dim
     return fwd * {"fwd": 1.0, "bwd": 2.0, "fwd_bwd": 3.0}[pass_]
