@@ -254,7 +254,7 @@ def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole
 
     def run_point(eng, rc, writer, seq_len, earlier_points, debug):
         for step in range(10_000):
-            writer.write("step", seq_len=seq_len, step=step, pad="x" * 100)
+            writer.write("step", seq_len=seq_len, step=step, loss=0.1)
 
     code = faults.run_main(engine.run_script, "benchmark.py", settings.TRAINING_VARS, "doc", run_point)
     assert code == 4

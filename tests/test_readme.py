@@ -2,6 +2,7 @@
 from conftest import REPO, import_script
 from upgrade_bench.sweep import node, sweep_plan
 from upgrade_bench import settings
+from upgrade_bench.log import schema
 
 README = (REPO / "README.md").read_text()
 CONFIGURATION = (REPO / "docs" / "configuration.md").read_text()  # the README links it
@@ -59,3 +60,13 @@ def test_the_readme_links_each_reference_page_and_stays_short():
     for page in ("configuration", "outputs", "records", "flops", "model-families", "layout"):
         assert f"(docs/{page}.md)" in README and (REPO / "docs" / f"{page}.md").is_file()
     assert len(README.splitlines()) < 350  # a user's page; the tables live in docs/
+
+
+def test_the_records_page_lists_every_field_of_the_schema_as_declared():
+    # A field is added once, in log/schema.py: the page's tables are generated from it.
+    page = (REPO / "docs" / "records.md").read_text()
+    fields = page.split("\n## Fields by kind\n", 1)[1].split("\n## ", 1)[0]
+    assert fields.strip("\n").split("\n\n", 1)[1] == schema.markdown().strip("\n"), \
+        "docs/records.md is out of date: paste `python -m upgrade_bench.log.schema` under 'Fields by kind'"
+    documented = {line.split("`")[1] for line in fields.splitlines() if line.startswith("| `")}
+    assert {"seq_len", "peak_mem_gib", "hardware.gpu_name", "tflops_mean", "item"} <= documented
