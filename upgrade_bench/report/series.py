@@ -8,14 +8,13 @@ identity (runs.run_identity: the header config minus runs.NOT_IDENTITY and the k
 ignores) + provenance (measured, or published figures fed through the pipeline:
 `"reference": "guide"`). Its points are `summary` records by sequence length; `load` keeps
 of each header only what the report shows, as it is read. Capability items are read under
-their current names (capabilities.current_item), so old and new logs share rows.
+their current names (current_capability), so old and new logs share rows.
 """
 import json
 from dataclasses import dataclass, field
 
 from ..hardware import gpus
 from ..log import runs
-from ..hardware.capabilities import current_record
 from .stacks import stack_of
 
 GUIDE_LABEL = "guide's published"
@@ -184,7 +183,7 @@ def _add_capacity(gpu: Gpu, record: dict, reference, ignore_config) -> None:
 
 
 def _add_capability(gpu: Gpu, record: dict, reference, ignore_config) -> None:
-    record = current_record(record)
+    record = current_capability(record)
     gpu.capabilities[record["item"]] = record
 
 
@@ -197,6 +196,16 @@ GPU_KINDS = {
     "attention": lambda gpu, r, reference, _: gpu.attention.append((r, reference)),
 }
 KINDS_READ = ("header", *POINT_KINDS, *GPU_KINDS)  # inputs.read drops the others as it reads
+
+
+def current_capability(record: dict) -> dict:
+    """A capability record under its item's current name. Logs written before the backend
+    table named the SDPA kernels with '_' (attention:sdpa_cudnn) where the table has '-'
+    (attention:sdpa-cudnn): read under today's name, old and new logs share a row."""
+    category, _, name = record["item"].partition(":")
+    if category != "attention" or not name.startswith("sdpa_"):
+        return record
+    return {**record, "item": f"{category}:{name.replace('_', '-')}"}
 
 
 def with_position(summary: dict, header) -> dict:
