@@ -18,14 +18,14 @@ no Liger.
     USE_LIGER=1 NUM_LAYERS=8 ATTN_BACKEND=fa4 python bench_decompose.py   # one GPU
     MODEL=tiny SEQ_LEN=256 TIME_STEPS=2 PROFILE_STEPS=1 python bench_decompose.py   # CPU
 """
-from upgrade_bench.training import decompose_step, engine, memory
+from upgrade_bench.training import decompose_step, engine, memory, variables
 from upgrade_bench import settings
 from upgrade_bench.kernels import timing
 from upgrade_bench.faults import run_main
 
 SCRIPT = "bench_decompose.py"
 # Every training variable but STEPS, which TIME_STEPS replaces here, and DECOMPOSE: it is all this does.
-VARS = [v for v in settings.with_defaults(settings.TRAINING_VARS, ZERO_STAGE=2, GRAD_CHECKPOINT=False,
+VARS = [v for v in settings.with_defaults(variables.TRAINING_VARS, ZERO_STAGE=2, GRAD_CHECKPOINT=False,
                                           OFFLOAD_OPTIMIZER=False, USE_LIGER="0")
         if v.name not in ("STEPS", "DECOMPOSE")] + [
     settings.Var("TIME_STEPS", "int", 10, "steps timed with the profiler off (median)", min=1, max=10_000),

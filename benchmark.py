@@ -13,7 +13,7 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
     MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
 """
 
-from upgrade_bench.training import decompose_step, engine, memory
+from upgrade_bench.training import decompose_step, engine, memory, variables
 from upgrade_bench.models import flops
 from upgrade_bench import settings
 from upgrade_bench.hardware import telemetry
@@ -22,7 +22,7 @@ from upgrade_bench.numfmt import sig
 from upgrade_bench.kernels.timing import summarize
 
 SCRIPT = "benchmark.py"
-VARS = settings.TRAINING_VARS
+VARS = variables.TRAINING_VARS
 
 
 def step_line(seq_len: int, step: int, total: int, warmup: bool, step_ms: float, tflops: float,

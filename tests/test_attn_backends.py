@@ -11,6 +11,7 @@ import torch
 from conftest import REPO, import_script, run_proc
 from upgrade_bench.kernels import attn_adapters, attn_backends
 from upgrade_bench import settings
+from upgrade_bench.training import variables
 from upgrade_bench.kernels.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
 from upgrade_bench.faults import BadInput
 from upgrade_bench.hardware.fingerprint import Device
@@ -107,7 +108,7 @@ def test_the_flash_adapter_calls_the_packages_dense_and_varlen_api(monkeypatch):
 def test_training_names_are_settings_choices_and_transformers_implementations():
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-    (var,) = [v for v in settings.TRAINING_VARS if v.name == "ATTN_BACKEND"]
+    (var,) = [v for v in variables.TRAINING_VARS if v.name == "ATTN_BACKEND"]
     assert var.choices == ("auto", "fa3", "fa4", "fa2", "sdpa", "eager")
     assert list(TRAINING) == list(var.choices[1:])
     for backend in TRAINING.values():

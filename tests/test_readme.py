@@ -1,7 +1,7 @@
 """The README documents every variable, and CI runs exactly the README's test command."""
 from conftest import REPO, import_script
 from upgrade_bench.sweep import node, sweep_plan
-from upgrade_bench import settings
+from upgrade_bench.training import variables
 from upgrade_bench.log import schema
 
 README = (REPO / "README.md").read_text()
@@ -13,7 +13,7 @@ def script_vars(name: str):
 
 
 def test_every_environment_variable_is_documented():
-    tables = [settings.TRAINING_VARS, sweep_plan.VARS, node.VARS] + [
+    tables = [variables.TRAINING_VARS, sweep_plan.VARS, node.VARS] + [
         script_vars(name) for name in ("bench_decompose.py", "bench_flash_attn.py", "check_capabilities.py")]
     missing = sorted({var.name for table in tables for var in table if f"| `{var.name}` |" not in CONFIGURATION})
     assert missing == []
@@ -42,7 +42,7 @@ def table_rows(heading: str) -> list[str]:
 
 def test_the_configuration_tables_say_what_help_says():
     # Defaults and meanings drift when written twice: each row must be the variable's own.
-    training = settings.TRAINING_VARS
+    training = variables.TRAINING_VARS
     names = {v.name for v in training}
     expected = {
         "benchmark.py": training,
@@ -52,8 +52,8 @@ def test_the_configuration_tables_say_what_help_says():
         "bench_flash_attn.py": script_vars("bench_flash_attn.py"),
         "check_capabilities.py": script_vars("check_capabilities.py"),
     }
-    for heading, variables in expected.items():
-        assert table_rows(heading) == [readme_row(v) for v in variables], heading
+    for heading, table in expected.items():
+        assert table_rows(heading) == [readme_row(v) for v in table], heading
 
 
 def test_the_readme_links_each_reference_page_and_stays_short():

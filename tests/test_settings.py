@@ -9,7 +9,7 @@ from conftest import import_script
 from upgrade_bench import faults, settings
 from upgrade_bench.log import records
 from upgrade_bench.faults import BadInput
-from upgrade_bench.settings import TRAINING_VARS
+from upgrade_bench.training.variables import TRAINING_VARS
 
 
 def parse(**env):
@@ -116,7 +116,7 @@ def test_help_to_a_reader_that_left_ends_quietly_with_exit_0(tmp_path, monkeypat
     fd = os.open(tmp_path / "stdout", os.O_WRONLY | os.O_CREAT)
     monkeypatch.setattr(sys, "stdout", ClosedPipe(fd))
     with pytest.raises(SystemExit) as done:
-        settings.load(settings.TRAINING_VARS, "doc", argv=["--help"])
+        settings.load(TRAINING_VARS, "doc", argv=["--help"])
     assert done.value.code == 0
     os.close(fd)
 
@@ -166,5 +166,5 @@ def test_a_misspelt_variable_gets_a_warning_naming_the_real_one():
     assert sweep == ["SEQLEN is not a setting of this script and is ignored: did you mean SEQLENS?",
                      "SEQ_LEN is not a setting of this script and is ignored: did you mean SEQLENS?",
                      "ZERO_STAGES is not a setting of this script and is ignored: did you mean ZERO_STAGE?"]
-    bench = settings.misspelt(settings.TRAINING_VARS, environ)
+    bench = settings.misspelt(TRAINING_VARS, environ)
     assert [w.split()[0] for w in bench] == ["SEQLEN", "ZERO_STAGES"]  # SEQ_LEN is its own

@@ -9,6 +9,7 @@ published     the guide's published H200/B200 figures as records (results/refere
 forecast_model  the forecast's pure model: a measured step's parts scaled by the GPUs' ratios
 forecasts     forecasts from measured series, the page's forecast block and the backtest
 markdown      the verdict blocks and report.md
+capability_table  check_capabilities' records side by side, one column per GPU
 figures       the PNGs (matplotlib, imported only once the inputs are known good)
 export        the flat table for pandas (points.csv, points.jsonl)
 """

@@ -13,11 +13,11 @@ NVIDIA H200 and B200 datasheets' dense bf16 figures (989 and 2250) and HBM the g
 import json
 
 from ..models import architecture, flops
-from ..training import engine
+from ..training import variables
 from ..hardware import gpus
 from .. import settings
 from ..paths import REPO
-from ..log import header, records
+from ..log import header, records, runs
 
 PUBLISHED_GPUS = ("H200", "B200")
 SHIPPED_PATH = "results/reference/guide.jsonl"   # in the repository, written by --write-guide-reference
@@ -63,7 +63,7 @@ def guide_reference_records() -> list:
     TFLOPS, tokens/s, MFU against the table peak, attention share) are listed in `derived`.
     Nothing here is a measurement of this suite.
     """
-    sweep_config = engine.header_config(settings.parse(settings.TRAINING_VARS, {}), True, 8, "")
+    sweep_config = runs.training_config(settings.parse(variables.TRAINING_VARS, {}), True, 8, "")
     right_sized = dict(sweep_config, ZERO_STAGE=2, OFFLOAD_OPTIMIZER=False, GRAD_CHECKPOINT=False)
     out = []
     for gpu in PUBLISHED_GPUS:

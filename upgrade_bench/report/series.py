@@ -294,7 +294,7 @@ def config_phrase(key: str, value) -> str:
                "PACKED_DOC_LEN": "unpacked" if none else f"docs of {value}",
                "BATCH_SIZE": f"batch {value}",
                "WARMUP_STEPS": f"{value} warm-up",
-               # Recorded only when set (engine.RunConfig.header_config).
+               # Recorded only when set (log/runs.training_config).
                "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}
     return phrases.get(key, f"{key}={_short(value)}")
 
