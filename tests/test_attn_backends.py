@@ -14,6 +14,7 @@ from upgrade_bench import settings
 from upgrade_bench.training import variables
 from upgrade_bench.kernels.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
 from upgrade_bench.faults import BadInput
+from upgrade_bench.hardware import fingerprint
 from upgrade_bench.hardware.fingerprint import Device
 
 ALL = set(TRAINING)
@@ -135,8 +136,10 @@ def test_the_configuration_page_lists_the_tables_names():
     assert "a list of " + " ".join(KERNELS) + " |" in readme
 
 
-def test_header_versions_cover_every_package():
-    assert set(attn_backends.versions()) == {b.name for b in BACKENDS.values() if b.package}
+def test_header_versions_name_each_backend_with_its_own_package(monkeypatch):
+    installed = {"flash-attn-4": "4.0.0b36", "flash-attn": "2.8.3"}
+    monkeypatch.setattr(fingerprint, "package_version", installed.get)
+    assert attn_backends.versions() == {"fa3": None, "fa4": "4.0.0b36", "fa2": "2.8.3"}
 
 
 # ---- install.sh -----------------------------------------------------------------------------

@@ -57,8 +57,11 @@ def test_bad_values_name_variable_value_and_allowed(name, value, allowed):
 def test_the_largest_seed_plus_any_seq_len_is_still_a_seed_torch_takes():
     import torch
 
-    seed = parse(SEED=str(settings.SEED_MAX))["SEED"]
-    torch.Generator().manual_seed(seed + 2**62)  # the scripts seed with SEED + seq_len
+    seed = parse(SEED=str(2**63 - 1))["SEED"]  # the largest SEED allowed
+    # the scripts seed with SEED + seq_len; a sequence length is far below 2**62
+    assert torch.Generator().manual_seed(seed + 2**62).initial_seed() == seed + 2**62
+    with pytest.raises(ValueError, match="Overflow"):
+        torch.Generator().manual_seed(2**64)  # past torch's unsigned 64-bit seeds: refused at run time
 
 
 def test_load_refuses_an_output_it_cannot_append_to_before_anything_runs(tmp_path, monkeypatch):
