@@ -75,8 +75,7 @@ class Run:
         self.space = mamf.default_space(sm_count, unit=256 if self.on_gpu else 4)
         self.screen_iters = (min(SCREEN_WARMUP, args.num_warmup_iterations),
                              min(SCREEN_ITERS, args.num_iterations))
-        self.peak_key = mamf.PEAK_KEY[args.dtype]
-        self.peak, self.peak_source, _ = gpus.resolve_peak(self.gpu_name, self.peak_key)
+        self.peak, self.peak_source, _ = gpus.resolve_peak(self.gpu_name, mamf.PEAK_KEY[args.dtype])
         self.published = mamf.published_mamf(self.gpu_name, args.dtype)
         self.writer = RecordWriter(script, args.output_file)
         self.bench = MatmulBench(self.device, args.dtype)
@@ -101,7 +100,7 @@ class Run:
         return config
 
     def write_header(self) -> None:
-        warnings = [] if self.peak else [f"no {self.peak_key} peak known for "
+        warnings = [] if self.peak else [f"no {self.args.dtype} peak known for "
                                          f"{self.gpu_name or 'a CPU'}: efficiency is null"]
         self.writer.write("header", **header.fields(
             self.config(), self.args.notes, warnings, hardware=self.hardware, peak_tflops=self.peak,
