@@ -57,3 +57,8 @@ PART = Type("an object of numbers >= 0 (tflop, ms, tflops, mfu, time_share)",
             lambda v: isinstance(v, dict),
             lambda v: isinstance(v, dict) and all(v.get(k) is None or NON_NEGATIVE.reads(v[k])
                                                   for k in ("tflop", "ms", "tflops", "mfu", "time_share")))
+
+# The types by the names schema.py's tables use.
+TYPES = {"number": NUMBER, "positive": POSITIVE, "non-negative": NON_NEGATIVE, "share": SHARE,
+         "integer": INTEGER, "count": COUNT, "size": SIZE, "text": TEXT, "flag": FLAG, "object": OBJECT,
+         "list": LIST, "setting": SETTING, "any": ANY, "part": PART}
