@@ -38,7 +38,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
     batch, step_flops = engine.prepare_point(rc, seq_len)
     for step in range(s["WARMUP_STEPS"]):  # FA4 JIT-compiles its kernels on first use
         engine.train_step(eng, batch, debug.for_step(step, s["WARMUP_STEPS"]) if debug else None).item()
-    if debug and not debug.done:  # the timed steps take no probe: snapshot after the warm-up
+    if debug and not debug.done:  # the timed steps take no mark: snapshot after the warm-up
         debug.snapshot()
     wall_ms = timing.summarize(engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"]))
     peaks = memory.worst_rank_memory(rc.device)  # a collective: every rank calls it

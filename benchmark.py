@@ -46,13 +46,13 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
         warmup = step < s["WARMUP_STEPS"]
         if step == s["WARMUP_STEPS"]:
             sampler.start()
-        probe = debug.for_step(step, s["WARMUP_STEPS"]) if debug else None
-        step_ms, loss_value = engine.timed_step(eng, batch, rc.device, probe)
+        mark = debug.for_step(step, s["WARMUP_STEPS"]) if debug else None
+        step_ms, loss_value = engine.timed_step(eng, batch, rc.device, mark)
         peaks = memory.worst_rank_memory(rc.device)
         step_tflops = flops.tflops(step_flops.model, step_ms)
         writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
                      tokens=tokens, tflops_per_gpu=step_tflops,
-                     mfu=flops.mfu(step_tflops, rc.peak_tflops), loss=loss_value, **peaks)
+                     mfu=flops.peak_share(step_tflops, rc.peak_tflops), loss=loss_value, **peaks)
         engine.say_rank0(rc, step_line(seq_len, step, total, warmup, step_ms, step_tflops, peaks))
         if not warmup:
             times_ms.append(step_ms)
@@ -67,8 +67,8 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
                  packed_doc_len=s["PACKED_DOC_LEN"], steps=stats["n"],
                  step_ms=median_ms, step_ms_min=stats["min"], step_ms_max=stats["max"],
                  step_ms_spread=stats["spread"], tflops_per_gpu=tflops_per_gpu,
-                 mfu=flops.mfu(tflops_per_gpu, rc.peak_tflops),
-                 hfu=flops.mfu(hfu_tflops, rc.peak_tflops),
+                 mfu=flops.peak_share(tflops_per_gpu, rc.peak_tflops),
+                 hfu=flops.peak_share(hfu_tflops, rc.peak_tflops),
                  tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
                  # the last step's, like the loss: STEPS >= 1, so it was a timed one

@@ -181,7 +181,7 @@ def main(as_script, monkeypatch, capsys):
         stdout = io.StringIO()
         monkeypatch.setattr(records, "claim_stdout", lambda: stdout)
 
-        def build_engine(rc, probe):
+        def build_engine(rc, mark):
             if eng is None:
                 pytest.fail("bad input reached the engine")
             return eng, None
@@ -236,7 +236,7 @@ def test_each_point_knows_how_many_lengths_its_process_ran_before_it(as_script, 
     as_script("benchmark.py", variables.TRAINING_VARS, {**TINY_FAST, "SEQ_LEN": "64 128 64", "RANK": "0",
                                                        "WORLD_SIZE": "1"})
     monkeypatch.setattr(records, "claim_stdout", io.StringIO)
-    monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
+    monkeypatch.setattr(engine, "build_engine", lambda rc, mark: (None, None))
     seen = []
     code = faults.run_main(engine.run_script, "benchmark.py", variables.TRAINING_VARS, "doc",
                            lambda eng, rc, writer, seq_len, earlier, debug: seen.append((seq_len, earlier)))
@@ -250,7 +250,7 @@ def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole
     out = small_disk / "log.jsonl"
     as_script("benchmark.py", variables.TRAINING_VARS, {**TINY_FAST, "OUTPUT": out, "RANK": "0", "WORLD_SIZE": "1"})
     monkeypatch.setattr(records, "claim_stdout", io.StringIO)
-    monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
+    monkeypatch.setattr(engine, "build_engine", lambda rc, mark: (None, None))
 
     def run_point(eng, rc, writer, seq_len, earlier_points, debug):
         for step in range(10_000):

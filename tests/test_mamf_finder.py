@@ -172,7 +172,7 @@ def test_default_space_is_tile_aligned_and_scales_down_for_a_cpu():
 
 
 def test_tally_reports_full_measurements_and_a_screen_only_before_any():
-    tally = mamf.Tally()
+    tally = mamf.Measured()
     rec = lambda m, tflops: {"m": m, "n": 1, "k": 1, "tflops_mean": tflops}  # noqa: E731
     tally.add(rec(1, 700.0), full=False)
     tally.add(rec(2, 650.0), full=False)

@@ -209,7 +209,7 @@ def search(measure, space: SearchSpace, budget_s: float, clock=time.monotonic, s
     return SearchResult(ok[0] if ok else None, finals[ok[0]] if ok else None, screened, finals)
 
 
-class Tally:
+class Measured:
     """The measurements so far: distinct shapes, and the best by mean, full iterations first."""
 
     def __init__(self):

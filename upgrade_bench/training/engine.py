@@ -59,7 +59,7 @@ def deepspeed_config(s: dict, on_gpu: bool) -> dict:
     return config
 
 
-def build_engine(rc: RunConfig, probe=None):
+def build_engine(rc: RunConfig, mark=None):
     """(DeepSpeed engine, hf_ds_config keep-alive) with the model built as resolved."""
     import deepspeed
     import torch
@@ -93,15 +93,15 @@ def build_engine(rc: RunConfig, probe=None):
     if rc.settings["GRAD_CHECKPOINT"]:
         net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     net.train()
-    if probe:
-        probe("model_built")
+    if mark:
+        mark("model_built")
     optimizer = None
     if "optimizer" not in ds_config:
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-5, betas=(0.9, 0.95))
     engine, *_ = deepspeed.initialize(model=net, optimizer=optimizer, config=ds_config,
                                       model_parameters=None if optimizer else net.parameters())
-    if probe:
-        probe("engine_ready")
+    if mark:
+        mark("engine_ready")
     return engine, keep_alive
 
 
@@ -152,21 +152,21 @@ def prepare_point(rc: RunConfig, seq_len: int):
                                    s["GRAD_CHECKPOINT"])
 
 
-def train_step(engine, batch: dict, probe=None):
+def train_step(engine, batch: dict, mark=None):
     """One fwd + bwd + optimizer step; returns the loss tensor."""
     loss = engine(**batch).loss
-    if probe:
-        probe("forward")
+    if mark:
+        mark("forward")
     engine.backward(loss)
-    if probe:
-        probe("backward")
+    if mark:
+        mark("backward")
     engine.step()
-    if probe:
-        probe("step")
+    if mark:
+        mark("step")
     return loss
 
 
-def timed_step(eng, batch: dict, device, probe=None) -> tuple[float, float]:
+def timed_step(eng, batch: dict, device, mark=None) -> tuple[float, float]:
     """(wall ms, loss) of one synchronized step; a NaN/inf loss raises NonFiniteLoss.
 
     Host clock around a step that starts and ends with a device sync: a training step
@@ -177,7 +177,7 @@ def timed_step(eng, batch: dict, device, probe=None) -> tuple[float, float]:
 
     timing.sync(device)
     start = time.perf_counter()
-    loss = train_step(eng, batch, probe).item()  # waits for the step's device work
+    loss = train_step(eng, batch, mark).item()  # waits for the step's device work
     timing.sync(device)
     step_ms = (time.perf_counter() - start) * 1e3
     if not math.isfinite(loss):
@@ -226,7 +226,7 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         if notice:
             say_rank0(rc, notice)
         started = time.monotonic()
-        eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
+        eng, _keep_alive = build_engine(rc, debug.mark if debug else None)
         say_rank0(rc, f"start-up done in {time.monotonic() - started:.0f} s; measuring seq_len "
                       f"{' '.join(map(str, s['SEQ_LEN']))}")
         for earlier_points, seq_len in enumerate(s["SEQ_LEN"]):

@@ -1,4 +1,4 @@
-"""GPU memory of the training step: the peaks a point records, and MEM_DEBUG's probes and
+"""GPU memory of the training step: the peaks a point records, and MEM_DEBUG's stage marks and
 snapshot.
 
 Peak reserved (what the caching allocator took from the GPU) is the guide's peak and what
@@ -137,8 +137,8 @@ def segment_summary(segments: list, largest: int = 10) -> dict:
 
 
 class Debug:
-    """MEM_DEBUG=1 for one run. `probe(stage)` writes a `memory` record (model built, engine
-    ready); `for_step(step, warmup_steps)` is the train_step probe of that step: the stages
+    """MEM_DEBUG=1 for one run. `mark(stage)` writes a `memory` record (model built, engine
+    ready); `for_step(step, warmup_steps)` is the train_step mark of that step: the stages
     of a point's first step, and the snapshot (once, rank 0) after the forward of the first
     timed step. Load the snapshot at https://pytorch.org/memory_viz."""
 
@@ -150,7 +150,7 @@ class Debug:
         if self.on_gpu and rc.rank == 0:
             torch.cuda.memory._record_memory_history(max_entries=200_000)
 
-    def probe(self, stage: str) -> None:
+    def mark(self, stage: str) -> None:
         self.writer.write("memory", stage=stage, rank=self.rc.rank, **current(self.rc.device))
 
     def for_step(self, step: int, warmup_steps: int):
@@ -158,12 +158,12 @@ class Debug:
         if not (stages or snap):
             return None
 
-        def probe(stage: str) -> None:
+        def mark(stage: str) -> None:
             if stages:
-                self.probe(stage)
+                self.mark(stage)
             if snap and stage == "forward":
                 self.snapshot()
-        return probe
+        return mark
 
     def snapshot(self) -> None:
         import torch
