@@ -41,7 +41,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
     if debug and not debug.done:  # the timed steps take no mark: snapshot after the warm-up
         debug.snapshot()
     wall_ms = timing.summarize(engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"]))
-    peaks = memory.worst_rank_memory(rc.device)  # a collective: every rank calls it
+    peaks = memory.point_peaks(rc.device)  # a collective: every rank calls it
     decompose_step.write_decomposition(eng, rc, writer, batch, step_flops, seq_len, wall_ms,
                                        s["PROFILE_STEPS"], earlier_points, peaks)
 

@@ -48,7 +48,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
             sampler.start()
         mark = debug.for_step(step, s["WARMUP_STEPS"]) if debug else None
         step_ms, loss_value = engine.timed_step(eng, batch, rc.device, mark)
-        peaks = memory.worst_rank_memory(rc.device)
+        peaks = memory.point_peaks(rc.device)
         step_tflops = flops.tflops(step_flops.model, step_ms)
         writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
                      tokens=tokens, tflops_per_gpu=step_tflops,

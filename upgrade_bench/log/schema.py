@@ -63,12 +63,14 @@ host_ms_per_call  non-negative  host enqueue time per call
 gpu_ms_per_call   non-negative  device time per call, before the timed calls
 """)
 
-# The caching allocator's figures since the point began (memory.worst_rank_memory).
+# The caching allocator's figures since the point began (memory.point_peaks).
 PEAK_MEMORY = table("""
-peak_mem_gib       non-negative  max reserved (what runs out first), worst rank
-peak_alloc_gib     non-negative  max allocated, worst rank
-num_alloc_retries  size          allocations that freed the cache and retried, worst rank
-num_ooms           size          allocations that failed, worst rank
+peak_mem_gib             non-negative  max reserved (what runs out first), worst rank
+peak_mem_gib_per_rank    list          max reserved of each rank, in rank order
+peak_mem_gib_per_rank.*  non-negative  a rank's
+peak_alloc_gib           non-negative  max allocated, worst rank
+num_alloc_retries        size          allocations that freed the cache and retried, worst rank
+num_ooms                 size          allocations that failed, worst rank
 """)
 
 # What a training point ran with.
