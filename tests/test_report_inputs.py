@@ -4,8 +4,8 @@ from collections import Counter
 
 import pytest
 
-from upgrade_bench.log import records
-from upgrade_bench.report import inputs
+from upgrade_bench.log import records, schema
+from upgrade_bench.report import inputs, series
 
 
 def test_non_finite_numbers_read_as_null_like_the_writer_writes_them():
@@ -55,3 +55,10 @@ def test_a_backend_that_cannot_run_is_read_and_an_ok_point_without_a_length_is_s
     read = list(inputs.read([str(log)], tally))
     assert [(r["kind"], r.get("status")) for r in read] == [("header", None), ("attention", "unavailable")]
     assert tally.skipped == {str(log): Counter({"attention record: no seq_len": 1})}  # `step`: not read
+
+
+def test_what_the_report_keeps_of_a_header_is_what_the_schema_declares_for_it():
+    # series.py keeps a few header fields as it reads; each is declared once, in log/schema.py
+    declared = set(schema.ENVELOPE) | {name.split(".")[0] for name in schema.FIELDS["header"]}
+    assert set(series.HEADER_FIELDS) <= declared
+    assert set(series.KINDS_READ) <= set(schema.FIELDS)
