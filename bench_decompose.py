@@ -18,14 +18,14 @@ no Liger.
     USE_LIGER=1 NUM_LAYERS=8 ATTN_BACKEND=fa4 python bench_decompose.py   # one GPU
     MODEL=tiny SEQ_LEN=256 TIME_STEPS=2 PROFILE_STEPS=1 python bench_decompose.py   # CPU
 """
-from upgrade_bench.training import decompose_step, engine, memory
+from upgrade_bench.training import decompose_step, engine, memory, variables
 from upgrade_bench import settings
 from upgrade_bench.kernels import timing
 from upgrade_bench.faults import run_main
 
 SCRIPT = "bench_decompose.py"
 # Every training variable but STEPS, which TIME_STEPS replaces here, and DECOMPOSE: it is all this does.
-VARS = [v for v in settings.with_defaults(settings.TRAINING_VARS, ZERO_STAGE=2, GRAD_CHECKPOINT=False,
+VARS = [v for v in settings.with_defaults(variables.TRAINING_VARS, ZERO_STAGE=2, GRAD_CHECKPOINT=False,
                                           OFFLOAD_OPTIMIZER=False, USE_LIGER="0")
         if v.name not in ("STEPS", "DECOMPOSE")] + [
     settings.Var("TIME_STEPS", "int", 10, "steps timed with the profiler off (median)", min=1, max=10_000),
@@ -38,10 +38,10 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
     batch, step_flops = engine.prepare_point(rc, seq_len)
     for step in range(s["WARMUP_STEPS"]):  # FA4 JIT-compiles its kernels on first use
         engine.train_step(eng, batch, debug.for_step(step, s["WARMUP_STEPS"]) if debug else None).item()
-    if debug and not debug.done:  # the timed steps take no probe: snapshot after the warm-up
+    if debug and not debug.done:  # the timed steps take no mark: snapshot after the warm-up
         debug.snapshot()
     wall_ms = timing.summarize(engine.timed_step(eng, batch, rc.device)[0] for _ in range(s["TIME_STEPS"]))
-    peaks = memory.worst_rank_memory(rc.device)  # a collective: every rank calls it
+    peaks = memory.point_peaks(rc.device)  # a collective: every rank calls it
     decompose_step.write_decomposition(eng, rc, writer, batch, step_flops, seq_len, wall_ms,
                                        s["PROFILE_STEPS"], earlier_points, peaks)
 

@@ -13,16 +13,15 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
     MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
 """
 
-from upgrade_bench.training import decompose_step, engine, memory
+from upgrade_bench.training import decompose_step, engine, memory, variables
 from upgrade_bench.models import flops
-from upgrade_bench import settings
 from upgrade_bench.hardware import telemetry
 from upgrade_bench.faults import run_main
 from upgrade_bench.numfmt import sig
 from upgrade_bench.kernels.timing import summarize
 
 SCRIPT = "benchmark.py"
-VARS = settings.TRAINING_VARS
+VARS = variables.TRAINING_VARS
 
 
 def step_line(seq_len: int, step: int, total: int, warmup: bool, step_ms: float, tflops: float,
@@ -46,13 +45,13 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
         warmup = step < s["WARMUP_STEPS"]
         if step == s["WARMUP_STEPS"]:
             sampler.start()
-        probe = debug.for_step(step, s["WARMUP_STEPS"]) if debug else None
-        step_ms, loss_value = engine.timed_step(eng, batch, rc.device, probe)
-        peaks = memory.worst_rank_memory(rc.device)
+        mark = debug.for_step(step, s["WARMUP_STEPS"]) if debug else None
+        step_ms, loss_value = engine.timed_step(eng, batch, rc.device, mark)
+        peaks = memory.point_peaks(rc.device)
         step_tflops = flops.tflops(step_flops.model, step_ms)
         writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
                      tokens=tokens, tflops_per_gpu=step_tflops,
-                     mfu=flops.mfu(step_tflops, rc.peak_tflops), loss=loss_value, **peaks)
+                     mfu=flops.peak_share(step_tflops, rc.peak_tflops), loss=loss_value, **peaks)
         engine.say_rank0(rc, step_line(seq_len, step, total, warmup, step_ms, step_tflops, peaks))
         if not warmup:
             times_ms.append(step_ms)
@@ -67,8 +66,8 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
                  packed_doc_len=s["PACKED_DOC_LEN"], steps=stats["n"],
                  step_ms=median_ms, step_ms_min=stats["min"], step_ms_max=stats["max"],
                  step_ms_spread=stats["spread"], tflops_per_gpu=tflops_per_gpu,
-                 mfu=flops.mfu(tflops_per_gpu, rc.peak_tflops),
-                 hfu=flops.mfu(hfu_tflops, rc.peak_tflops),
+                 mfu=flops.peak_share(tflops_per_gpu, rc.peak_tflops),
+                 hfu=flops.peak_share(hfu_tflops, rc.peak_tflops),
                  tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
                  # the last step's, like the loss: STEPS >= 1, so it was a timed one

@@ -109,7 +109,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args, shapes = parse_args(argv)
-    return mamf_run.Run(SCRIPT, args, shapes, _T0).execute()
+    return mamf_run.FinderRun(SCRIPT, args, shapes, _T0).execute()
 
 
 if __name__ == "__main__":

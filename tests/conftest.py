@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from upgrade_bench import settings
+from upgrade_bench.training import variables
 from upgrade_bench.sweep import sweep_plan
 from upgrade_bench.sweep.child_process import PORT_ATTEMPTS, PORT_TAKEN, free_port
 
@@ -22,7 +22,7 @@ TINY_FAST = {"MODEL": "tiny", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0", "GRAD
 
 
 # What a sweep reads from the environment: a sweep test sets what it needs, nothing leaks in.
-SWEEP_CLEARED = {v.name for v in sweep_plan.VARS + settings.TRAINING_VARS} | {
+SWEEP_CLEARED = {v.name for v in sweep_plan.VARS + variables.TRAINING_VARS} | {
     "RUN_ID", "CUDA_VISIBLE_DEVICES", "DS_ENV_FILE", "PYTORCH_CUDA_ALLOC_CONF"}
 
 

@@ -10,9 +10,10 @@ import torch
 
 from conftest import REPO, import_script, run_proc
 from upgrade_bench.kernels import attn_adapters, attn_backends
-from upgrade_bench import settings
+from upgrade_bench.training import variables
 from upgrade_bench.kernels.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
 from upgrade_bench.faults import BadInput
+from upgrade_bench.hardware import fingerprint
 from upgrade_bench.hardware.fingerprint import Device
 
 ALL = set(TRAINING)
@@ -107,7 +108,7 @@ def test_the_flash_adapter_calls_the_packages_dense_and_varlen_api(monkeypatch):
 def test_training_names_are_settings_choices_and_transformers_implementations():
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-    (var,) = [v for v in settings.TRAINING_VARS if v.name == "ATTN_BACKEND"]
+    (var,) = [v for v in variables.TRAINING_VARS if v.name == "ATTN_BACKEND"]
     assert var.choices == ("auto", "fa3", "fa4", "fa2", "sdpa", "eager")
     assert list(TRAINING) == list(var.choices[1:])
     for backend in TRAINING.values():
@@ -134,8 +135,10 @@ def test_the_configuration_page_lists_the_tables_names():
     assert "a list of " + " ".join(KERNELS) + " |" in readme
 
 
-def test_header_versions_cover_every_package():
-    assert set(attn_backends.versions()) == {b.name for b in BACKENDS.values() if b.package}
+def test_header_versions_name_each_backend_with_its_own_package(monkeypatch):
+    installed = {"flash-attn-4": "4.0.0b36", "flash-attn": "2.8.3"}
+    monkeypatch.setattr(fingerprint, "package_version", installed.get)
+    assert attn_backends.versions() == {"fa3": None, "fa4": "4.0.0b36", "fa2": "2.8.3"}
 
 
 # ---- install.sh -----------------------------------------------------------------------------

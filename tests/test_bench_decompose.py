@@ -233,7 +233,7 @@ def test_bad_input_exits_2_naming_the_variable(env, message, as_script, monkeypa
                                                   "PROFILE_STEPS": "1", "WARMUP_STEPS": "0", "RANK": "0",
                                                   "WORLD_SIZE": "1", **env})
     monkeypatch.setattr("upgrade_bench.log.records.claim_stdout", io.StringIO)
-    monkeypatch.setattr(engine, "build_engine", lambda rc, probe: pytest.fail("bad input reached the engine"))
+    monkeypatch.setattr(engine, "build_engine", lambda rc, mark: pytest.fail("bad input reached the engine"))
     assert faults.run_main(script.main) == 2
     assert capsys.readouterr().err == f"error: {message}\n"
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from conftest import REPO, TINY_FAST, import_script, parse_jsonl, run_launched, run_proc, run_script
-from upgrade_bench.training import engine
-from upgrade_bench import faults, settings
+from upgrade_bench.training import engine, variables
+from upgrade_bench import faults
 from upgrade_bench.log import records
 
 benchmark = import_script("benchmark.py")
@@ -147,7 +147,7 @@ def test_bad_input_in_a_real_process_is_one_line_and_exit_2():
 def test_help_lists_every_variable():
     proc = run_proc([sys.executable, str(REPO / "benchmark.py"), "--help"], {}, timeout=60)
     assert proc.returncode == 0
-    for var in settings.TRAINING_VARS:
+    for var in variables.TRAINING_VARS:
         assert f"  {var.name} " in proc.stdout
 
 
@@ -177,11 +177,11 @@ def main(as_script, monkeypatch, capsys):
     process on TINY_FAST and `env`, through faults.run_main as its __main__ runs it. The
     DeepSpeed engine is `engine`; without one the test fails if the run gets that far."""
     def run(env, eng=None):
-        as_script("benchmark.py", settings.TRAINING_VARS, {**TINY_FAST, "RANK": "0", "WORLD_SIZE": "1", **env})
+        as_script("benchmark.py", variables.TRAINING_VARS, {**TINY_FAST, "RANK": "0", "WORLD_SIZE": "1", **env})
         stdout = io.StringIO()
         monkeypatch.setattr(records, "claim_stdout", lambda: stdout)
 
-        def build_engine(rc, probe):
+        def build_engine(rc, mark):
             if eng is None:
                 pytest.fail("bad input reached the engine")
             return eng, None
@@ -233,12 +233,12 @@ def test_nonfinite_loss_is_an_error(main):
 
 def test_each_point_knows_how_many_lengths_its_process_ran_before_it(as_script, monkeypatch):
     # The count, not the length's first place in SEQ_LEN: a length run twice is two points.
-    as_script("benchmark.py", settings.TRAINING_VARS, {**TINY_FAST, "SEQ_LEN": "64 128 64", "RANK": "0",
+    as_script("benchmark.py", variables.TRAINING_VARS, {**TINY_FAST, "SEQ_LEN": "64 128 64", "RANK": "0",
                                                        "WORLD_SIZE": "1"})
     monkeypatch.setattr(records, "claim_stdout", io.StringIO)
-    monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
+    monkeypatch.setattr(engine, "build_engine", lambda rc, mark: (None, None))
     seen = []
-    code = faults.run_main(engine.run_script, "benchmark.py", settings.TRAINING_VARS, "doc",
+    code = faults.run_main(engine.run_script, "benchmark.py", variables.TRAINING_VARS, "doc",
                            lambda eng, rc, writer, seq_len, earlier, debug: seen.append((seq_len, earlier)))
     assert code == 0 and seen == [(64, 0), (128, 1), (64, 2)]
 
@@ -248,15 +248,15 @@ def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole
     # benchmark.py's own path (settings, header, points, run_main), in-process; the engine is
     # not built: the point writes step records until the disk is full.
     out = small_disk / "log.jsonl"
-    as_script("benchmark.py", settings.TRAINING_VARS, {**TINY_FAST, "OUTPUT": out, "RANK": "0", "WORLD_SIZE": "1"})
+    as_script("benchmark.py", variables.TRAINING_VARS, {**TINY_FAST, "OUTPUT": out, "RANK": "0", "WORLD_SIZE": "1"})
     monkeypatch.setattr(records, "claim_stdout", io.StringIO)
-    monkeypatch.setattr(engine, "build_engine", lambda rc, probe: (None, None))
+    monkeypatch.setattr(engine, "build_engine", lambda rc, mark: (None, None))
 
     def run_point(eng, rc, writer, seq_len, earlier_points, debug):
         for step in range(10_000):
-            writer.write("step", seq_len=seq_len, step=step, pad="x" * 100)
+            writer.write("step", seq_len=seq_len, step=step, loss=0.1)
 
-    code = faults.run_main(engine.run_script, "benchmark.py", settings.TRAINING_VARS, "doc", run_point)
+    code = faults.run_main(engine.run_script, "benchmark.py", variables.TRAINING_VARS, "doc", run_point)
     assert code == 4
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         f"error: cannot append to {out} (No space left on device): stopped at this 'step' record")

@@ -12,6 +12,8 @@ from upgrade_bench.hardware import fingerprint
 from upgrade_bench.hardware import capabilities as caps
 from upgrade_bench.faults import BadInput
 from upgrade_bench.hardware import capability_probes as probes
+from upgrade_bench.report import series
+from upgrade_bench.report.capability_table import capability_table
 
 HOPPER = fingerprint.Device((9, 0))
 BLACKWELL = fingerprint.Device((10, 0))
@@ -239,6 +241,11 @@ def _cap(item, status, value=None, detail="", run_id="h"):
             "status": status, "detail": detail, "value": value}
 
 
+def _by_gpu(records) -> dict:
+    """{gpu: {item: record}} as the report reads a mix of logs."""
+    return {name: gpu.capabilities for name, gpu in series.load(records).gpus.items() if gpu.capabilities}
+
+
 def test_side_by_side_table_highlights_what_only_one_gpu_can_do():
     records = [
         {"kind": "header", "run_id": "h", "hardware": {"gpu_name": "NVIDIA H200"}},
@@ -255,15 +262,15 @@ def test_side_by_side_table_highlights_what_only_one_gpu_can_do():
         _cap("interconnect:nccl", "ok", "2.27.5"),
         _cap("interconnect:nccl", "ok", "2.28.3", run_id="b"),
     ]
-    by_gpu = caps.capabilities_by_gpu(records)
-    assert list(by_gpu) == ["NVIDIA H200", "NVIDIA B200"]
-    table = caps.capability_table(by_gpu)
+    by_gpu = _by_gpu(records)
+    assert list(by_gpu) == ["H200 SXM", "B200 SXM"]
+    table = capability_table(by_gpu)
     lines = table.splitlines()
-    assert lines[0] == "| item | NVIDIA H200 | NVIDIA B200 | difference |"
+    assert lines[0] == "| item | H200 SXM | B200 SXM | difference |"
     row = {line.split("|")[1].strip(): line for line in lines[2:]}
     assert row["**matmul:nvfp4:block16**"] == (
-        "| **matmul:nvfp4:block16** | unsupported_hardware | **ok** | ◀ ok only on NVIDIA B200 |")
-    assert row["**attention:fa3**"].endswith("| ◀ ok only on NVIDIA H200 |")
+        "| **matmul:nvfp4:block16** | unsupported_hardware | **ok** | ◀ ok only on B200 SXM |")
+    assert row["**attention:fa3**"].endswith("| ◀ ok only on H200 SXM |")
     assert row["matmul:bf16"] == "| matmul:bf16 | ok | ok |  |"
     assert row["memory:max_seq_len"] == "| memory:max_seq_len | ok · ~298,604 | ok · 360,448 |  |"
     # an item one log lacks is shown as missing and is not a difference
@@ -272,28 +279,22 @@ def test_side_by_side_table_highlights_what_only_one_gpu_can_do():
     assert len(lines) == 2 + 6
 
 
-def test_a_capability_of_a_cpu_run_or_of_a_run_without_header_is_labelled_so():
-    records = [{"kind": "header", "run_id": "h", "hardware": {"gpu_name": None}}, _cap("matmul:bf16", "ok"),
-               _cap("matmul:fp8", "ok", run_id="gone")]
-    assert {gpu: list(items) for gpu, items in caps.capabilities_by_gpu(records).items()} == {
-        "no GPU": ["matmul:bf16"], "unknown GPU": ["matmul:fp8"]}
-
-
 def test_items_logged_under_the_old_sdpa_spellings_share_a_row_with_todays():
     # results/h200x2_capabilities.jsonl was written before the backend table: attention:sdpa_cudnn.
-    assert [caps.current_item(i) for i in ("attention:sdpa_cudnn", "attention:sdpa_efficient",
-                                           "attention:sdpa-math", "attention:fa3", "matmul:fp8_e4m3:rowwise",
-                                           "attention:not_a_backend")] == [
-        "attention:sdpa-cudnn", "attention:sdpa-efficient", "attention:sdpa-math", "attention:fa3",
-        "matmul:fp8_e4m3:rowwise", "attention:not_a_backend"]
+    old = ["attention:sdpa_cudnn", "attention:sdpa_efficient", "attention:sdpa_flash", "attention:sdpa_math"]
+    now = [series.current_capability({"item": i})["item"] for i in old]
+    assert now == ["attention:sdpa-cudnn", "attention:sdpa-efficient", "attention:sdpa-flash", "attention:sdpa-math"]
+    assert {i.partition(":")[2] for i in now} <= set(attn_backends.KERNELS)  # today's backend table
+    for unchanged in ("attention:sdpa-math", "attention:fa3", "matmul:fp8_e4m3:rowwise", "attention:not_a_backend"):
+        assert series.current_capability({"item": unchanged})["item"] == unchanged
     records = [{"kind": "header", "run_id": "h", "hardware": {"gpu_name": "NVIDIA H200"}},
                _cap("attention:sdpa_cudnn", "ok"),
                {"kind": "header", "run_id": "b", "hardware": {"gpu_name": "NVIDIA B200"}},
                _cap("attention:sdpa-cudnn", "ok", run_id="b")]
-    by_gpu = caps.capabilities_by_gpu(records)
+    by_gpu = _by_gpu(records)
     assert {gpu: list(items) for gpu, items in by_gpu.items()} == {
-        "NVIDIA H200": ["attention:sdpa-cudnn"], "NVIDIA B200": ["attention:sdpa-cudnn"]}
-    assert caps.capability_table(by_gpu).splitlines()[2:] == ["| attention:sdpa-cudnn | ok | ok |  |"]
+        "H200 SXM": ["attention:sdpa-cudnn"], "B200 SXM": ["attention:sdpa-cudnn"]}
+    assert capability_table(by_gpu).splitlines()[2:] == ["| attention:sdpa-cudnn | ok | ok |  |"]
 
 # ---- the script, for real, on CPU ----------------------------------------------------------
 
@@ -316,7 +317,7 @@ def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path):
     assert all(r["run_id"] == header["run_id"] for r in rest)
     items = [r["item"] for r in rest]
     assert len(items) == len(set(items)) == 22
-    assert {r["category"] for r in rest} == set(caps.CATEGORIES)
+    assert {r["category"] for r in rest} == {"dtype", "attention", "memory", "interconnect"}
     for r in rest:
         assert set(r) >= {"item", "category", "status", "detail", "value"}
         assert (r["status"], r["detail"], r["value"]) == ("unavailable", "no GPU", None), r

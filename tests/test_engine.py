@@ -2,7 +2,7 @@
 config of a point, and the random (dense or packed) batches."""
 import torch
 
-from upgrade_bench.training import engine
+from upgrade_bench.training import engine, variables
 from upgrade_bench.models import model
 from upgrade_bench import settings
 
@@ -25,7 +25,7 @@ def test_process_env_fixes_the_arch_list_before_deepspeed_reads_it():
 def test_deepspeed_gets_the_guides_zero_settings_at_every_stage():
     # overlap_comm also moves ZeRO-2's reduction buffers to DeepSpeed's side stream, which
     # kept the 8-layer 8K H200 peak at the guide script's 62.5 GiB instead of 67.7.
-    s = settings.parse(settings.TRAINING_VARS, {})
+    s = settings.parse(variables.TRAINING_VARS, {})
     for stage in range(4):
         zero = engine.deepspeed_config(dict(s, ZERO_STAGE=stage, OFFLOAD_OPTIMIZER=False), True)["zero_optimization"]
         assert zero == {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}

@@ -10,7 +10,7 @@ gpt-oss's attention backend rule is checked in-process below."""
 import pytest
 
 from conftest import TINY_FAST, run_script
-from upgrade_bench.training import engine
+from upgrade_bench.training import run_config, variables
 from upgrade_bench.models import flops, model
 from upgrade_bench import settings
 from upgrade_bench.faults import BadInput
@@ -34,11 +34,11 @@ def test_benchmark_runs_each_new_path(preset):
 def test_gpt_oss_takes_eager_under_auto_and_refuses_sdpa_by_name():
     # transformers has no SDPA path for gpt-oss's sinks: auto takes eager and says why.
     base = {**TINY_FAST, "MODEL": "tiny-gpt-oss"}
-    rc = engine.resolve(settings.parse(settings.TRAINING_VARS, base))
+    rc = run_config.resolve(settings.parse(variables.TRAINING_VARS, base))
     assert rc.backend == "eager" and "no sdpa path for 'gpt_oss'" in rc.backend_why
     with pytest.raises(BadInput, match=r"^ATTN_BACKEND=sdpa: transformers has no sdpa path for model "
                                        r"type 'gpt_oss'; use eager or a flash backend \(fa3, fa4\)$"):
-        engine.resolve(settings.parse(settings.TRAINING_VARS, {**base, "ATTN_BACKEND": "sdpa"}))
+        run_config.resolve(settings.parse(variables.TRAINING_VARS, {**base, "ATTN_BACKEND": "sdpa"}))
 
 
 def test_bench_decompose_runs_the_hybrid_moe():

@@ -55,10 +55,10 @@ def test_doc_lengths_keep_the_remainder():
     assert flops.sum_sq_len(2, 10, 4) == 2 * (16 + 16 + 4)
 
 
-def test_tflops_and_mfu():
+def test_tflops_and_peak_share():
     assert flops.tflops(1e15, 1000.0) == pytest.approx(1000.0)
-    assert flops.mfu(494.5, 989) == pytest.approx(0.5)
-    assert flops.mfu(100.0, None) is None
+    assert flops.peak_share(494.5, 989) == pytest.approx(0.5)
+    assert flops.peak_share(100.0, None) is None
 
 
 def test_isolated_attention_kernel_flops_by_hand():

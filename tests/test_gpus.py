@@ -10,6 +10,7 @@ from upgrade_bench.kernels import mamf
 
 @pytest.mark.parametrize("device, name, bf16", [
     ("NVIDIA H200", "H200 SXM", 989),
+    ("NVIDIA H200 NVL", "H200 NVL", 835.5),
     ("NVIDIA H100 80GB HBM3", "H100 SXM", 989),
     ("NVIDIA H100 PCIe", "H100 PCIe", 756),
     ("NVIDIA GH200 480GB", "GH200", 989),
@@ -24,18 +25,29 @@ def test_gpu_lookup(device, name, bf16):
     assert spec.name == name and spec.peak_tflops("bf16") == bf16
 
 
-@pytest.mark.parametrize("device", ["NVIDIA H200 NVL", "NVIDIA L4", "NVIDIA GB300", "NVIDIA GB300 NVL72", None])
+@pytest.mark.parametrize("device", ["NVIDIA L4", "NVIDIA GB300", "NVIDIA GB300 NVL72", None])
 def test_unknown_gpu_gets_no_peak_and_a_warning(device):
     peak, source, warning = gpus.resolve_peak(device)
     assert peak is None and source is None and "PEAK_TFLOPS" in warning
 
 
-@pytest.mark.parametrize("device", ["NVIDIA H200", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300",
+@pytest.mark.parametrize("device", ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300",
                                     "NVIDIA B300 SXM6 AC", "NVIDIA B200", "NVIDIA H100 PCIe",
                                     "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"])
 def test_no_device_name_matches_two_rows(device):
     # Each name maps to its own row or to none, whatever the table's order.
     assert sum(bool(re.search(p, device.lower())) for p, _ in gpus._TABLE) <= 1
+
+
+def test_the_h200_nvl_has_its_own_datasheet_figures_not_the_sxms():
+    # NVIDIA H200 datasheet, H200 NVL column: 1,671 (BF16) and 3,341 (FP8) TFLOPS with sparsity,
+    # 141 GB at 4.8 TB/s, up to 600 W, a 900 GB/s NVLink bridge; no MAMF measured.
+    nvl = gpus.lookup("NVIDIA H200 NVL")
+    assert (nvl.peak_tflops("bf16"), nvl.peak_tflops("fp8"), nvl.peak_tflops("fp4")) == (835.5, 1670.5, None)
+    assert (nvl.hbm_gib, nvl.hbm_tbps, nvl.tdp_w, nvl.link_gbps) == (141, 4.8, 600, 900)
+    assert nvl.mamf_bf16 is None and mamf.published_mamf("NVIDIA H200 NVL", "bfloat16") is None
+    assert gpus.resolve_peak("NVIDIA H200 NVL") == (835.5, "table:H200 NVL", None)
+    assert gpus.table_name("H200 NVL") == "H200 NVL" and gpus.table_name("H200") == "H200 SXM"
 
 
 def test_peak_override_wins():

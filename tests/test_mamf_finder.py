@@ -172,7 +172,7 @@ def test_default_space_is_tile_aligned_and_scales_down_for_a_cpu():
 
 
 def test_tally_reports_full_measurements_and_a_screen_only_before_any():
-    tally = mamf.Tally()
+    tally = mamf.Measured()
     rec = lambda m, tflops: {"m": m, "n": 1, "k": 1, "tflops_mean": tflops}  # noqa: E731
     tally.add(rec(1, 700.0), full=False)
     tally.add(rec(2, 650.0), full=False)
@@ -189,6 +189,10 @@ def test_peaks_efficiency_and_warmup():
     assert mamf.published_mamf("NVIDIA H200", "bfloat16") == 794.5
     assert mamf.published_mamf("NVIDIA H200", "float8_e4m3fn") == 1453.4
     assert mamf.published_mamf("NVIDIA H200", "float32") is None
+    # every dtype names a peak the table has (a B200 has them all), or none on purpose (float32)
+    assert {d: bool(gpus.lookup("NVIDIA B200").peak_tflops(k)) for d, k in mamf.PEAK_KEY.items() if k} == {
+        "bfloat16": True, "float16": True, "float8_e4m3fn": True, "float8_e4m3fnuz": True}
+    assert mamf.PEAK_KEY["float32"] is None and gpus.resolve_peak("NVIDIA B200", None)[0] is None
     best = {"m": 1024, "n": 4096, "k": 13312, "tflops_mean": 784.3, "tflops_median": 786.0,
             "tflops_max": 792.0, "iters": 100}
     fields = mamf.mamf_fields(best, "bfloat16", 989)

@@ -10,7 +10,7 @@ from huggingface_hub import constants
 from transformers import CONFIG_MAPPING, AutoConfig
 
 from conftest import REPO
-from upgrade_bench.training import engine
+from upgrade_bench.training import engine, run_config, variables
 from upgrade_bench.models import model
 from upgrade_bench import settings
 from upgrade_bench.faults import BadInput
@@ -21,7 +21,7 @@ PROXIES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY"
 
 def training(**env) -> dict:
     base = {"MODEL": "tiny", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0", "SEQ_LEN": "64"}
-    return settings.parse(settings.TRAINING_VARS, {**base, **{k: str(v) for k, v in env.items()}})
+    return settings.parse(variables.TRAINING_VARS, {**base, **{k: str(v) for k, v in env.items()}})
 
 
 def saved(tmp_path, config: dict) -> str:
@@ -38,7 +38,7 @@ def saved(tmp_path, config: dict) -> str:
 def test_sizes_no_model_can_have_are_refused(tmp_path, changes, problem):
     path = saved(tmp_path, {**TINY, **changes})
     with pytest.raises(BadInput) as err:
-        engine.resolve(training(MODEL=path, NUM_LAYERS=1))
+        run_config.resolve(training(MODEL=path, NUM_LAYERS=1))
     assert str(err.value) == f"MODEL={path!r}: {problem}"
 
 
@@ -47,20 +47,20 @@ def test_architectures_the_flop_count_does_not_cover_are_refused(tmp_path):
                                   num_attention_heads=4, vocab_size=1024).to_dict()
     with pytest.raises(BadInput, match=r"model type 'bert' is not one the FLOP count covers: "
                                          r"llama, mistral, qwen2, qwen3, gemma, gemma3_text, qwen3_moe"):
-        engine.resolve(training(MODEL=saved(tmp_path, bert)))
+        run_config.resolve(training(MODEL=saved(tmp_path, bert)))
     # A window is counted now (the causal band), not refused: Mistral windows every layer.
     windowed = {**TINY, "model_type": "mistral", "sliding_window": 32}
-    spec = engine.resolve(training(MODEL=saved(tmp_path, windowed))).spec
+    spec = run_config.resolve(training(MODEL=saved(tmp_path, windowed))).spec
     assert spec.mix() == {"sliding_attention": 2} and spec.layers[0].mixer.window == 32
 
 
 def test_a_document_of_one_token_is_refused_as_every_label_would_be_masked():
     with pytest.raises(BadInput, match="PACKED_DOC_LEN=1: a document needs at least 2 tokens"):
-        engine.resolve(training(PACKED_DOC_LEN=1))
+        run_config.resolve(training(PACKED_DOC_LEN=1))
     for doc_len, predicted in ((1, 0), (2, 4)):  # 8 tokens: what the loss can learn from
         batch = engine.make_batch(1, 8, doc_len, 50, torch.device("cpu"), torch.Generator().manual_seed(0))
         assert int((batch["labels"][0, 1:] != -100).sum()) == predicted  # labels shift by one
-    assert engine.resolve(training(PACKED_DOC_LEN=2)).settings["PACKED_DOC_LEN"] == 2
+    assert run_config.resolve(training(PACKED_DOC_LEN=2)).settings["PACKED_DOC_LEN"] == 2
 
 
 # ---------------------------------------------------------------- a hub id, online or not

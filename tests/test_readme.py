@@ -1,7 +1,8 @@
 """The README documents every variable, and CI runs exactly the README's test command."""
 from conftest import REPO, import_script
 from upgrade_bench.sweep import node, sweep_plan
-from upgrade_bench import settings
+from upgrade_bench.training import variables
+from upgrade_bench.log import schema
 
 README = (REPO / "README.md").read_text()
 CONFIGURATION = (REPO / "docs" / "configuration.md").read_text()  # the README links it
@@ -12,7 +13,7 @@ def script_vars(name: str):
 
 
 def test_every_environment_variable_is_documented():
-    tables = [settings.TRAINING_VARS, sweep_plan.VARS, node.VARS] + [
+    tables = [variables.TRAINING_VARS, sweep_plan.VARS, node.VARS] + [
         script_vars(name) for name in ("bench_decompose.py", "bench_flash_attn.py", "check_capabilities.py")]
     missing = sorted({var.name for table in tables for var in table if f"| `{var.name}` |" not in CONFIGURATION})
     assert missing == []
@@ -41,7 +42,7 @@ def table_rows(heading: str) -> list[str]:
 
 def test_the_configuration_tables_say_what_help_says():
     # Defaults and meanings drift when written twice: each row must be the variable's own.
-    training = settings.TRAINING_VARS
+    training = variables.TRAINING_VARS
     names = {v.name for v in training}
     expected = {
         "benchmark.py": training,
@@ -51,8 +52,8 @@ def test_the_configuration_tables_say_what_help_says():
         "bench_flash_attn.py": script_vars("bench_flash_attn.py"),
         "check_capabilities.py": script_vars("check_capabilities.py"),
     }
-    for heading, variables in expected.items():
-        assert table_rows(heading) == [readme_row(v) for v in variables], heading
+    for heading, table in expected.items():
+        assert table_rows(heading) == [readme_row(v) for v in table], heading
 
 
 def test_the_readme_links_each_reference_page_and_stays_short():
@@ -60,3 +61,13 @@ def test_the_readme_links_each_reference_page_and_stays_short():
                  "layout"):
         assert f"(docs/{page}.md)" in README and (REPO / "docs" / f"{page}.md").is_file()
     assert len(README.splitlines()) < 300  # a user's page; the tables live in docs/
+
+
+def test_the_records_page_lists_every_field_of_the_schema_as_declared():
+    # A field is added once, in log/schema.py: the page's tables are generated from it.
+    page = (REPO / "docs" / "records.md").read_text()
+    fields = page.split("\n## Fields by kind\n", 1)[1].split("\n## ", 1)[0]
+    assert fields.strip("\n").split("\n\n", 1)[1] == schema.markdown().strip("\n"), \
+        "docs/records.md is out of date: paste `python -m upgrade_bench.log.schema` under 'Fields by kind'"
+    documented = {line.split("`")[1] for line in fields.splitlines() if line.startswith("| `")}
+    assert {"seq_len", "peak_mem_gib", "hardware.gpu_name", "tflops_mean", "item"} <= documented

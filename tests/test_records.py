@@ -2,26 +2,50 @@
 appended to."""
 import io
 import json
+import re
 
 import pytest
 
 from conftest import mount_tmpfs, unmount
 from upgrade_bench import faults
-from upgrade_bench.log import records
+from upgrade_bench.log import checks, records
 
 
 def test_every_record_has_the_contract_fields_and_is_appended(tmp_path):
     out = tmp_path / "sub" / "log.jsonl"
     stream = io.StringIO()
     writer = records.RecordWriter("x.py", str(out), run_id="r1", stream=stream)
-    writer.write("step", step_ms=float("nan"), vals=[float("inf"), 1.0])
-    writer.write("summary", tflops_per_gpu=1.5)
+    writer.write("step", step_ms=float("nan"), seq_len=64)
+    writer.write("summary", seq_len=64, tflops_per_gpu=1.5, throttle=("a", "b"))
     lines = out.read_text().splitlines()
     assert stream.getvalue().splitlines() == lines
-    first = json.loads(lines[0])
+    first, second = map(json.loads, lines)
     assert {k: first[k] for k in ("kind", "schema", "script", "run_id")} == {
-        "kind": "step", "schema": records.SCHEMA, "script": "x.py", "run_id": "r1"}
-    assert first["step_ms"] is None and first["vals"] == [None, 1.0]  # JSON has no NaN
+        "kind": "step", "schema": 1, "script": "x.py", "run_id": "r1"}
+    assert first["step_ms"] is None and second["throttle"] == ["a", "b"]  # JSON has no NaN, no tuple
+
+
+@pytest.mark.parametrize("kind, fields, problem", [
+    ("step", {"seq_len": 64, "stepms": 1.0}, "step record: stepms not declared in log/schema.py"),
+    ("summary", {"seq_len": "64"}, "summary record: seq_len is str '64', not a whole number"),
+    ("summary", {"seq_len": 64, "peak_mem_gib": [1.0, 2.0]}, "summary record: peak_mem_gib is list"),
+    ("summary", {"seq_len": True}, "summary record: seq_len is bool True"),
+    ("summary", {"tflops_per_gpu": 1.0}, "summary record: no seq_len"),
+    ("header", {"config": {"SEQ_LEN": {"a": 1}}}, "header record: config.SEQ_LEN is dict"),
+    ("steps", {}, "kind 'steps' is not declared in log/schema.py"),
+])
+def test_a_record_the_schema_does_not_allow_is_refused_before_anything_is_written(tmp_path, kind, fields,
+                                                                                   problem):
+    out = tmp_path / "log.jsonl"
+    stream = io.StringIO()
+    writer = records.RecordWriter("x.py", str(out), run_id="r1", stream=stream)
+    writer.write("step", seq_len=64, step=0)
+    for enabled in (True, False):  # every rank checks, not only the one that writes
+        writer.enabled = enabled
+        with pytest.raises(checks.RecordError, match=f"^{re.escape(problem)}"):
+            writer.write(kind, **fields)
+    assert [json.loads(line)["kind"] for line in out.read_text().splitlines()] == ["step"]
+    assert len(stream.getvalue().splitlines()) == 1
 
 
 def test_disabled_writer_writes_nothing(tmp_path):
@@ -49,7 +73,7 @@ def test_a_full_disk_stops_the_writer_leaving_every_earlier_record_whole(small_d
     with pytest.raises(faults.WriteFailed, match=r"night.jsonl \(No space left on device\): "
                                                   r"stopped at this 'step' record"):
         for step in range(10_000):
-            writer.write("step", step=step, pad="x" * 100)
+            writer.write("step", step=step, loss=0.1)
     text = out.read_text()
     assert text.endswith("\n")  # the line the disk cut short was taken back off
     recs, skipped = records.read_lines(text.splitlines())

@@ -1,9 +1,11 @@
-"""What plot_results.py reads: records.read_lines on hostile lines."""
+"""What plot_results.py reads: records.read_lines on hostile lines, inputs.read's choice of records."""
+import json
 from collections import Counter
 
 import pytest
 
-from upgrade_bench.log import records
+from upgrade_bench.log import records, schema
+from upgrade_bench.report import inputs, series
 
 
 def test_non_finite_numbers_read_as_null_like_the_writer_writes_them():
@@ -36,3 +38,27 @@ def test_unreadable_schemas_kinds_and_a_bom_are_counted_with_their_reason():
                                "schema 'True' is not a schema number": 1,
                                "schema '0' is not a schema number": 1,
                                "a JSON list, not a record": 1, "no kind": 1})
+
+
+def test_a_backend_that_cannot_run_is_read_and_an_ok_point_without_a_length_is_skipped(tmp_path):
+    # bench_flash_attn.py writes one record, without seq_len, for a backend that cannot run:
+    # the report once counted every such record as skipped ("no seq_len") and warned about it.
+    log = tmp_path / "attn.jsonl"
+    log.write_text("\n".join(json.dumps(r) for r in [
+        {"kind": "header", "schema": 1, "run_id": "r", "hardware": {"gpu_name": "NVIDIA H200"}},
+        {"kind": "attention", "schema": 1, "run_id": "r", "backend": "fa3", "seq_len": None, "pass": None,
+         "status": "unavailable", "reason": "flash-attn-3 is not installed"},
+        {"kind": "attention", "schema": 1, "run_id": "r", "backend": "sdpa-flash", "seq_len": None,
+         "pass": "fwd", "status": "ok", "tflops": 300.0},
+        {"kind": "step", "schema": 1, "run_id": "r", "seq_len": 8192, "step": 0}]) + "\n")
+    tally = inputs.Tally()
+    read = list(inputs.read([str(log)], tally))
+    assert [(r["kind"], r.get("status")) for r in read] == [("header", None), ("attention", "unavailable")]
+    assert tally.skipped == {str(log): Counter({"attention record: no seq_len": 1})}  # `step`: not read
+
+
+def test_what_the_report_keeps_of_a_header_is_what_the_schema_declares_for_it():
+    # series.py keeps a few header fields as it reads; each is declared once, in log/schema.py
+    declared = set(schema.ENVELOPE) | {name.split(".")[0] for name in schema.FIELDS["header"]}
+    assert set(series.HEADER_FIELDS) <= declared
+    assert set(series.KINDS_READ) <= set(schema.FIELDS)

@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc
 from upgrade_bench.sweep import child_process, runner, sweep_plan
 from upgrade_bench.hardware import devices
-from upgrade_bench import interrupts
+from upgrade_bench import faults, interrupts
 from upgrade_bench.faults import BadInput, WriteFailed
 from upgrade_bench.log.records import read_lines
 from upgrade_bench.log.runs import run_identity
@@ -462,9 +462,11 @@ def test_timing_totals_split_wall_time_into_startup_and_steps():
 
 
 def test_exit_codes_and_eta():
-    assert runner.classify_exit(3)[0] == "oom" and runner.classify_exit(2)[0] == "bad_input"
-    assert runner.classify_exit(4)[0] == "write_failed"
-    assert "OOM killer" in runner.classify_exit(-9)[1] and runner.classify_exit(1)[0] == "exception"
+    assert faults.exit_meaning(3)[0] == "oom" and faults.exit_meaning(2)[0] == "bad_input"
+    assert faults.exit_meaning(4)[0] == "write_failed" and faults.exit_meaning(1)[0] == "exception"
+    for killed in (-9, 137, 247):  # subprocess, a shell, the DeepSpeed launcher
+        assert "OOM killer" in faults.exit_meaning(killed)[1]
+    assert "OOM killer" not in faults.exit_meaning(143)[1]  # SIGTERM is no OOM killer
     assert runner.eta_s([100.0, 50.0], 4) == 300.0 and runner.eta_s([], 3) is None
     assert child_process.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8
     assert child_process.parse_record("[INFO] launch.py: spawned") is None

@@ -9,7 +9,7 @@ from conftest import import_script
 from upgrade_bench import faults, settings
 from upgrade_bench.log import records
 from upgrade_bench.faults import BadInput
-from upgrade_bench.settings import TRAINING_VARS
+from upgrade_bench.training.variables import TRAINING_VARS
 
 
 def parse(**env):
@@ -57,8 +57,11 @@ def test_bad_values_name_variable_value_and_allowed(name, value, allowed):
 def test_the_largest_seed_plus_any_seq_len_is_still_a_seed_torch_takes():
     import torch
 
-    seed = parse(SEED=str(settings.SEED_MAX))["SEED"]
-    torch.Generator().manual_seed(seed + 2**62)  # the scripts seed with SEED + seq_len
+    seed = parse(SEED=str(2**63 - 1))["SEED"]  # the largest SEED allowed
+    # the scripts seed with SEED + seq_len; a sequence length is far below 2**62
+    assert torch.Generator().manual_seed(seed + 2**62).initial_seed() == seed + 2**62
+    with pytest.raises(ValueError, match="Overflow"):
+        torch.Generator().manual_seed(2**64)  # past torch's unsigned 64-bit seeds: refused at run time
 
 
 def test_load_refuses_an_output_it_cannot_append_to_before_anything_runs(tmp_path, monkeypatch):
@@ -116,7 +119,7 @@ def test_help_to_a_reader_that_left_ends_quietly_with_exit_0(tmp_path, monkeypat
     fd = os.open(tmp_path / "stdout", os.O_WRONLY | os.O_CREAT)
     monkeypatch.setattr(sys, "stdout", ClosedPipe(fd))
     with pytest.raises(SystemExit) as done:
-        settings.load(settings.TRAINING_VARS, "doc", argv=["--help"])
+        settings.load(TRAINING_VARS, "doc", argv=["--help"])
     assert done.value.code == 0
     os.close(fd)
 
@@ -166,5 +169,5 @@ def test_a_misspelt_variable_gets_a_warning_naming_the_real_one():
     assert sweep == ["SEQLEN is not a setting of this script and is ignored: did you mean SEQLENS?",
                      "SEQ_LEN is not a setting of this script and is ignored: did you mean SEQLENS?",
                      "ZERO_STAGES is not a setting of this script and is ignored: did you mean ZERO_STAGE?"]
-    bench = settings.misspelt(settings.TRAINING_VARS, environ)
+    bench = settings.misspelt(TRAINING_VARS, environ)
     assert [w.split()[0] for w in bench] == ["SEQLEN", "ZERO_STAGES"]  # SEQ_LEN is its own

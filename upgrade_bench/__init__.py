@@ -6,7 +6,7 @@ Where to add something:
   a GPU                 hardware/gpus.py (one row: peaks, HBM, bandwidth, link, published MAMF)
   an attention backend  kernels/attn_backends.py (one table) and its call in kernels/attn_adapters.py
   a record field        log/schema.py (FIELDS: every writer and reader checks against it)
-  a setting             settings.py (TRAINING_VARS) or the script's own VARS
+  a setting             training/variables.py (TRAINING_VARS) or the script's own VARS
 
 models/     what a model is (its layers, read from the HF config), what it costs in FLOPs, and
             building it (presets, weights, Liger, fast-kernel bindings)

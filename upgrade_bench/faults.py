@@ -26,6 +26,25 @@ def exit_for_signal(signum: int = signal.SIGINT) -> int:
     return 128 + signum
 
 
+def killed_by(code: int, signum: int) -> bool:
+    """Whether a child's exit code says `signum` ended it: -signum from subprocess, 128 + signum
+    from a shell, 256 - signum from the DeepSpeed launcher (its -signum as an unsigned byte)."""
+    return code in (-signum, exit_for_signal(signum), 256 - signum)
+
+
+def exit_meaning(code: int) -> tuple[str, str]:
+    """(error kind, message) of a benchmark process that ended with `code` and no error record."""
+    if code == EXIT_OOM:
+        return "oom", f"exit code {code} (out of memory) without an error record (another rank failed?)"
+    if code == EXIT_BAD_INPUT:
+        return "bad_input", f"exit code {code}: the benchmark rejected its configuration"
+    if code == EXIT_WRITE_FAILED:
+        return "write_failed", f"exit code {code}: the benchmark could not write its records (disk full?)"
+    if killed_by(code, signal.SIGKILL):
+        return "exception", f"killed by SIGKILL (exit {code}): the host's OOM killer?"
+    return "exception", f"exit code {code} without an error record"
+
+
 class BadInput(ValueError):
     """Input that cannot run: a setting, a flag, a config, a file; str() is the one line the
     user sees (what was given, and what is allowed). Raised before any work starts."""

@@ -12,10 +12,7 @@ import re
 import sys
 from dataclasses import dataclass, replace
 
-from .kernels.attn_backends import TRAINING, auto_help
 from .faults import BadInput
-from .models.architecture import FAMILIES
-from .models.model import PRESETS
 from .log.records import output_problem
 
 # Exactly what --help and the README name ("0 or 1"): a "yes" or "on" is refused, not guessed.
@@ -201,44 +198,3 @@ def warn_misspelt(variables, environ=None) -> None:
 # leaves room for any sequence length.
 SEED_MAX = 2**63 - 1
 OUTPUT = Var("OUTPUT", "output", "", "append every JSON line to this file too (stdout always)")
-
-# Variables shared by the scripts that run a training step (benchmark.py, bench_decompose.py).
-# Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
-TRAINING_VARS = [
-    Var("MODEL", "str", "llama-3.1-8b",
-        f"model: a preset of configs/ ({' | '.join(PRESETS)}; tiny* run on CPU in seconds), or a "
-        f"local path / hub id of a config of type {', '.join(FAMILIES)} (the families the FLOP "
-        "count covers); a hub id not in the HF cache is fetched "
-        "only if the hub answers a quick probe and HF_HUB_OFFLINE is unset"),
-    Var("WEIGHTS", "choice", "auto", "auto: real weights when staged locally, else random init "
-        "(same FLOPs and memory)", choices=("auto", "pretrained", "random")),
-    Var("NUM_LAYERS", "int", 0, "cut the model to this many layers (0 = all)", min=0),
-    Var("SEQ_LEN", "int_list", [8192], "sequence length(s); several run one after another in one "
-        "process, sharing model and engine start-up (the peak memory of each after the first "
-        "then depends on those before it: summary field earlier_points_in_process)", min=1),
-    Var("BATCH_SIZE", "int", 1, "micro-batch size per GPU", min=1),
-    # A night holds thousands of steps, not 10**30: a typo must not run until killed.
-    Var("STEPS", "int", 10, "timed steps per sequence length (after warm-up)", min=1, max=10_000),
-    Var("WARMUP_STEPS", "int", 2, "warm-up steps, excluded from the summary", min=0, max=10_000),
-    Var("DECOMPOSE", "int", 0, "after each point's timed steps, profile this many more and write the "
-        "point's step decomposition (bench_decompose.py's record; the report's forecast reads it; "
-        "0 = off)", min=0, max=100),
-    Var("ZERO_STAGE", "int", 3, "DeepSpeed ZeRO stage", min=0, max=3),
-    Var("OFFLOAD_OPTIMIZER", "bool", True, "AdamW states and step on the CPU (DeepSpeed CPU Adam)"),
-    Var("ZERO3_LEAF_MOE", "bool", True, "under ZeRO-3, gather each MoE block's experts at once "
-        "(DeepSpeed's set_z3_leaf_modules), not expert by expert"),
-    Var("GRAD_CHECKPOINT", "bool", True, "activation checkpointing of every decoder layer"),
-    Var("USE_LIGER", "choice", "auto", "Liger kernels (fused RMSNorm/RoPE/SwiGLU/linear-CE); "
-        "auto = on with a GPU, off on CPU", choices=("auto", "0", "1")),
-    Var("ATTN_BACKEND", "choice", "auto", f"attention backend; {auto_help()}",
-        choices=("auto", *TRAINING)),
-    Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "
-        "inside each sequence (0 = one dense sequence; else at least 2)", min=0),
-    # At least 1: a peak of 1e-300 TFLOPS made an MFU of 1e295.
-    Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",
-        min=1, max=1e6, zero_means_unset=True),
-    Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
-    Var("SEED", "int", 0, "random seed for weights and tokens", min=0, max=SEED_MAX),
-    OUTPUT,
-    Var("NOTES", "str", "", "free text copied into the header"),
-]

@@ -11,9 +11,11 @@ things for a purchase decision:
   unavailable           nothing to probe: no GPU, package not installed, probe skipped
   error                 it ran but was wrong, or failed for another reason (OOM, lost context)
 
-Everything here is pure: gates from the compute capability, classification of a probe's
-outcome, the guide's memory rule of thumb, topology parsing, and the tables. The probes
-themselves (tiny real GPU operations) are in capability_probes.py.
+Here: gates from the compute capability, classification of a probe's outcome, the guide's
+memory rule of thumb, topology parsing and the terminal table, all pure, and `evaluate`,
+which runs the probe it is given inside the gate and the classification. The probes
+themselves (tiny real GPU operations) are in capability_probes.py; the report's
+side-by-side table is report/capability_table.py.
 """
 import math
 import re
@@ -26,7 +28,6 @@ from .fingerprint import Device
 from ..log.runs import with_headers
 
 STATUSES = ("ok", "unsupported_hardware", "unsupported_stack", "unavailable", "error")
-CATEGORIES = ("dtype", "attention", "memory", "interconnect")
 NO_GPU = "no GPU"
 
 
@@ -280,75 +281,3 @@ def text_table(rows) -> str:
         detail = v.detail if len(v.detail) <= 110 else v.detail[:107] + "..."
         out.append(f"{item:<{width}}  {v.status:<20}  {detail}")
     return "\n".join(out) + "\n"
-
-
-def current_item(item: str) -> str:
-    """A capability item as check_capabilities names it now. Logs written before the backend
-    table named the SDPA kernels with '_' (attention:sdpa_cudnn) where the table has '-'
-    (attention:sdpa-cudnn): read under today's name, old and new logs share a row."""
-    category, _, name = item.partition(":")
-    renamed = name.replace("_", "-")
-    if category == "attention" and name not in attn_backends.KERNELS and renamed in attn_backends.KERNELS:
-        return f"{category}:{renamed}"
-    return item
-
-
-def current_record(record: dict) -> dict:
-    """A capability record under its item's current name (current_item)."""
-    item = current_item(record["item"])
-    return record if item == record["item"] else {**record, "item": item}
-
-
-def capabilities_by_gpu(records) -> dict:
-    """{gpu_name: {item: capability record}} from any mix of logs (last record wins), items
-    under their current names (current_item).
-
-    A run's GPU is its header's hardware.gpu_name; no GPU shows as "no GPU".
-    """
-    out = {}
-    for r, header in with_headers(records):
-        if r.get("kind") != "capability":
-            continue
-        gpu = (_gpu_name(header) or NO_GPU) if header else "unknown GPU"
-        r = current_record(r)
-        out.setdefault(gpu, {})[r["item"]] = r
-    return out
-
-
-def _cell(record) -> str:
-    if record is None:
-        return "–"
-    value = record.get("value")
-    if isinstance(value, str) and len(value) <= 20:  # a version
-        return f"{record['status']} · {value}"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return record["status"]
-    shown = f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
-    approx = "~" if str(record.get("detail", "")).startswith("estimate") else ""
-    return f"{record['status']} · {approx}{shown}"
-
-
-def capability_table(records_by_gpu: dict) -> str:
-    """Markdown table, one column per GPU. `records_by_gpu`: {gpu: [records] or {item: record}}.
-
-    A row where one GPU says ok and another does not is the guide's "no benchmark needed"
-    answer: its item is bold and the last column names the GPUs where it works.
-    """
-    gpus = list(records_by_gpu)
-    by_item = {}
-    for gpu in gpus:
-        recs = records_by_gpu[gpu]
-        for r in (recs.values() if isinstance(recs, dict) else recs):
-            by_item.setdefault(r["item"], {})[gpu] = r
-    lines = ["| item | " + " | ".join(gpus) + " | difference |",
-             "| --- | " + " | ".join("---" for _ in gpus) + " | --- |"]
-    for item, cells in by_item.items():
-        present = [g for g in gpus if g in cells]
-        ok = [g for g in present if cells[g]["status"] == "ok"]
-        differs = 0 < len(ok) < len(present)
-        name = f"**{item}**" if differs else item
-        shown = [(f"**{_cell(cells.get(g))}**" if differs and g in ok else _cell(cells.get(g)))
-                 for g in gpus]
-        note = "◀ ok only on " + ", ".join(ok) if differs else ""
-        lines.append(f"| {name} | " + " | ".join(shown) + f" | {note} |")
-    return "\n".join(lines) + "\n"

@@ -36,7 +36,7 @@ class GPUSpec:
 # (pattern on the lower-cased device name, spec). Each pattern names its chip as a whole word
 # start (_CHIP: no letter or digit before it), so no name matches two rows and order does not
 # matter: "gh200" is not "h200", "gb300" is not "b300" (and has no row: null MFU, never the
-# B300's peak), and "h200 nvl" (a different, lower-clocked card) matches nothing.
+# B300's peak), "h200 nvl" (a different, lower-clocked card) is not "h200" (the SXM).
 _CHIP = r"(?<![a-z0-9])"
 _TABLE = [
     # HBM is the 96 GB HBM3 version's; the MAMF was measured on the 144 GB HBM3e one at 900 W.
@@ -54,6 +54,11 @@ _TABLE = [
     # The bf16 MAMF was measured on H100 and is quoted for H200 (same compute die); fp8 on H200.
     (_CHIP + r"h200(?!.*nvl)", GPUSpec("H200 SXM", 989, 1979, None, 141, 4.8, 700, 794.5, 1453.4,
                                datasheet="NVIDIA H200 Tensor Core GPU datasheet", link_gbps=900)),
+    # The PCIe card (600 W at most, NVLink bridge of 2 or 4 cards): the datasheet gives its
+    # tensor-core figures with sparsity only (BF16 1,671, FP8 3,341 TFLOPS): halved, dense.
+    # No MAMF of it is published.
+    (_CHIP + r"h200.*nvl", GPUSpec("H200 NVL", 835.5, 1670.5, None, 141, 4.8, 600,
+                                   datasheet="NVIDIA H200 Tensor Core GPU datasheet", link_gbps=900)),
     (_CHIP + r"b300", GPUSpec("B300 SXM", 2250, 4500, 15000, 288, 8.0, 1300, 1769.0, 3353.3,
                       datasheet="NVIDIA DGX B300 datasheet", link_gbps=1800)),
     (_CHIP + r"b200", GPUSpec("B200 SXM", 2250, 4500, 10000, 180, 8.0, 1000, 1745.0, 3432.5,

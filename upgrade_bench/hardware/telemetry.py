@@ -220,10 +220,10 @@ class RunSampler(Sampler):
     measurements, and a short measurement after an idle gap runs on a refilled power
     budget: on the H200, mamf-finder's shapes after the first read 2-7% above the published
     mamf-finder's on the same shapes, and 0.1-0.8% on the first four with one session.
-    `measure(fn)` adds nothing between measurements.
+    `during(fn)` adds nothing between measurements.
     """
 
-    def measure(self, fn):
+    def during(self, fn):
         """(fn(), clock/power/temperature/throttle fields over its run)."""
         t0 = time.monotonic()
         result = fn()

@@ -97,7 +97,7 @@ def time_pass(forward, leaves, dout, pass_, b: AttentionBench) -> dict:
     untimed()
     timed()  # a first call (the backward's FA4 JIT compile, say) is never timed
     s = b.s
-    (times, method), gpu = b.sampler.measure(lambda: timing.time_iterations(
+    (times, method), gpu = b.sampler.during(lambda: timing.time_iterations(
         timed, b.device, s["ITERS"], s["WARMUP"], untimed, warmup_ms=s["WARMUP_MS"],
         time_ms=s["TIME_MS"]))
     stats = timing.summarize(times)
@@ -161,7 +161,7 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> di
     work = shape.flops(pass_)
     achieved = flops.tflops(work, measured["ms"])
     return {**verdict, **measured, "tflop": work / 1e12, "tflops": achieved,
-            "mfu": flops.mfu(achieved, b.peak), "status": "ok", "reason": None}
+            "mfu": flops.peak_share(achieved, b.peak), "status": "ok", "reason": None}
 
 
 # bench_flash_attn.py's default timing of a point. The call floors matter only at long

@@ -25,8 +25,10 @@ from ..hardware import gpus
 from ..models.flops import tflops
 from .timing import summarize
 
-# --dtype choices -> the key of the GPU table's peak for that dtype.
-PEAK_KEY = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32",
+# --dtype choices -> the key of the GPU table's peak for that dtype. The table lists tensor-core
+# peaks; a float32 matmul runs on TF32 tensor cores or on CUDA cores as torch's precision
+# setting chooses, so it has no peak there and its efficiency is null.
+PEAK_KEY = {"bfloat16": "bf16", "float16": "fp16", "float32": None,
             "float8_e4m3fn": "fp8", "float8_e4m3fnuz": "fp8"}
 DTYPES = tuple(PEAK_KEY)
 
@@ -207,7 +209,7 @@ def search(measure, space: SearchSpace, budget_s: float, clock=time.monotonic, s
     return SearchResult(ok[0] if ok else None, finals[ok[0]] if ok else None, screened, finals)
 
 
-class Tally:
+class Measured:
     """The measurements so far: distinct shapes, and the best by mean, full iterations first."""
 
     def __init__(self):

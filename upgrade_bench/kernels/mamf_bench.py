@@ -49,7 +49,7 @@ class MatmulBench:
 
         return fn, before
 
-    def measure(self, shape, iters: int, warmup: int) -> dict:
+    def time_shape(self, shape, iters: int, warmup: int) -> dict:
         fn, before = self.operands(shape)
         with self.torch.no_grad():
             times, method = timing.time_iterations(fn, self.device, iters, warmup, before,
@@ -63,6 +63,6 @@ class MatmulBench:
         the scan starts from decides what its shapes (bursts of 20-200 ms on an H200) read."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            self.measure(shape, iters, warmup)
+            self.time_shape(shape, iters, warmup)
             show(f"warming up the accelerator on {shape}: "
                  f"{seconds - max(0.0, end - time.monotonic()):.0f}/{seconds:.0f} s")

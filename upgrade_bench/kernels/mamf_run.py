@@ -59,8 +59,8 @@ def pick_device(args):
     return torch.device("cuda", args.cuda_device), hardware, hardware["sm_count"]
 
 
-class Run:
-    """One run: measures shapes, writes their records, keeps the tally, shows progress."""
+class FinderRun:
+    """One mamf-finder run: measures shapes, writes their records, keeps what was measured, shows progress."""
 
     def __init__(self, script: str, args, shapes, started: float):
         """`started`: time.monotonic() when the script began (its elapsed time counts from there)."""
@@ -75,16 +75,15 @@ class Run:
         self.space = mamf.default_space(sm_count, unit=256 if self.on_gpu else 4)
         self.screen_iters = (min(SCREEN_WARMUP, args.num_warmup_iterations),
                              min(SCREEN_ITERS, args.num_iterations))
-        self.peak_key = mamf.PEAK_KEY[args.dtype]
-        self.peak, self.peak_source, _ = gpus.resolve_peak(self.gpu_name, self.peak_key)
+        self.peak, self.peak_source, _ = gpus.resolve_peak(self.gpu_name, mamf.PEAK_KEY[args.dtype])
         self.published = mamf.published_mamf(self.gpu_name, args.dtype)
         self.writer = RecordWriter(script, args.output_file)
         self.bench = MatmulBench(self.device, args.dtype)
         self.sampler = telemetry.RunSampler(self.device.index or 0)  # one NVML session
-        self.tally = mamf.Tally()
+        self.measured = mamf.Measured()
         self.progress = Progress()
         self.signals = Signals()
-        self.phase = "probe"
+        self.phase = "dtype check"
         self.start = None
 
     def config(self) -> dict:
@@ -101,7 +100,7 @@ class Run:
         return config
 
     def write_header(self) -> None:
-        warnings = [] if self.peak else [f"no {self.peak_key} peak known for "
+        warnings = [] if self.peak else [f"no {self.args.dtype} peak known for "
                                          f"{self.gpu_name or 'a CPU'}: efficiency is null"]
         self.writer.write("header", **header.fields(
             self.config(), self.args.notes, warnings, hardware=self.hardware, peak_tflops=self.peak,
@@ -109,10 +108,10 @@ class Run:
         for text in warnings:
             sys.stderr.write(f"warning: {text}\n")
 
-    def probe(self) -> bool:
+    def check_dtype(self) -> bool:
         """One tiny matmul: an unsupported dtype becomes one clear record, not a crash."""
         try:
-            self.bench.measure(mamf.GemmShape(self.space.lo, self.space.lo, self.space.lo), 1, 1)
+            self.bench.time_shape(mamf.GemmShape(self.space.lo, self.space.lo, self.space.lo), 1, 1)
             return True
         except Exception as err:
             fields = {**faults.error_fields(err), "error": "unsupported"}
@@ -123,12 +122,12 @@ class Run:
                              f"{self.gpu_name or 'this CPU'}: {reason}\n")
             return False
 
-    def measure(self, shape, full: bool):
+    def record_shape(self, shape, full: bool):
         """Mean TFLOPS of one shape (full or screen iteration counts); None if it failed."""
         a = self.args
         warmup, iters = (a.num_warmup_iterations, a.num_iterations) if full else self.screen_iters
         try:
-            stats, gpu = self.sampler.measure(lambda: self.bench.measure(shape, iters, warmup))
+            stats, gpu = self.sampler.during(lambda: self.bench.time_shape(shape, iters, warmup))
         except Exception as err:  # one record per failed shape (an OOM, say); the run goes on
             with self.signals.hold():
                 self.writer.write("error", seq_len=None, phase=self.phase, **faults.error_fields(err),
@@ -140,9 +139,9 @@ class Run:
             record = self.writer.write("matmul", m=shape.m, n=shape.n, k=shape.k, dtype=a.dtype,
                                        **stats, iters=iters, phase=self.phase,
                                        **gpu)
-            self.tally.add(record, full)
-        best = self.tally.best()
-        self.progress.show(f"[{self.phase}] {self.tally.measurements:>4} | {str(shape):>17} "
+            self.measured.add(record, full)
+        best = self.measured.best()
+        self.progress.show(f"[{self.phase}] {self.measured.measurements:>4} | {str(shape):>17} "
                            f"{stats['tflops_mean']:8.5g} | best {best['tflops_mean']:8.5g} TFLOPS @ "
                            f"{best['m']}x{best['n']}x{best['k']} | {time.monotonic() - self.start:.0f} s")
         return stats["tflops_mean"]
@@ -160,23 +159,23 @@ class Run:
                                self.args.num_warmup_iterations, self.progress.show)
         self.start = time.monotonic()
         if self.mode == "search":
-            mamf.search(lambda s: self.measure(s, True), self.space, self.budget_s,
-                        screen=lambda s: self.measure(s, False), progress=self.enter)
+            mamf.search(lambda s: self.record_shape(s, True), self.space, self.budget_s,
+                        screen=lambda s: self.record_shape(s, False), progress=self.enter)
             return
         self.enter("scan")
         for shape in self.shapes:
-            if self.budget_s and self.tally.measurements and \
+            if self.budget_s and self.measured.measurements and \
                     time.monotonic() - self.start >= self.budget_s:
                 break
-            self.measure(shape, True)
+            self.record_shape(shape, True)
 
     def finish(self, interrupted) -> None:
         """The `mamf` record and the table on stderr, also after an interrupt."""
         now = time.monotonic()
-        best = self.tally.best()
+        best = self.measured.best()
         fields = mamf.mamf_fields(best, self.args.dtype, self.peak)
-        self.writer.write("mamf", **fields, shapes_tried=len(self.tally.shapes),
-                          measurements=self.tally.measurements, elapsed_s=now - self.started,
+        self.writer.write("mamf", **fields, shapes_tried=len(self.measured.shapes),
+                          measurements=self.measured.measurements, elapsed_s=now - self.started,
                           search_s=now - self.start if self.start else 0.0, warmup_s=self.warmup_s,
                           mode=self.mode, interrupted=bool(interrupted),
                           published_mamf_tflops=self.published)
@@ -187,7 +186,7 @@ class Run:
         if best is None:
             err.write("no shape was measured\n")
             return
-        top = self.tally.top(5)
+        top = self.measured.top(5)
         if top:
             err.write(f"\n{'shape (MxNxK)':>20} {'mean':>8} {'median':>8} {'max':>8}  TFLOPS\n")
         for r in top:
@@ -200,7 +199,7 @@ class Run:
         err.write(f"\nMAMF {self.args.dtype}: {fields['tflops_mean']:.5g} TFLOPS (mean; median "
                   f"{fields['tflops_median']:.5g}, max {fields['tflops_max']:.5g}) at "
                   f"{fields['m']}x{fields['n']}x{fields['k']}{share}{published}\n")
-        err.write(f"{len(self.tally.shapes)} shapes, {self.tally.measurements} measurements, "
+        err.write(f"{len(self.measured.shapes)} shapes, {self.measured.measurements} measurements, "
                   f"{now - self.started:.0f} s in all (warm-up {self.warmup_s:.0f} s)\n")
 
     def execute(self) -> int:
@@ -212,7 +211,7 @@ class Run:
         self.sampler.start()
         try:
             try:
-                probed = self.probe()
+                probed = self.check_dtype()
                 if probed:
                     self.measure_all()
             except Interrupted as sig:

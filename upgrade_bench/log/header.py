@@ -13,8 +13,11 @@ def software() -> dict:
     return fingerprint.software(attn_backends.DISTRIBUTIONS)
 
 
-def fields(config: dict, notes: str, warnings=(), hardware: dict | None = None, **script_fields) -> dict:
-    """A header record's fields: software, hardware (GPU 0's unless given), config, the
-    script's own fields, then its warnings and notes."""
-    return {"software": software(), "hardware": fingerprint.hardware() if hardware is None else hardware,
+def fields(config: dict, notes: str, warnings=(), hardware: dict | None = None, stack: dict | None = None,
+           **script_fields) -> dict:
+    """A header record's fields (log/schema.py declares them): software (this machine's
+    stack unless `stack` is given), hardware (GPU 0's unless given), config, the script's own
+    fields, then its warnings and notes."""
+    return {"software": software() if stack is None else stack,
+            "hardware": fingerprint.hardware() if hardware is None else hardware,
             "config": config, **script_fields, "warnings": list(warnings), "notes": notes}

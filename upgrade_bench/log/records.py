@@ -16,10 +16,9 @@ import time
 import uuid
 from collections import Counter
 
-from . import schema
+from . import checks, schema
+from .schema import SCHEMA
 from ..faults import BadInput, WriteFailed
-
-SCHEMA = 1
 
 
 def new_run_id() -> str:
@@ -119,6 +118,17 @@ def folder_problem(path: str) -> str | None:
     return None
 
 
+def record(kind: str, script: str, run_id: str, time_s: float | None, **fields) -> dict:
+    """A record as written: the envelope, then `fields`, ready for JSON (tuples as lists,
+    non-finite floats as null); checks.RecordError if log/schema.py does not allow it."""
+    made = _clean({"kind": kind, "schema": SCHEMA, "script": script, "run_id": run_id, "time": time_s,
+                   **fields})
+    problem = checks.write_problem(made)
+    if problem:
+        raise checks.RecordError(problem)
+    return made
+
+
 class RecordWriter:
     """Writes records of one script run; only the writing rank should have enabled=True."""
 
@@ -134,11 +144,12 @@ class RecordWriter:
             os.makedirs(parent, exist_ok=True)
 
     def write(self, kind: str, **fields) -> dict:
-        record = {"kind": kind, "schema": SCHEMA, "script": self.script, "run_id": self.run_id,
-                  "time": round(time.time(), 3), **fields}
+        """Print and append one record (see `record`: a field the schema does not allow raises
+        before anything is written); the record."""
+        made = record(kind, self.script, self.run_id, round(time.time(), 3), **fields)
         if not self.enabled:
-            return record
-        line = json.dumps(_clean(record), allow_nan=False, default=str) + "\n"
+            return made
+        line = json.dumps(made, allow_nan=False, default=str) + "\n"
         self.stream.write(line)
         self.stream.flush()
         if self.output:
@@ -148,7 +159,7 @@ class RecordWriter:
                 raise WriteFailed(f"cannot append to {self.output} ({err.strerror or err}): stopped "
                                   f"at this {kind!r} record; every record before it is in the "
                                   f"file, whole") from None
-        return record
+        return made
 
 
 class SchemaTooNew(ValueError):
@@ -240,7 +251,7 @@ def read_log(path: str, name: str) -> list[dict]:
                 found = read_lines(f, path)[0]
             # the report's checks: a run_id that is a list, a config that is text, a seq_len
             # in words make a record unusable here too, never a crash later
-            return [r for r in found if r.get("kind") not in schema.FIELDS or not schema.field_problem(r)]
+            return [r for r in found if r.get("kind") not in schema.FIELDS or not checks.field_problem(r)]
         except UnicodeDecodeError as err:  # a binary or UTF-16 file
             problem = f"not UTF-8 JSON lines ({err.reason} at byte {err.start})"
         except (OSError, SchemaTooNew) as err:

@@ -70,3 +70,21 @@ def conflicting_runs(records) -> dict:
         if r.get("kind") == "header":
             seen.setdefault(r.get("run_id"), set()).add(_gpu(r))
     return {run_id: sorted(names) for run_id, names in seen.items() if len(names) > 1}
+
+
+def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf: str) -> dict:
+    """The `config` a training-step header records: the settings as resolved on the machine,
+    with what identifies the run and nothing that would part equal runs."""
+    s = dict(settings)
+    s.update(USE_LIGER=use_liger, world_size=world_size)
+    # The caching allocator's settings move peak memory and the memory ceiling (on the
+    # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
+    # so they are part of the configuration: RESUME, the capacity search and the
+    # report keep runs with different settings apart. Only when set, so runs with
+    # the default allocator compare equal to logs written before this field existed.
+    if alloc_conf:
+        s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+    # Only when off, for the same reason: the leaf modules are the default way to run an MoE.
+    if s.get("ZERO3_LEAF_MOE", True):
+        s.pop("ZERO3_LEAF_MOE", None)
+    return s

@@ -1,116 +1,347 @@
-"""What a record of each kind may hold: its fields, their types and ranges, which are required.
+"""What a record of each kind holds: its fields, their types (units in the names), which are
+required, and what each means. The one home of that knowledge:
 
-One table for every reader: the report (report/inputs.py) and the sweep's own reading of
-OUT (records.read_log) skip a record whose fields are not what its kind allows, with the
-reason, instead of failing on it later (a list for a run_id once crashed RESUME with an
-unhashable type). Writers add a field here when they add it to a record.
+- the writer (records.RecordWriter) refuses a field its kind does not declare, or a value of
+  the wrong type, before anything is written: a programming error a test catches;
+- every reader (the report, report/inputs.py; the sweep's resume, records.read_log) skips a
+  record whose declared fields have the wrong type or an impossible value, with the reason
+  (a list for a run_id once crashed RESUME with an unhashable type), and ignores fields it
+  does not know (logs of other versions); log/checks.py holds both checks;
+- docs/records.md's field tables are `markdown()` (tests/test_readme.py checks them).
+
+A field is added here once, a line of its kind's table (name, type, meaning; the types are
+field_types.TYPES); `python -m upgrade_bench.log.schema` prints the docs' tables.
 """
-MAX_INT = 2**53                 # counts and lengths beyond this are no measurement
-MAX_NUMBER = 1e15               # nor is any figure the report reads (and plotting overflows)
+from .field_types import TYPES
+
+SCHEMA = 1                      # the schema number every record carries; readers refuse a newer one
 
 
-def _is_number(v) -> bool:
-    """A finite number within MAX_NUMBER (NaN compares false; a huge int never becomes a float)."""
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and abs(v) <= MAX_NUMBER
+def table(text: str) -> dict:
+    """{field: (Type, meaning)} of lines 'name  type  meaning'."""
+    rows = [line.split(None, 2) for line in text.strip().splitlines()]
+    return {name: (TYPES[kind], meaning) for name, kind, meaning in rows}
 
 
-def _is_count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_INT
+def pick(group: dict, *names) -> dict:
+    return {name: group[name] for name in names}
 
 
-def _is_setting(v) -> bool:
-    scalar = (str, int, float, bool, type(None))
-    return isinstance(v, scalar) or (isinstance(v, list) and all(isinstance(x, scalar) for x in v))
+# Every record: the envelope RecordWriter writes, and what published figures add.
+ENVELOPE = table("""
+kind       text          the record's kind: a section of this page
+schema     integer       the version of this table (schema.SCHEMA)
+script     text          the script that wrote it
+run_id     text          the run's identity, shared by its header and records
+time       number        seconds since the epoch when written (null in published figures)
+reference  text          published figures fed through the pipeline (`guide`), not measured here
+derived    list          fields computed from published figures, not published themselves
+derived.*  text          a field name
+gpu_name   text          the GPU, where a record of a foreign log names it itself
+""")
 
+# NVML over the timed work (telemetry.aggregate); null without NVML.
+TELEMETRY = table("""
+telemetry_samples     size          NVML samples taken
+sm_clock_mhz_median   non-negative  median SM clock
+sm_clock_mhz_min      non-negative  lowest SM clock
+mem_clock_mhz_median  non-negative  median memory clock
+power_w_mean          non-negative  mean board power
+temp_c_max            non-negative  highest GPU temperature
+throttle              list          clock throttle reasons seen
+throttle.*            text          a reason
+""")
 
-POSITIVE = (lambda v: _is_number(v) and v > 0, "a positive number")
-NON_NEGATIVE = (lambda v: _is_number(v) and v >= 0, "a number >= 0")
-SHARE = (lambda v: _is_number(v) and 0 <= v <= 1, "a fraction from 0 to 1")
-COUNT = (_is_count, f"a whole number from 1 to {MAX_INT}")
-SIZE = (lambda v: v == 0 or _is_count(v), "a whole number >= 0")
-TEXT = (lambda v: isinstance(v, str), "text")
-FLAG = (lambda v: isinstance(v, bool), "true or false")
-OBJECT = (lambda v: isinstance(v, dict), "an object")
-LIST = (lambda v: isinstance(v, list), "a list")
-SETTING = (_is_setting, "a value or a list of values")
-PART = (lambda v: isinstance(v, dict) and all(v.get(k) is None or NON_NEGATIVE[0](v[k])
-                                              for k in ("tflop", "ms", "tflops", "mfu", "time_share")),
-        "an object of numbers >= 0 (tflop, ms, tflops, mfu, time_share)")
+# How a kernel was timed (timing.time_iterations).
+TIMING = table("""
+timing            text          `back-to-back` CUDA events, or the host clock without a GPU
+warmup_iters      size          untimed calls before the timed ones
+iters             size          timed calls
+flush_mib         size          device memory zeroed before each call, outside its timing
+spin_ms           non-negative  GPU held this long so the host could queue every call first
+host_ms_per_call  non-negative  host enqueue time per call
+gpu_ms_per_call   non-negative  device time per call, before the timed calls
+""")
 
-# kind -> {field: check}; "a.b" is field b of object a (and so on down), "a.*" every value of object a.
-# Null is allowed everywhere (not recorded); REQUIRED fields must be there.
-FIELDS = {
-    "header": {"hardware": OBJECT, "hardware.gpu_name": TEXT, "hardware.gpu_count": SIZE,
-               "hardware.hbm_gib": POSITIVE, "software": OBJECT, "software.*": SETTING,
-               "config": OBJECT, "config.*": SETTING, "attn_backend": TEXT,
-               "peak_tflops": POSITIVE, "notes": TEXT, "num_layers": COUNT,
-               "layer_mix": OBJECT, "layer_mix.*": COUNT, "mixer_kernels": OBJECT,
-               "mixer_kernels.*": TEXT},
-    "summary": {"seq_len": COUNT, "batch_size": COUNT, "steps": COUNT, "step_ms": POSITIVE,
-                "step_ms_min": POSITIVE, "step_ms_max": POSITIVE, "tflops_per_gpu": NON_NEGATIVE,
-                "mfu": NON_NEGATIVE, "hfu": NON_NEGATIVE, "tokens_per_s_per_gpu": POSITIVE,
-                "attn_flop_share": SHARE, "model_tflop_per_step": NON_NEGATIVE,
-                "peak_mem_gib": NON_NEGATIVE, "peak_alloc_gib": NON_NEGATIVE, "world_size": COUNT,
-                "attn_backend": TEXT, "sm_clock_mhz_median": NON_NEGATIVE,
-                "sm_clock_mhz_min": NON_NEGATIVE, "power_w_mean": NON_NEGATIVE,
-                "temp_c_max": NON_NEGATIVE, "throttle": LIST, "throttle.*": TEXT,
-                "energy_j_per_token": NON_NEGATIVE, "earlier_points_in_process": SIZE},
-    "error": {"seq_len": COUNT, "error": TEXT, "message": TEXT, "config": OBJECT, "config.*": SETTING},
-    "decomposition": {"seq_len": COUNT, "wall_step_ms": POSITIVE, "attn_flop_share": SHARE,
-                      "buckets": OBJECT, "buckets.*": PART, "buckets.other.moe_routing": PART,
-                      "everything_else": PART, "total": PART},
-    "capacity": {"max_fit_seq_len": COUNT, "min_fail_seq_len": COUNT, "peak_mem_gib_at_max": NON_NEGATIVE,
-                 "hbm_gib": POSITIVE, "seq_len_step": COUNT, "config": OBJECT, "config.*": SETTING},
-    "mamf": {"dtype": TEXT, "tflops_mean": POSITIVE, "tflops_median": POSITIVE, "tflops_max": POSITIVE,
-             "peak_tflops": POSITIVE, "efficiency": NON_NEGATIVE, "m": COUNT, "n": COUNT, "k": COUNT},
-    "capability": {"item": TEXT, "status": TEXT, "category": TEXT, "detail": TEXT},
-    "attention": {"backend": TEXT, "pass": TEXT, "seq_len": COUNT, "tflops": NON_NEGATIVE,
-                  "status": TEXT, "batch": COUNT, "heads": COUNT, "kv_heads": COUNT,
-                  "head_dim": COUNT, "causal": FLAG, "dtype": TEXT, "packed_doc_len": SIZE,
-                  "layer": TEXT, "v_head_dim": COUNT, "window": SIZE, "sinks": FLAG},
+# The caching allocator's figures since the point began (memory.point_peaks).
+PEAK_MEMORY = table("""
+peak_mem_gib             non-negative  max reserved (what runs out first), worst rank
+peak_mem_gib_per_rank    list          max reserved of each rank, in rank order
+peak_mem_gib_per_rank.*  non-negative  a rank's
+peak_alloc_gib           non-negative  max allocated, worst rank
+num_alloc_retries        size          allocations that freed the cache and retried, worst rank
+num_ooms                 size          allocations that failed, worst rank
+""")
+
+# What a training point ran with.
+POINT = table("""
+seq_len                    count         tokens per sequence
+batch_size                 count         sequences per GPU per step
+packed_doc_len             size          tokens per packed document (0: unpacked)
+attn_backend               text          the attention backend that ran
+world_size                 count         ranks (GPUs) of the run
+earlier_points_in_process  size          lengths the same process ran before this one
+""")
+
+KINDS = {  # kind: (who writes it, when)
+    "header": "every script, first: the stack, the hardware and the resolved configuration",
+    "step": "benchmark.py, one per training step",
+    "summary": "benchmark.py, one per sequence length, over the timed (non-warm-up) steps",
+    "error": "benchmark.py, run_sweep.sh, bench_decompose.py, mamf-finder.py: a failed point",
+    "memory": "benchmark.py, bench_decompose.py with `MEM_DEBUG=1`: a stage of the first step",
+    "memory_snapshot": "`MEM_DEBUG=1`: after the first timed step's forward, the allocator's segments",
+    "sweep": "run_sweep.sh, last: where the sweep's time went",
+    "capacity": "run_sweep.sh `FIND_MAX_SEQLEN=1`: the largest length that fits",
+    "node_step": "run_node.sh, one per step of the node's run",
+    "attention": "bench_flash_attn.py, one per backend x length x pass (or per backend that cannot run)",
+    "decomposition": "bench_decompose.py (and benchmark.py `DECOMPOSE=N`): the step split by kernel bucket",
+    "matmul": "mamf-finder.py, one per shape measured",
+    "mamf": "mamf-finder.py, last: the best shape, also after an interrupt",
+    "capability": "check_capabilities.py, one per item",
 }
-COMMON = {"run_id": TEXT, "script": TEXT, "reference": TEXT, "attn_backend": TEXT, "gpu_name": TEXT}
-REQUIRED = {"summary": ("seq_len",), "decomposition": ("seq_len",), "attention": ("seq_len",),
+
+FIELDS = {
+    "header": table("""
+software                     object        versions of the stack, every attention package's too
+software.*                   setting       a version, null where not installed
+hardware                     object        the host and this process's GPU 0, the same fields everywhere
+hardware.hostname            text          the host
+hardware.cpu_count           count         CPU cores
+hardware.gpu_name            text          as torch names it
+hardware.gpu_count           size          GPUs the process sees
+hardware.arch                text          `sm_90`, `gfx94` or `cpu`
+hardware.compute_capability  text          `9.0` (gfx numbering on ROCm)
+hardware.hbm_gib             positive      device memory
+hardware.sm_count            count         multiprocessors (null where NVML alone was asked)
+hardware.driver              text          driver version
+hardware.power_limit_w       non-negative  enforced power limit
+hardware.max_sm_clock_mhz    non-negative  highest SM clock
+hardware.max_mem_clock_mhz   non-negative  highest memory clock
+config                       object        every resolved setting, and `PYTORCH_CUDA_ALLOC_CONF` when set
+config.*                     setting       a setting
+warnings                     list          what the run warned about
+warnings.*                   text          a warning
+notes                        text          the user's NOTES
+attn_backend                 text          the attention backend that runs
+attn_backend_why             text          why `auto` chose it
+attn_versions                object        installed version of each backend's package
+weights                      text          `pretrained` or `random`
+model_type                   text          the HF config's model_type
+num_layers                   count         decoder layers the model ran with
+layer_mix                    object        layers per mixer kind
+layer_mix.*                  count         layers
+n_active_params              count         parameters a token passes through
+n_total_params               count         all parameters
+mixer_kernels                object        where a hybrid's fast kernels come from
+mixer_kernels.*              text          a package, or `torch fallback`
+z3_leaf_moe_blocks           flag          MoE blocks are ZeRO-3 leaf modules
+peak_tflops                  positive      the dense peak MFU is taken against
+peak_source                  text          where that peak came from (`table:<GPU>` or the setting)
+published_mamf_tflops        positive      the guide's measured MAMF of this GPU (mamf-finder.py)
+backends                     object        per layer shape, each backend's availability (bench_flash_attn.py)
+out                          text          the sweep's records file (run_sweep.sh)
+log                          text          the sweep's benchmark log (run_sweep.sh)
+skipped_seq_lens             list          lengths already done in OUT, not run again (run_sweep.sh)
+steps                        list          the steps planned (run_node.sh)
+"""),
+    "step": {**pick(POINT, "seq_len"), **table("""
+step            size          index of the step, warm-up included
+warmup          flag          a warm-up step, not in the summary
+step_ms         positive      wall time of the synchronized step
+tokens          count         tokens per GPU per step
+tflops_per_gpu  non-negative  model TFLOPS per GPU
+mfu             non-negative  model FLOPs utilisation: share of the dense peak
+loss            number        training loss
+"""), **PEAK_MEMORY},
+    "summary": {**POINT, **table("""
+steps                 count         timed steps
+step_ms               positive      median step time
+step_ms_min           positive      fastest step
+step_ms_max           positive      slowest step
+step_ms_spread        non-negative  (max - min) / median
+tflops_per_gpu        non-negative  model TFLOPS per GPU at the median step
+mfu                   non-negative  model FLOPs utilisation: share of the dense peak
+hfu                   non-negative  hardware FLOPs utilisation: recompute counted too
+tokens_per_s_per_gpu  positive      throughput at the median step
+attn_flop_share       share         attention's share of the model FLOPs
+model_tflop_per_step  non-negative  model TFLOP per GPU per step
+loss                  number        the last step's loss
+energy_j_per_token    non-negative  board energy per token
+"""), **PEAK_MEMORY, **TELEMETRY},
+    "error": table("""
+seq_len         count         the point that failed (null: no point, e.g. mamf-finder's)
+error           text          `oom`, `timeout`, `exception`, `nonfinite_loss`, `bad_input`, `write_failed`, ...
+message         text          what happened, in a line
+exception       text          the exception's type
+traceback_tail  text          the traceback's last 2000 characters
+config          object        the configuration of the point
+config.*        setting       a setting
+phase           text          mamf-finder's phase when a shape failed
+exit_code       integer       the benchmark process's exit code (run_sweep.sh)
+stderr_tail     text          the benchmark's last stderr lines (run_sweep.sh)
+"""),
+    "memory": table("""
+stage              text          `model_built`, `engine_ready`, `forward`, `backward` or `step`
+rank               size          the rank measured
+allocated_gib      non-negative  allocated now
+reserved_gib       non-negative  reserved now
+max_allocated_gib  non-negative  max allocated so far
+"""),
+    "memory_snapshot": table("""
+path                     text          the pickle to load at https://pytorch.org/memory_viz
+note                     text          why there is none
+segments                 size          segments the allocator holds
+reserved_gib             non-negative  in all segments
+allocated_gib            non-negative  in all segments
+free_in_segments_gib     non-negative  free blocks inside segments (fragmentation)
+largest_free_blocks_gib  list          the largest free blocks
+largest_segments_gib     list          the largest segments: [total, allocated]
+streams                  object        per CUDA stream: segments, reserved_gib, allocated_gib
+"""),
+    "sweep": table("""
+mode            text          `sweep` or `capacity`
+reuse_process   flag          all lengths ran in one process
+interrupted     flag          Ctrl-C or SIGTERM stopped it
+wall_s          non-negative  the sweep's wall time
+points_ok       size          points with a summary
+points_failed   size          points with an error
+process_wall_s  non-negative  benchmark processes' wall time, summed
+startup_s       number        process wall minus step time, summed
+steps_s         non-negative  step time, summed
+timed_steps_s   non-negative  timed-step time, summed
+processes       list          per process: seq_lens, finished, status, exit_code and its times
+"""),
+    "capacity": table("""
+max_fit_seq_len      count         the largest length that fit
+min_fail_seq_len     count         the smallest that did not
+complete             flag          false when interrupted: the bracket so far
+peak_mem_gib_at_max  non-negative  peak reserved at max_fit_seq_len
+hbm_gib              positive      the GPU's memory
+seq_len_step         count         the search's resolution
+runs                 size          probe processes run
+limit_seq_len        count         the search's upper bound (MAX_SEQLEN_LIMIT)
+probes               list          each probe: seq_len, fits, peak_mem_gib, hbm_gib, reason
+config               object        the configuration searched
+config.*             setting       a setting
+"""),
+    "node_step": table("""
+step        text          `capabilities`, `mamf`, `attention`, `sweep` or `decomposition`
+argv        list          its command
+env         object        the variables it was given
+exit_code   integer       how it ended
+estimate_s  non-negative  the plan's estimate
+wall_s      non-negative  how long it took
+output      text          its records file, in the node's folder
+"""),
+    "attention": {**table("""
+backend      text          the attention backend
+status       text          `ok`, `unavailable`, `oom` or `error`
+reason       text          why it is not `ok`
+seq_len      count         tokens per sequence (null: the backend cannot run at any length)
+pass         text          `fwd`, `bwd` or `fwd_bwd`
+layer        text          the model's layer kind the shape is
+batch        count         sequences
+heads        count         query heads
+kv_heads     count         key/value heads
+head_dim     count         query/key head size
+v_head_dim   count         value head size
+window       size          sliding window (0: none)
+sinks        flag          attention sinks
+causal       flag          causal mask
+dtype        text          `bf16` or `fp16`
+ms           non-negative  median call time
+ms_min       non-negative  fastest call
+ms_max       non-negative  slowest call
+tflop        non-negative  TFLOP per call (the useful work)
+tflops       non-negative  TFLOPS at the median call
+mfu          non-negative  share of the dense peak
+ok           flag          passed the correctness check
+max_abs_err  number        largest absolute error against the float64 reference
+max_rel_err  number        that error scaled as the tolerance is
+tol          non-negative  the tolerance of `max_rel_err`
+gqa          text          how grouped K/V heads were given to the kernel
+note         text          what the timing includes beyond the kernel
+"""), **pick(POINT, "packed_doc_len"), **TIMING, **TELEMETRY},
+    "decomposition": {**POINT, **table("""
+wall_step_ms               positive      median unprofiled step
+wall_step_ms_min           positive      fastest unprofiled step
+wall_step_ms_max           positive      slowest unprofiled step
+time_steps                 count         unprofiled steps timed
+profile_steps              count         profiled steps
+profiled_rank              size          the rank profiled
+source                     text          `cuda kernels`, or `cpu ops (self time)` without a GPU
+use_liger                  flag          Liger kernels on
+buckets                    object        `attention`, `gemm`, `linear_mixer`, `other`: tflop, ms, tflops, mfu, ...
+buckets.*                  part          a bucket
+buckets.other.moe_routing  part          the MoE router's share of `other`
+everything_else            part          all but attention: the guide's "rest of the step"
+total                      part          the whole step
+kernel_busy_share          non-negative  busy compute-kernel time over the wall step
+comm_share                 share         NCCL's share of kernel time
+comm_kernel_ms_per_step    non-negative  NCCL kernel time per step
+attn_flop_share            share         attention's share of the model FLOPs
+top_kernels                list          the longest kernels: name, bucket, ms
+unclassified_top           list          the longest kernels no bucket rule matched: name, ms
+"""), **PEAK_MEMORY},
+    "matmul": {**table("""
+m              count         rows of A
+n              count         columns of B
+k              count         the inner size
+dtype          text          torch's name of the operands' dtype
+phase          text          the search's phase
+tflops_mean    positive      TFLOPS at the mean iteration
+tflops_median  positive      TFLOPS at the median iteration
+tflops_max     positive      TFLOPS at the fastest iteration
+ms_mean        non-negative  mean iteration
+ms_median      non-negative  median iteration
+ms_min         non-negative  fastest iteration
+ms_max         non-negative  slowest iteration
+"""), **TIMING, **TELEMETRY},
+    "mamf": {**table("""
+dtype                  text          torch's name of the operands' dtype
+m                      count         the best shape's rows of A
+n                      count         its columns of B
+k                      count         its inner size
+tflops_mean            positive      the MAMF: the best shape's TFLOPS at its mean iteration
+tflops_median          positive      at its median iteration
+tflops_max             positive      at its fastest iteration
+peak_tflops            positive      the dtype's dense peak
+efficiency             non-negative  the MAMF's share of that peak
+published_mamf_tflops  positive      the guide's measured MAMF of this GPU
+shapes_tried           size          shapes measured
+measurements           size          measurements, screening included
+elapsed_s              non-negative  the run's wall time
+search_s               non-negative  the search's wall time
+warmup_s               non-negative  the accelerator's warm-up
+mode                   text          `search` or `scan`
+interrupted            flag          the best so far, when Ctrl-C or SIGTERM stopped the run
+notes                  text          a published figure's provenance
+"""), **pick(TIMING, "iters"),
+        **pick(TELEMETRY, "sm_clock_mhz_median", "sm_clock_mhz_min", "power_w_mean", "throttle", "throttle.*")},
+    "capability": table("""
+item      text          what is asked: `matmul:bf16`, `attention:fa3`, ...
+category  text          `dtype`, `attention`, `memory` or `interconnect`
+status    text          `ok`, `unsupported_hardware`, `unsupported_stack`, `unavailable` or `error`
+detail    text          what ran, or why not
+value     any           a measured value or a version
+probe_s   non-negative  how long the item took
+"""),
+}
+REQUIRED = {"summary": ("seq_len",), "decomposition": ("seq_len",), "attention": ("backend",),
             "capability": ("item", "status")}
 
 
-def _values(record: dict, name: str):
-    """(label, value) of a field: 'a.b' inside object a, 'a.*' every value of object a."""
-    head, _, rest = name.partition(".")
-    if not rest:
-        return [(name, record.get(name))]
-    inner = record.get(head)
-    if isinstance(inner, list):
-        return [(f"{head}[{i}]", v) for i, v in enumerate(inner)]
-    if not isinstance(inner, dict):
-        return []
-    if "." in rest:  # deeper: 'a.b.c' is field c of object b of object a
-        return [(f"{head}.{label}", v) for label, v in _values(inner, rest)]
-    items = inner.items() if rest == "*" else [(rest, inner.get(rest))]
-    return [(f"{head}.{k}", v) for k, v in items]
+def markdown() -> str:
+    """docs/records.md's field tables: per kind, who writes it, then field, type, meaning."""
+    out = []
+    for kind, written in KINDS.items():
+        out += [f"### `{kind}`", "", written[0].upper() + written[1:] + ".", "",
+                "| field | type | meaning |", "| --- | --- | --- |"]
+        out += [f"| `{name}` | {kind_of.what}{' (required)' if name in REQUIRED.get(kind, ()) else ''} | "
+                f"{meaning} |" for name, (kind_of, meaning) in FIELDS[kind].items()]
+        out.append("")
+    return "\n".join(out)
 
 
-def _described(value) -> str:
-    if isinstance(value, (int, float, bool)):
-        return repr(value)
-    return {str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
-
-
-def field_problem(record: dict) -> str | None:
-    """Why a record of a kind the report reads cannot be used, or None."""
-    kind = record["kind"]
-    for name in REQUIRED.get(kind, ()):
-        if record.get(name) is None:
-            return f"no {name}"
-    for name, (test, what) in {**COMMON, **FIELDS[kind]}.items():
-        for label, value in _values(record, name):
-            if value is not None and not test(value):
-                if not isinstance(value, bool) and isinstance(value, (int, float)) and abs(value) > MAX_NUMBER:
-                    shown = f"{value:.3g}" if isinstance(value, float) else \
-                        f"a {len(str(abs(value)))}-digit integer"
-                    return f"{label} is {shown}, beyond any measurement ({MAX_NUMBER:g})"
-                return f"{label} is {_described(value)}, not {what}"
-    low, mid, high = (record.get(k) for k in ("step_ms_min", "step_ms", "step_ms_max"))
-    if None not in (low, mid, high) and not low <= mid <= high:
-        return "step_ms is outside step_ms_min..step_ms_max"
-    return None
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -135,8 +135,9 @@ def tflops(flops: float, ms: float) -> float:
     return flops / (ms * 1e-3) / 1e12
 
 
-def mfu(tflops_achieved: float, peak_tflops: float | None) -> float | None:
-    """Fraction of the peak; None when no peak is known (never another card's figure)."""
+def peak_share(tflops_achieved: float, peak_tflops: float | None) -> float | None:
+    """Fraction of the peak; None when no peak is known (never another card's figure). MFU
+    when given model TFLOPS, HFU when given the TFLOPS the hardware ran (recompute included)."""
     return None if not peak_tflops else tflops_achieved / peak_tflops
 
 

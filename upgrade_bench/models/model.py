@@ -249,9 +249,41 @@ def resolve_weights(requested: str, model: str) -> tuple[str, Path | None]:
     return ("pretrained", path) if path else ("random", None)
 
 
+def liger_model_types() -> set:
+    """The model types the installed liger-kernel has kernels for."""
+    from liger_kernel.transformers.monkey_patch import MODEL_TYPE_TO_APPLY_LIGER_FN
+
+    return set(MODEL_TYPE_TO_APPLY_LIGER_FN)
+
+
+def resolve_liger(requested: str, has_gpu: bool, installed: bool, model_type: str = "",
+                  supported: set | None = None) -> tuple[bool, list[str]]:
+    """(Liger on, warnings) for USE_LIGER on a machine and model; BadInput where it cannot run.
+
+    `supported`: the model types Liger patches (None: not known, as when it is not installed).
+    """
+    if supported is not None and model_type not in supported and requested != "0":
+        if requested == "1":
+            raise BadInput(f"USE_LIGER=1: liger-kernel has no kernels for model type {model_type!r}; "
+                           f"use USE_LIGER=0 or auto")
+        return False, [f"liger-kernel has no kernels for model type {model_type!r}: USE_LIGER=auto "
+                       f"resolved to off"]
+    use_liger = requested == "1" or (requested == "auto" and has_gpu)
+    if use_liger and not has_gpu:
+        raise BadInput("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
+                       "use USE_LIGER=0 or auto on CPU")
+    if use_liger and not installed:
+        if requested == "1":
+            raise BadInput("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
+        return False, ["liger-kernel not installed: USE_LIGER=auto resolved to off"]
+    if requested == "auto" and not has_gpu:
+        return False, ["no GPU: USE_LIGER=auto resolved to off"]
+    return use_liger, []
+
+
 def apply_liger(model_type: str) -> None:
     """Patch transformers' classes with Liger kernels before the model is built (the model
-    type is one Liger has kernels for: engine.resolve_liger checked it before the header)."""
+    type is one Liger has kernels for: resolve_liger checked it before the header)."""
     from liger_kernel.transformers.monkey_patch import MODEL_TYPE_TO_APPLY_LIGER_FN
 
     # Defaults: RoPE, RMSNorm, SwiGLU and fused linear cross-entropy (train mode with labels).

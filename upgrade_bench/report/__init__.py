@@ -20,5 +20,6 @@ plotkit       the figures' shared look: colours, line styles, length axes, legen
 comparison_figure  comparison-N.png, the guide's 2x2 plus $/token per comparison
 figures       upgrade.png, attention.png, decomposition.png and write_all (matplotlib, imported
               only once the inputs are known good)
+capability_table  check_capabilities' records side by side, one column per GPU
 export        the flat table for pandas (points.csv, points.jsonl)
 """

@@ -162,7 +162,7 @@ def telemetry_markdown(a: Analysis) -> str:
 
 def capability_markdown(a: Analysis) -> str:
     """check_capabilities' side-by-side table, one column per GPU that has capability records."""
-    from ..hardware.capabilities import capability_table
+    from .capability_table import capability_table
 
     by_gpu = {g: a.data.gpus[g].capabilities for g in a.order if a.data.gpus[g].capabilities}
     return capability_table(by_gpu).strip() if by_gpu else ""

@@ -23,8 +23,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..log import records
-from ..log.schema import FIELDS, field_problem
+from ..log.checks import field_problem
 from . import text
+from .series import KINDS_READ
 from ..faults import BadInput
 
 REFERENCE_FOLDER = "reference"
@@ -140,7 +141,7 @@ def read(paths, tally: Tally):
                 for record in records.iter_records(_lines(stream, skipped), source, skipped):
                     record = text.clean_record(record)
                     kind = record["kind"]
-                    if kind not in FIELDS:
+                    if kind not in KINDS_READ:
                         continue
                     problem = field_problem(record)
                     if problem:

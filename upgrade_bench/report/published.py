@@ -13,11 +13,11 @@ NVIDIA H200 and B200 datasheets' dense bf16 figures (989 and 2250) and HBM the g
 import json
 
 from ..models import architecture, flops
-from ..training import engine
+from ..training import variables
 from ..hardware import gpus
 from .. import settings
 from ..paths import REPO
-from ..log.records import SCHEMA
+from ..log import header, records, runs
 
 PUBLISHED_GPUS = ("H200", "B200")
 SHIPPED_PATH = "results/reference/guide.jsonl"   # in the repository, written by --write-guide-reference
@@ -63,7 +63,7 @@ def guide_reference_records() -> list:
     TFLOPS, tokens/s, MFU against the table peak, attention share) are listed in `derived`.
     Nothing here is a measurement of this suite.
     """
-    sweep_config = engine.header_config(settings.parse(settings.TRAINING_VARS, {}), True, 8, "")
+    sweep_config = runs.training_config(settings.parse(variables.TRAINING_VARS, {}), True, 8, "")
     right_sized = dict(sweep_config, ZERO_STAGE=2, OFFLOAD_OPTIMIZER=False, GRAD_CHECKPOINT=False)
     out = []
     for gpu in PUBLISHED_GPUS:
@@ -72,17 +72,17 @@ def guide_reference_records() -> list:
         software = dict(GUIDE_STACK, **{"flash-attn-3": None, "flash-attn-4": None, package: version})
 
         def rec(kind, run, script, **fields):
-            out.append({"kind": kind, "schema": SCHEMA, "script": script,
-                        "run_id": f"guide-{gpu.lower()}-{run}", "time": None, "reference": "guide",
-                        **fields})
+            out.append(records.record(kind, script, f"guide-{gpu.lower()}-{run}", None, reference="guide",
+                                      **fields))
 
-        def header(run, script, config):
-            rec("header", run, script, software=software,
+        def run_header(run, script, config):
+            rec("header", run, script, **header.fields(
+                config, NOTES, stack=software,
                 hardware={"gpu_name": f"NVIDIA {gpu}", "gpu_count": 8, "hbm_gib": spec.hbm_gib},
-                config=config, attn_backend=backend, peak_tflops=spec.bf16,
-                peak_source=f"table:{spec.name}", num_layers=len(LLAMA_8B.layers), warnings=[], notes=NOTES)
+                attn_backend=backend, peak_tflops=spec.bf16, peak_source=f"table:{spec.name}",
+                num_layers=len(LLAMA_8B.layers)))
 
-        header("sweep", "benchmark.py", sweep_config)
+        run_header("sweep", "benchmark.py", sweep_config)
         for (seq_len, h200, b200), peak_mem_gib in zip(GUIDE_SWEEP_TFLOPS, GUIDE_PEAK_MEM_GIB[gpu]):
             tflops_per_gpu = h200 if gpu == "H200" else b200
             sf = flops.step_flops(LLAMA_8B, 1, seq_len)
@@ -102,7 +102,7 @@ def guide_reference_records() -> list:
                 peak_mem_gib_at_max=peak_mem_gib, hbm_gib=spec.hbm_gib, seq_len_step=None, runs=None,
                 config=sweep_config)
 
-        header("decompose", "bench_decompose.py", right_sized)
+        run_header("decompose", "bench_decompose.py", right_sized)
         sf = flops.step_flops(LLAMA_8B, 1, 8192)
         attn, rest, total = GUIDE_DECOMPOSITION_TFLOPS[gpu]
 
@@ -113,7 +113,7 @@ def guide_reference_records() -> list:
             buckets={"attention": part(sf.attention, attn)}, everything_else=part(sf.dense, rest),
             total=part(sf.model, total), attn_backend=backend, derived=["tflop", "ms"])
 
-        header("mamf", "mamf-finder.py", {})
+        run_header("mamf", "mamf-finder.py", {})
         # The guide's MAMF figures are the GPU table's (gpus.py), quoted from the guide.
         for dtype, value in (("bf16", spec.mamf_bf16), ("fp8", spec.mamf_fp8)):
             peak = spec.peak_tflops(dtype)

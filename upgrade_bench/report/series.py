@@ -8,14 +8,13 @@ identity (runs.run_identity: the header config minus runs.NOT_IDENTITY and the k
 ignores) + provenance (measured, or published figures fed through the pipeline:
 `"reference": "guide"`). Its points are `summary` records by sequence length; `load` keeps
 of each header only what the report shows, as it is read. Capability items are read under
-their current names (capabilities.current_item), so old and new logs share rows.
+their current names (current_capability), so old and new logs share rows.
 """
 import json
 from dataclasses import dataclass, field
 
 from ..hardware import gpus
 from ..log import runs
-from ..hardware.capabilities import current_record
 from .stacks import stack_of
 
 GUIDE_LABEL = "guide's published"
@@ -160,11 +159,11 @@ def load(records, ignore_config=(), also_in=None) -> Dataset:
 
 def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> None:
     kind = record["kind"]
-    gpu = _gpu_entry(data.gpus, header)
+    gpu = _gpu_entry(data.gpus, header)  # every record's GPU has an entry, an orphan's too
     reference = reference_of(record, header)
-    seq_len = record.get("seq_len")
-    if kind in ("summary", "error", "decomposition"):
+    if kind in POINT_KINDS:
         s = _series_entry(series, header, record, reference, ignore_config)
+        seq_len = record.get("seq_len")
         if kind == "summary":
             s.repeats.setdefault(seq_len, []).append(record if reference else with_position(record, header))
         elif kind == "decomposition":
@@ -173,17 +172,40 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
             s.errors[seq_len] = record
         else:
             data.failures.append((s, record))
-    elif kind == "capacity":
-        own = record.get("config")
-        key = runs.run_identity(own, ignore_config)[1] if isinstance(own, dict) else None
-        gpu.capacity.append((key, reference, record))
-    elif kind == "mamf":
-        gpu.mamf.append(dict(record, reference=reference))  # provenance from the header too
-    elif kind == "capability":
-        record = current_record(record)
-        gpu.capabilities[record["item"]] = record
-    elif kind == "attention":
-        gpu.attention.append((record, reference))
+    else:
+        GPU_KINDS[kind](gpu, record, reference, ignore_config)
+
+
+def _add_capacity(gpu: Gpu, record: dict, reference, ignore_config) -> None:
+    own = record.get("config")
+    key = runs.run_identity(own, ignore_config)[1] if isinstance(own, dict) else None
+    gpu.capacity.append((key, reference, record))
+
+
+def _add_capability(gpu: Gpu, record: dict, reference, ignore_config) -> None:
+    record = current_capability(record)
+    gpu.capabilities[record["item"]] = record
+
+
+# Where each kind the report reads goes: points of a series, or a GPU's collections.
+POINT_KINDS = ("summary", "error", "decomposition")
+GPU_KINDS = {
+    "capacity": _add_capacity,
+    "mamf": lambda gpu, r, reference, _: gpu.mamf.append(dict(r, reference=reference)),  # from the header too
+    "capability": _add_capability,
+    "attention": lambda gpu, r, reference, _: gpu.attention.append((r, reference)),
+}
+KINDS_READ = ("header", *POINT_KINDS, *GPU_KINDS)  # inputs.read drops the others as it reads
+
+
+def current_capability(record: dict) -> dict:
+    """A capability record under its item's current name. Logs written before the backend
+    table named the SDPA kernels with '_' (attention:sdpa_cudnn) where the table has '-'
+    (attention:sdpa-cudnn): read under today's name, old and new logs share a row."""
+    category, _, name = record["item"].partition(":")
+    if category != "attention" or not name.startswith("sdpa_"):
+        return record
+    return {**record, "item": f"{category}:{name.replace('_', '-')}"}
 
 
 def with_position(summary: dict, header) -> dict:
@@ -272,7 +294,7 @@ def config_phrase(key: str, value) -> str:
                "PACKED_DOC_LEN": "unpacked" if none else f"docs of {value}",
                "BATCH_SIZE": f"batch {value}",
                "WARMUP_STEPS": f"{value} warm-up",
-               # Recorded only when set (engine.RunConfig.header_config).
+               # Recorded only when set (log/runs.training_config).
                "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}
     return phrases.get(key, f"{key}={_short(value)}")
 

@@ -161,16 +161,10 @@ def stop_group(proc, multi_node: bool) -> None:
         proc.wait()
 
 
-def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, echo) -> ProcessResult:
-    """Run one benchmark process; echo its records to the `echo` stream; kill its group on
-    timeout or interrupt. on_summary(summary) is called as each point finishes."""
-    result = ProcessResult(list(seq_lens))
-    tail = deque(maxlen=STDERR_TAIL_LINES)
+def _read_in_background(proc, log, tail: deque):
+    """(queue of the child's stdout lines, None at its end; the reader threads): stdout is
+    read into the queue, stderr into `tail` and the log as it comes."""
     lines = queue.Queue()
-    started = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, encoding="utf-8", errors="replace", bufsize=1,
-                            start_new_session=True)
 
     def read_stdout():
         for line in proc.stdout:
@@ -187,37 +181,65 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
                threading.Thread(target=read_stderr, daemon=True)]
     for t in readers:
         t.start()
+    return lines, readers
+
+
+def _take(line: str, result: "ProcessResult", log, echo, on_summary) -> bool:
+    """One stdout line: a record is echoed and added to `result` (on_summary for a summary),
+    anything else goes to the log; True when it was a summary."""
+    record = parse_record(line)
+    if record is None:
+        log.write(line)
+        return False
+    # As the benchmark wrote it: without the log_file that read_lines adds.
+    echo.write(json.dumps({k: v for k, v in record.items() if k != "log_file"}) + "\n")
+    echo.flush()
+    result.add(record)
+    if record["kind"] != "summary":
+        return False
+    on_summary(record)
+    return True
+
+
+def _follow(proc, lines, result, started: float, timeout_s, multi_node, take) -> None:
+    """Read `lines` with take(line) until stdout ends; stop the process group once every
+    point is in and EXIT_GRACE_S has passed, or when no summary came for `timeout_s`."""
     last_point, settle_by = started, None
+    while True:
+        deadlines = [d for d in (timeout_s and last_point + timeout_s, settle_by) if d]
+        wait = max(0.0, min([1.0] + [d - time.monotonic() for d in deadlines]))
+        try:
+            line = lines.get(timeout=wait)
+        except queue.Empty:
+            line = ""
+        if line is None:
+            return
+        if line and take(line):
+            last_point = time.monotonic()
+        if line and settle_by is None and result.settled():
+            settle_by = time.monotonic() + EXIT_GRACE_S
+        if settle_by is not None and time.monotonic() > settle_by:
+            stop_group(proc, multi_node)
+            return
+        if settle_by is None and timeout_s and time.monotonic() > last_point + timeout_s:
+            result.status = "timeout"
+            stop_group(proc, multi_node)
+            return
+
+
+def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, echo) -> ProcessResult:
+    """Run one benchmark process; echo its records to the `echo` stream; kill its group on
+    timeout or interrupt. on_summary(summary) is called as each point finishes."""
+    result = ProcessResult(list(seq_lens))
+    tail = deque(maxlen=STDERR_TAIL_LINES)
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8", errors="replace", bufsize=1,
+                            start_new_session=True)
+    lines, readers = _read_in_background(proc, log, tail)
     try:
-        while True:
-            deadlines = [d for d in (timeout_s and last_point + timeout_s, settle_by) if d]
-            wait = max(0.0, min([1.0] + [d - time.monotonic() for d in deadlines]))
-            try:
-                line = lines.get(timeout=wait)
-            except queue.Empty:
-                line = ""
-            if line is None:
-                break
-            record = parse_record(line) if line else None
-            if record is None and line:
-                log.write(line)
-            elif record is not None:
-                # As the benchmark wrote it: without the log_file that read_lines adds.
-                echo.write(json.dumps({k: v for k, v in record.items() if k != "log_file"}) + "\n")
-                echo.flush()
-                result.add(record)
-                if record["kind"] == "summary":
-                    last_point = time.monotonic()
-                    on_summary(record)
-                if settle_by is None and result.settled():
-                    settle_by = time.monotonic() + EXIT_GRACE_S
-            if settle_by is not None and time.monotonic() > settle_by:
-                stop_group(proc, multi_node)
-                break
-            if settle_by is None and timeout_s and time.monotonic() > last_point + timeout_s:
-                result.status = "timeout"
-                stop_group(proc, multi_node)
-                break
+        _follow(proc, lines, result, started, timeout_s, multi_node,
+                lambda line: _take(line, result, log, echo, on_summary))
         if result.status == "running" and not _wait_until(lambda: proc.poll() is not None, KILL_GRACE_S):
             stop_group(proc, multi_node)  # stdout closed but the launcher lingers
     except KeyboardInterrupt:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from .. import faults
 from ..log import header
 from .child_process import PORT_ATTEMPTS, PORT_TAKEN, Log, ProcessResult, run_process
-from ..faults import EXIT_BAD_INPUT, EXIT_OOM, EXIT_WRITE_FAILED, BadInput, WriteFailed, run_main, stop
+from ..faults import BadInput, WriteFailed, run_main, stop
 from ..interrupts import Signals, ignored
 from ..numfmt import sig
 from ..paths import REPO
@@ -117,19 +117,6 @@ def _run_once(ctx: Context, seq_lens: list[int], probe: bool, on_summary) -> Pro
     return result
 
 
-def classify_exit(code: int) -> tuple[str, str]:
-    """(error kind, message) for a benchmark process that ended without an error record."""
-    if code == EXIT_OOM:
-        return "oom", "exit code 3 (out of memory) without an error record (another rank failed?)"
-    if code == EXIT_BAD_INPUT:
-        return "bad_input", "exit code 2: the benchmark rejected its configuration"
-    if code == EXIT_WRITE_FAILED:
-        return "write_failed", "exit code 4: the benchmark could not write its records (disk full?)"
-    if code in (-signal.SIGKILL, faults.exit_for_signal(signal.SIGKILL), 256 - signal.SIGKILL):
-        return "exception", f"killed by SIGKILL (exit {code}): the host's OOM killer?"
-    return "exception", f"exit code {code} without an error record"
-
-
 def eta_s(point_durations_s: list[float], remaining: int) -> float | None:
     """Time left from the mean of the points done (long lengths take longer: a floor)."""
     return statistics.fmean(point_durations_s) * remaining if point_durations_s else None
@@ -155,7 +142,7 @@ def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dic
         kind, message = "timeout", (f"no summary within POINT_TIMEOUT={ctx.plan.s['POINT_TIMEOUT']:g} s; "
                                     f"process group killed")
     else:
-        kind, message = classify_exit(result.exit_code)
+        kind, message = faults.exit_meaning(result.exit_code)
     return {"seq_len": at, "error": kind, "message": message}, {
         "error": kind, "message": message, "seq_len": at, "config": ctx.plan.config,
         "exit_code": result.exit_code, "stderr_tail": "\n".join(result.stderr_tail)}

@@ -27,10 +27,11 @@ class ProbesInterrupted(Exception):
 
 @dataclass(frozen=True)
 class Probe:
+    """One short run at one sequence length: whether it fit, and its peak beside the GPU's memory."""
     seq_len: int
     fits: bool
-    peak_mem_gib: float | None = None
-    hbm_gib: float | None = None
+    peak_mem_gib: float | None = None  # max reserved, worst rank (None: it did not fit)
+    hbm_gib: float | None = None       # the GPU's memory, as its header says
     reason: str = "ok"  # ok | oom | timeout | exception | ...
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..kernels import attn_backends
 from ..hardware import devices, fingerprint, gpus
-from ..training import engine
+from ..training import variables
 from ..models import model
 from .. import settings
 from .child_process import free_port
@@ -24,7 +24,7 @@ from ..faults import BadInput
 from ..hardware.fingerprint import Device
 from ..paths import REPO
 from ..log.records import read_log
-from ..log.runs import run_identity, with_headers
+from ..log.runs import run_identity, training_config, with_headers
 from ..settings import Var
 from .sweep_capacity import PROBE_STEPS, doubling_ladder
 
@@ -65,7 +65,7 @@ VARS = [
     Var("DRY_RUN", "bool", False, "print the command of every process that would run; run nothing"),
 ]
 OWNED = ("SEQ_LEN", "OUTPUT")  # benchmark.py variables the sweep sets per process
-PASSED = [v for v in settings.TRAINING_VARS if v.name not in OWNED]
+PASSED = [v for v in variables.TRAINING_VARS if v.name not in OWNED]
 # Read by benchmark.py's imports rather than its settings; carried to other nodes too.
 EXTRA_ENV = ("MODEL_DIR", "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
              "TORCH_CUDA_ARCH_LIST", "TORCH_EXTENSIONS_DIR", "CUDA_HOME", "PYTORCH_CUDA_ALLOC_CONF")
@@ -326,7 +326,7 @@ def prepare(s: dict, environ=os.environ) -> Plan:
         selected = (None, None) if hostfile else select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node)
     except ValueError as err:
         raise BadInput(str(err)) from None
-    use_liger, warnings = engine.resolve_liger(s["USE_LIGER"], first is not None,
+    use_liger, warnings = model.resolve_liger(s["USE_LIGER"], first is not None,
                                                fingerprint.package_version("liger-kernel") is not None)
     device = Device(first.capability, first.is_hip) if first else Device(None)
     backend, _ = attn_backends.resolve(s["ATTN_BACKEND"], device, attn_backends.installed(s["ATTN_BACKEND"]))
@@ -338,7 +338,7 @@ def prepare(s: dict, environ=os.environ) -> Plan:
     training.update(SEQ_LEN=sorted(set(s["SEQLENS"])), OUTPUT="")
     if s["FIND_MAX_SEQLEN"]:
         training.update(PROBE_STEPS)
-    config = engine.header_config(training, use_liger, world, environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+    config = training_config(training, use_liger, world, environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
     default_folder = str(REPO / ("results" if first or hostfile else CPU_OUT))
     folder = s["OUT"] if s["OUT"] and out_is_folder else default_folder
     existing = os.listdir(folder) if os.path.isdir(folder) else []

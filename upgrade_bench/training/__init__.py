@@ -1,5 +1,7 @@
 """The training step benchmark.py and bench_decompose.py time.
 
+variables        the training scripts' settings (TRAINING_VARS): the guide's config by default
+run_config       the settings resolved against this machine before any work, and the header
 engine           DeepSpeed setup, batches, the timed training step, a training script's main
 memory           peak memory across ranks, MEM_DEBUG's staged probes and snapshot
 decompose        the step decomposition's kernel classifier and the one-clock wall-time split

@@ -135,7 +135,7 @@ def split_wall(wall_ms: float, per_bucket_us: dict) -> dict:
 def _throughput(tflop: float | None, ms: float, peak_tflops: float | None) -> dict:
     tflops = None if tflop is None or ms <= 0 else flops.tflops(tflop * 1e12, ms)
     return {"tflop": tflop, "ms": ms, "tflops": tflops,
-            "mfu": None if tflops is None else flops.mfu(tflops, peak_tflops)}
+            "mfu": None if tflops is None else flops.peak_share(tflops, peak_tflops)}
 
 
 def _top(kernel_us: dict, steps: int, n: int, names=None) -> list:

@@ -1,19 +1,17 @@
-"""The training step both benchmark.py and bench_decompose.py time: DeepSpeed setup, the
-resolved run configuration, random batches (dense or document-packed) and one
-fwd + bwd + optimizer step.
+"""The training step both benchmark.py and bench_decompose.py time: DeepSpeed setup, random
+batches (dense or document-packed), one fwd + bwd + optimizer step, and a script's main
+around them (run_script). What runs is resolved first, in run_config.py.
 """
 import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 
-from ..models import architecture, flops, model
+from ..models import flops, model
 from ..kernels import attn_backends, timing
 from . import extensions, memory
-from ..hardware import fingerprint, gpus
-from ..log import header
-from ..faults import BadInput, NonFiniteLoss, WriteFailed, error_fields, exit_code_for
+from .run_config import RunConfig, header_fields, resolve, zero3_moe
+from ..faults import NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 
 
 def sanitize_arch_list(value: str) -> str:
@@ -32,147 +30,6 @@ def prepare_process_env(environ=os.environ) -> None:
         environ["TORCH_CUDA_ARCH_LIST"] = sanitize_arch_list(environ["TORCH_CUDA_ARCH_LIST"])
     if "RANK" not in environ:  # run as plain `python script.py`: a world of one
         environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
-
-
-@dataclass
-class RunConfig:
-    """Settings resolved against this machine: what actually runs."""
-    settings: dict
-    world_size: int
-    rank: int
-    local_rank: int
-    device: object
-    use_liger: bool
-    backend: str
-    backend_why: str
-    weights: str
-    weights_path: object
-    hf_config: object
-    spec: architecture.ModelSpec
-    peak_tflops: float | None
-    peak_source: str | None
-    warnings: list
-    alloc_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF as this process got it
-    mixer_kernels: dict | None = None  # where a hybrid's fast kernels come from (model.mixer_kernels)
-
-    def header_config(self) -> dict:
-        return header_config(self.settings, self.use_liger, self.world_size, self.alloc_conf)
-
-
-def header_config(settings: dict, use_liger: bool, world_size: int, alloc_conf: str) -> dict:
-    """The `config` of a training-step header: the settings as resolved on the machine."""
-    s = dict(settings)
-    s.update(USE_LIGER=use_liger, world_size=world_size)
-    # The caching allocator's settings move peak memory and the memory ceiling (on the
-    # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
-    # so they are part of the configuration: RESUME, the capacity search and the
-    # report keep runs with different settings apart. Only when set, so runs with
-    # the default allocator compare equal to logs written before this field existed.
-    if alloc_conf:
-        s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
-    # Only when off, for the same reason: the leaf modules are the default way to run an MoE.
-    if s.get("ZERO3_LEAF_MOE", True):
-        s.pop("ZERO3_LEAF_MOE", None)
-    return s
-
-
-def liger_model_types() -> set:
-    """The model types the installed liger-kernel has kernels for."""
-    from liger_kernel.transformers.monkey_patch import MODEL_TYPE_TO_APPLY_LIGER_FN
-
-    return set(MODEL_TYPE_TO_APPLY_LIGER_FN)
-
-
-def resolve_liger(requested: str, has_gpu: bool, installed: bool, model_type: str = "",
-                  supported: set | None = None) -> tuple[bool, list[str]]:
-    """(Liger on, warnings) for USE_LIGER on a machine and model; BadInput where it cannot run.
-
-    `supported`: the model types Liger patches (None: not known, as when it is not installed).
-    """
-    if supported is not None and model_type not in supported and requested != "0":
-        if requested == "1":
-            raise BadInput(f"USE_LIGER=1: liger-kernel has no kernels for model type {model_type!r}; "
-                           f"use USE_LIGER=0 or auto")
-        return False, [f"liger-kernel has no kernels for model type {model_type!r}: USE_LIGER=auto "
-                       f"resolved to off"]
-    use_liger = requested == "1" or (requested == "auto" and has_gpu)
-    if use_liger and not has_gpu:
-        raise BadInput("USE_LIGER=1: Liger kernels need a GPU (Triton has no CPU driver); "
-                       "use USE_LIGER=0 or auto on CPU")
-    if use_liger and not installed:
-        if requested == "1":
-            raise BadInput("USE_LIGER=1: liger-kernel is not installed (./install.sh installs it)")
-        return False, ["liger-kernel not installed: USE_LIGER=auto resolved to off"]
-    if requested == "auto" and not has_gpu:
-        return False, ["no GPU: USE_LIGER=auto resolved to off"]
-    return use_liger, []
-
-
-def family_backend(requested: str, backend: str, why: str, model_type: str) -> tuple[str, str]:
-    """(backend, why) once the model family has its say: a backend transformers has no path
-    for in this family is refused when asked for, and `auto` falls back to eager from it."""
-    refused = architecture.FAMILIES[model_type].refuses
-    if backend not in refused:
-        return backend, why
-    if requested != "auto":
-        raise BadInput(f"ATTN_BACKEND={requested}: transformers has no {backend} path for model type "
-                       f"{model_type!r}; use eager or a flash backend (fa3, fa4)")
-    return "eager", (f"auto: {why}, but transformers has no {backend} path for {model_type!r}: eager "
-                     f"(materializes the s x s scores: memory grows with s^2)")
-
-
-def resolve(settings: dict) -> RunConfig:
-    """Check every setting against this machine before any model or GPU work.
-
-    Raises BadInput with one line on anything that cannot run.
-    """
-    import torch
-
-    has_gpu = torch.cuda.is_available()
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank) if has_gpu else torch.device("cpu")
-    warnings = []
-    hf_config = model.load_config(settings["MODEL"], settings["NUM_LAYERS"], warnings)
-    liger_installed = fingerprint.package_version("liger-kernel") is not None
-    use_liger, liger_warnings = resolve_liger(settings["USE_LIGER"], has_gpu, liger_installed,
-                                              hf_config.model_type,
-                                              liger_model_types() if has_gpu and liger_installed else None)
-    warnings += liger_warnings
-    backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], fingerprint.device(),
-                                         attn_backends.installed(settings["ATTN_BACKEND"]))
-    backend, why = family_backend(settings["ATTN_BACKEND"], backend, why, hf_config.model_type)
-    kernels = model.mixer_kernels(hf_config)
-    warnings += model.mixer_kernel_warnings(hf_config.model_type, kernels)
-    weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
-
-    doc_len = settings["PACKED_DOC_LEN"]
-    if doc_len == 1:  # its one token is masked: every label would be, and the loss NaN
-        raise BadInput("PACKED_DOC_LEN=1: a document needs at least 2 tokens (one predicts the "
-                       "next); use 0 for dense sequences")
-    shortest = min(settings["SEQ_LEN"])
-    if doc_len and doc_len >= shortest:
-        raise BadInput(f"PACKED_DOC_LEN={doc_len}: must be shorter than every SEQ_LEN "
-                       f"(shortest {shortest}), or 0 for dense sequences")
-    if doc_len and backend == "eager":
-        raise BadInput("PACKED_DOC_LEN with ATTN_BACKEND=eager: use sdpa or a flash backend")
-
-    spec = model.spec(hf_config)
-    gpu_bytes = torch.cuda.get_device_properties(device).total_memory if has_gpu else None
-    problem = memory.fit_problem(settings["MODEL"], spec.total_params, settings["ZERO_STAGE"], world,
-                                 settings["OFFLOAD_OPTIMIZER"], gpu_bytes, memory.host_ram_bytes())
-    if problem:  # before the header: the host's OOM killer gives no record, only a SIGKILL
-        raise BadInput(problem)
-    problem = extensions.stale_lock_problem()
-    if problem:  # else DeepSpeed's first op build waits on it, silently, forever
-        raise BadInput(problem)
-    peak, source, warning = gpus.resolve_peak(fingerprint.gpu_name(), "bf16", settings["PEAK_TFLOPS"])
-    if warning:
-        warnings.append(warning)
-    return RunConfig(settings, world, rank, local_rank, device, use_liger, backend, why, weights,
-                     path, hf_config, spec, peak, source, warnings,
-                     os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels)
 
 
 def deepspeed_config(s: dict, on_gpu: bool) -> dict:
@@ -202,12 +59,7 @@ def deepspeed_config(s: dict, on_gpu: bool) -> dict:
     return config
 
 
-def zero3_moe(rc: RunConfig) -> bool:
-    """Whether the MoE blocks are ZeRO-3 leaf modules in this run (the header says so)."""
-    return rc.settings["ZERO_STAGE"] == 3 and rc.spec.moe and rc.settings["ZERO3_LEAF_MOE"]
-
-
-def build_engine(rc: RunConfig, probe=None):
+def build_engine(rc: RunConfig, mark=None):
     """(DeepSpeed engine, hf_ds_config keep-alive) with the model built as resolved."""
     import deepspeed
     import torch
@@ -241,15 +93,15 @@ def build_engine(rc: RunConfig, probe=None):
     if rc.settings["GRAD_CHECKPOINT"]:
         net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     net.train()
-    if probe:
-        probe("model_built")
+    if mark:
+        mark("model_built")
     optimizer = None
     if "optimizer" not in ds_config:
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-5, betas=(0.9, 0.95))
     engine, *_ = deepspeed.initialize(model=net, optimizer=optimizer, config=ds_config,
                                       model_parameters=None if optimizer else net.parameters())
-    if probe:
-        probe("engine_ready")
+    if mark:
+        mark("engine_ready")
     return engine, keep_alive
 
 
@@ -295,28 +147,26 @@ def prepare_point(rc: RunConfig, seq_len: int):
     generator = torch.Generator().manual_seed(s["SEED"] + seq_len)
     batch = make_batch(s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"], token_limit(rc.hf_config),
                        rc.device, generator)
-    if rc.device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(rc.device)
-        torch.cuda.reset_accumulated_memory_stats(rc.device)  # alloc retries and OOMs, per point
+    memory.reset_point_counters(rc.device)
     return batch, flops.step_flops(rc.spec, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
                                    s["GRAD_CHECKPOINT"])
 
 
-def train_step(engine, batch: dict, probe=None):
+def train_step(engine, batch: dict, mark=None):
     """One fwd + bwd + optimizer step; returns the loss tensor."""
     loss = engine(**batch).loss
-    if probe:
-        probe("forward")
+    if mark:
+        mark("forward")
     engine.backward(loss)
-    if probe:
-        probe("backward")
+    if mark:
+        mark("backward")
     engine.step()
-    if probe:
-        probe("step")
+    if mark:
+        mark("step")
     return loss
 
 
-def timed_step(eng, batch: dict, device, probe=None) -> tuple[float, float]:
+def timed_step(eng, batch: dict, device, mark=None) -> tuple[float, float]:
     """(wall ms, loss) of one synchronized step; a NaN/inf loss raises NonFiniteLoss.
 
     Host clock around a step that starts and ends with a device sync: a training step
@@ -327,7 +177,7 @@ def timed_step(eng, batch: dict, device, probe=None) -> tuple[float, float]:
 
     timing.sync(device)
     start = time.perf_counter()
-    loss = train_step(eng, batch, probe).item()  # waits for the step's device work
+    loss = train_step(eng, batch, mark).item()  # waits for the step's device work
     timing.sync(device)
     step_ms = (time.perf_counter() - start) * 1e3
     if not math.isfinite(loss):
@@ -344,17 +194,6 @@ def gather_objects(obj) -> list:
     out = [None] * dist.get_world_size()
     dist.all_gather_object(out, obj)
     return out
-
-
-def header_fields(rc: RunConfig) -> dict:
-    """The header record of any script that runs the training step."""
-    return header.fields(rc.header_config(), rc.settings["NOTES"], rc.warnings, attn_backend=rc.backend,
-                         attn_backend_why=rc.backend_why, attn_versions=attn_backends.versions(),
-                         weights=rc.weights, model_type=rc.hf_config.model_type,
-                         num_layers=len(rc.spec.layers), layer_mix=rc.spec.mix(),
-                         n_active_params=rc.spec.active_params, n_total_params=rc.spec.total_params,
-                         mixer_kernels=rc.mixer_kernels, z3_leaf_moe_blocks=zero3_moe(rc),
-                         peak_tflops=rc.peak_tflops, peak_source=rc.peak_source)
 
 
 def run_script(script: str, variables, doc: str, run_point) -> int:
@@ -387,7 +226,7 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         if notice:
             say_rank0(rc, notice)
         started = time.monotonic()
-        eng, _keep_alive = build_engine(rc, debug.probe if debug else None)
+        eng, _keep_alive = build_engine(rc, debug.mark if debug else None)
         say_rank0(rc, f"start-up done in {time.monotonic() - started:.0f} s; measuring seq_len "
                       f"{' '.join(map(str, s['SEQ_LEN']))}")
         for earlier_points, seq_len in enumerate(s["SEQ_LEN"]):

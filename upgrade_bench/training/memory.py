@@ -1,4 +1,4 @@
-"""GPU memory of the training step: the peaks a point records, and MEM_DEBUG's probes and
+"""GPU memory of the training step: the peaks a point records, and MEM_DEBUG's stage marks and
 snapshot.
 
 Peak reserved (what the caching allocator took from the GPU) is the guide's peak and what
@@ -70,8 +70,23 @@ def fit_problem(model: str, params: int, zero_stage: int, world: int, offload: b
     return None
 
 
-def worst_rank_memory(device) -> dict:
-    """The allocator's figures since the point began, worst rank (all ranks must call).
+PEAK_KEYS = ("peak_mem_gib", "peak_alloc_gib", "num_alloc_retries", "num_ooms")
+
+
+def rank_peaks(per_rank: list) -> dict:
+    """A point's memory fields from each rank's (max reserved GiB, max allocated GiB, alloc
+    retries, OOMs), in rank order: the worst rank's of each, and every rank's peak reserved
+    (peak_mem_gib_per_rank: ranks do not peak alike, rank 0 often holds more, and the worst
+    alone hides how far the others are from the ceiling)."""
+    out = dict(zip(PEAK_KEYS, (max(column) for column in zip(*per_rank))))
+    out["num_alloc_retries"], out["num_ooms"] = int(out["num_alloc_retries"]), int(out["num_ooms"])
+    out["peak_mem_gib_per_rank"] = [row[0] for row in per_rank]
+    return out
+
+
+def point_peaks(device) -> dict:
+    """The allocator's figures since the point began, per rank and worst rank (all ranks must
+    call: rank_peaks of every rank's).
 
     peak_mem_gib is max reserved, peak_alloc_gib max allocated; num_alloc_retries counts
     allocations that had to free the cache and retry (fragmentation near the ceiling, slow),
@@ -80,19 +95,18 @@ def worst_rank_memory(device) -> dict:
     import torch
     import torch.distributed as dist
 
-    keys = ("peak_mem_gib", "peak_alloc_gib", "num_alloc_retries", "num_ooms")
     if device.type != "cuda":
-        return dict.fromkeys(keys)
+        return dict.fromkeys(PEAK_KEYS + ("peak_mem_gib_per_rank",))
     stats = torch.cuda.memory_stats(device)
-    values = torch.tensor([torch.cuda.max_memory_reserved(device) / GIB,
-                           torch.cuda.max_memory_allocated(device) / GIB,
-                           stats.get("num_alloc_retries", 0), stats.get("num_ooms", 0)],
-                          dtype=torch.float64, device=device)
+    mine = torch.tensor([torch.cuda.max_memory_reserved(device) / GIB,
+                         torch.cuda.max_memory_allocated(device) / GIB,
+                         stats.get("num_alloc_retries", 0), stats.get("num_ooms", 0)],
+                        dtype=torch.float64, device=device)
+    every = [mine]
     if dist.is_initialized() and dist.get_world_size() > 1:
-        dist.all_reduce(values, op=dist.ReduceOp.MAX)
-    out = dict(zip(keys, values.tolist()))
-    out["num_alloc_retries"], out["num_ooms"] = int(out["num_alloc_retries"]), int(out["num_ooms"])
-    return out
+        every = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+        dist.all_gather(every, mine)
+    return rank_peaks([row.tolist() for row in every])
 
 
 def reset_point_counters(device) -> None:
@@ -137,8 +151,8 @@ def segment_summary(segments: list, largest: int = 10) -> dict:
 
 
 class Debug:
-    """MEM_DEBUG=1 for one run. `probe(stage)` writes a `memory` record (model built, engine
-    ready); `for_step(step, warmup_steps)` is the train_step probe of that step: the stages
+    """MEM_DEBUG=1 for one run. `mark(stage)` writes a `memory` record (model built, engine
+    ready); `for_step(step, warmup_steps)` is the train_step mark of that step: the stages
     of a point's first step, and the snapshot (once, rank 0) after the forward of the first
     timed step. Load the snapshot at https://pytorch.org/memory_viz."""
 
@@ -150,7 +164,7 @@ class Debug:
         if self.on_gpu and rc.rank == 0:
             torch.cuda.memory._record_memory_history(max_entries=200_000)
 
-    def probe(self, stage: str) -> None:
+    def mark(self, stage: str) -> None:
         self.writer.write("memory", stage=stage, rank=self.rc.rank, **current(self.rc.device))
 
     def for_step(self, step: int, warmup_steps: int):
@@ -158,12 +172,12 @@ class Debug:
         if not (stages or snap):
             return None
 
-        def probe(stage: str) -> None:
+        def mark(stage: str) -> None:
             if stages:
-                self.probe(stage)
+                self.mark(stage)
             if snap and stage == "forward":
                 self.snapshot()
-        return probe
+        return mark
 
     def snapshot(self) -> None:
         import torch

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# tools/side_by_side.sh: the suite next to its yardsticks (the guide's own scripts and
+# triton's do_bench), in one pipeline, on one GPU machine.
+#
+# Machines of one kind differ by several percent, so a suite figure is compared only with a
+# yardstick measured in the same session. Each named comparison runs REPEAT rounds, suite
+# then yardstick, one run at a time; before each run the load average, the Python processes
+# and the GPUs' clock, power and temperature go to OUT/pipeline.log (nothing else may run
+# while anything is timed). Every output lands in OUT, the yardsticks' as they print it.
+# The yardsticks are read from REF and never copied into the project.
+#
+#   tools/side_by_side.sh attention mamf                     # the kernel comparisons, 1 GPU
+#   GPUS=2 SEQLENS="8192 32768" tools/side_by_side.sh training
+#   DRY_RUN=1 tools/side_by_side.sh training decomposition   # print the commands, run nothing
+#
+# Comparisons:
+#   attention      bench_flash_attn.py (fa4, sdpa-cudnn) vs attention_do_bench_probe.py, per SEQLENS
+#   mamf           mamf-finder.py vs guide_mamf_finder.py on MAMF_SHAPES
+#   training       run_sweep.sh vs guide_benchmark.py at each of SEQLENS (a fresh process each)
+#   decomposition  bench_decompose.py vs guide_bench_decompose.py at each of SEQLENS
+# The training settings (MODEL, NUM_LAYERS, ZERO_STAGE, GRAD_CHECKPOINT, OFFLOAD_OPTIMIZER,
+# USE_LIGER, ATTN_BACKEND, STEPS, WARMUP_STEPS) are read from the environment and given to
+# both sides; the guide's scripts get the model's config.json from configs/ (CFG_DIR) and
+# ATTN=flash_attention_4 when ATTN_BACKEND=fa4 (FA3 is not installable on the test machines).
+#
+# Variables: OUT (out/side-by-side-<time>), REF (../shared/reference), REPEAT (2), GPUS (1),
+# SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), PYTHON (python3), DRY_RUN (0).
+# Exit: 0 when every run ended with 0, 1 otherwise (each run's exit code is in the log),
+# 2 on bad input.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out/side-by-side-$(date +%Y%m%dT%H%M%S)}
+REF=${REF:-../shared/reference}
+REPEAT=${REPEAT:-2}
+GPUS=${GPUS:-1}
+SEQLENS=${SEQLENS:-8192 32768}
+MAMF_SHAPES=${MAMF_SHAPES:---m 1024 5632 --n 1536 4096 --k 13312 16640}
+PYTHON=${PYTHON:-python3}
+DRY_RUN=${DRY_RUN:-0}
+MODEL=${MODEL:-llama-3.1-8b}
+ATTN_BACKEND=${ATTN_BACKEND:-fa4}
+TRAINING="MODEL=$MODEL NUM_LAYERS=${NUM_LAYERS:-8} ZERO_STAGE=${ZERO_STAGE:-2} GRAD_CHECKPOINT=${GRAD_CHECKPOINT:-0}
+  OFFLOAD_OPTIMIZER=${OFFLOAD_OPTIMIZER:-0} USE_LIGER=${USE_LIGER:-1} STEPS=${STEPS:-5} WARMUP_STEPS=${WARMUP_STEPS:-2}"
+export CUBLAS_WORKSPACE_CONFIG=:4096:8  # the guide scripts' own default, set for both sides
+
+fail() { echo "error: $*" >&2; exit 2; }
+[ $# -gt 0 ] || fail "name at least one comparison: attention mamf training decomposition (see the top of $0)"
+for c in "$@"; do
+  case $c in attention|mamf|training|decomposition) ;; *) fail "comparison '$c': not one of attention mamf training decomposition";; esac
+done
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || fail "REPEAT='$REPEAT': a whole number >= 1"
+[[ $GPUS =~ ^[1-9][0-9]*$ ]] || fail "GPUS='$GPUS': a whole number >= 1"
+[ -f "configs/$MODEL.json" ] || fail "MODEL='$MODEL': no configs/$MODEL.json for the guide's scripts (CFG_DIR)"
+[ "$DRY_RUN" = 1 ] || [ -d "$REF" ] || fail "REF='$REF': no such folder (the guide's scripts, ../shared/reference)"
+
+CFG_DIR=$OUT/cfg
+if [ "$DRY_RUN" != 1 ]; then
+  mkdir -p "$CFG_DIR" && cp "configs/$MODEL.json" "$CFG_DIR/config.json" || fail "OUT='$OUT': cannot be written"
+fi
+GUIDE_ATTN=$([ "$ATTN_BACKEND" = fa4 ] && echo ATTN=flash_attention_4)
+LAUNCH=$([ "$GPUS" -gt 1 ] && echo "deepspeed --num_gpus=$GPUS" || echo "$PYTHON")
+LOG=$OUT/pipeline.log
+failed=0
+log() { echo "$(date +%T) $*" | tee -a "$LOG" >&2; }
+quiet() {
+  log "load average $(cut -d' ' -f1-3 /proc/loadavg); python processes $(pgrep -c python || true)"
+  nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv,noheader >> "$LOG" 2>&1 || true
+}
+# step NAME OUTFILE ENV... -- CMD...: one run, its stdout to OUTFILE, its stderr to NAME.err
+step() {
+  local name=$1 out=$2; shift 2
+  local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+  if [ "$DRY_RUN" = 1 ]; then printf '%q ' "${envs[@]}" "$@"; echo ">> $out"; return; fi
+  quiet; log "start $name"
+  env "${envs[@]}" "$@" >> "$out" 2>> "$OUT/$name.err"
+  local code=$?
+  log "end $name: exit $code"
+  [ $code -eq 0 ] || failed=1
+}
+
+for c in "$@"; do
+  for i in $(seq "$REPEAT"); do
+    note="NOTES=side by side ($c, round $i of $REPEAT) with the guide's scripts in one pipeline"
+    case $c in
+      attention)
+        step attention_suite /dev/null "$note" BACKENDS=fa4,sdpa-cudnn "SEQLENS=$SEQLENS" PASSES=fwd,fwd_bwd \
+          "OUTPUT=$OUT/attention_suite.jsonl" -- "$PYTHON" bench_flash_attn.py
+        for s in $SEQLENS; do
+          step attention_do_bench "$OUT/attention_do_bench.txt" "S=$s" -- "$PYTHON" "$REF/attention_do_bench_probe.py"
+        done ;;
+      mamf)
+        # shellcheck disable=SC2086  # the shapes are words
+        step mamf_suite /dev/null -- "$PYTHON" mamf-finder.py $MAMF_SHAPES --output_file "$OUT/mamf_suite.jsonl" \
+          --notes "${note#NOTES=}"
+        # shellcheck disable=SC2086
+        step mamf_guide /dev/null -- "$PYTHON" "$REF/guide_mamf_finder.py" $MAMF_SHAPES \
+          --output_file "$OUT/mamf_guide_$i.txt" ;;
+      training)
+        # shellcheck disable=SC2086  # TRAINING is words
+        step training_suite /dev/null "$note" $TRAINING "ATTN_BACKEND=$ATTN_BACKEND" "SEQLENS=$SEQLENS" "GPUS=$GPUS" \
+          "OUT=$OUT/training_suite.jsonl" -- ./run_sweep.sh
+        for s in $SEQLENS; do
+          # shellcheck disable=SC2086
+          step training_guide "$OUT/training_guide.txt" $TRAINING $GUIDE_ATTN "CFG_DIR=$CFG_DIR" "SEQ_LEN=$s" \
+            -- $LAUNCH "$REF/guide_benchmark.py"
+        done ;;
+      decomposition)
+        # shellcheck disable=SC2086
+        step decomposition_suite /dev/null "$note" $TRAINING "ATTN_BACKEND=$ATTN_BACKEND" "SEQ_LEN=$SEQLENS" \
+          "OUTPUT=$OUT/decomposition_suite.jsonl" -- $LAUNCH bench_decompose.py
+        for s in $SEQLENS; do
+          # shellcheck disable=SC2086
+          step decomposition_guide "$OUT/decomposition_guide.txt" $TRAINING $GUIDE_ATTN "CFG_DIR=$CFG_DIR" \
+            "SEQ_LEN=$s" -- $LAUNCH "$REF/guide_bench_decompose.py"
+        done ;;
+    esac
+  done
+done
+[ "$DRY_RUN" = 1 ] || log "done; outputs in $OUT"
+exit $failed

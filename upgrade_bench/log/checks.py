@@ -1,0 +1,82 @@
+"""A record checked against log/schema.py: the writer's check (types; a programming error
+raises) and the readers' (types and ranges; a record of any origin is skipped with the reason)."""
+from .field_types import MAX_NUMBER, in_range, is_number
+from .schema import ENVELOPE, FIELDS, REQUIRED
+
+
+class RecordError(TypeError):
+    """A writer gave a field its kind does not declare, or a value of the wrong type."""
+
+
+def _declared(kind: str) -> dict:
+    return {**ENVELOPE, **FIELDS[kind]}
+
+
+def _values(record: dict, name: str):
+    """(label, value) of a field: 'a.b' inside object a, 'a.*' every value of object (or list) a."""
+    head, _, rest = name.partition(".")
+    if not rest:
+        return [(name, record.get(name))]
+    inner = record.get(head)
+    if isinstance(inner, list):
+        return [(f"{head}[{i}]", v) for i, v in enumerate(inner)] if rest == "*" else []
+    if not isinstance(inner, dict):
+        return []
+    if "." in rest:  # deeper: 'a.b.c' is field c of object b of object a
+        return [(f"{head}.{label}", v) for label, v in _values(inner, rest)]
+    items = inner.items() if rest == "*" else [(rest, inner.get(rest))]
+    return [(f"{head}.{k}", v) for k, v in items]
+
+
+def _missing(record: dict) -> str | None:
+    for name in REQUIRED.get(record["kind"], ()):
+        if record.get(name) is None:
+            return f"no {name}"
+    return None
+
+
+def write_problem(record: dict) -> str | None:
+    """Why a writer may not write `record` (JSON-ready: tuples as lists, NaN as null), or None."""
+    kind = record.get("kind")
+    if kind not in FIELDS:
+        return f"kind {kind!r} is not declared in log/schema.py"
+    declared = _declared(kind)
+    unknown = [k for k in record if k not in declared]
+    if unknown:
+        return f"{kind} record: {', '.join(unknown)} not declared in log/schema.py"
+    missing = _missing(record)
+    if missing:
+        return f"{kind} record: {missing}"
+    for name, (kind_of, _) in declared.items():
+        for label, value in _values(record, name):
+            if value is not None and not kind_of.writable(value):
+                return f"{kind} record: {label} is {type(value).__name__} {value!r:.40}, not {kind_of.what}"
+    return None
+
+
+def _described(value) -> str:
+    if isinstance(value, (int, float, bool)):
+        return repr(value)
+    return {str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def field_problem(record: dict) -> str | None:
+    """Why a reader cannot use a record of a declared kind, or None (undeclared fields are
+    ignored: a log of another version may have them)."""
+    missing = _missing(record)
+    if missing:
+        return missing
+    for name, (kind_of, _) in _declared(record["kind"]).items():
+        for label, value in _values(record, name):
+            if value is not None and not kind_of.reads(value):
+                if is_number(value) and not in_range(value) and value == value:
+                    shown = f"{value:.3g}" if isinstance(value, float) else \
+                        f"a {len(str(abs(value)))}-digit integer"
+                    return f"{label} is {shown}, beyond any measurement ({MAX_NUMBER:g})"
+                return f"{label} is {_described(value)}, not {kind_of.what}"
+    low, mid, high = (record.get(k) for k in ("step_ms_min", "step_ms", "step_ms_max"))
+    if None not in (low, mid, high) and not low <= mid <= high:
+        return "step_ms is outside step_ms_min..step_ms_max"
+    if record["kind"] == "attention" and record.get("status", "ok") == "ok" and record.get("seq_len") is None:
+        return "no seq_len"  # only a backend that cannot run has none
+    return None
