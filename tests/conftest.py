@@ -14,6 +14,12 @@ from upgrade_bench import settings
 from upgrade_bench.sweep import sweep_plan
 from upgrade_bench.sweep.child_process import PORT_ATTEMPTS, PORT_TAKEN, free_port
 
+# One thread per torch process: pytest.ini runs two workers on two cores, and many tests start
+# processes of their own (a launcher and its ranks), so an op spread over both cores only waits
+# for the others, with OpenMP's threads spinning meanwhile (a quarter of a tiny benchmark run's
+# CPU time). Set before any test module imports torch; every process a test starts inherits it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 REPO = Path(__file__).resolve().parent.parent
 
 # The tiny preset on CPU with the cheapest DeepSpeed config; tests override what they test.
