@@ -8,7 +8,7 @@ import types
 import pytest
 import torch
 
-from conftest import REPO, TINY_FAST, import_script, parse_jsonl, run_launched, run_proc, run_script
+from conftest import REPO, TINY_FAST, import_script, parse_jsonl, run_proc, run_script
 from upgrade_bench.training import engine
 from upgrade_bench import faults, settings
 from upgrade_bench.log import records
@@ -72,51 +72,33 @@ def test_mem_debug_writes_staged_probes(one_rank):
     assert snapshot["path"] is None  # CPU: none
 
 
-# The guide's default config (ZeRO-3, activation checkpointing, AdamW offloaded to DeepSpeed's
-# CPU Adam) on two CPU ranks under the DeepSpeed launcher: one real run, which the four tests
-# below read.
-GUIDE_DEFAULTS_TWO_RANKS = {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1", "SEQ_LEN": "64",
-                            "PEAK_TFLOPS": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+# The guide's default config on two CPU ranks under the DeepSpeed launcher: conftest's
+# guide_two_ranks, one run of run_sweep.sh, which these tests and test_run_sweep's read.
 
-
-# Each process of that run says so on stderr if Python finalizes it.
-FINALIZED = ("import atexit, os, sys\n"
-             "atexit.register(lambda: sys.stderr.write(f'finalized: {os.path.basename(sys.argv[0])}\\n'))\n")
-
-
-@pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory):
-    site = tmp_path_factory.mktemp("site")
-    (site / "sitecustomize.py").write_text(FINALIZED)
-    proc = run_launched(["--num_gpus", "2", str(REPO / "benchmark.py")],
-                        {**GUIDE_DEFAULTS_TWO_RANKS, "PYTHONPATH": f"{site}:{REPO}"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
-
-
-@pytest.mark.xdist_group("benchmark_two_ranks")
-def test_the_guides_default_config_runs_on_cpu(two_ranks):
-    recs = parse_jsonl(two_ranks.stdout)
-    config = recs[0]["config"]
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_the_guides_default_config_runs_on_cpu(guide_two_ranks):
+    recs = guide_two_ranks.records
+    [header] = [r for r in recs if r["kind"] == "header" and r["script"] == "benchmark.py"]
+    config = header["config"]
     assert (config["ZERO_STAGE"], config["OFFLOAD_OPTIMIZER"], config["GRAD_CHECKPOINT"]) == (3, True, True)
-    summary = recs[-1]
-    assert summary["kind"] == "summary"
-    assert summary["hfu"] > summary["mfu"]  # recompute counted in HFU only
+    summaries = [r for r in recs if r["kind"] == "summary"]
+    assert len(summaries) == 2
+    assert all(summary["hfu"] > summary["mfu"] for summary in summaries)  # recompute counted in HFU only
 
 
-@pytest.mark.xdist_group("benchmark_two_ranks")
-def test_stdout_is_pure_jsonl_under_the_launcher(two_ranks):
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_stdout_is_pure_jsonl_under_the_launcher(guide_two_ranks):
     # DeepSpeed and its JIT builds print to stdout, on every rank; the records must stay
-    # parseable alone. The launcher logs to stdout itself; everything after it spawned the
-    # ranks is theirs.
-    ours = two_ranks.stdout.split("spawned with command", 1)[1].splitlines()[1:]
-    lines = [line for line in ours if "[launch.py:" not in line]
-    assert [json.loads(line)["kind"] for line in lines] == ["header", "step", "step", "step", "summary"]
+    # parseable alone: rank 0's stdout holds them and nothing else, rank 1's nothing.
+    rank0, rank1 = guide_two_ranks.rank_stdout
+    assert [json.loads(line)["kind"] for line in rank0.splitlines()] == (
+        ["header"] + (["step"] * 3 + ["summary"]) * 2)
+    assert rank1 == ""
 
 
-@pytest.mark.xdist_group("benchmark_two_ranks")
-def test_zero3_under_the_deepspeed_launcher_two_ranks(two_ranks):
-    recs = parse_jsonl(two_ranks.stdout)
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_zero3_under_the_deepspeed_launcher_two_ranks(guide_two_ranks):
+    recs = [r for r in guide_two_ranks.records if r["script"] == "benchmark.py"]
     assert kinds(recs).count("header") == 1  # rank 0 alone writes
     summary = recs[-1]
     assert summary["kind"] == "summary" and summary["world_size"] == 2
@@ -126,12 +108,12 @@ def test_zero3_under_the_deepspeed_launcher_two_ranks(two_ranks):
     assert config["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
 
 
-@pytest.mark.xdist_group("benchmark_two_ranks")
-def test_ranks_leave_without_python_finalization(two_ranks):
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_ranks_leave_without_python_finalization(guide_two_ranks):
     # DeepSpeed keeps the process groups' gloo threads running past destroy_process_group; a
     # rank that finalized Python under them could abort (engine.leave). The launcher's two
     # processes finalize as usual: they show the check would see a rank that did.
-    finalized = [line.split(": ", 1)[1] for line in two_ranks.stderr.splitlines() if line.startswith("finalized: ")]
+    finalized = [line.split(": ", 1)[1] for line in guide_two_ranks.log.splitlines() if line.startswith("finalized: ")]
     assert sorted(finalized) == ["launch.py", "runner.py"]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc
+from conftest import REPO, RUN_SWEEP, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc, run_sweep, sweep_env
 from upgrade_bench.sweep import child_process, runner, sweep_plan
 from upgrade_bench.hardware import devices
 from upgrade_bench import interrupts
@@ -22,8 +22,6 @@ from upgrade_bench.faults import BadInput, WriteFailed
 from upgrade_bench.log.records import read_lines
 from upgrade_bench.log.runs import run_identity
 from upgrade_bench.sweep.sweep_tables import sweep_table
-
-RUN_SWEEP = REPO / "run_sweep.sh"
 
 FAKE_BENCHMARK = r'''
 """Fake benchmark.py: the records and exit codes run_sweep reads, none of the work.
@@ -92,16 +90,6 @@ for s in seq_lens:
           peak_mem_gib=peak)
 '''
 
-
-
-def sweep_env(**extra) -> dict:
-    """What a sweep test's process gets over script_env: this interpreter, the repository, and
-    `extra`; none of the sweep's and the benchmark's variables of this environment."""
-    return {"PYTHON": sys.executable, "PYTHONPATH": str(REPO), **{k: str(v) for k, v in extra.items()}}
-
-
-def run_sweep(timeout=300, **extra):
-    return run_proc([str(RUN_SWEEP)], sweep_env(**extra), timeout, cleared=SWEEP_CLEARED)
 
 
 def records(path) -> list[dict]:
@@ -233,19 +221,17 @@ def test_oom_timeout_and_crash_are_recorded_and_the_sweep_goes_on(tmp_path, fake
     assert "a log line that is not a record" in (tmp_path / "night.log").read_text()
 
 
-def test_two_cpu_ranks_through_the_deepspeed_launcher(tmp_path, fake):
-    out, runs = tmp_path / "two.jsonl", tmp_path / "runs.txt"
-    result = run_sweep(BENCHMARK=fake, OUT=out, SEQLENS="64 128", GPUS=2, FAKE_OOM_AT=128, FAKE_RUNS=runs,
-                       REUSE_PROCESS=1)
-    assert result.returncode == 0, result.stderr[-3000:]
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_two_cpu_ranks_through_the_deepspeed_launcher(guide_two_ranks):
+    # conftest's run: the real benchmark.py, GPUS=2, two lengths in one process
+    result, recs = guide_two_ranks.result, guide_two_ranks.records
     assert "-m deepspeed.launcher.runner --num_gpus 2 --master_port" in result.stderr
-    assert len(runs.read_text().splitlines()) == 2  # two ranks of one process
-    recs = records(out)
-    assert [r["seq_len"] for r in of_kind(recs, "summary")] == [64]
-    [error] = of_kind(recs, "error")
-    assert (error["error"], error["seq_len"]) == ("oom", 128)
+    [header] = of_kind(recs, "header", "benchmark.py")  # rank 0 writes
+    assert header["config"]["SEQ_LEN"] == [64, 128]
+    assert [(r["seq_len"], r["world_size"]) for r in of_kind(recs, "summary")] == [(64, 2), (128, 2)]
     [proc] = of_kind(recs, "sweep")[0]["processes"]
-    assert proc["exit_code"] == 3  # the rank's exit code, through the launcher
+    assert proc["finished"] == [64, 128] and proc["status"] == "ok"
+    assert proc["exit_code"] == 0  # the ranks' exit code, through the launcher
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
