@@ -119,10 +119,35 @@ def run_sweep(timeout=300, **extra):
     return run_proc([str(RUN_SWEEP)], sweep_env(**extra), timeout, cleared=SWEEP_CLEARED)
 
 
+def swept(result: subprocess.CompletedProcess, out: Path) -> types.SimpleNamespace:
+    """A sweep run that succeeded: result (run_sweep.sh's CompletedProcess), out (its OUT) and
+    records (OUT's, every line one), log (the benchmark's own output)."""
+    assert result.returncode == 0, result.stderr[-3000:]
+    recs, skipped = read_lines(out.read_text().splitlines())
+    assert skipped == 0
+    return types.SimpleNamespace(result=result, out=out, records=recs, log=out.with_suffix(".log").read_text())
+
+
+# Real runs of benchmark.py, each read by tests of test_benchmark.py and test_run_sweep.py (an
+# xdist_group of the fixture's name keeps them on the worker that made it).
+
+# A world of one (GPUS=1: run_sweep.sh starts plain `python benchmark.py`), ZeRO-2, one process
+# for three lengths: MEM_DEBUG's probes and DECOMPOSE's split at 64 and 128, then 1M tokens with
+# eager attention, a 1 TiB score matrix the CPU allocator refuses at once on any machine: a real
+# OOM, its record and exit 3.
+ONE_RANK = {"MODEL": "tiny", "ATTN_BACKEND": "eager", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0",
+            "GRAD_CHECKPOINT": "0", "STEPS": "3", "WARMUP_STEPS": "1", "PEAK_TFLOPS": "2.5", "MEM_DEBUG": "1",
+            "DECOMPOSE": "1", "GPUS": "1", "REUSE_PROCESS": "1", "SEQLENS": "128 64 1048576"}
+
+
+@pytest.fixture(scope="session")
+def one_rank(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one_rank") / "sweep.jsonl"
+    return swept(run_sweep(600, OUT=out, **ONE_RANK), out)
+
+
 # The guide's default config (ZeRO-3, activation checkpointing, AdamW offloaded to DeepSpeed's
-# CPU Adam) on two CPU ranks: run_sweep.sh runs the real benchmark.py under the DeepSpeed
-# launcher, one process for two lengths. One run, which tests of test_benchmark.py and
-# test_run_sweep.py read (xdist_group "guide_two_ranks": on the worker that made it).
+# CPU Adam) on two CPU ranks under the DeepSpeed launcher, one process for two lengths.
 GUIDE_TWO_RANKS = {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1", "PEAK_TFLOPS": "1", "GPUS": "2",
                    "REUSE_PROCESS": "1", "SEQLENS": "128 64", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
 
@@ -141,18 +166,14 @@ if sys.argv[0].endswith("benchmark.py"):
 
 @pytest.fixture(scope="session")
 def guide_two_ranks(tmp_path_factory):
-    """The run: result (run_sweep.sh's CompletedProcess), out (its OUT) and records (OUT's,
-    every line one), log (the benchmark's log), rank_stdout (what each rank wrote to stdout)."""
+    """swept's fields, and rank_stdout: what each rank wrote to its stdout."""
     site = tmp_path_factory.mktemp("site")
     (site / "sitecustomize.py").write_text(WATCH_EACH_PROCESS)
     out = tmp_path_factory.mktemp("guide_two_ranks") / "sweep.jsonl"
     result = run_sweep(600, OUT=out, PYTHONPATH=site, **GUIDE_TWO_RANKS)
     for port in re.findall(r"--master_port (\d+)", result.stderr):  # another one if the first was taken
         remove_shm_segments(int(port))
-    assert result.returncode == 0, result.stderr[-3000:]
-    recs, skipped = read_lines(out.read_text().splitlines())
-    assert skipped == 0
-    return types.SimpleNamespace(result=result, out=out, records=recs, log=out.with_suffix(".log").read_text(),
+    return types.SimpleNamespace(**vars(swept(result, out)),
                                  rank_stdout=[(site / f"rank{rank}.stdout").read_text() for rank in (0, 1)])
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, RUN_SWEEP, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc, run_sweep, sweep_env
+from conftest import ONE_RANK, REPO, RUN_SWEEP, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc, run_sweep, sweep_env
 from upgrade_bench.sweep import child_process, runner, sweep_plan
 from upgrade_bench.hardware import devices
 from upgrade_bench import interrupts
@@ -144,17 +144,12 @@ def wait_dead(pid: int, timeout_s: float = 10) -> bool:
 
 # ---------------------------------------------------------------- the real benchmark
 
-REAL_TINY = dict(MODEL="tiny", ATTN_BACKEND="eager", ZERO_STAGE=2, OFFLOAD_OPTIMIZER=0,
-                 GRAD_CHECKPOINT=0, STEPS=2, WARMUP_STEPS=1, GPUS=1)
-
-
-def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_path, monkeypatch):
-    out = tmp_path / "sweep.jsonl"
-    # 1M tokens with eager attention: a 1 TiB mask, refused by the CPU allocator ("can't
-    # allocate memory", at once, on any machine) -> benchmark.py's oom record, exit 3.
-    first = run_sweep(SEQLENS="128 64 1048576", OUT=out, REUSE_PROCESS=1, **REAL_TINY)
-    assert first.returncode == 0, first.stderr[-3000:]
-    recs = records(out)
+@pytest.mark.xdist_group("one_rank")
+def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(one_rank, monkeypatch):
+    # conftest's run: SEQLENS="128 64 1048576", REUSE_PROCESS=1; 1M tokens with eager attention
+    # is a 1 TiB mask, refused by the CPU allocator ("can't allocate memory", at once, on any
+    # machine) -> benchmark.py's oom record, exit 3.
+    first, out, recs = one_rank.result, one_rank.out, one_rank.records
     [header] = of_kind(recs, "header", "benchmark.py")
     assert header["config"]["SEQ_LEN"] == [64, 128, 1048576]  # one process
     assert sorted(r["seq_len"] for r in of_kind(recs, "summary")) == [64, 128]
@@ -176,7 +171,7 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_p
     assert all(row.split()[1] not in ("0.0", "-") for row in table[1:3])  # a CPU's figures, readable
     assert "point 2/3 seq_len 128" in first.stderr and "ETA" in first.stderr
     assert "process 1: starting up" in first.stderr
-    assert "start-up done in" in (tmp_path / "sweep.log").read_text()  # the benchmark says so too
+    assert "start-up done in" in one_rank.log  # the benchmark says so too
     stdout_recs = [json.loads(line) for line in first.stdout.splitlines()]
     assert [r["kind"] for r in stdout_recs].count("summary") == 2  # stdout is the same JSONL stream
     assert not any("log_file" in r for r in stdout_recs)  # as written, not as read back
@@ -186,7 +181,7 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_p
     kept = [r for r in recs if not (r["kind"] == "summary" and r["seq_len"] == 128)]
     for name in SWEEP_CLEARED:
         monkeypatch.delenv(name, raising=False)
-    for key, value in {**REAL_TINY, "SEQLENS": "64 128", "OUT": str(out), "RESUME": "1"}.items():
+    for key, value in {**ONE_RANK, "SEQLENS": "64 128", "OUT": str(out), "RESUME": "1"}.items():
         monkeypatch.setenv(key, str(value))
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])
     plan = sweep_plan.prepare(sweep_plan.load_settings([], "doc"))
