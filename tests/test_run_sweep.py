@@ -1,5 +1,6 @@
 """run_sweep.sh's runner (upgrade_bench.sweep.runner, child_process): the real benchmark.py on the tiny model
-for one sweep, a fake benchmark for the faults it injects, and the process machinery."""
+(conftest's two real sweeps, one rank and two, which test_benchmark reads too), a fake benchmark for
+the faults it injects, and the process machinery."""
 import errno
 import io
 import json
