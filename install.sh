@@ -125,8 +125,11 @@ for name, version in header.software().items():
     print(f"  {name:20s} {version}")
 PY
   if [ $cpu = 1 ]; then
-    say "verify: one tiny benchmark step on CPU"
-    MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 GRAD_CHECKPOINT=0 STEPS=1 WARMUP_STEPS=0 SEQ_LEN=64 \
+    # The guide's default config (ZeRO-3, checkpointing, AdamW offloaded to DeepSpeed's CPU Adam):
+    # its first run JIT-builds DeepSpeed's CPU ops (cpu_adam, the shm comm op) into
+    # TORCH_EXTENSIONS_DIR, minutes on a small machine; here, not in a user's first run or test.
+    say "verify: one tiny benchmark step on CPU in the guide's default config; the first time, this builds DeepSpeed's CPU ops (cpu_adam, shm comm: a few minutes)"
+    MODEL=tiny STEPS=1 WARMUP_STEPS=0 SEQ_LEN=64 \
       "$PY" benchmark.py >/dev/null || die "verify failed: the tiny CPU benchmark step did not run" 1
   else
     say "verify: a tiny attention call with $attn"

@@ -1,18 +1,27 @@
-"""Shared test helpers: run a suite script for real as a subprocess (or under the DeepSpeed
-launcher) and read its JSONL, or run its main in this process; a small disk that fills up."""
+"""Shared test helpers: run a suite script for real as a subprocess (or a sweep of it on two
+ranks under the DeepSpeed launcher) and read its JSONL, or run its main in this process; a
+small disk that fills up."""
 import errno
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from upgrade_bench.training import variables
+from upgrade_bench.log.records import read_lines
 from upgrade_bench.sweep import sweep_plan
-from upgrade_bench.sweep.child_process import PORT_ATTEMPTS, PORT_TAKEN, free_port
+
+# One thread per torch process: pytest.ini runs two workers on two cores, and many tests start
+# processes of their own (a launcher and its ranks), so an op spread over both cores only waits
+# for the others, with OpenMP's threads spinning meanwhile (a quarter of a tiny benchmark run's
+# CPU time). Set before any test module imports torch; every process a test starts inherits it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,26 +106,75 @@ def import_script(name: str):
     return module
 
 
-def launcher() -> list[str]:
-    """The deepspeed launcher as a module of this interpreter, as run_sweep.sh starts it
-    (sweep_plan.launch_argv). Not the venv's `deepspeed` script: its #! line names the
-    interpreter by the path the venv was created at, so its ranks would see other include
-    paths than this process's and DeepSpeed's JIT ops would be rebuilt for each in turn."""
-    return [sys.executable, "-m", "deepspeed.launcher.runner"]
+RUN_SWEEP = REPO / "run_sweep.sh"
 
 
-def run_launched(args: list, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
-    """run_proc of `deepspeed --master_port P <args>` on a free port (not the launcher's
-    29500, which other runs on the host use), again on another one if it was taken."""
-    for _ in range(PORT_ATTEMPTS):
-        port = free_port()
-        try:
-            proc = run_proc([*launcher(), "--master_port", str(port), *args], env, timeout)
-        finally:
-            remove_shm_segments(port)
-        if PORT_TAKEN not in proc.stderr:
-            break
-    return proc
+def sweep_env(**extra) -> dict:
+    """What a sweep test's process gets over script_env: this interpreter, the repository, and
+    `extra`; none of the sweep's and the benchmark's variables of this environment."""
+    return {"PYTHON": sys.executable, "PYTHONPATH": str(REPO), **{k: str(v) for k, v in extra.items()}}
+
+
+def run_sweep(timeout=300, **extra):
+    return run_proc([str(RUN_SWEEP)], sweep_env(**extra), timeout, cleared=SWEEP_CLEARED)
+
+
+def swept(result: subprocess.CompletedProcess, out: Path) -> types.SimpleNamespace:
+    """A sweep run that succeeded: result (run_sweep.sh's CompletedProcess), out (its OUT) and
+    records (OUT's, every line one), log (the benchmark's own output)."""
+    assert result.returncode == 0, result.stderr[-3000:]
+    recs, skipped = read_lines(out.read_text().splitlines())
+    assert skipped == 0
+    return types.SimpleNamespace(result=result, out=out, records=recs, log=out.with_suffix(".log").read_text())
+
+
+# Real runs of benchmark.py, each read by tests of test_benchmark.py and test_run_sweep.py (an
+# xdist_group of the fixture's name keeps them on the worker that made it).
+
+# A world of one (GPUS=1: run_sweep.sh starts plain `python benchmark.py`), ZeRO-2, one process
+# for three lengths: MEM_DEBUG's probes and DECOMPOSE's split at 64 and 128, then 1M tokens with
+# eager attention, a 1 TiB score matrix the CPU allocator refuses at once on any machine: a real
+# OOM, its record and exit 3.
+ONE_RANK = {"MODEL": "tiny", "ATTN_BACKEND": "eager", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0",
+            "GRAD_CHECKPOINT": "0", "STEPS": "3", "WARMUP_STEPS": "1", "PEAK_TFLOPS": "2.5", "MEM_DEBUG": "1",
+            "DECOMPOSE": "1", "GPUS": "1", "REUSE_PROCESS": "1", "SEQLENS": "128 64 1048576"}
+
+
+@pytest.fixture(scope="session")
+def one_rank(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one_rank") / "sweep.jsonl"
+    return swept(run_sweep(600, OUT=out, **ONE_RANK), out)
+
+
+# The guide's default config (ZeRO-3, activation checkpointing, AdamW offloaded to DeepSpeed's
+# CPU Adam) on two CPU ranks under the DeepSpeed launcher, one process for two lengths.
+GUIDE_TWO_RANKS = {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1", "PEAK_TFLOPS": "1", "GPUS": "2",
+                   "REUSE_PROCESS": "1", "SEQLENS": "128 64", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+
+# Each Python process of that run says on stderr if Python finalizes it; each rank's stdout, as
+# the launcher hands it on, is also copied to rank<RANK>.stdout beside this file.
+WATCH_EACH_PROCESS = """import atexit, os, sys
+atexit.register(lambda: sys.stderr.write(f"finalized: {os.path.basename(sys.argv[0])}\\n"))
+if sys.argv[0].endswith("benchmark.py"):
+    import subprocess
+    tee = subprocess.Popen(["tee", os.path.join(os.path.dirname(__file__), f"rank{os.environ['RANK']}.stdout")],
+                           stdin=subprocess.PIPE)
+    os.dup2(tee.stdin.fileno(), 1)
+    tee.stdin.close()
+"""
+
+
+@pytest.fixture(scope="session")
+def guide_two_ranks(tmp_path_factory):
+    """swept's fields, and rank_stdout: what each rank wrote to its stdout."""
+    site = tmp_path_factory.mktemp("site")
+    (site / "sitecustomize.py").write_text(WATCH_EACH_PROCESS)
+    out = tmp_path_factory.mktemp("guide_two_ranks") / "sweep.jsonl"
+    result = run_sweep(600, OUT=out, PYTHONPATH=site, **GUIDE_TWO_RANKS)
+    for port in re.findall(r"--master_port (\d+)", result.stderr):  # another one if the first was taken
+        remove_shm_segments(int(port))
+    return types.SimpleNamespace(**vars(swept(result, out)),
+                                 rank_stdout=[(site / f"rank{rank}.stdout").read_text() for rank in (0, 1)])
 
 
 def remove_shm_segments(port: int) -> None:

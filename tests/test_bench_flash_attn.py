@@ -1,9 +1,10 @@
 """bench_flash_attn.py and upgrade_bench.kernels.attn_kernels, on CPU.
 
 FLOP counts against hand-computed numbers, discovery with faked imports and capabilities,
-the script run for real (subprocess) with torch's CPU SDPA kernels, and test-double
-backends registered in-process: a wrong kernel must come out ok: false, a kernel that
-refuses GQA gets K/V repeated, an OOM at a long sequence is a record and the run goes on.
+the script run for real with torch's CPU SDPA kernels (its main in-process; a subprocess for
+the exit code), and test-double backends registered in-process: a wrong kernel must come out
+ok: false, a kernel that refuses GQA gets K/V repeated, an OOM at a long sequence is a record
+and the run goes on.
 """
 import importlib
 import io
@@ -349,12 +350,14 @@ def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
                             "SEQLENS": [64], "BATCH": 1, "CAUSAL": True, "PACKED_DOC_LEN": 0})
 
 
-# --- the script as a subprocess --------------------------------------------------------------
+# --- the script for real -----------------------------------------------------------------------
+
+# No sustained windows: a CPU's timings test the plumbing, and 12 points of 0.7 s add up.
+CPU_TIMING = {"ITERS": "3", "WARMUP": "1", "WARMUP_MS": "0", "TIME_MS": "0"}
+
 
 def run_script(tmp_path, **env):
-    # no sustained windows: a CPU's timings test the plumbing, and 12 points of 0.7 s add up
-    proc = run_proc("bench_flash_attn.py", {"ITERS": "3", "WARMUP": "1", "WARMUP_MS": "0", "TIME_MS": "0",
-                                            **env}, timeout=120, cwd=tmp_path,
+    proc = run_proc("bench_flash_attn.py", {**CPU_TIMING, **env}, timeout=120, cwd=tmp_path,
                     cleared={var.name for var in bench.VARS})
     records, skipped = read_lines(proc.stdout.splitlines())
     assert skipped == 0
@@ -366,10 +369,16 @@ SCHEMA = {"backend", "seq_len", "pass", "ms", "ms_min", "ms_max", "iters", "tflo
           "reason"}
 
 
-def test_all_on_cpu_runs_sdpa_flash_and_math_from_the_model_preset(tmp_path):
+def test_all_on_cpu_runs_sdpa_flash_and_math_from_the_model_preset(tmp_path, as_script, capsys):
+    # main in this process: the real kernels, the model preset's shape; the process boundary
+    # (exit code, stdout alone) is test_bad_input_exits_2_with_one_line's
     out = tmp_path / "attn.jsonl"
-    proc, records = run_script(tmp_path, MODEL="tiny", SEQLENS="32 64", OUTPUT=str(out), BACKENDS="all")
-    assert proc.returncode == 0, proc.stderr
+    as_script("bench_flash_attn.py", bench.VARS, {**CPU_TIMING, "MODEL": "tiny", "SEQLENS": "32 64",
+                                                  "OUTPUT": out, "BACKENDS": "all"})
+    code = faults.run_main(bench.main)
+    printed = capsys.readouterr()
+    records, skipped = read_lines(printed.out.splitlines())
+    assert code == 0 and skipped == 0, printed.err
     header, *points = records
     assert header["kind"] == "header" and header["config"]["NHEADS"] == 4
     assert header["backends"] == {"full_attention": {"sdpa-flash": "available", "sdpa-math": "available"}}
@@ -382,10 +391,10 @@ def test_all_on_cpu_runs_sdpa_flash_and_math_from_the_model_preset(tmp_path):
         assert r["gqa"] == "native" and r["causal"] is True and r["dtype"] == "bf16"
     assert {(r["backend"], r["seq_len"], r["pass"]) for r in points} == {
         (b, n, p) for b in ("sdpa-flash", "sdpa-math") for n in (32, 64) for p in bench.PASSES}
-    assert out.read_text().splitlines() == proc.stdout.splitlines()
-    assert "sdpa-math" in proc.stderr and "TFLOPS" in proc.stderr
+    assert out.read_text().splitlines() == printed.out.splitlines()
+    assert "sdpa-math" in printed.err and "TFLOPS" in printed.err
     # a line per point, numbered, with the time left
-    progress = [line for line in proc.stderr.splitlines() if line.startswith("[")]
+    progress = [line for line in printed.err.splitlines() if line.startswith("[")]
     assert len(progress) == 12 and progress[0].startswith("[1/12] full_attention sdpa-flash fwd 32: ")
     assert progress[-1].startswith("[12/12] full_attention sdpa-math fwd_bwd 64: ") and "0m00s left" in progress[-1]
 

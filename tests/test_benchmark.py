@@ -8,7 +8,7 @@ import types
 import pytest
 import torch
 
-from conftest import REPO, TINY_FAST, import_script, parse_jsonl, run_launched, run_proc, run_script
+from conftest import REPO, TINY_FAST, import_script, parse_jsonl, run_proc
 from upgrade_bench.training import engine, variables
 from upgrade_bench import faults
 from upgrade_bench.log import records
@@ -22,34 +22,30 @@ def kinds(records):
 
 # ---------------------------------------------------------------- real runs
 
-# A world of one (plain `python benchmark.py`): ZeRO-2, two sequence lengths in one process,
-# MEM_DEBUG's probes. One real run, which the two tests below read.
-@pytest.fixture(scope="module")
-def one_rank(tmp_path_factory):
-    out = tmp_path_factory.mktemp("one_rank") / "log.jsonl"
-    rc, recs, err = run_script("benchmark.py", {**TINY_FAST, "SEQ_LEN": "64 128", "STEPS": "3", "OUTPUT": str(out),
-                                                "PEAK_TFLOPS": "2.5", "MEM_DEBUG": "1", "DECOMPOSE": "1"})
-    assert rc == 0, err[-3000:]
-    assert parse_jsonl(out.read_text()) == recs  # the file holds exactly what stdout showed
+# A world of one (plain `python benchmark.py`): conftest's one_rank, one sweep process for three
+# lengths (ZeRO-2, MEM_DEBUG's probes, DECOMPOSE), the last an OOM (test_run_sweep reads it).
+
+def of_the_benchmark(run) -> list:
+    return [r for r in run.records if r["script"] == "benchmark.py"]
+
+
+@pytest.mark.xdist_group("one_rank")
+def test_zero2_two_seqlens_in_one_process(one_rank):
+    ran = of_the_benchmark(one_rank)
+    recs = [r for r in ran if r["kind"] not in ("memory", "memory_snapshot", "decomposition")]
+    assert kinds(recs) == ["header"] + ["step"] * 4 + ["summary"] + ["step"] * 4 + ["summary"] + ["error"]
     # a line per step on the terminal, as each step ends
-    lines = [line for line in err.splitlines() if line.startswith("seq_len ")]
+    lines = [line for line in one_rank.log.splitlines() if line.startswith("seq_len ")]
     assert [line.split(":")[0] for line in lines] == [
         f"seq_len {n} step {i}/4" + (" (warm-up)" if i == 1 else "") for n in (64, 128) for i in range(1, 5)]
     assert all(" ms, " in line and " TFLOPS/GPU" in line for line in lines)
-    return recs
-
-
-@pytest.mark.xdist_group("benchmark_one_rank")
-def test_zero2_two_seqlens_in_one_process(one_rank):
-    recs = [r for r in one_rank if r["kind"] not in ("memory", "memory_snapshot", "decomposition")]
-    assert kinds(recs) == ["header"] + ["step"] * 4 + ["summary"] + ["step"] * 4 + ["summary"]
     header = recs[0]
-    assert header["attn_backend"] == "sdpa" and header["weights"] == "random"
+    assert header["attn_backend"] == "eager" and header["weights"] == "random"
     assert header["config"]["ZERO_STAGE"] == 2 and header["config"]["USE_LIGER"] is False
     assert "PYTORCH_CUDA_ALLOC_CONF" not in header["config"]  # default allocator: as older logs
     assert header["software"]["torch"] and header["software"]["deepspeed"]
     assert header["peak_tflops"] == 2.5 and header["peak_source"] == "PEAK_TFLOPS"
-    assert len({r["run_id"] for r in one_rank}) == 1
+    assert len({r["run_id"] for r in ran}) == 1
     steps = [r for r in recs if r["kind"] == "step" and r["seq_len"] == 64]
     assert [s["warmup"] for s in steps] == [True, False, False, False]
     summary = [r for r in recs if r["kind"] == "summary"][0]
@@ -63,60 +59,46 @@ def test_zero2_two_seqlens_in_one_process(one_rank):
     assert summary["telemetry_samples"] == 0 and summary["sm_clock_mhz_median"] is None
 
 
-@pytest.mark.xdist_group("benchmark_one_rank")
+@pytest.mark.xdist_group("one_rank")
 def test_mem_debug_writes_staged_probes(one_rank):
-    # The engine's two stages, then each point's first step; one snapshot.
-    stages = [(r["stage"], r["rank"]) for r in one_rank if r["kind"] == "memory"]
+    # The engine's two stages, then each point's first step (not the OOM's: it ends in its
+    # forward); one snapshot.
+    stages = [(r["stage"], r["rank"]) for r in one_rank.records if r["kind"] == "memory"]
     assert stages == [(stage, 0) for stage in ["model_built", "engine_ready"] + ["forward", "backward", "step"] * 2]
-    [snapshot] = [r for r in one_rank if r["kind"] == "memory_snapshot"]
+    [snapshot] = [r for r in one_rank.records if r["kind"] == "memory_snapshot"]
     assert snapshot["path"] is None  # CPU: none
 
 
-# The guide's default config (ZeRO-3, activation checkpointing, AdamW offloaded to DeepSpeed's
-# CPU Adam) on two CPU ranks under the DeepSpeed launcher: one real run, which the four tests
-# below read.
-GUIDE_DEFAULTS_TWO_RANKS = {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1", "SEQ_LEN": "64",
-                            "PEAK_TFLOPS": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+# The guide's default config on two CPU ranks under the DeepSpeed launcher: conftest's
+# guide_two_ranks, one run of run_sweep.sh, which these tests and test_run_sweep's read.
 
-
-# Each process of that run says so on stderr if Python finalizes it.
-FINALIZED = ("import atexit, os, sys\n"
-             "atexit.register(lambda: sys.stderr.write(f'finalized: {os.path.basename(sys.argv[0])}\\n'))\n")
-
-
-@pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory):
-    site = tmp_path_factory.mktemp("site")
-    (site / "sitecustomize.py").write_text(FINALIZED)
-    proc = run_launched(["--num_gpus", "2", str(REPO / "benchmark.py")],
-                        {**GUIDE_DEFAULTS_TWO_RANKS, "PYTHONPATH": f"{site}:{REPO}"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
-
-
-@pytest.mark.xdist_group("benchmark_two_ranks")
-def test_the_guides_default_config_runs_on_cpu(two_ranks):
-    recs = parse_jsonl(two_ranks.stdout)
-    config = recs[0]["config"]
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_the_guides_default_config_runs_on_cpu(guide_two_ranks):
+    recs = of_the_benchmark(guide_two_ranks)
+    [header] = [r for r in recs if r["kind"] == "header"]
+    config = header["config"]
     assert (config["ZERO_STAGE"], config["OFFLOAD_OPTIMIZER"], config["GRAD_CHECKPOINT"]) == (3, True, True)
-    summary = recs[-1]
-    assert summary["kind"] == "summary"
-    assert summary["hfu"] > summary["mfu"]  # recompute counted in HFU only
+    summaries = [r for r in recs if r["kind"] == "summary"]
+    assert len(summaries) == 2
+    assert all(summary["hfu"] > summary["mfu"] for summary in summaries)  # recompute counted in HFU only
 
 
-@pytest.mark.xdist_group("benchmark_two_ranks")
-def test_stdout_is_pure_jsonl_under_the_launcher(two_ranks):
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_stdout_is_pure_jsonl_under_the_launcher(guide_two_ranks):
     # DeepSpeed and its JIT builds print to stdout, on every rank; the records must stay
-    # parseable alone. The launcher logs to stdout itself; everything after it spawned the
-    # ranks is theirs.
-    ours = two_ranks.stdout.split("spawned with command", 1)[1].splitlines()[1:]
-    lines = [line for line in ours if "[launch.py:" not in line]
-    assert [json.loads(line)["kind"] for line in lines] == ["header", "step", "step", "step", "summary"]
+    # parseable alone: rank 0's stdout holds them and nothing else, rank 1's nothing.
+    rank0, rank1 = guide_two_ranks.rank_stdout
+    assert [json.loads(line)["kind"] for line in rank0.splitlines()] == (
+        ["header"] + (["step"] * 3 + ["summary"]) * 2)
+    assert rank1 == ""
+    # and OUTPUT holds exactly what stdout showed (the sweep's own records besides)
+    assert rank0.splitlines() == [line for line in guide_two_ranks.out.read_text().splitlines()
+                                  if json.loads(line)["script"] == "benchmark.py"]
 
 
-@pytest.mark.xdist_group("benchmark_two_ranks")
-def test_zero3_under_the_deepspeed_launcher_two_ranks(two_ranks):
-    recs = parse_jsonl(two_ranks.stdout)
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_zero3_under_the_deepspeed_launcher_two_ranks(guide_two_ranks):
+    recs = of_the_benchmark(guide_two_ranks)
     assert kinds(recs).count("header") == 1  # rank 0 alone writes
     summary = recs[-1]
     assert summary["kind"] == "summary" and summary["world_size"] == 2
@@ -126,12 +108,12 @@ def test_zero3_under_the_deepspeed_launcher_two_ranks(two_ranks):
     assert config["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
 
 
-@pytest.mark.xdist_group("benchmark_two_ranks")
-def test_ranks_leave_without_python_finalization(two_ranks):
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_ranks_leave_without_python_finalization(guide_two_ranks):
     # DeepSpeed keeps the process groups' gloo threads running past destroy_process_group; a
     # rank that finalized Python under them could abort (engine.leave). The launcher's two
     # processes finalize as usual: they show the check would see a rank that did.
-    finalized = [line.split(": ", 1)[1] for line in two_ranks.stderr.splitlines() if line.startswith("finalized: ")]
+    finalized = [line.split(": ", 1)[1] for line in guide_two_ranks.log.splitlines() if line.startswith("finalized: ")]
     assert sorted(finalized) == ["launch.py", "runner.py"]
 
 
@@ -321,13 +303,13 @@ def test_a_stale_lock_stops_the_run_before_its_header(as_script, capsys, monkeyp
     assert f"rm {lock}" in err.err and len(err.err.strip().splitlines()) == 1
 
 
-@pytest.mark.xdist_group("benchmark_one_rank")
+@pytest.mark.xdist_group("one_rank")
 def test_decompose_splits_each_point_just_timed(one_rank):
     # DECOMPOSE=1: after each summary, its decomposition, over the summary's own timed steps
-    order = [r["kind"] for r in one_rank if r["kind"] in ("summary", "decomposition")]
+    order = [r["kind"] for r in one_rank.records if r["kind"] in ("summary", "decomposition")]
     assert order == ["summary", "decomposition"] * 2
-    summaries = {r["seq_len"]: r for r in one_rank if r["kind"] == "summary"}
-    for dec in (r for r in one_rank if r["kind"] == "decomposition"):
+    summaries = {r["seq_len"]: r for r in one_rank.records if r["kind"] == "summary"}
+    for dec in (r for r in one_rank.records if r["kind"] == "decomposition"):
         assert dec["profile_steps"] == 1 and dec["time_steps"] == 3
         assert dec["wall_step_ms"] == pytest.approx(summaries[dec["seq_len"]]["step_ms"])
         assert {"attention", "gemm"} <= set(dec["buckets"])

@@ -302,14 +302,20 @@ def _run(tmp_path, **env):
     return run_proc("check_capabilities.py", env, timeout=120, cwd=tmp_path)
 
 
-def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path):
+def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path, as_script, capsys, monkeypatch):
+    # main in this process, every probe for real; the process boundary (exit code, nothing on
+    # stdout) is the real process's of test_bad_settings_stop_before_any_work_in_one_line
+    script = import_script("check_capabilities.py")
     out = tmp_path / "caps.jsonl"
     capacity = tmp_path / "sweep.jsonl"
     capacity.write_text("\n".join(json.dumps(r) for r in _log()) + "\n")
-    done = _run(tmp_path, OUTPUT=str(out), CAPACITY_LOG=str(capacity), NOTES="ci")
-    assert done.returncode == 0, done.stderr
+    monkeypatch.chdir(tmp_path)
+    as_script("check_capabilities.py", script.VARS, {"OUTPUT": out, "CAPACITY_LOG": capacity, "NOTES": "ci"})
+    code = faults.run_main(script.main)
+    done = capsys.readouterr()
+    assert code == 0, done.err
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert records == [json.loads(line) for line in done.stdout.splitlines()]
+    assert records == [json.loads(line) for line in done.out.splitlines()]
     header, rest = records[0], records[1:]
     assert header["kind"] == "header" and header["notes"] == "ci"
     assert header["config"]["CAPACITY_LOG"] == str(capacity) and header["software"]["torch"]
@@ -323,7 +329,7 @@ def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path):
         assert (r["status"], r["detail"], r["value"]) == ("unavailable", "no GPU", None), r
         assert r["probe_s"] >= 0
     assert "matmul:fp8_e4m3:tensorwise" in items and "attention:fa4" in items
-    assert "memory:max_seq_len" in done.stderr and "status" in done.stderr
+    assert "memory:max_seq_len" in done.err and "status" in done.err
 
 
 def test_bad_settings_stop_before_any_work_in_one_line(tmp_path):

@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
-from conftest import REPO, import_script, parse_jsonl, run_proc, run_script
+from conftest import REPO, import_script, parse_jsonl, run_proc
 from upgrade_bench.models import flops
 from upgrade_bench.hardware import gpus
+from upgrade_bench import faults
 from upgrade_bench.kernels import mamf, mamf_run
 from upgrade_bench.faults import BadInput
 from upgrade_bench.kernels.mamf import GemmShape
@@ -247,8 +248,12 @@ def test_bad_flag_in_a_real_process_before_any_work():
 
 # --- real CPU runs --------------------------------------------------------------------------
 
-def run(args, timeout=120):
-    return run_script([sys.executable, str(REPO / SCRIPT), *args], {}, timeout)
+def run(capsys, args):
+    """(exit code, records on stdout, stderr) of the script's main in this process, on the real
+    kernels; the process boundary (exit codes, signals) is the real processes' above and below."""
+    code = faults.run_main(load_script().main, args)
+    out, err = capsys.readouterr()
+    return code, parse_jsonl(out), err
 
 
 def check_matmul(r):
@@ -258,12 +263,12 @@ def check_matmul(r):
     assert r["tflops_max"] >= r["tflops_median"] > 0 and r["tflops_max"] >= r["tflops_mean"] > 0
 
 
-def test_scan_on_cpu_writes_matmul_and_mamf_records(tmp_path):
+def test_scan_on_cpu_writes_matmul_and_mamf_records(tmp_path, capsys):
     out = tmp_path / "mamf.jsonl"
     out.write_text('{"kind": "earlier run"}\n')  # appended to, like every log of the suite
-    rc, recs, err = run(["--m_range", "0", "96", "32", "--n", "16", "--k", "32", "48",
-                         "--dtype", "float32", "--num_iterations", "5",
-                         "--num_warmup_iterations", "2", "--output_file", str(out), "--notes", "cpu"])
+    rc, recs, err = run(capsys, ["--m_range", "0", "96", "32", "--n", "16", "--k", "32", "48",
+                                 "--dtype", "float32", "--num_iterations", "5",
+                                 "--num_warmup_iterations", "2", "--output_file", str(out), "--notes", "cpu"])
     assert rc == 0, err
     assert [r["kind"] for r in recs] == ["header"] + ["matmul"] * 4 + ["mamf"]
     assert parse_jsonl(out.read_text()) == [{"kind": "earlier run"}] + recs
@@ -282,9 +287,9 @@ def test_scan_on_cpu_writes_matmul_and_mamf_records(tmp_path):
     assert "MAMF float32" in err
 
 
-def test_search_on_cpu_ranks_with_screens_and_reports_a_full_measurement():
-    rc, recs, err = run(["--dtype", "float32", "--budget_s", "3", "--num_iterations", "8",
-                         "--num_warmup_iterations", "2"])
+def test_search_on_cpu_ranks_with_screens_and_reports_a_full_measurement(capsys):
+    rc, recs, err = run(capsys, ["--dtype", "float32", "--budget_s", "3", "--num_iterations", "8",
+                                 "--num_warmup_iterations", "2"])
     assert rc == 0, err
     matmuls = [r for r in recs if r["kind"] == "matmul"]
     phases = {r["phase"] for r in matmuls}

@@ -1,5 +1,6 @@
 """run_sweep.sh's runner (upgrade_bench.sweep.runner, child_process): the real benchmark.py on the tiny model
-for one sweep, a fake benchmark for the faults it injects, and the process machinery."""
+(conftest's two real sweeps, one rank and two, which test_benchmark reads too), a fake benchmark for
+the faults it injects, and the process machinery."""
 import errno
 import io
 import json
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc
+from conftest import ONE_RANK, REPO, RUN_SWEEP, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc, run_sweep, sweep_env
 from upgrade_bench.sweep import child_process, runner, sweep_plan
 from upgrade_bench.hardware import devices
 from upgrade_bench import faults, interrupts
@@ -22,8 +23,6 @@ from upgrade_bench.faults import BadInput, WriteFailed
 from upgrade_bench.log.records import read_lines
 from upgrade_bench.log.runs import run_identity
 from upgrade_bench.sweep.sweep_tables import sweep_table
-
-RUN_SWEEP = REPO / "run_sweep.sh"
 
 FAKE_BENCHMARK = r'''
 """Fake benchmark.py: the records and exit codes run_sweep reads, none of the work.
@@ -94,16 +93,6 @@ for s in seq_lens:
 
 
 
-def sweep_env(**extra) -> dict:
-    """What a sweep test's process gets over script_env: this interpreter, the repository, and
-    `extra`; none of the sweep's and the benchmark's variables of this environment."""
-    return {"PYTHON": sys.executable, "PYTHONPATH": str(REPO), **{k: str(v) for k, v in extra.items()}}
-
-
-def run_sweep(timeout=300, **extra):
-    return run_proc([str(RUN_SWEEP)], sweep_env(**extra), timeout, cleared=SWEEP_CLEARED)
-
-
 def records(path) -> list[dict]:
     with open(path) as f:
         recs, skipped = read_lines(f)
@@ -156,17 +145,12 @@ def wait_dead(pid: int, timeout_s: float = 10) -> bool:
 
 # ---------------------------------------------------------------- the real benchmark
 
-REAL_TINY = dict(MODEL="tiny", ATTN_BACKEND="eager", ZERO_STAGE=2, OFFLOAD_OPTIMIZER=0,
-                 GRAD_CHECKPOINT=0, STEPS=2, WARMUP_STEPS=1, GPUS=1)
-
-
-def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_path, monkeypatch):
-    out = tmp_path / "sweep.jsonl"
-    # 1M tokens with eager attention: a 1 TiB mask, refused by the CPU allocator ("can't
-    # allocate memory", at once, on any machine) -> benchmark.py's oom record, exit 3.
-    first = run_sweep(SEQLENS="128 64 1048576", OUT=out, REUSE_PROCESS=1, **REAL_TINY)
-    assert first.returncode == 0, first.stderr[-3000:]
-    recs = records(out)
+@pytest.mark.xdist_group("one_rank")
+def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(one_rank, monkeypatch):
+    # conftest's run: SEQLENS="128 64 1048576", REUSE_PROCESS=1; 1M tokens with eager attention
+    # is a 1 TiB mask, refused by the CPU allocator ("can't allocate memory", at once, on any
+    # machine) -> benchmark.py's oom record, exit 3.
+    first, out, recs = one_rank.result, one_rank.out, one_rank.records
     [header] = of_kind(recs, "header", "benchmark.py")
     assert header["config"]["SEQ_LEN"] == [64, 128, 1048576]  # one process
     assert sorted(r["seq_len"] for r in of_kind(recs, "summary")) == [64, 128]
@@ -188,7 +172,7 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_p
     assert all(row.split()[1] not in ("0.0", "-") for row in table[1:3])  # a CPU's figures, readable
     assert "point 2/3 seq_len 128" in first.stderr and "ETA" in first.stderr
     assert "process 1: starting up" in first.stderr
-    assert "start-up done in" in (tmp_path / "sweep.log").read_text()  # the benchmark says so too
+    assert "start-up done in" in one_rank.log  # the benchmark says so too
     stdout_recs = [json.loads(line) for line in first.stdout.splitlines()]
     assert [r["kind"] for r in stdout_recs].count("summary") == 2  # stdout is the same JSONL stream
     assert not any("log_file" in r for r in stdout_recs)  # as written, not as read back
@@ -198,7 +182,7 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(tmp_p
     kept = [r for r in recs if not (r["kind"] == "summary" and r["seq_len"] == 128)]
     for name in SWEEP_CLEARED:
         monkeypatch.delenv(name, raising=False)
-    for key, value in {**REAL_TINY, "SEQLENS": "64 128", "OUT": str(out), "RESUME": "1"}.items():
+    for key, value in {**ONE_RANK, "SEQLENS": "64 128", "OUT": str(out), "RESUME": "1"}.items():
         monkeypatch.setenv(key, str(value))
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])
     plan = sweep_plan.prepare(sweep_plan.load_settings([], "doc"))
@@ -233,19 +217,17 @@ def test_oom_timeout_and_crash_are_recorded_and_the_sweep_goes_on(tmp_path, fake
     assert "a log line that is not a record" in (tmp_path / "night.log").read_text()
 
 
-def test_two_cpu_ranks_through_the_deepspeed_launcher(tmp_path, fake):
-    out, runs = tmp_path / "two.jsonl", tmp_path / "runs.txt"
-    result = run_sweep(BENCHMARK=fake, OUT=out, SEQLENS="64 128", GPUS=2, FAKE_OOM_AT=128, FAKE_RUNS=runs,
-                       REUSE_PROCESS=1)
-    assert result.returncode == 0, result.stderr[-3000:]
+@pytest.mark.xdist_group("guide_two_ranks")
+def test_two_cpu_ranks_through_the_deepspeed_launcher(guide_two_ranks):
+    # conftest's run: the real benchmark.py, GPUS=2, two lengths in one process
+    result, recs = guide_two_ranks.result, guide_two_ranks.records
     assert "-m deepspeed.launcher.runner --num_gpus 2 --master_port" in result.stderr
-    assert len(runs.read_text().splitlines()) == 2  # two ranks of one process
-    recs = records(out)
-    assert [r["seq_len"] for r in of_kind(recs, "summary")] == [64]
-    [error] = of_kind(recs, "error")
-    assert (error["error"], error["seq_len"]) == ("oom", 128)
+    [header] = of_kind(recs, "header", "benchmark.py")  # rank 0 writes
+    assert header["config"]["SEQ_LEN"] == [64, 128]
+    assert [(r["seq_len"], r["world_size"]) for r in of_kind(recs, "summary")] == [(64, 2), (128, 2)]
     [proc] = of_kind(recs, "sweep")[0]["processes"]
-    assert proc["exit_code"] == 3  # the rank's exit code, through the launcher
+    assert proc["finished"] == [64, 128] and proc["status"] == "ok"
+    assert proc["exit_code"] == 0  # the ranks' exit code, through the launcher
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
