@@ -145,7 +145,7 @@ def cli(capsys, *args, stdin=None, monkeypatch=None):
 def skip_figures(monkeypatch):
     """plot_results without its PNGs (most of a report's time), for a test of what the page and
     the terminal say whose figures draw what others' draw: two_gpu_log's in the tests of a
-    report that fails half-way, the shipped data's in the README test."""
+    report that fails half-way and of the command line, the shipped data's in the README test."""
     monkeypatch.setattr(figures, "write_all", lambda a, out_dir, opener=open: [])
 
 
@@ -801,6 +801,7 @@ def test_cli_strict_stack_refuses_measured_stacks_that_differ(tmp_path, capsys, 
 
 
 def test_cli_stdin_folder_and_baseline_flag(tmp_path, capsys, monkeypatch):
+    skip_figures(monkeypatch)  # what is read and said; the figures of two_gpu_log are drawn elsewhere
     recs = two_gpu_log()
     folder = tmp_path / "logs"
     folder.mkdir()
