@@ -20,7 +20,8 @@
 #   decomposition  bench_decompose.py vs guide_bench_decompose.py at each of SEQLENS
 # The training settings (MODEL, NUM_LAYERS, ZERO_STAGE, GRAD_CHECKPOINT, OFFLOAD_OPTIMIZER,
 # USE_LIGER, ATTN_BACKEND, STEPS, WARMUP_STEPS) are read from the environment and given to
-# both sides; the guide's scripts get the model's config.json from configs/ (CFG_DIR) and
+# both sides; the guide's scripts get the model's config.json from configs/, cut to NUM_LAYERS
+# (OUT/cfg: the guide's bench_decompose.py has no layer cut of its own), and
 # ATTN=flash_attention_4 when ATTN_BACKEND=fa4 (FA3 is not installable on the test machines).
 #
 # Variables: OUT (out/side-by-side-<time>), REF (../shared/reference), REPEAT (2), GPUS (1),
@@ -39,7 +40,8 @@ PYTHON=${PYTHON:-python3}
 DRY_RUN=${DRY_RUN:-0}
 MODEL=${MODEL:-llama-3.1-8b}
 ATTN_BACKEND=${ATTN_BACKEND:-fa4}
-TRAINING="MODEL=$MODEL NUM_LAYERS=${NUM_LAYERS:-8} ZERO_STAGE=${ZERO_STAGE:-2} GRAD_CHECKPOINT=${GRAD_CHECKPOINT:-0}
+NUM_LAYERS=${NUM_LAYERS:-8}
+TRAINING="MODEL=$MODEL NUM_LAYERS=$NUM_LAYERS ZERO_STAGE=${ZERO_STAGE:-2} GRAD_CHECKPOINT=${GRAD_CHECKPOINT:-0}
   OFFLOAD_OPTIMIZER=${OFFLOAD_OPTIMIZER:-0} USE_LIGER=${USE_LIGER:-1} STEPS=${STEPS:-5} WARMUP_STEPS=${WARMUP_STEPS:-2}"
 export CUBLAS_WORKSPACE_CONFIG=:4096:8  # the guide scripts' own default, set for both sides
 
@@ -50,12 +52,22 @@ for c in "$@"; do
 done
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || fail "REPEAT='$REPEAT': a whole number >= 1"
 [[ $GPUS =~ ^[1-9][0-9]*$ ]] || fail "GPUS='$GPUS': a whole number >= 1"
+[[ $NUM_LAYERS =~ ^[1-9][0-9]*$ ]] || fail "NUM_LAYERS='$NUM_LAYERS': a whole number >= 1"
 [ -f "configs/$MODEL.json" ] || fail "MODEL='$MODEL': no configs/$MODEL.json for the guide's scripts (CFG_DIR)"
+dense=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))
+print(not {"layer_types", "num_experts", "num_local_experts", "n_routed_experts"} & set(c))' "configs/$MODEL.json")
+[ "$dense" = True ] || fail "MODEL='$MODEL': the guide's scripts count dense decoders only (Llama-like); no side by side for it"
 [ "$DRY_RUN" = 1 ] || [ -d "$REF" ] || fail "REF='$REF': no such folder (the guide's scripts, ../shared/reference)"
 
 CFG_DIR=$OUT/cfg
 if [ "$DRY_RUN" != 1 ]; then
-  mkdir -p "$CFG_DIR" && cp "configs/$MODEL.json" "$CFG_DIR/config.json" || fail "OUT='$OUT': cannot be written"
+  mkdir -p "$CFG_DIR" || fail "OUT='$OUT': cannot be written"
+  python3 - "configs/$MODEL.json" "$CFG_DIR/config.json" "$NUM_LAYERS" <<'PY' || fail "OUT='$OUT': cannot be written"
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["num_hidden_layers"] = int(sys.argv[3])  # a dense decoder (checked above): the suite's NUM_LAYERS cut
+json.dump(config, open(sys.argv[2], "w"), indent=2)
+PY
 fi
 GUIDE_ATTN=$([ "$ATTN_BACKEND" = fa4 ] && echo ATTN=flash_attention_4)
 LAUNCH=$([ "$GPUS" -gt 1 ] && echo "deepspeed --num_gpus=$GPUS" || echo "$PYTHON")

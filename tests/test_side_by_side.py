@@ -1,0 +1,28 @@
+"""tools/side_by_side.sh, the suite next to the guide's scripts: what it gives each side, checked
+with `true` standing in for Python (the runs themselves need a GPU; results/ holds them)."""
+import json
+
+from conftest import REPO, run_proc
+
+SCRIPT = str(REPO / "tools" / "side_by_side.sh")
+
+
+def test_the_guides_scripts_read_the_same_layer_cut_as_the_suite(tmp_path):
+    # the guide's bench_decompose.py has no NUM_LAYERS: the cut lives in the config it reads
+    out = tmp_path / "out"
+    proc = run_proc(["bash", SCRIPT, "decomposition"],
+                    {"OUT": str(out), "REF": str(tmp_path), "PYTHON": "true", "REPEAT": "1", "SEQLENS": "8192",
+                     "NUM_LAYERS": "2", "MODEL": "llama-3.1-8b"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((out / "cfg" / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2 and config["hidden_size"] == 4096
+    ended = [line.split("end ", 1)[1] for line in (out / "pipeline.log").read_text().splitlines() if " end " in line]
+    assert ended == ["decomposition_suite: exit 0", "decomposition_guide: exit 0"]
+
+
+def test_a_model_the_guides_scripts_cannot_count_is_refused_before_anything_runs(tmp_path):
+    proc = run_proc(["bash", SCRIPT, "training"], {"OUT": str(tmp_path / "out"), "REF": str(tmp_path),
+                                                   "PYTHON": "true", "MODEL": "qwen3-30b-a3b"}, timeout=60)
+    assert proc.returncode == 2 and not (tmp_path / "out").exists()
+    assert proc.stderr == ("error: MODEL='qwen3-30b-a3b': the guide's scripts count dense decoders only "
+                           "(Llama-like); no side by side for it\n")
