@@ -40,10 +40,16 @@ def draw_overview(a: Analysis):
     return fig
 
 
-def _throughput_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
+def _series_lines(ax, shown: list, col: dict, field: str) -> list:
+    """Each shown series' `field` against sequence length; the lengths drawn."""
     lens = []
     for i, s in enumerate(shown):
-        lens += plot_line(ax, s, col[id(s)], i, [(n, p.get("tflops_per_gpu")) for n, p in s.points.items()], s.label)
+        lens += plot_line(ax, s, col[id(s)], i, [(n, p.get(field)) for n, p in s.points.items()], s.label)
+    return lens
+
+
+def _throughput_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
+    lens = _series_lines(ax, shown, col, "tflops_per_gpu")
     for fc in a.forecasts:
         lens += forecast_line(ax, fc, col[id(fc.base)], [(r.seq_len, r.tflops) for r in fc.rows])
     if a.forecasts:  # one legend key for every range, in no series' colour
@@ -54,9 +60,7 @@ def _throughput_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> 
 
 
 def _memory_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
-    lens = []
-    for i, s in enumerate(shown):
-        lens += plot_line(ax, s, col[id(s)], i, [(n, p.get("peak_mem_gib")) for n, p in s.points.items()], s.label)
+    lens = _series_lines(ax, shown, col, "peak_mem_gib")
     for g in a.order:
         gpu = a.data.gpus[g]
         if gpu.hbm_gib and any(s.gpu == g for s in shown):
