@@ -26,3 +26,12 @@ def test_a_model_the_guides_scripts_cannot_count_is_refused_before_anything_runs
     assert proc.returncode == 2 and not (tmp_path / "out").exists()
     assert proc.stderr == ("error: MODEL='qwen3-30b-a3b': the guide's scripts count dense decoders only "
                            "(Llama-like); no side by side for it\n")
+
+
+def test_the_guides_scripts_get_the_suites_attention_backend_by_transformers_name(tmp_path):
+    env = {"DRY_RUN": "1", "OUT": str(tmp_path / "out"), "REPEAT": "1", "SEQLENS": "8192"}
+    proc = run_proc(["bash", SCRIPT, "decomposition"], {**env, "ATTN_BACKEND": "sdpa"}, timeout=60)
+    suite, guide = proc.stdout.splitlines()
+    assert proc.returncode == 0 and "ATTN_BACKEND=sdpa" in suite and " ATTN=sdpa " in guide
+    proc = run_proc(["bash", SCRIPT, "decomposition"], {**env, "ATTN_BACKEND": "fa5"}, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ATTN_BACKEND='fa5': not one of auto ")

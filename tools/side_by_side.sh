@@ -22,7 +22,8 @@
 # USE_LIGER, ATTN_BACKEND, STEPS, WARMUP_STEPS) are read from the environment and given to
 # both sides; the guide's scripts get the model's config.json from configs/, cut to NUM_LAYERS
 # (OUT/cfg: the guide's bench_decompose.py has no layer cut of its own), and
-# ATTN=flash_attention_4 when ATTN_BACKEND=fa4 (FA3 is not installable on the test machines).
+# ATTN_BACKEND as transformers names it (ATTN=flash_attention_4 for fa4, ATTN=sdpa for sdpa; the
+# guide itself picks FA3 on Hopper, which is not installable on the test machines).
 #
 # Variables: OUT (out/side-by-side-<time>), REF (../shared/reference), REPEAT (2), GPUS (1),
 # SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), PYTHON (python3), DRY_RUN (0).
@@ -57,6 +58,15 @@ done
 dense=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))
 print(not {"layer_types", "num_experts", "num_local_experts", "n_routed_experts"} & set(c))' "configs/$MODEL.json")
 [ "$dense" = True ] || fail "MODEL='$MODEL': the guide's scripts count dense decoders only (Llama-like); no side by side for it"
+# The guide's scripts take transformers' attn_implementation name (ATTN); auto is the guide's own choice.
+GUIDE_ATTN=
+if [ "$ATTN_BACKEND" != auto ]; then
+  GUIDE_ATTN=$(python3 -c 'import sys
+from upgrade_bench.kernels.attn_backends import TRAINING
+b = TRAINING.get(sys.argv[1])
+print("ATTN=" + b.hf_name if b else "not one of auto " + " ".join(TRAINING))
+sys.exit(0 if b else 2)' "$ATTN_BACKEND") || fail "ATTN_BACKEND='$ATTN_BACKEND': $GUIDE_ATTN"
+fi
 [ "$DRY_RUN" = 1 ] || [ -d "$REF" ] || fail "REF='$REF': no such folder (the guide's scripts, ../shared/reference)"
 
 CFG_DIR=$OUT/cfg
@@ -69,7 +79,6 @@ config["num_hidden_layers"] = int(sys.argv[3])  # a dense decoder (checked above
 json.dump(config, open(sys.argv[2], "w"), indent=2)
 PY
 fi
-GUIDE_ATTN=$([ "$ATTN_BACKEND" = fa4 ] && echo ATTN=flash_attention_4)
 LAUNCH=$([ "$GPUS" -gt 1 ] && echo "deepspeed --num_gpus=$GPUS" || echo "$PYTHON")
 LOG=$OUT/pipeline.log
 failed=0
