@@ -166,10 +166,14 @@ def main() -> int:
         if all(reason for _name, reason in backends):
             warnings.append(f"{attn_bench.layer_label(shape)}: no backend of BACKENDS="
                             f"{' '.join(s['BACKENDS'])} runs it here")
-    first = shapes[0]
+    # The heads the run timed, where its layers share them; a hybrid's layers differ (a Mamba-2
+    # layer's 128 heads beside full attention's 32), so its header keeps the settings (0: from
+    # MODEL) and each record carries its own layer's heads.
+    resolved = {(shape.heads, shape.kv_heads, shape.head_dim) for shape in shapes}
+    dims = dict(zip(("NHEADS", "NHEADS_KV", "HEAD_DIM"), *resolved)) if len(resolved) == 1 else {}
     writer = RecordWriter(SCRIPT, s["OUTPUT"])
     writer.write("header", **header.fields(
-        {**s, "NHEADS": first.heads, "NHEADS_KV": first.kv_heads, "HEAD_DIM": first.head_dim}, s["NOTES"],
+        {**s, **dims}, s["NOTES"],
         warnings, backends={attn_bench.layer_label(shape): {name: reason or "available"
                                                             for name, reason in backends}
                             for shape, backends in chosen}, peak_tflops=peak,

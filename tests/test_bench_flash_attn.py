@@ -515,6 +515,11 @@ def test_a_hybrid_and_a_windowed_model_on_cpu(as_script, capsys, tmp_path):
         assert faults.run_main(bench.main) == 0, capsys.readouterr().err
         header, *points = read_lines(out.read_text().splitlines())[0]
         assert {r["layer"] for r in points} == layers
+        # one head count in the header only where every layer has it (Granite: Mamba-2 8 heads, attention 4)
+        heads = {(r["heads"], r["kv_heads"], r["head_dim"]) for r in points}
+        expected = dict(zip(("NHEADS", "NHEADS_KV", "HEAD_DIM"), *heads)) if len(heads) == 1 else \
+            {"NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0}
+        assert {k: header["config"][k] for k in ("NHEADS", "NHEADS_KV", "HEAD_DIM")} == expected
         for r in points:
             if r["layer"] == "linear_attention":
                 assert r["backend"] == "fla" and r["status"] == "unavailable" and "CUDA GPU" in r["reason"]
