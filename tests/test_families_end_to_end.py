@@ -66,3 +66,14 @@ def test_the_hybrid_moe_step_decomposes_with_its_linear_mixers_and_routing(hybri
     spec = model.spec(model.load_config(PRESET))
     assert rec["buckets"]["linear_mixer"]["tflop"] == pytest.approx(flops.step_flops(spec, 1, 64).linear / 1e12)
     assert rec["buckets"]["other"]["moe_routing"]["ms"] > 0  # the router's aten::topk
+
+
+def test_packed_documents_warn_where_a_linear_mixers_state_crosses_them():
+    base = {**TINY_FAST, "SEQ_LEN": "64", "PACKED_DOC_LEN": "16"}
+    warned = [w for w in run_config.resolve(settings.parse(variables.TRAINING_VARS, {**base, "MODEL": PRESET})).warnings
+              if w.startswith("PACKED_DOC_LEN=16: ")]
+    assert warned == ["PACKED_DOC_LEN=16: documents are told apart by position_ids, which attention reads; the "
+                      "3 linear_attention layers get no document boundaries from transformers, so their state "
+                      "runs across documents (step time and FLOPs as timed, not a separated run)"]
+    dense = run_config.resolve(settings.parse(variables.TRAINING_VARS, {**base, "MODEL": "tiny"}))
+    assert not any(w.startswith("PACKED_DOC_LEN") for w in dense.warnings)

@@ -90,6 +90,8 @@ def resolve(settings: dict) -> RunConfig:
         raise BadInput("PACKED_DOC_LEN with ATTN_BACKEND=eager: use sdpa or a flash backend")
 
     spec = model.spec(hf_config)
+    if doc_len:
+        warnings += packed_state_warnings(doc_len, spec.mix())
     gpu_bytes = torch.cuda.get_device_properties(device).total_memory if has_gpu else None
     problem = memory.fit_problem(settings["MODEL"], spec.total_params, settings["ZERO_STAGE"], world,
                                  settings["OFFLOAD_OPTIMIZER"], gpu_bytes, memory.host_ram_bytes())
@@ -104,6 +106,20 @@ def resolve(settings: dict) -> RunConfig:
     return RunConfig(settings, world, rank, local_rank, device, use_liger, backend, why, weights,
                      path, hf_config, spec, peak, source, warnings,
                      os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels)
+
+
+def packed_state_warnings(doc_len: int, mix: dict) -> list:
+    """Packed documents reach the model as position_ids that restart at 0, which attention
+    reads; transformers gives its Gated DeltaNet and Mamba-2 mixers document boundaries only
+    through other arguments (cu_seq_lens_q, seq_idx) that a batch of position_ids does not
+    carry, so their state runs on from one document into the next. Their cost is linear in
+    the tokens either way: the time and FLOPs stand, what such a step computes does not."""
+    linear = {kind: n for kind, n in mix.items() if kind in architecture.LINEAR_MIXERS}
+    if not linear:
+        return []
+    return [f"PACKED_DOC_LEN={doc_len}: documents are told apart by position_ids, which attention reads; "
+            f"the {architecture.mix_text(linear)} layers get no document boundaries from transformers, "
+            f"so their state runs across documents (step time and FLOPs as timed, not a separated run)"]
 
 
 def zero3_moe(rc: RunConfig) -> bool:
