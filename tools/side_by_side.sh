@@ -55,8 +55,12 @@ done
 [[ $GPUS =~ ^[1-9][0-9]*$ ]] || fail "GPUS='$GPUS': a whole number >= 1"
 [[ $NUM_LAYERS =~ ^[1-9][0-9]*$ ]] || fail "NUM_LAYERS='$NUM_LAYERS': a whole number >= 1"
 [ -f "configs/$MODEL.json" ] || fail "MODEL='$MODEL': no configs/$MODEL.json for the guide's scripts (CFG_DIR)"
-dense=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))
-print(not {"layer_types", "num_experts", "num_local_experts", "n_routed_experts"} & set(c))' "configs/$MODEL.json")
+# What the guide's scripts count: full attention with one head dim and dense MLPs on every layer.
+dense=$(python3 -c 'import json, sys
+from upgrade_bench.models.architecture import FULL, describe
+spec = describe(json.load(open(sys.argv[1])))
+print(not spec.moe and all(ly.mixer.kind == FULL and ly.mixer.qk_head_dim == ly.mixer.v_head_dim
+                           for ly in spec.layers))' "configs/$MODEL.json")
 [ "$dense" = True ] || fail "MODEL='$MODEL': the guide's scripts count dense decoders only (Llama-like); no side by side for it"
 # The guide's scripts take transformers' attn_implementation name (ATTN); auto is the guide's own choice.
 GUIDE_ATTN=
@@ -76,6 +80,8 @@ if [ "$DRY_RUN" != 1 ]; then
 import json, sys
 config = json.load(open(sys.argv[1]))
 config["num_hidden_layers"] = int(sys.argv[3])  # a dense decoder (checked above): the suite's NUM_LAYERS cut
+if "layer_types" in config:  # all full attention (checked above), one entry per layer
+    config["layer_types"] = config["layer_types"][:int(sys.argv[3])]
 json.dump(config, open(sys.argv[2], "w"), indent=2)
 PY
 fi
