@@ -16,6 +16,7 @@ def test_the_guides_scripts_read_the_same_layer_cut_as_the_suite(tmp_path):
     assert proc.returncode == 0, proc.stderr
     config = json.loads((out / "cfg" / "config.json").read_text())
     assert config["num_hidden_layers"] == 2 and config["hidden_size"] == 4096
+    assert config["layer_types"] == ["full_attention", "full_attention"]  # the pattern written out, as the suite cuts
     ended = [line.split("end ", 1)[1] for line in (out / "pipeline.log").read_text().splitlines() if " end " in line]
     assert ended == ["decomposition_suite: exit 0", "decomposition_guide: exit 0"]
 
@@ -26,6 +27,10 @@ def test_a_model_the_guides_scripts_cannot_count_is_refused_before_anything_runs
     assert proc.returncode == 2 and not (tmp_path / "out").exists()
     assert proc.stderr == ("error: MODEL='qwen3-30b-a3b': the guide's scripts count dense decoders only "
                            "(Llama-like); no side by side for it\n")
+    proc = run_proc(["bash", SCRIPT, "training"], {"OUT": str(tmp_path / "out"), "REF": str(tmp_path),
+                                                   "PYTHON": "true", "NUM_LAYERS": "33"}, timeout=60)
+    assert proc.returncode == 2 and not (tmp_path / "out").exists()
+    assert proc.stderr == "error: MODEL='llama-3.1-8b': NUM_LAYERS=33: the model has only 32 layers\n"
 
 
 def test_the_guides_scripts_get_the_suites_attention_backend_by_transformers_name(tmp_path):

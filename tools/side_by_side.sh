@@ -55,13 +55,22 @@ done
 [[ $GPUS =~ ^[1-9][0-9]*$ ]] || fail "GPUS='$GPUS': a whole number >= 1"
 [[ $NUM_LAYERS =~ ^[1-9][0-9]*$ ]] || fail "NUM_LAYERS='$NUM_LAYERS': a whole number >= 1"
 [ -f "configs/$MODEL.json" ] || fail "MODEL='$MODEL': no configs/$MODEL.json for the guide's scripts (CFG_DIR)"
-# What the guide's scripts count: full attention with one head dim and dense MLPs on every layer.
-dense=$(python3 -c 'import json, sys
-from upgrade_bench.models.architecture import FULL, describe
-spec = describe(json.load(open(sys.argv[1])))
-print(not spec.moe and all(ly.mixer.kind == FULL and ly.mixer.qk_head_dim == ly.mixer.v_head_dim
-                           for ly in spec.layers))' "configs/$MODEL.json")
-[ "$dense" = True ] || fail "MODEL='$MODEL': the guide's scripts count dense decoders only (Llama-like); no side by side for it"
+# The model's config.json cut to NUM_LAYERS (the guide's bench_decompose.py has no cut of its
+# own), if the guide's scripts can count the model: full attention with one head dim and dense
+# MLPs on every layer.
+CUT_CONFIG=$(python3 -c 'import json, sys
+from upgrade_bench.faults import BadInput
+from upgrade_bench.models import architecture, model
+config = json.load(open(sys.argv[1]))
+try:
+    full = architecture.describe(config)
+    if full.moe or any(ly.mixer.kind != architecture.FULL or ly.mixer.qk_head_dim != ly.mixer.v_head_dim
+                       for ly in full.layers):
+        sys.exit("the guide\x27s scripts count dense decoders only (Llama-like); no side by side for it")
+    config.update(model.cut_fields(full, config.get("layer_types"), int(sys.argv[2])))
+except BadInput as err:
+    sys.exit(str(err))
+print(json.dumps(config, indent=2))' "configs/$MODEL.json" "$NUM_LAYERS" 2>&1) || fail "MODEL='$MODEL': $CUT_CONFIG"
 # The guide's scripts take transformers' attn_implementation name (ATTN); auto is the guide's own choice.
 GUIDE_ATTN=
 if [ "$ATTN_BACKEND" != auto ]; then
@@ -76,14 +85,7 @@ fi
 CFG_DIR=$OUT/cfg
 if [ "$DRY_RUN" != 1 ]; then
   mkdir -p "$CFG_DIR" || fail "OUT='$OUT': cannot be written"
-  python3 - "configs/$MODEL.json" "$CFG_DIR/config.json" "$NUM_LAYERS" <<'PY' || fail "OUT='$OUT': cannot be written"
-import json, sys
-config = json.load(open(sys.argv[1]))
-config["num_hidden_layers"] = int(sys.argv[3])  # a dense decoder (checked above): the suite's NUM_LAYERS cut
-if "layer_types" in config:  # all full attention (checked above), one entry per layer
-    config["layer_types"] = config["layer_types"][:int(sys.argv[3])]
-json.dump(config, open(sys.argv[2], "w"), indent=2)
-PY
+  printf '%s\n' "$CUT_CONFIG" > "$CFG_DIR/config.json" || fail "OUT='$OUT': cannot be written"
 fi
 LAUNCH=$([ "$GPUS" -gt 1 ] && echo "deepspeed --num_gpus=$GPUS" || echo "$PYTHON")
 LOG=$OUT/pipeline.log

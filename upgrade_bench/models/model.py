@@ -109,18 +109,23 @@ def load_config(model: str, num_layers: int = 0, notes: list | None = None):
     except BadInput as err:
         raise BadInput(f"MODEL={model!r}: {err}") from None
     if num_layers:
-        if num_layers > len(full.layers):
-            raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {len(full.layers)} layers")
-        # The first layers, the pattern written out (a derived one cannot shift) in the config's
-        # own words where it lists them: transformers builds Granite's Mamba layers from its
-        # `linear_attention`, never from the suite's mamba2.
-        own = getattr(config, "layer_types", None)
-        config.num_hidden_layers = num_layers
-        config.layer_types = list(own[:num_layers]) if own else [ly.mixer.kind for ly in full.layers[:num_layers]]
+        for name, value in cut_fields(full, getattr(config, "layer_types", None), num_layers).items():
+            setattr(config, name, value)
         note = architecture.cut_note(full, spec(config))
         if note and notes is not None:
             notes.append(f"NUM_LAYERS={num_layers}: {note}")
     return config
+
+
+def cut_fields(full: architecture.ModelSpec, own_layer_types, num_layers: int) -> dict:
+    """The config fields of the model `full` describes, cut to its first `num_layers` layers:
+    the pattern written out (a derived one cannot shift) in the config's own words where it
+    lists them (`own_layer_types`): transformers builds Granite's Mamba layers from its
+    `linear_attention`, never from the suite's mamba2. BadInput above the model's layers."""
+    if num_layers > len(full.layers):
+        raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {len(full.layers)} layers")
+    kinds = list(own_layer_types[:num_layers]) if own_layer_types else [ly.mixer.kind for ly in full.layers[:num_layers]]
+    return {"num_hidden_layers": num_layers, "layer_types": kinds}
 
 
 def spec(config) -> architecture.ModelSpec:
