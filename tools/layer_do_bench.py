@@ -56,7 +56,7 @@ def time_layer(m, seq_len: int) -> list:
         out.append({"tool": "layer_do_bench", "model": os.environ["MODEL"], "layer": m.kind,
                     "window": m.window, "sinks": m.sinks, "heads": m.heads, "kv_heads": m.kv_heads,
                     "head_dim": m.qk_head_dim, "v_head_dim": m.v_head_dim, "seq_len": seq_len,
-                    "pass": name, "backend": "fa4", "ms": ms, "tflops": flop / (ms * 1e-3) / 1e12})
+                    "pass": name, "backend": "fa4", "ms": ms, "tflops": flops.tflops(flop, ms)})
     return out
 
 
