@@ -6,8 +6,8 @@ prices), and a panel naming the lines and the pair's warnings. A panel without d
 drawn; draw_comparison returns the Figure, so tests can measure its text.
 """
 from .comparisons import HEALTH, Analysis, Comparison, capacity_of
-from .plotkit import (LEGEND_FONT, NOTE_CHARS, WARNING_COLOUR, colours, from_zero, label_ticks, panel_grid,
-                      plot_line, seq_axis, wrap_text)
+from .plotkit import (LEGEND_FONT, NOTE_CHARS, WARNING_COLOUR, colours, from_zero, label_ticks, legend_entries,
+                      panel_grid, plot_line, seq_axis, wrap_text)
 from .series import seq_label
 from .words import ignored_words, stack_words, title
 
@@ -110,10 +110,7 @@ def _notes(c: Comparison) -> str:
 def _legend_panel(ax, fig_axes, c: Comparison) -> None:
     """The last panel names every line of the figure (once) and the comparison's warnings."""
     ax.axis("off")
-    entries = {}
-    for other in fig_axes:
-        for handle, label in zip(*other.get_legend_handles_labels()):
-            entries.setdefault(wrap_text(label, NOTE_CHARS), handle)
+    entries = legend_entries(fig_axes, NOTE_CHARS)
     ax.legend(list(entries.values()), list(entries), loc="upper left", fontsize=LEGEND_FONT,
               frameon=False, borderaxespad=0)
     note = _notes(c)

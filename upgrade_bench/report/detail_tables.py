@@ -2,6 +2,7 @@
 identity check, memory), then memory and capacity, the step decomposition, isolated
 attention, MAMF, telemetry, capabilities and the series read."""
 from ..hardware import gpus
+from .capability_table import capability_table
 from .comparisons import Analysis, Comparison
 from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
@@ -162,8 +163,6 @@ def telemetry_markdown(a: Analysis) -> str:
 
 def capability_markdown(a: Analysis) -> str:
     """check_capabilities' side-by-side table, one column per GPU that has capability records."""
-    from .capability_table import capability_table
-
     by_gpu = {g: a.data.gpus[g].capabilities for g in a.order if a.data.gpus[g].capabilities}
     return capability_table(by_gpu).strip() if by_gpu else ""
 

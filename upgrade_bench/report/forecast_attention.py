@@ -8,6 +8,7 @@ import statistics
 from . import forecast_model, published
 from ..hardware import gpus
 from ..kernels import attn_backends
+from .isolated_attention import ATTENTION_SHAPE
 from .series import Series, seq_label
 
 
@@ -28,9 +29,9 @@ def published_attention(base: str, cand: str, base_backend: str | None) -> tuple
             f"figures ({figures})")
 
 
-# What makes two isolated-attention records the same kernel call (bench_flash_attn's fields).
-ATTENTION_SHAPE = ("batch", "heads", "kv_heads", "head_dim", "v_head_dim", "causal", "dtype", "window",
-                   "sinks", "layer")
+# What makes two isolated-attention records the same kernel call, packed_doc_len aside (its
+# records are picked by it first).
+KERNEL_CALL = tuple(k for k in ATTENTION_SHAPE if k != "packed_doc_len")
 
 
 def _fwd_bwd_tflops(records: list, backend: str, packed_doc_len: int) -> dict:
@@ -39,7 +40,7 @@ def _fwd_bwd_tflops(records: list, backend: str, packed_doc_len: int) -> dict:
     for r in records:
         if (r.get("backend") == backend and r.get("pass") == "fwd_bwd" and r.get("status", "ok") == "ok"
                 and (r.get("tflops") or 0) > 0 and (r.get("packed_doc_len") or 0) == packed_doc_len):
-            found.setdefault((r["seq_len"], *(r.get(k) for k in ATTENTION_SHAPE)), []).append(r["tflops"])
+            found.setdefault((r["seq_len"], *(r.get(k) for k in KERNEL_CALL)), []).append(r["tflops"])
     return {k: statistics.median(v) for k, v in found.items()}
 
 

@@ -142,13 +142,19 @@ def plot_line(ax, s, colour, index, points: list, label: str, under: bool = Fals
     return [n for n, _ in points]
 
 
-def figure_legend(fig, axes, ncol: int, chars: int, note: str = "") -> float:
-    """One legend below all panels, headed by `note` (a warning, in red) where there is one;
-    returns its height in inches."""
+def legend_entries(axes, chars: int) -> dict:
+    """{label wrapped at `chars`: handle} of every line of `axes`, each label once."""
     entries = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             entries.setdefault(wrap_text(label, chars), handle)
+    return entries
+
+
+def figure_legend(fig, axes, ncol: int, chars: int, note: str = "") -> float:
+    """One legend below all panels, headed by `note` (a warning, in red) where there is one;
+    returns its height in inches."""
+    entries = legend_entries(axes, chars)
     if not entries:
         return 0.0
     legend = fig.legend(list(entries.values()), list(entries), loc="lower center", ncol=ncol,
