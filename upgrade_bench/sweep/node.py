@@ -100,7 +100,7 @@ def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python:
     def points_s(lengths, steps_per_point, one_process):
         if any(step_s[n] is None for n in lengths):
             return None
-        starts = 1 if one_process else len(lengths)
+        starts = len(sweep_plan.process_plan(lengths, one_process))
         return starts * start_s(spec) + sum(steps_per_point * step_s[n] for n in lengths)
 
     launcher = [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(gpu_count)] if gpu_count > 1 else [python]
