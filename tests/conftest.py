@@ -123,9 +123,15 @@ def swept(result: subprocess.CompletedProcess, out: Path) -> types.SimpleNamespa
     """A sweep run that succeeded: result (run_sweep.sh's CompletedProcess), out (its OUT) and
     records (OUT's, every line one), log (the benchmark's own output)."""
     assert result.returncode == 0, result.stderr[-3000:]
-    recs, skipped = read_lines(out.read_text().splitlines())
+    return types.SimpleNamespace(result=result, out=out, records=records(out), log=out.with_suffix(".log").read_text())
+
+
+def records(path) -> list[dict]:
+    """Every record of a JSON-lines file, each line one (none skipped)."""
+    with open(path) as f:
+        recs, skipped = read_lines(f)
     assert skipped == 0
-    return types.SimpleNamespace(result=result, out=out, records=recs, log=out.with_suffix(".log").read_text())
+    return recs
 
 
 # Real runs of benchmark.py, each read by tests of test_benchmark.py and test_run_sweep.py (an

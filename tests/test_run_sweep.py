@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ONE_RANK, REPO, RUN_SWEEP, SMALL_DISK_BYTES, SWEEP_CLEARED, run_proc, run_sweep, sweep_env
+from conftest import (ONE_RANK, REPO, RUN_SWEEP, SMALL_DISK_BYTES, SWEEP_CLEARED, records, run_proc, run_sweep,
+                      sweep_env)
 from upgrade_bench.sweep import child_process, runner, sweep_plan
 from upgrade_bench.hardware import devices
 from upgrade_bench import faults, interrupts
@@ -91,13 +92,6 @@ for s in seq_lens:
           peak_mem_gib=peak)
 '''
 
-
-
-def records(path) -> list[dict]:
-    with open(path) as f:
-        recs, skipped = read_lines(f)
-    assert skipped == 0
-    return recs
 
 
 def of_kind(recs, kind, script=None):
