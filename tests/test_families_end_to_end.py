@@ -28,13 +28,18 @@ def hybrid_moe():
     return recs
 
 
+def assert_counted_its_way(header: dict, summary: dict, preset: str, layer_mix: dict) -> None:
+    """The run's header names the preset's layer mix and its summary the FLOPs of its family's count."""
+    assert header["layer_mix"] == layer_mix and summary["kind"] == "summary"
+    expected = flops.step_flops(model.spec(model.load_config(preset)), 1, 64)
+    assert summary["model_tflop_per_step"] == pytest.approx(expected.model / 1e12)
+    assert summary["attn_flop_share"] == pytest.approx(expected.attn_share)
+
+
 @pytest.mark.xdist_group("families_hybrid_moe")
 def test_benchmark_runs_each_new_path(hybrid_moe):
     header, summary = hybrid_moe[0], next(r for r in hybrid_moe if r["kind"] == "summary")
-    assert header["layer_mix"] == LAYER_MIX
-    expected = flops.step_flops(model.spec(model.load_config(PRESET)), 1, 64)
-    assert summary["model_tflop_per_step"] == pytest.approx(expected.model / 1e12)
-    assert summary["attn_flop_share"] == pytest.approx(expected.attn_share)
+    assert_counted_its_way(header, summary, PRESET, LAYER_MIX)
     assert header["attn_backend"] == "sdpa"
 
 
@@ -42,11 +47,7 @@ def test_benchmark_runs_the_mamba2_hybrid():
     preset = "tiny-granite-hybrid"  # Mamba-2 + MoE
     code, recs, err = run_script("benchmark.py", {**TINY_FAST, "MODEL": preset, "STEPS": "1"})
     assert code == 0, err
-    header, summary = recs[0], recs[-1]
-    assert header["layer_mix"] == {"mamba2": 3, "full_attention": 1} and summary["kind"] == "summary"
-    expected = flops.step_flops(model.spec(model.load_config(preset)), 1, 64)
-    assert summary["model_tflop_per_step"] == pytest.approx(expected.model / 1e12)
-    assert summary["attn_flop_share"] == pytest.approx(expected.attn_share)
+    assert_counted_its_way(recs[0], recs[-1], preset, {"mamba2": 3, "full_attention": 1})
 
 
 def test_gpt_oss_takes_eager_under_auto_and_refuses_sdpa_by_name():
