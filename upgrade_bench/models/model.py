@@ -175,11 +175,11 @@ def mixer_kernels(hf_config) -> dict:
     module = importlib.import_module(module_name)
     with torch.device("meta"):
         layer = getattr(module, cls)(hf_config, layer_idx=0)
+    if family.fast_path_flag:  # all of the module's kernels, or none
+        fast = vars(module).get(family.fast_path_flag)
+        return {attr: _origin(vars(module).get(attr) if fast else None) for attr in where[1]}
     out = {}
     for attr, target in where[1].items():
-        if family.fast_path_flag:
-            out[attr] = _origin(vars(module).get(attr) if vars(module).get(family.fast_path_flag) else None)
-            continue
         package = target.partition(":")[0]
         installed = _fast_kernel(target) is not None
         if not hasattr(layer, attr):
