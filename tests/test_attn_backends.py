@@ -103,13 +103,56 @@ def test_the_flash_adapter_calls_the_packages_dense_and_varlen_api(monkeypatch):
                                          "max_seqlen_q": 4, "max_seqlen_k": 4, "causal": True}
 
 
+def test_flex_trains_on_a_gpu_only_and_never_under_auto():
+    assert resolve("flex", HOPPER, {"flex"}) == ("flex", "requested")
+    assert resolve("flex", AMPERE, {"flex"})[0] == "flex"
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=flex needs a CUDA GPU; on CPU use sdpa or eager$"):
+        resolve("flex", CPU, ALL)
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=flex does not run on sm_75: FlexAttention's Triton"):
+        resolve("flex", Device((7, 5)), ALL)
+    assert attn_backends.installed("flex") == {"flex"}  # part of torch: nothing to install
+    assert all(resolve("auto", d, ALL)[0] != "flex" for d in (HOPPER, BLACKWELL, AMPERE, CPU))
+
+
+FLEX_SHAPES = {  # the check's shapes (attn_kernels.check_shape): tile edges off block boundaries
+    "causal GQA": dict(causal=True),
+    "packed documents": dict(causal=True, doc_len=200),
+    "window and sinks": dict(causal=True, window=160, sinks=True),
+    "documents, window and sinks": dict(causal=True, doc_len=200, window=160, sinks=True),
+    "not causal": dict(causal=False),
+    "MLA's value dim": dict(causal=True, v_head_dim=48),
+}
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")  # CPU: the reference, meant
+@pytest.mark.parametrize("extra", FLEX_SHAPES.values(), ids=FLEX_SHAPES)
+def test_flex_computes_the_models_mask_and_sinks(extra):
+    """The BlockMask and the sink renormalisation against the float64 reference, forward: on CPU
+    FlexAttention runs its unfused reference (no backward there; the GPU check covers it)."""
+    from upgrade_bench.kernels import attn_kernels
+
+    shape = attn_kernels.AttentionShape(2, attn_kernels.CHECK_SEQ_LEN, 4, 2, 64, **extra)
+    gen = torch.Generator().manual_seed(3)
+    dims = [(4, 64), (2, 64), (2, shape.v_dim), (4, shape.v_dim)]
+    q, k, v, dout = (torch.randn(2, shape.seq_len, h, d, generator=gen).bfloat16() for h, d in dims)
+    ref, _ = attn_kernels.reference(q, k, v, dout, shape)
+    flex = BACKENDS["flex"]
+    args = attn_kernels.make_args(flex, shape, torch.bfloat16, "cpu", "native")
+    out = flex.run(*(t.transpose(1, 2) for t in (q, k, v)), args).transpose(1, 2)
+    error = (out.double() - ref).abs().max().item() / max(1.0, ref.abs().max().item())
+    assert error < attn_kernels.TOLERANCE["bf16"]
+    if extra.get("doc_len") or extra.get("window"):  # more blocks skipped than causality's alone
+        causal = attn_kernels.block_mask(shape.seq_len, 0, True, 0, "cpu")
+        assert args.block_mask.sparsity() > causal.sparsity() == 37.5  # 6 of 4 x 4 blocks
+
+
 # ---- every consumer reads the table ---------------------------------------------------------
 
 def test_training_names_are_settings_choices_and_transformers_implementations():
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     (var,) = [v for v in variables.TRAINING_VARS if v.name == "ATTN_BACKEND"]
-    assert var.choices == ("auto", "fa3", "fa4", "fa2", "sdpa", "eager")
+    assert var.choices == ("auto", "fa3", "fa4", "fa2", "sdpa", "eager", "flex")
     assert list(TRAINING) == list(var.choices[1:])
     for backend in TRAINING.values():
         assert backend.hf_name == "eager" or backend.hf_name in ALL_ATTENTION_FUNCTIONS.valid_keys()
@@ -117,7 +160,8 @@ def test_training_names_are_settings_choices_and_transformers_implementations():
 
 
 def test_kernel_names_are_the_benchmarks_and_the_capability_items():
-    assert list(KERNELS) == ["fa3", "fa4", "fa2", "sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]
+    assert list(KERNELS) == ["fa3", "fa4", "fa2", "sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math",
+                             "flex"]
     bench = import_script("bench_flash_attn.py")
     bench.validate({"BACKENDS": list(KERNELS), "PASSES": ["fwd"], "PACKED_DOC_LEN": 0, "SEQLENS": [8]},
                    KERNELS)
@@ -127,6 +171,20 @@ def test_kernel_names_are_the_benchmarks_and_the_capability_items():
     assert sorted(order) == sorted(KERNELS)
     assert order[:4] == ["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]  # torch's own first
     assert all(b.run and b.layout for b in KERNELS.values())
+
+
+def test_each_family_refuses_the_backends_transformers_has_no_path_for():
+    """Family.refuses against transformers' own flags, so a new release that adds or drops a
+    path shows here."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from upgrade_bench.models import architecture
+
+    flag = {"sdpa": "_supports_sdpa", "flex": "_supports_flex_attn"}
+    for model_type, family in architecture.FAMILIES.items():
+        cls = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])
+        assert set(family.refuses) == {name for name, attr in flag.items() if not getattr(cls, attr)}, model_type
+    assert architecture.FAMILIES["qwen3_next"].refuses == ("flex",)
 
 
 def test_the_configuration_page_lists_the_tables_names():

@@ -100,6 +100,11 @@ KERNELS = [
     ("_triton_rope", "other"),
     ("liger_cross_entropy_kernel", "other"),
     ("triton_poi_fused_add_mul_0", "other"),
+    # FlexAttention compiled by inductor (Triton templates), on an H200: a Triton name, attention's
+    ("triton_tem_fused_flex_attention_0", "attention"),
+    ("triton_tem_fused_flex_attention_backward_1", "attention"),
+    ("triton_tem_fused_flex_attention_backward_mul_1", "attention"),  # in a Llama step's backward
+    ("triton_per_fused_flex_attention_backward_0", "attention"),  # the backward's sum(dO * O) per row
     ("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float, float>, float, float, "
      "float, float, float, float, adamMode_t, float>(long, int volatile*, TensorListMetadata<4>, "
      "AdamFunctor<float, float>, float, float, float, float, float, float, adamMode_t, float)", "other"),

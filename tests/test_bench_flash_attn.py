@@ -119,14 +119,14 @@ def names(chosen):
 
 def test_all_on_hopper_blackwell_ampere_and_cpu():
     problems = {**NOTHING_MISSING, "fa2": "flash-attn is not installed"}
-    sdpa = ["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]
+    sdpa = ["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math", "flex"]  # flex: torch's, sm_80+
     hopper = ak.discover(["all"], KERNELS, HOPPER, problems, packed=False)
     assert names(hopper) == ["fa3", "fa4"] + sdpa and all(r is None for _, r in hopper)
     assert names(ak.discover(["all"], KERNELS, BLACKWELL, problems, False)) == ["fa4"] + sdpa
     ampere = ak.discover(["all"], KERNELS, AMPERE, NOTHING_MISSING, False)
     assert names(ampere) == ["fa2"] + sdpa
     assert names(ak.discover(["all"], KERNELS, VOLTA, NOTHING_MISSING, False)) == \
-        ["sdpa-efficient", "sdpa-math"]
+        ["sdpa-efficient", "sdpa-math"]  # no flex before sm_80
     assert names(ak.discover(["all"], KERNELS, CPU, NOTHING_MISSING, False)) == \
         ["sdpa-flash", "sdpa-math"]
     # MI300X reports (9, 4) under ROCm: no Hopper kernels, no cuDNN
@@ -148,12 +148,14 @@ def test_auto_is_what_training_picks_and_cudnn():
 def test_windows_and_sinks_pick_the_kernels_that_take_them():
     no_fa3 = {**NOTHING_MISSING, "fa3": "flash-attn-3 is not installed"}
     windowed = ak.discover(["all"], KERNELS, HOPPER, no_fa3, False, window=True)
-    assert names(windowed) == ["fa4", "fa2", "sdpa-efficient", "sdpa-math"]
+    assert names(windowed) == ["fa4", "fa2", "sdpa-efficient", "sdpa-math", "flex"]
     sinks = ak.discover(["auto"], KERNELS, HOPPER, no_fa3, False, window=True, sinks=True)
     assert sinks == [("fa4", None)]
+    every = ak.discover(["all"], KERNELS, HOPPER, no_fa3, False, window=True, sinks=True)
+    assert names(every) == ["fa4", "flex"]
     # nothing auto picks takes sinks on CPU: the reasons become the records
     on_cpu = dict(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False, sinks=True))
-    assert "takes no attention sinks; sinks run on fa4" in on_cpu["sdpa-flash"]
+    assert "takes no attention sinks; sinks run on fa4/flex" in on_cpu["sdpa-flash"]
     named = dict(ak.discover(["sdpa-cudnn"], KERNELS, HOPPER, NOTHING_MISSING, False, window=True))
     assert "no sliding window" in named["sdpa-cudnn"]
 
@@ -170,7 +172,7 @@ def test_named_backends_keep_their_reason():
 
 def test_packed_documents_exclude_mask_less_sdpa_kernels():
     every = ak.discover(["all"], KERNELS, HOPPER, NOTHING_MISSING, packed=True)
-    assert names(every) == ["fa3", "fa4", "fa2", "sdpa-efficient", "sdpa-math"]
+    assert names(every) == ["fa3", "fa4", "fa2", "sdpa-efficient", "sdpa-math", "flex"]
     named = dict(ak.discover(["sdpa-cudnn"], KERNELS, HOPPER, NOTHING_MISSING, packed=True))
     assert "document mask" in named["sdpa-cudnn"]
 

@@ -322,7 +322,7 @@ def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path, as_script
     assert {r["kind"] for r in rest} == {"capability"}
     assert all(r["run_id"] == header["run_id"] for r in rest)
     items = [r["item"] for r in rest]
-    assert len(items) == len(set(items)) == 22
+    assert len(items) == len(set(items)) == 23
     assert {r["category"] for r in rest} == {"dtype", "attention", "memory", "interconnect"}
     for r in rest:
         assert set(r) >= {"item", "category", "status", "detail", "value"}

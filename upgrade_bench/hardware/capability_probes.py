@@ -15,8 +15,8 @@ import time
 
 import torch
 
-from ..kernels import attn_backends
-from ..kernels.attn_adapters import BSHD, Args
+from ..kernels import attn_backends, attn_kernels
+from ..kernels.attn_adapters import BSHD
 from .capabilities import NVML_LEVEL_CODE, NotEngaged, Passed, WrongResult, check_close, parse_topo_matrix, summarize_topology
 from ..faults import is_oom
 
@@ -169,17 +169,21 @@ def reference_attention(q, k, v):
 
 
 def attention_function(name: str):
-    """Backend `name`'s kernel as the probe calls it: (b, s, h, d) in and out, causal. The
-    SDPA kernels get K/V repeated to the query heads (not every one takes enable_gqa). Its
-    package is imported at the call: an import error is the stack's answer."""
+    """Backend `name`'s kernel as the probe calls it: (b, s, h, d) in and out, causal, with the
+    arguments the kernel benchmark gives it (attn_kernels.make_args: FlexAttention's causal
+    BlockMask, say). The (b, h, s, d) kernels get K/V repeated to the query heads (not every
+    one takes enable_gqa). Its package is imported at the call: an import error is the
+    stack's answer."""
     backend = attn_backends.KERNELS[name]
 
     def run(q, k, v):
+        b, s, h, d = q.shape
+        args = lambda kv_heads, mode: attn_kernels.make_args(  # noqa: E731
+            backend, attn_kernels.AttentionShape(b, s, h, kv_heads, d, causal=True), q.dtype, q.device, mode)
         if backend.layout == BSHD:
-            return backend.run(q, k, v, Args(causal=True))
-        rep = q.shape[2] // k.shape[2]
-        k, v = k.repeat_interleave(rep, dim=2), v.repeat_interleave(rep, dim=2)
-        out = backend.run(*(t.transpose(1, 2) for t in (q, k, v)), Args(causal=True))
+            return backend.run(q, k, v, args(k.shape[2], "native"))
+        k, v = k.repeat_interleave(h // k.shape[2], dim=2), v.repeat_interleave(h // k.shape[2], dim=2)
+        out = backend.run(*(t.transpose(1, 2) for t in (q, k, v)), args(h, "mha"))
         return out.transpose(1, 2)
 
     return run

@@ -1,11 +1,13 @@
 """One call for every attention kernel: run(q, k, v, Args) -> out, in the kernel's layout.
 
-The flash APIs (fa2/fa3/fa4) take (batch, seq, heads, dim) and run GQA natively; SDPA takes
-(batch, heads, seq, dim) and runs GQA natively where the kernel accepts `enable_gqa`.
-Packed documents run through the flash APIs' varlen entry points (cu_seqlens); SDPA gets a
-block-diagonal mask. A sliding window of w tokens is the flash APIs' window_size (w-1, 0) and
-an SDPA band mask; sinks are FA4's learnable_sink. Packages and torch are imported at the first call, so a missing one
-is an error of that call, never of importing this module.
+The flash APIs (fa2/fa3/fa4) take (batch, seq, heads, dim) and run GQA natively; SDPA and
+FlexAttention take (batch, heads, seq, dim) and run GQA natively where the kernel accepts
+`enable_gqa`. Packed documents run through the flash APIs' varlen entry points (cu_seqlens);
+SDPA gets a block-diagonal mask, FlexAttention a BlockMask (it skips the blocks no query
+sees). A sliding window of w tokens is the flash APIs' window_size (w-1, 0), an SDPA band
+mask and a band in the BlockMask; sinks are FA4's learnable_sink, and FlexAttention's output
+renormalised with its log-sum-exp. Packages and torch are imported at the first call, so a
+missing one is an error of that call, never of importing this module.
 """
 import importlib
 from dataclasses import dataclass
@@ -22,7 +24,8 @@ class Args:
     mask: object = None        # SDPA packed: additive (s, s) mask in the compute dtype
     enable_gqa: bool = False   # SDPA: K/V with fewer heads than Q, handled by the kernel
     window: int = 0            # flash: tokens each query sees, itself included (0 = all)
-    sink: object = None        # flash: float32 (heads,) logits that join every softmax
+    sink: object = None        # flash, flex: float32 (heads,) logits that join every softmax
+    block_mask: object = None  # flex: the BlockMask of causality, windows and documents (None: full)
 
 
 def _out(result):
@@ -61,4 +64,41 @@ def sdpa(kernel: str):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=a.mask,
                                                   is_causal=a.causal and a.mask is None,
                                                   enable_gqa=a.enable_gqa)
+    return run
+
+
+# Every (shape, pass) FlexAttention compiles is a static graph of its own, and so is every mask
+# the BlockMask builder compiles: a run of 8 lengths x 3 passes x a few layers passes dynamo's
+# default of 8 recompiles, after which it would run the unfused reference for the rest.
+RECOMPILE_LIMIT = 1024
+_compiled_fns = {}
+
+
+def compiled(fn):
+    """`fn` compiled once per process, whole (fullgraph: a graph break is an error, never a
+    silent fall back to the unfused eager reference, which is orders of magnitude slower)."""
+    import torch
+
+    if fn not in _compiled_fns:
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
+        _compiled_fns[fn] = torch.compile(fn, dynamic=False, fullgraph=True)
+    return _compiled_fns[fn]
+
+
+def flex():
+    """The adapter of torch's FlexAttention, (b, h, s, d): compiled into Triton kernels on a
+    GPU, as transformers' flex_attention path runs it; on CPU its unfused reference, which
+    the correctness check uses. With sinks, the output of the softmax over the visible keys is
+    scaled by Z / (Z + e^sink) = sigmoid(lse - sink), Z = e^lse: the sink joins the softmax's
+    denominator and weighs no value, as transformers applies gpt-oss's sinks to FlexAttention."""
+    def run(q, k, v, a: Args):
+        import torch
+        from torch.nn.attention.flex_attention import AuxRequest, flex_attention
+
+        fn = compiled(flex_attention) if q.is_cuda else flex_attention
+        if a.sink is None:
+            return fn(q, k, v, block_mask=a.block_mask, enable_gqa=a.enable_gqa)
+        out, aux = fn(q, k, v, block_mask=a.block_mask, enable_gqa=a.enable_gqa,
+                      return_aux=AuxRequest(lse=True))
+        return (out * torch.sigmoid(aux.lse - a.sink.view(1, -1, 1)).unsqueeze(-1)).to(q.dtype)
     return run

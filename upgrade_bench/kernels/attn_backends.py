@@ -51,8 +51,10 @@ class Backend:
     cpu: bool = False                 # also runs without a GPU
     arch_note: str = ""               # why those limits, said when a GPU is outside them
     auto: bool = False                # a candidate of ATTN_BACKEND=auto, in table order
-    packed: str = ""                  # packed documents in the kernel benchmark: varlen, mask, "" (no)
-    window: str = ""                  # sliding windows there: native (window_size), mask (a band), "" (no)
+    # packed documents in the kernel benchmark: varlen, mask (block-diagonal, full s^2 work),
+    # blocks (a BlockMask: blocks no query sees are skipped), "" (no)
+    packed: str = ""
+    window: str = ""                  # sliding windows there: native (window_size), mask (a band), blocks, "" (no)
     sinks: bool = False               # takes attention sinks (a learned logit per head, gpt-oss)
     run: Callable | None = None       # the kernel benchmark's adapter: run(q, k, v, Args) -> out
     layout: str = ""                  # the adapter's layout: BSHD or BHSD
@@ -101,6 +103,13 @@ TABLE = (
           cpu=True),
     _sdpa("sdpa-efficient", "EFFICIENT_ATTENTION", (5, None), "needs sm_50 or newer", packed="mask"),
     _sdpa("sdpa-math", "MATH", (0, None), "", cpu=True, packed="mask"),
+    # torch's FlexAttention, compiled into Triton kernels: any mask as a BlockMask, so documents
+    # and windows skip the blocks no query sees; transformers compiles it per shape (a step's
+    # first call takes seconds). Not on CPU: there it is an unfused reference, not a kernel.
+    Backend("flex", hf_name="flex_attention", nvidia_majors=(8, None),
+            arch_note="FlexAttention's Triton kernels need sm_80 or newer (its ROCm path is not "
+                      "checked by this suite)", packed="blocks", window="blocks", sinks=True,
+            run=attn_adapters.flex(), layout=BHSD),
 )
 BACKENDS = {b.name: b for b in TABLE}
 DISTRIBUTIONS = tuple(b.package.distribution for b in TABLE if b.package)

@@ -4,15 +4,17 @@ layout, and the float64 reference of the correctness check.
 The backends, their adapters and layouts are attn_backends.py's table. An SDPA kernel that
 refuses `enable_gqa` gets the KV heads repeated before the call. Packed documents run
 through the flash APIs' varlen entry points; SDPA math/efficient get a block-diagonal mask
-instead, and still do the full s^2 work; SDPA flash/cuDNN do not run packed here. A model's
-own layers bring sliding windows (the flash APIs' window_size, or a band mask), sinks (FA4's
-learnable_sink) and MLA's score and value head dims of their own. Discovery is a pure
+instead, and still do the full s^2 work; FlexAttention gets a BlockMask and skips the blocks
+no query sees; SDPA flash/cuDNN do not run packed here. A model's own layers bring sliding
+windows (the flash APIs' window_size, a band mask, or a band of blocks), sinks (FA4's
+learnable_sink, FlexAttention's renormalised output) and MLA's score and value head dims of
+their own. Discovery is a pure
 function of (requested names, device, import problems, what the inputs need), so it is
 testable without a GPU.
 """
 from dataclasses import dataclass, replace
 
-from . import attn_backends
+from . import attn_adapters, attn_backends
 from ..models import flops
 from ..models.architecture import FULL, LINEAR
 from .attn_adapters import BHSD, BSHD, Args
@@ -83,11 +85,15 @@ def _names(keep) -> str:
     return "/".join(name for name, b in attn_backends.KERNELS.items() if keep(b))
 
 
-NO_PACKED = (f"takes no document mask here; packed documents run on "
-             f"{_names(lambda b: b.packed == 'varlen')} (varlen) or "
-             f"{_names(lambda b: b.packed == 'mask')} (block-diagonal mask)")
-NO_WINDOW = (f"takes no sliding window here; windows run on {_names(lambda b: b.window == 'native')} "
-             f"(window_size) or {_names(lambda b: b.window == 'mask')} (band mask)")
+def _runs_on(field: str, modes: dict) -> str:
+    """'fa3/fa4 (varlen), sdpa-math (block-diagonal mask), ...': who takes an input, and how."""
+    return ", ".join(f"{_names(lambda b: getattr(b, field) == mode)} ({how})" for mode, how in modes.items())
+
+
+NO_PACKED = "takes no document mask here; packed documents run on " + _runs_on("packed", {
+    "varlen": "varlen", "mask": "block-diagonal mask", "blocks": "BlockMask"})
+NO_WINDOW = "takes no sliding window here; windows run on " + _runs_on("window", {
+    "native": "window_size", "mask": "band mask", "blocks": "BlockMask"})
 NO_SINKS = f"takes no attention sinks; sinks run on {_names(lambda b: b.sinks)}"
 
 
@@ -171,6 +177,30 @@ def attention_mask(seq_len: int, doc_len: int, causal: bool, dtype, device, wind
     return mask
 
 
+def block_mask(seq_len: int, doc_len: int, causal: bool, window: int, device):
+    """FlexAttention's BlockMask of the mask attention_mask builds (documents, the causal
+    triangle, the window's band), or None when every query sees every key. Compiled on a GPU:
+    uncompiled, create_block_mask materialises the whole (s, s) mask (16 GiB of bools at
+    128K); compiled, inductor fuses the mask into its per-block reduction."""
+    import torch
+    from torch.nn.attention.flex_attention import and_masks, create_block_mask
+
+    visible = []  # mask_mod(batch, head, q, kv) -> may q see kv
+    if doc_len:
+        lengths = torch.tensor(flops.doc_lengths(seq_len, doc_len), device=device)
+        doc = torch.repeat_interleave(torch.arange(len(lengths), device=device), lengths)
+        visible.append(lambda _b, _h, q, kv: doc[q] == doc[kv])
+    if causal:
+        visible.append(lambda _b, _h, q, kv: q >= kv)
+    if window:
+        visible.append(lambda _b, _h, q, kv: q - kv < window)
+    if not visible:
+        return None
+    make = attn_adapters.compiled(create_block_mask) if torch.device(device).type == "cuda" else \
+        create_block_mask
+    return make(and_masks(*visible), None, None, seq_len, seq_len, device=device)
+
+
 def sink_logits(heads: int, device):
     """The sinks of the check and the timing: one float32 logit per head, spread over a range
     where they matter next to unit-normal scores (-1 to 2)."""
@@ -200,6 +230,8 @@ def make_args(backend: Backend, shape: AttentionShape, dtype, device, mode: str)
     if masked_docs or (shape.window and backend.window == "mask"):
         args.mask = attention_mask(shape.seq_len, shape.doc_len if masked_docs else 0, shape.causal,
                                    dtype, device, shape.window)
+    if backend.packed == "blocks":
+        args.block_mask = block_mask(shape.seq_len, shape.doc_len, shape.causal, shape.window, device)
     if shape.sinks:
         args.sink = sink_logits(shape.heads, device)
     return args

@@ -349,7 +349,9 @@ FAMILIES = {
     "gemma": Family(read_dense, "dense, GeGLU"),
     "gemma3_text": Family(read_gemma3, "dense, 5 sliding-window : 1 global layers"),
     "qwen3_moe": Family(read_qwen3_moe, "MoE (top-k routed experts)"),
+    # transformers' Qwen3-Next has no FlexAttention path (_supports_flex_attn is unset).
     "qwen3_next": Family(read_qwen3_next, "hybrid: 3 Gated DeltaNet : 1 gated full attention, MoE + shared expert",
+                         refuses=("flex",),
                          fast_kernels=("transformers.models.qwen3_next.modeling_qwen3_next.Qwen3NextGatedDeltaNet",
                                        {"chunk_gated_delta_rule": "fla.ops.gated_delta_rule:chunk_gated_delta_rule",
                                         "causal_conv1d_fn": "causal_conv1d:causal_conv1d_fn"})),

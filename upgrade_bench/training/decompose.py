@@ -59,7 +59,9 @@ RULES = (
     _rule("attention", "FA4 CuTe DSL (...flash_attn...FlashAttentionForwardSm90 / BackwardSm100 ...)",
           r"flash_?attn|flashattention"),
     _rule("attention", "any kernel or op named attention (aten::scaled_dot_product_attention, "
-          "_scaled_dot_product_flash_attention_for_cpu, flex_attention)", r"attention|sdpa"),
+          "_scaled_dot_product_flash_attention_for_cpu; FlexAttention's inductor kernels "
+          "triton_tem_fused_flex_attention_0, ..._backward_1, triton_per_fused_flex_attention_backward_0, "
+          "seen on an H200)", r"attention|sdpa"),
     # Before gemm and the Triton rule: FLA's kernels are Triton, Mamba's name a "bmm" of chunks.
     _rule("linear_mixer", "flash-linear-attention Gated DeltaNet (chunk_gated_delta_rule_*, "
           "chunk_scaled_dot_kkt_*, solve_tril, recompute_w_u_*, prepare_wy_repr_*, chunk_fwd/bwd_kernel_*, "
