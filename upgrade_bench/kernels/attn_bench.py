@@ -123,7 +123,7 @@ def run_check(backend, base: attn_kernels.AttentionShape, b: AttentionBench):
         return {"status": "unavailable", "reason": f"torch has no {backend.name} kernel for these "
                 f"inputs: {err}"}
     except Exception as err:
-        fields = _failure(err)
+        fields = faults.point_status(err)
         return {"status": "error", "reason": f"correctness check failed: {fields['reason']}"}
 
 
@@ -146,7 +146,7 @@ def prepare(backend, shape, mode: str, b: AttentionBench):
         forward = lambda: backend.run(*all_leaves, args)  # noqa: E731
         return forward, leaves, torch.randn_like(forward())  # dout strided like the real output
     except Exception as err:
-        return _failure(err)
+        return faults.point_status(err)
 
 
 def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> dict:
@@ -157,7 +157,7 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> di
     try:
         measured = time_pass(*inputs, pass_, b)
     except Exception as err:
-        return {**verdict, **_failure(err)}
+        return {**verdict, **faults.point_status(err)}
     work = shape.flops(pass_)
     achieved = flops.tflops(work, measured["ms"])
     return {**verdict, **measured, "tflop": work / 1e12, "tflops": achieved,
@@ -257,12 +257,6 @@ def layer_label(shape: attn_kernels.AttentionShape) -> str:
     if shape.v_head_dim and shape.v_head_dim != shape.head_dim:
         extra.append(f"qk {shape.head_dim}, v {shape.v_head_dim}")
     return shape.layer + (f"({', '.join(extra)})" if extra else "")
-
-
-def _failure(err: BaseException) -> dict:
-    fields = faults.error_fields(err)
-    status = "oom" if fields["error"] == "oom" else "error"
-    return {"status": status, "reason": f"{fields['exception']}: {fields['message']}"}
 
 
 def format_table(records: list) -> str:
