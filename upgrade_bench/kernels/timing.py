@@ -91,10 +91,11 @@ def time_iterations(fn, device, iters: int, warmup: int, before=None, host_ahead
 
     At least `warmup` untimed calls, then at least `iters` timed ones, all queued back to
     back with no sync in between; `before` (the cache flush, re-randomising an output, a
-    backward's forward) runs before every call, outside its event pair. With host_ahead, a
-    few calls first measure the host's enqueue time and the GPU's time per call; they set
-    how many calls fill `warmup_ms` and `time_ms` (a sustained number needs a window long
-    enough for the power cap to take hold: tens of 1 ms calls are a burst). Where the host
+    backward's forward) runs before every call, outside its event pair; without one nothing
+    runs between the calls (flush_mib 0: bench_hbm's buffers dwarf the cache themselves).
+    With host_ahead, a few calls first measure the host's enqueue time and the GPU's time per
+    call; they set how many calls fill `warmup_ms` and `time_ms` (a sustained number needs a
+    window long enough for the power cap to take hold: tens of 1 ms calls are a burst). Where the host
     cannot enqueue as fast as the GPU runs (short kernels behind a Python front end), the
     counts stay as given and one spin before the queue holds the GPU until every call is
     queued, so the events time GPU work, never a GPU waiting for the host; the warm-up
@@ -116,7 +117,8 @@ def time_iterations(fn, device, iters: int, warmup: int, before=None, host_ahead
             fn()
             times.append((time.perf_counter() - start) * 1e3)
         return times, {"timing": "host clock (no GPU)", "warmup_iters": warmup}
-    info = {"timing": "back-to-back", "flush_mib": FLUSH_BYTES // 2**20, "spin_ms": 0.0}
+    # Every caller's `before` zeroes the cache (CacheFlusher); with none, nothing was zeroed.
+    info = {"timing": "back-to-back", "flush_mib": FLUSH_BYTES // 2**20 if before else 0, "spin_ms": 0.0}
     if host_ahead:
         host_ms, gpu_ms = _host_and_gpu_ms(fn, before, device, max(1, min(3, warmup)))
         if host_ms < gpu_ms:  # a host-bound kernel cannot keep the GPU loaded: counts as given
