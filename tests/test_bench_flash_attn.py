@@ -559,3 +559,5 @@ def test_the_time_left_counts_each_points_floor_and_calls():
     progress.point("second", tflops=None)  # an OOM: the speed seen stays
     assert progress.left_s() == pytest.approx(0.7 + 14 * 0.1)
     assert out.getvalue().startswith("[1/3] first  (0m00s in, ~0m03s left)")
+    # a point known not to fit (None) is recorded without running: it costs nothing
+    assert attn_bench.points_s([1e12, None], 0.7, 14, 100.0) == pytest.approx(0.7 + 14 * 0.01)

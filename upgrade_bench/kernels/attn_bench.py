@@ -180,15 +180,17 @@ def floor_and_calls(s: dict) -> tuple[float, int]:
 
 def points_s(work_flop: list, floor_s: float, calls: int, tflops: float) -> float:
     """Seconds the points of `work_flop` (FLOPs of one call each) take: each its floor (the
-    warm-up and timed windows) and its calls at `tflops`."""
-    return sum(floor_s + calls * w / (tflops * 1e12) for w in work_flop)
+    warm-up and timed windows) and its calls at `tflops`; a None point (one known not to fit,
+    recorded without running) takes none."""
+    return sum(floor_s + calls * w / (tflops * 1e12) for w in work_flop if w is not None)
 
 
 class Progress:
     """One stderr line per point: what ran, what it gave, and the time left. A point costs a
     fixed part (the warm-up and timed windows' floors, WARMUP_MS + TIME_MS) and its calls
     (the first, WARMUP and ITERS ones) at the kernel's speed; the speed is the best TFLOPS
-    seen so far, so the estimate firms up as the long points arrive. On H200 (FA4, 128K) a
+    seen so far, so the estimate firms up as the long points arrive (bench_hbm counts bytes
+    for FLOPs and TB/s for TFLOPS: the same arithmetic). On H200 (FA4, 128K) a
     FLOP-proportional estimate said 600 hours after the first 1K point."""
 
     def __init__(self, work: list, s: dict, out):
