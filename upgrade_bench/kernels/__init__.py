@@ -7,4 +7,5 @@ linear_kernels   the Gated DeltaNet chunk kernel (FLA) as a backend of the same 
 attn_bench       bench_flash_attn.py: each backend checked then timed, a record per outcome, the table
 timing           device timers (sustained, back to back; CUDA events, L2 flush) and summary statistics
 mamf, mamf_bench, mamf_run   mamf-finder.py: the search, one shape's timing, the run
+hbm              bench_hbm.py: sustained device-memory bandwidth per op and size, bytes to GB/s, the datasheet share
 """
