@@ -3,8 +3,9 @@
 The formulas against hand-computed numbers; each op doing the work its bytes count; the
 script's main run for real in this process on tiny host buffers (a subprocess for the exit
 code), its records checked against the schema; bad input refused before any work; a size that
-cannot fit and an op that raises are records, not crashes.
+cannot fit and an op that raises are records, not crashes; the report's bandwidth table.
 """
+import json
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from upgrade_bench import faults
 from upgrade_bench.kernels import attn_bench, hbm
 from upgrade_bench.log import checks
 from upgrade_bench.log.records import read_lines
+from upgrade_bench.report import comparisons, detail_tables, markdown, series
 
 bench = import_script("bench_hbm.py")
 MIB = 2**20
@@ -202,3 +204,23 @@ def test_an_op_that_raises_while_timed_is_a_record_and_the_run_goes_on(run_main,
     assert code == exit_code
     assert "best copy: " in err and "best read" not in err
 
+
+# --- the report ---------------------------------------------------------------------------------
+
+def test_the_report_shows_each_gpus_best_bandwidth_and_its_share_of_the_datasheet(run_main):
+    _code, cpu_run, _err = run_main()
+    # hand-made H200 records (not a measurement): 3900 and 4100 GB/s copy, 4300 read, no write
+    def rec(kind, **fields):
+        return {"kind": kind, "schema": 1, "script": "bench_hbm.py", "run_id": "h200", "time": 0.0, **fields}
+    h200 = [rec("header", hardware={"gpu_name": "NVIDIA H200"}, config={}),
+            rec("hbm", op="copy", buffer_mib=512, status="ok", gb_per_s=3900.0),
+            rec("hbm", op="copy", buffer_mib=2048, status="ok", gb_per_s=4100.0),
+            rec("hbm", op="read", buffer_mib=512, status="ok", gb_per_s=4300.0),
+            rec("hbm", op="write", buffer_mib=512, status="oom", gb_per_s=None)]
+    a = comparisons.analyse(series.load(json.loads(json.dumps(cpu_run + h200))), baseline="H200 SXM")
+    table = detail_tables.bandwidth_markdown(a).splitlines()
+    assert table[2] == "| GPU | copy GB/s | read GB/s | write GB/s | datasheet TB/s | copy / datasheet | source |"
+    assert table[4] == "| H200 SXM | 4100.0 | 4300.0 | - | 4.8 | 85.4% | measured |"  # 4100 / 4800
+    best = hbm.best_by_op(cpu_run[1:])
+    assert table[5].startswith(f"| no GPU | {best['copy']['gb_per_s']:.1f} |") and table[5].endswith("| - | - | measured |")
+    assert "## Memory bandwidth (HBM)" in markdown.render(a)
