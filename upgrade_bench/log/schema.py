@@ -226,7 +226,7 @@ config               object        the configuration searched
 config.*             setting       a setting
 """),
     "node_step": table("""
-step        text          `capabilities`, `mamf`, `attention`, `sweep` or `decomposition`
+step        text          `capabilities`, `mamf`, `hbm`, `attention`, `sweep` or `decomposition`
 argv        list          its command
 env         object        the variables it was given
 exit_code   integer       how it ended
