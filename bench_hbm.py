@@ -27,26 +27,18 @@ import sys
 
 from upgrade_bench import faults, settings
 from upgrade_bench.hardware import fingerprint, telemetry
-from upgrade_bench.kernels import attn_bench, hbm
+from upgrade_bench.kernels import attn_bench, hbm, timing
 from upgrade_bench.log import header
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.log.records import RecordWriter
 
 SCRIPT = "bench_hbm.py"
-TIMING = hbm.TIMING_DEFAULTS
 VARS = [
     settings.Var("OPS", "str_list", list(hbm.OPS), "ops to time: copy (2 x the buffer moved), read, "
                  "write"),
     settings.Var("SIZES_MIB", "int_list", hbm.DEFAULT_SIZES_MIB, "MiB of each buffer (copy holds "
                  "two); a size that does not fit becomes an oom record", min=1, max=2**20),
-    settings.Var("ITERS", "int", TIMING["ITERS"], "timed calls per point at least (median, min, max)",
-                 min=1, max=100_000),
-    settings.Var("WARMUP", "int", TIMING["WARMUP"], "untimed calls after the first, at least",
-                 min=1, max=100_000),
-    settings.Var("WARMUP_MS", "float", TIMING["WARMUP_MS"], "untimed back-to-back calls fill at least "
-                 "this many ms, so timing starts at the clock the power cap holds", min=0),
-    settings.Var("TIME_MS", "float", TIMING["TIME_MS"], "timed calls fill at least this many ms: a "
-                 "sustained window, not a burst", min=0),
+    *timing.window_vars(hbm.TIMING_DEFAULTS, "the first call"),
     settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),
 ]

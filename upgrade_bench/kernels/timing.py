@@ -1,4 +1,4 @@
-"""Timers and summary statistics.
+"""Timers, summary statistics and the settings of a sustained window (window_vars).
 
 Device work is asynchronous: a kernel is timed with a CUDA event pair around each call and
 no host sync inside the loop. Calls run back to back, as training runs its kernels: an idle
@@ -10,6 +10,8 @@ min/max. On CPU the same API falls back to perf_counter.
 import math
 import statistics
 import time
+
+from .. import settings
 
 # Zeroed before every timed call: more than any current GPU's last-level cache (H100 50 MB,
 # B200 126 MB, MI300X 256 MB Infinity Cache), and exactly what the published mamf-finder
@@ -147,3 +149,19 @@ def calls_for(at_least: int, window_ms: float, ms_per_call: float) -> int:
     if window_ms <= 0 or ms_per_call <= 0:
         return at_least
     return max(at_least, min(MAX_CALLS, math.ceil(window_ms / ms_per_call)))
+
+
+def window_vars(defaults: dict, first_call: str) -> list:
+    """The settings of a sustained window, as time_iterations takes them (ITERS, WARMUP,
+    WARMUP_MS, TIME_MS), for every kernel benchmark script with `defaults` of its own;
+    `first_call` names the untimed call before the warm-up ("the first (JIT) call")."""
+    return [
+        settings.Var("ITERS", "int", defaults["ITERS"], "timed calls per point at least (median, min, max)",
+                     min=1, max=100_000),
+        settings.Var("WARMUP", "int", defaults["WARMUP"], f"untimed calls after {first_call}, at least",
+                     min=1, max=100_000),
+        settings.Var("WARMUP_MS", "float", defaults["WARMUP_MS"], "untimed back-to-back calls fill at "
+                     "least this many ms, so timing starts at the clock the power cap holds", min=0),
+        settings.Var("TIME_MS", "float", defaults["TIME_MS"], "timed calls fill at least this many ms: a "
+                     "sustained window, not a burst", min=0),
+    ]
