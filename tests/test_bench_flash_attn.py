@@ -221,16 +221,9 @@ def test_check_backend_falls_back_to_repeated_kv():
 # --- the script, in-process with test doubles ------------------------------------------------
 
 @pytest.fixture
-def run_main(as_script, capsys):
+def run_main(main_in_process):
     """run_main(**env) -> (exit code, records, stderr): the script's main in this process."""
-    def run(**env):
-        as_script("bench_flash_attn.py", bench.VARS, {**TINY, "ITERS": "2", "WARMUP": "1", **env})
-        code = faults.run_main(bench.main)
-        out = capsys.readouterr()
-        records, skipped = read_lines(out.out.splitlines())
-        assert skipped == 0
-        return code, records, out.err
-    return run
+    return lambda **env: main_in_process(bench, {**TINY, "ITERS": "2", "WARMUP": "1", **env})
 
 
 def _ignores_causal(q, k, v, a):

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from conftest import import_script, run_proc
-from upgrade_bench import faults
 from upgrade_bench.kernels import attn_bench, hbm
 from upgrade_bench.log import checks
 from upgrade_bench.log.records import read_lines
@@ -90,16 +89,9 @@ def test_each_op_does_the_work_its_bytes_count():
 # --- the script, in-process ----------------------------------------------------------------------
 
 @pytest.fixture
-def run_main(as_script, capsys):
+def run_main(main_in_process):
     """run_main(**env) -> (exit code, records, stderr): the script's main in this process."""
-    def run(**env):
-        as_script("bench_hbm.py", bench.VARS, {**CPU_TIMING, "SIZES_MIB": "1 2", **env})
-        code = faults.run_main(bench.main)
-        out = capsys.readouterr()
-        records, skipped = read_lines(out.out.splitlines())
-        assert skipped == 0
-        return code, records, out.err
-    return run
+    return lambda **env: main_in_process(bench, {**CPU_TIMING, "SIZES_MIB": "1 2", **env})
 
 
 def test_a_cpu_run_writes_a_record_per_size_and_op_as_the_schema_declares(run_main, tmp_path):
