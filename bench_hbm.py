@@ -6,10 +6,10 @@ GPU table's HBM bandwidth ratio (H200 -> B200: 8.0 / 4.8 TB/s = 1.67x); mamf-fin
 measures the matmul ceiling, this the bandwidth a GPU reaches: per op (copy: dst.copy_(src),
 2 x the buffer moved; read: a sum of the buffer into one scalar; write: a fill) and buffer
 size, decimal GB/s (1e9 B/s, the datasheets' unit) at the median call, and its share of the
-GPU table's datasheet figure (null for a GPU the table lacks). Every buffer is larger than
-any current GPU's last-level cache, so no cache is flushed between calls. Timing is sustained,
-as training sees it: a first call, then WARMUP and ITERS calls (at least WARMUP_MS and
-TIME_MS of them) back to back, a CUDA event pair around each, no idle gap between them;
+GPU table's datasheet figure (null for a GPU the table lacks). Every default buffer is twice
+any current GPU's last-level cache or more, so no cache is flushed between calls. Timing is
+sustained, as training sees it: a first call, then WARMUP and ITERS calls (at least WARMUP_MS
+and TIME_MS of them) back to back, a CUDA event pair around each, no idle gap between them;
 median/min/max of the timed calls (upgrade_bench/kernels/timing.py). A line per point on
 stderr says what it gave and the time left; the headline (each op's best, copy first) and a
 table end the run. Without a GPU it times host memory on the CPU, for testing the script.

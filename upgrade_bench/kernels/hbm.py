@@ -11,9 +11,10 @@ what a GPU reaches of its table figure. Three ops, each on buffers of SIZES_MIB:
 
 Timing as training sees it (timing.time_iterations): a first call, then WARMUP and ITERS calls
 (at least WARMUP_MS and TIME_MS of them) queued back to back, a CUDA event pair around each,
-nothing between them. No cache flush: every buffer is larger than any current GPU's
+nothing between them. No cache flush: every default buffer is larger than any current GPU's
 last-level cache (see DEFAULT_SIZES_MIB), so a call's own traffic evicts what the one before
-it left, and a flush between calls would only time the same streaming with idle gaps added.
+it left; a flush would change nothing a call finds in the cache and would only put 256 MiB of
+other traffic between the calls training runs back to back.
 """
 from dataclasses import dataclass
 
@@ -24,15 +25,17 @@ from ..numfmt import pct, sig
 
 OPS = ("copy", "read", "write")
 MIB = 2**20
-# float32 elements: torch's reduction and fill kernels load and store them vectorised, and
-# random floats are the data training moves (a constant or zeros could be compressed).
+# float32 elements: torch's reduction and fill kernels load and store them vectorised. The
+# buffers hold random floats, as training's data: constant data toggles fewer bits and draws
+# less power (mamf_bench's reason for random operands); `write` cannot help writing a constant.
 ELEMENT_BYTES = 4
 # Each at least twice the largest last-level cache of current GPUs (H100 50 MB of L2, B200
 # 126 MB, MI300X 256 MB of Infinity Cache; 512 MiB is 537 MB), so no call is served from a
 # cache; three sizes show the bandwidth is flat beyond it. `copy` at 8 GiB holds 16 GiB.
 DEFAULT_SIZES_MIB = [512, 2048, 8192]
-# A call moves 0.1-4 ms of data on a current GPU, so the ms windows govern and the counts are
-# floors: a second of timed calls per point is sustained, not a burst, and 9 points take ~14 s.
+# A call takes 0.07-4 ms at datasheet rates (512 MiB read at 8 TB/s; the 8 GiB copy's 16 GiB
+# at 4.8 TB/s), so the ms windows govern and the counts are floors: a second of timed calls per
+# point is sustained, not a burst, and the 9 default points take 14 s of windows.
 TIMING_DEFAULTS = {"ITERS": 10, "WARMUP": 3, "WARMUP_MS": 500.0, "TIME_MS": 1000.0}
 
 
