@@ -49,3 +49,10 @@ def test_the_hbm_comparison_runs_the_suite_then_its_do_bench_yardstick_on_the_sa
     assert proc.returncode == 0 and len(lines) == 4, proc.stderr
     assert all("SIZES_MIB=1024\\ 4096" in line for line in lines)
     assert [line.split(" >> ")[0].split()[-1] for line in lines] == ["bench_hbm.py", "tools/hbm_do_bench.py"] * 2
+
+
+def test_only_the_comparisons_with_the_guides_scripts_need_them(tmp_path):
+    env = {"OUT": str(tmp_path / "out"), "REF": str(tmp_path / "nowhere"), "PYTHON": "true", "REPEAT": "1"}
+    assert run_proc(["bash", SCRIPT, "hbm"], env, timeout=60).returncode == 0
+    proc = run_proc(["bash", SCRIPT, "hbm", "mamf"], env, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: REF='{tmp_path / 'nowhere'}': no such folder")

@@ -52,12 +52,7 @@ START_S = 20.0
 START_S_PER_BPARAM = 10.0
 FIRST_STEP_S = 10.0         # a process's first step: FA4 and Liger compile their kernels
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate
-# bench_hbm.py with its defaults: an estimate, not a measurement (no GPU has run it yet):
-# 9 points (3 ops x 3 sizes), each at least its 1.5 s of windows (WARMUP_MS + TIME_MS,
-# kernels/hbm.py) and its buffers (up to 2 x 8 GiB) filled with random data: ~14 s, plus
-# torch's import and the CUDA context; rounded up generously. To be replaced by the wall_s of
-# the hbm step in an H200 node.jsonl.
-HBM_S = 60.0
+HBM_S = 25.0                # bench_hbm.py's defaults: 20 s and 17 s (results/h200-hbm-6/pipeline.log)
 
 
 @dataclass
