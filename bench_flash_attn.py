@@ -59,14 +59,7 @@ VARS = [
     settings.Var("PACKED_DOC_LEN", "int", 0, "documents of this many tokens packed inside each "
                  "sequence (varlen; 0 = one document); FLOPs count sum(len^2)", min=0),
     settings.Var("PASSES", "str_list", list(PASSES), "passes to time: " + " ".join(PASSES)),
-    settings.Var("ITERS", "int", TIMING["ITERS"], "timed calls per point at least (median, min, max)",
-                 min=1, max=100_000),
-    settings.Var("WARMUP", "int", TIMING["WARMUP"], "untimed calls after the first (JIT) call, at least",
-                 min=1, max=100_000),
-    settings.Var("WARMUP_MS", "float", TIMING["WARMUP_MS"], "untimed back-to-back calls fill at least "
-                 "this many ms, so timing starts at the clock the power cap holds", min=0),
-    settings.Var("TIME_MS", "float", TIMING["TIME_MS"], "timed calls fill at least this many ms: a "
-                 "sustained window, not a burst", min=0),
+    *timing.window_vars(TIMING, "the first (JIT) call"),
     settings.Var("PEAK_TFLOPS", "float", 0.0, "dense peak TFLOPS of DTYPE for the mfu field "
                  "(0 = from the GPU table)", min=1, max=1e6, zero_means_unset=True),
     settings.Var("SEED", "int", 0, "random seed of the inputs", min=0, max=settings.SEED_MAX),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from upgrade_bench import faults
 from upgrade_bench.training import variables
 from upgrade_bench.log.records import read_lines
 from upgrade_bench.sweep import sweep_plan
@@ -96,6 +97,20 @@ def as_script(monkeypatch):
             monkeypatch.setenv(key, str(value))
         monkeypatch.setattr(sys, "argv", [name])
     return setup
+
+
+@pytest.fixture
+def main_in_process(as_script, capsys):
+    """main_in_process(module, env) -> (exit code, records on stdout, stderr): a script's main
+    (module: import_script's) run here through faults.run_main, as `python name` with `env`."""
+    def run(module, env: dict):
+        as_script(module.SCRIPT, module.VARS, env)
+        code = faults.run_main(module.main)
+        out = capsys.readouterr()
+        records, skipped = read_lines(out.out.splitlines())
+        assert skipped == 0
+        return code, records, out.err
+    return run
 
 
 def import_script(name: str):

@@ -223,16 +223,9 @@ def test_check_backend_falls_back_to_repeated_kv():
 # --- the script, in-process with test doubles ------------------------------------------------
 
 @pytest.fixture
-def run_main(as_script, capsys):
+def run_main(main_in_process):
     """run_main(**env) -> (exit code, records, stderr): the script's main in this process."""
-    def run(**env):
-        as_script("bench_flash_attn.py", bench.VARS, {**TINY, "ITERS": "2", "WARMUP": "1", **env})
-        code = faults.run_main(bench.main)
-        out = capsys.readouterr()
-        records, skipped = read_lines(out.out.splitlines())
-        assert skipped == 0
-        return code, records, out.err
-    return run
+    return lambda **env: main_in_process(bench, {**TINY, "ITERS": "2", "WARMUP": "1", **env})
 
 
 def _ignores_causal(q, k, v, a):
@@ -561,3 +554,5 @@ def test_the_time_left_counts_each_points_floor_and_calls():
     progress.point("second", tflops=None)  # an OOM: the speed seen stays
     assert progress.left_s() == pytest.approx(0.7 + 14 * 0.1)
     assert out.getvalue().startswith("[1/3] first  (0m00s in, ~0m03s left)")
+    # a point known not to fit (None) is recorded without running: it costs nothing
+    assert attn_bench.points_s([1e12, None], 0.7, 14, 100.0) == pytest.approx(0.7 + 14 * 0.01)

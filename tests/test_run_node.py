@@ -16,7 +16,7 @@ def test_the_plan_and_its_estimate_before_anything_runs(tmp_path, as_script, cap
               {"MODEL": "tiny", "SEQLENS": "64 128", "DRY_RUN": "1", "NODE_OUT": str(tmp_path / "node")})
     assert faults.run_main(node.main) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[node]")]
-    assert [line.split(":")[0] for line in lines[:5]] == [f"[node] {i}. {n}" for i, n in enumerate(node.STEPS, 1)]
+    assert [line.split(":")[0] for line in lines[:-1]] == [f"[node] {i}. {n}" for i, n in enumerate(node.STEPS, 1)]
     assert lines[-1].startswith("[node] estimated ") and "no GPU (a CPU try-out)" in lines[-1]
     assert not (tmp_path / "node").exists()  # a dry run writes nothing
 
@@ -48,8 +48,11 @@ def test_estimates_by_hand_on_an_h200():
     assert steps["decomposition"].estimate_s == pytest.approx(start + 15 * step_s, abs=0.05)
     assert steps["sweep"].env == {"OUT": "o/sweep.jsonl", "RESUME": "1"}
     assert list(steps) == list(node.STEPS)
+    # bench_hbm.py after mamf-finder.py, its records in the node's folder, its constant estimate
+    assert (steps["hbm"].argv[1:], steps["hbm"].env) == ([str(REPO / "bench_hbm.py")], {"OUTPUT": "o/hbm.jsonl"})
+    assert steps["hbm"].estimate_s == node.HBM_S and list(steps).index("hbm") == list(steps).index("mamf") + 1
     assert [st.name for st in node.plan({**s, "SKIP": ["mamf", "sweep"]}, train, spec, 1, 989.0, "python")] == \
-        ["capabilities", "attention", "decomposition"]
+        ["capabilities", "hbm", "attention", "decomposition"]
 
 
 def test_steps_run_in_turn_a_failure_is_a_record_and_a_rerun_skips_what_is_done(tmp_path):

@@ -40,3 +40,19 @@ def test_the_guides_scripts_get_the_suites_attention_backend_by_transformers_nam
     assert proc.returncode == 0 and "ATTN_BACKEND=sdpa" in suite and " ATTN=sdpa " in guide
     proc = run_proc(["bash", SCRIPT, "decomposition"], {**env, "ATTN_BACKEND": "fa5"}, timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ATTN_BACKEND='fa5': not one of auto ")
+
+
+def test_the_hbm_comparison_runs_the_suite_then_its_do_bench_yardstick_on_the_same_sizes(tmp_path):
+    env = {"DRY_RUN": "1", "OUT": str(tmp_path / "out"), "REPEAT": "2", "HBM_SIZES_MIB": "1024 4096"}
+    proc = run_proc(["bash", SCRIPT, "hbm"], env, timeout=60)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 4, proc.stderr
+    assert all("SIZES_MIB=1024\\ 4096" in line for line in lines)
+    assert [line.split(" >> ")[0].split()[-1] for line in lines] == ["bench_hbm.py", "tools/hbm_do_bench.py"] * 2
+
+
+def test_only_the_comparisons_with_the_guides_scripts_need_them(tmp_path):
+    env = {"OUT": str(tmp_path / "out"), "REF": str(tmp_path / "nowhere"), "PYTHON": "true", "REPEAT": "1"}
+    assert run_proc(["bash", SCRIPT, "hbm"], env, timeout=60).returncode == 0
+    proc = run_proc(["bash", SCRIPT, "hbm", "mamf"], env, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: REF='{tmp_path / 'nowhere'}': no such folder")

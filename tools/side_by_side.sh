@@ -9,13 +9,14 @@
 # while anything is timed). Every output lands in OUT, the yardsticks' as they print it.
 # The yardsticks are read from REF and never copied into the project.
 #
-#   tools/side_by_side.sh attention mamf                     # the kernel comparisons, 1 GPU
+#   tools/side_by_side.sh attention mamf hbm                 # the kernel comparisons, 1 GPU
 #   GPUS=2 SEQLENS="8192 32768" tools/side_by_side.sh training
 #   DRY_RUN=1 tools/side_by_side.sh training decomposition   # print the commands, run nothing
 #
 # Comparisons:
 #   attention      bench_flash_attn.py (fa4, sdpa-cudnn) vs attention_do_bench_probe.py, per SEQLENS
 #   mamf           mamf-finder.py vs guide_mamf_finder.py on MAMF_SHAPES
+#   hbm            bench_hbm.py vs tools/hbm_do_bench.py on HBM_SIZES_MIB (the guide has no such script)
 #   training       run_sweep.sh vs guide_benchmark.py at each of SEQLENS (a fresh process each)
 #   decomposition  bench_decompose.py vs guide_bench_decompose.py at each of SEQLENS
 # The training settings (MODEL, NUM_LAYERS, ZERO_STAGE, GRAD_CHECKPOINT, OFFLOAD_OPTIMIZER,
@@ -26,7 +27,8 @@
 # guide itself picks FA3 on Hopper, which is not installable on the test machines).
 #
 # Variables: OUT (out/side-by-side-<time>), REF (../shared/reference), REPEAT (2), GPUS (1),
-# SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), PYTHON (python3), DRY_RUN (0).
+# SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), HBM_SIZES_MIB ("512 2048 8192"),
+# PYTHON (python3), DRY_RUN (0).
 # Exit: 0 when every run ended with 0, 1 otherwise (each run's exit code is in the log),
 # 2 on bad input.
 set -u
@@ -37,6 +39,7 @@ REPEAT=${REPEAT:-2}
 GPUS=${GPUS:-1}
 SEQLENS=${SEQLENS:-8192 32768}
 MAMF_SHAPES=${MAMF_SHAPES:---m 1024 5632 --n 1536 4096 --k 13312 16640}
+HBM_SIZES_MIB=${HBM_SIZES_MIB:-512 2048 8192}
 PYTHON=${PYTHON:-python3}
 DRY_RUN=${DRY_RUN:-0}
 MODEL=${MODEL:-llama-3.1-8b}
@@ -47,9 +50,10 @@ TRAINING="MODEL=$MODEL NUM_LAYERS=$NUM_LAYERS ZERO_STAGE=${ZERO_STAGE:-2} GRAD_C
 export CUBLAS_WORKSPACE_CONFIG=:4096:8  # the guide scripts' own default, set for both sides
 
 fail() { echo "error: $*" >&2; exit 2; }
-[ $# -gt 0 ] || fail "name at least one comparison: attention mamf training decomposition (see the top of $0)"
+COMPARISONS="attention mamf hbm training decomposition"
+[ $# -gt 0 ] || fail "name at least one comparison: $COMPARISONS (see the top of $0)"
 for c in "$@"; do
-  case $c in attention|mamf|training|decomposition) ;; *) fail "comparison '$c': not one of attention mamf training decomposition";; esac
+  case " $COMPARISONS " in *" $c "*) ;; *) fail "comparison '$c': not one of $COMPARISONS";; esac
 done
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || fail "REPEAT='$REPEAT': a whole number >= 1"
 [[ $GPUS =~ ^[1-9][0-9]*$ ]] || fail "GPUS='$GPUS': a whole number >= 1"
@@ -80,7 +84,8 @@ b = TRAINING.get(sys.argv[1])
 print("ATTN=" + b.hf_name if b else "not one of auto " + " ".join(TRAINING))
 sys.exit(0 if b else 2)' "$ATTN_BACKEND") || fail "ATTN_BACKEND='$ATTN_BACKEND': $GUIDE_ATTN"
 fi
-[ "$DRY_RUN" = 1 ] || [ -d "$REF" ] || fail "REF='$REF': no such folder (the guide's scripts, ../shared/reference)"
+needs_ref=0; for c in "$@"; do [ "$c" = hbm ] || needs_ref=1; done  # hbm's yardstick is tools/hbm_do_bench.py
+[ "$DRY_RUN" = 1 ] || [ $needs_ref = 0 ] || [ -d "$REF" ] || fail "REF='$REF': no such folder (the guide's scripts, ../shared/reference)"
 
 CFG_DIR=$OUT/cfg
 if [ "$DRY_RUN" != 1 ]; then
@@ -110,7 +115,7 @@ step() {
 
 for c in "$@"; do
   for i in $(seq "$REPEAT"); do
-    note="NOTES=side by side ($c, round $i of $REPEAT) with the guide's scripts in one pipeline"
+    note="NOTES=side by side ($c, round $i of $REPEAT) with its yardstick in one pipeline"
     case $c in
       attention)
         step attention_suite /dev/null "$note" BACKENDS=fa4,sdpa-cudnn "SEQLENS=$SEQLENS" PASSES=fwd,fwd_bwd \
@@ -125,6 +130,9 @@ for c in "$@"; do
         # shellcheck disable=SC2086
         step mamf_guide /dev/null -- "$PYTHON" "$REF/guide_mamf_finder.py" $MAMF_SHAPES \
           --output_file "$OUT/mamf_guide_$i.txt" ;;
+      hbm)
+        step hbm_suite /dev/null "$note" "SIZES_MIB=$HBM_SIZES_MIB" "OUTPUT=$OUT/hbm_suite.jsonl" -- "$PYTHON" bench_hbm.py
+        step hbm_do_bench "$OUT/hbm_do_bench.jsonl" "SIZES_MIB=$HBM_SIZES_MIB" -- "$PYTHON" tools/hbm_do_bench.py ;;
       training)
         # shellcheck disable=SC2086  # TRAINING is words
         step training_suite /dev/null "$note" $TRAINING "ATTN_BACKEND=$ATTN_BACKEND" "SEQLENS=$SEQLENS" "GPUS=$GPUS" \

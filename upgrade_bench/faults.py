@@ -105,5 +105,13 @@ def error_fields(err: BaseException) -> dict:
             "message": str(err)[:500], "traceback_tail": tail}
 
 
+def point_status(err: BaseException) -> dict:
+    """The status and reason of a kernel benchmark's point that raised `err` (bench_flash_attn,
+    bench_hbm): `oom` (a result: the next point runs) or `error`, in a record, never a crash."""
+    fields = error_fields(err)
+    status = "oom" if fields["error"] == "oom" else "error"
+    return {"status": status, "reason": f"{fields['exception']}: {fields['message']}"}
+
+
 def exit_code_for(err: BaseException) -> int:
     return EXIT_OOM if is_oom(err) else EXIT_ERROR

@@ -123,7 +123,7 @@ def run_check(backend, base: attn_kernels.AttentionShape, b: AttentionBench):
         return {"status": "unavailable", "reason": f"torch has no {backend.name} kernel for these "
                 f"inputs: {err}"}
     except Exception as err:
-        fields = _failure(err)
+        fields = faults.point_status(err)
         return {"status": "error", "reason": f"correctness check failed: {fields['reason']}"}
 
 
@@ -146,7 +146,7 @@ def prepare(backend, shape, mode: str, b: AttentionBench):
         forward = lambda: backend.run(*all_leaves, args)  # noqa: E731
         return forward, leaves, torch.randn_like(forward())  # dout strided like the real output
     except Exception as err:
-        return _failure(err)
+        return faults.point_status(err)
 
 
 def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> dict:
@@ -157,7 +157,7 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> di
     try:
         measured = time_pass(*inputs, pass_, b)
     except Exception as err:
-        return {**verdict, **_failure(err)}
+        return {**verdict, **faults.point_status(err)}
     work = shape.flops(pass_)
     achieved = flops.tflops(work, measured["ms"])
     return {**verdict, **measured, "tflop": work / 1e12, "tflops": achieved,
@@ -180,15 +180,17 @@ def floor_and_calls(s: dict) -> tuple[float, int]:
 
 def points_s(work_flop: list, floor_s: float, calls: int, tflops: float) -> float:
     """Seconds the points of `work_flop` (FLOPs of one call each) take: each its floor (the
-    warm-up and timed windows) and its calls at `tflops`."""
-    return sum(floor_s + calls * w / (tflops * 1e12) for w in work_flop)
+    warm-up and timed windows) and its calls at `tflops`; a None point (one known not to fit,
+    recorded without running) takes none."""
+    return sum(floor_s + calls * w / (tflops * 1e12) for w in work_flop if w is not None)
 
 
 class Progress:
     """One stderr line per point: what ran, what it gave, and the time left. A point costs a
     fixed part (the warm-up and timed windows' floors, WARMUP_MS + TIME_MS) and its calls
     (the first, WARMUP and ITERS ones) at the kernel's speed; the speed is the best TFLOPS
-    seen so far, so the estimate firms up as the long points arrive. On H200 (FA4, 128K) a
+    seen so far, so the estimate firms up as the long points arrive (bench_hbm counts bytes
+    for FLOPs and TB/s for TFLOPS: the same arithmetic). On H200 (FA4, 128K) a
     FLOP-proportional estimate said 600 hours after the first 1K point."""
 
     def __init__(self, work: list, s: dict, out):
@@ -257,12 +259,6 @@ def layer_label(shape: attn_kernels.AttentionShape) -> str:
     if shape.v_head_dim and shape.v_head_dim != shape.head_dim:
         extra.append(f"qk {shape.head_dim}, v {shape.v_head_dim}")
     return shape.layer + (f"({', '.join(extra)})" if extra else "")
-
-
-def _failure(err: BaseException) -> dict:
-    fields = faults.error_fields(err)
-    status = "oom" if fields["error"] == "oom" else "error"
-    return {"status": status, "reason": f"{fields['exception']}: {fields['message']}"}
 
 
 def format_table(records: list) -> str:

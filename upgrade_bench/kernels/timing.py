@@ -1,4 +1,4 @@
-"""Timers and summary statistics.
+"""Timers, summary statistics and the settings of a sustained window (window_vars).
 
 Device work is asynchronous: a kernel is timed with a CUDA event pair around each call and
 no host sync inside the loop. Calls run back to back, as training runs its kernels: an idle
@@ -10,6 +10,8 @@ min/max. On CPU the same API falls back to perf_counter.
 import math
 import statistics
 import time
+
+from .. import settings
 
 # Zeroed before every timed call: more than any current GPU's last-level cache (H100 50 MB,
 # B200 126 MB, MI300X 256 MB Infinity Cache), and exactly what the published mamf-finder
@@ -91,10 +93,11 @@ def time_iterations(fn, device, iters: int, warmup: int, before=None, host_ahead
 
     At least `warmup` untimed calls, then at least `iters` timed ones, all queued back to
     back with no sync in between; `before` (the cache flush, re-randomising an output, a
-    backward's forward) runs before every call, outside its event pair. With host_ahead, a
-    few calls first measure the host's enqueue time and the GPU's time per call; they set
-    how many calls fill `warmup_ms` and `time_ms` (a sustained number needs a window long
-    enough for the power cap to take hold: tens of 1 ms calls are a burst). Where the host
+    backward's forward) runs before every call, outside its event pair; without one nothing
+    runs between the calls (flush_mib 0: bench_hbm's buffers dwarf the cache themselves).
+    With host_ahead, a few calls first measure the host's enqueue time and the GPU's time per
+    call; they set how many calls fill `warmup_ms` and `time_ms` (a sustained number needs a
+    window long enough for the power cap to take hold: tens of 1 ms calls are a burst). Where the host
     cannot enqueue as fast as the GPU runs (short kernels behind a Python front end), the
     counts stay as given and one spin before the queue holds the GPU until every call is
     queued, so the events time GPU work, never a GPU waiting for the host; the warm-up
@@ -116,7 +119,8 @@ def time_iterations(fn, device, iters: int, warmup: int, before=None, host_ahead
             fn()
             times.append((time.perf_counter() - start) * 1e3)
         return times, {"timing": "host clock (no GPU)", "warmup_iters": warmup}
-    info = {"timing": "back-to-back", "flush_mib": FLUSH_BYTES // 2**20, "spin_ms": 0.0}
+    # Every caller's `before` zeroes the cache (CacheFlusher); with none, nothing was zeroed.
+    info = {"timing": "back-to-back", "flush_mib": FLUSH_BYTES // 2**20 if before else 0, "spin_ms": 0.0}
     if host_ahead:
         host_ms, gpu_ms = _host_and_gpu_ms(fn, before, device, max(1, min(3, warmup)))
         if host_ms < gpu_ms:  # a host-bound kernel cannot keep the GPU loaded: counts as given
@@ -145,3 +149,19 @@ def calls_for(at_least: int, window_ms: float, ms_per_call: float) -> int:
     if window_ms <= 0 or ms_per_call <= 0:
         return at_least
     return max(at_least, min(MAX_CALLS, math.ceil(window_ms / ms_per_call)))
+
+
+def window_vars(defaults: dict, first_call: str) -> list:
+    """The settings of a sustained window, as time_iterations takes them (ITERS, WARMUP,
+    WARMUP_MS, TIME_MS), for every kernel benchmark script with `defaults` of its own;
+    `first_call` names the untimed call before the warm-up ("the first (JIT) call")."""
+    return [
+        settings.Var("ITERS", "int", defaults["ITERS"], "timed calls per point at least (median, min, max)",
+                     min=1, max=100_000),
+        settings.Var("WARMUP", "int", defaults["WARMUP"], f"untimed calls after {first_call}, at least",
+                     min=1, max=100_000),
+        settings.Var("WARMUP_MS", "float", defaults["WARMUP_MS"], "untimed back-to-back calls fill at "
+                     "least this many ms, so timing starts at the clock the power cap holds", min=0),
+        settings.Var("TIME_MS", "float", defaults["TIME_MS"], "timed calls fill at least this many ms: a "
+                     "sustained window, not a burst", min=0),
+    ]

@@ -97,6 +97,7 @@ KINDS = {  # kind: (who writes it, when)
     "decomposition": "bench_decompose.py (and benchmark.py `DECOMPOSE=N`): the step split by kernel bucket",
     "matmul": "mamf-finder.py, one per shape measured",
     "mamf": "mamf-finder.py, last: the best shape, also after an interrupt",
+    "hbm": "bench_hbm.py, one per op x buffer size: sustained device-memory bandwidth",
     "capability": "check_capabilities.py, one per item",
 }
 
@@ -225,7 +226,7 @@ config               object        the configuration searched
 config.*             setting       a setting
 """),
     "node_step": table("""
-step        text          `capabilities`, `mamf`, `attention`, `sweep` or `decomposition`
+step        text          `capabilities`, `mamf`, `hbm`, `attention`, `sweep` or `decomposition`
 argv        list          its command
 env         object        the variables it was given
 exit_code   integer       how it ended
@@ -318,6 +319,19 @@ interrupted            flag          the best so far, when Ctrl-C or SIGTERM sto
 notes                  text          a published figure's provenance
 """), **pick(TIMING, "iters"),
         **pick(TELEMETRY, "sm_clock_mhz_median", "sm_clock_mhz_min", "power_w_mean", "throttle", "throttle.*")},
+    "hbm": {**table("""
+op                  text          `copy`, `read` or `write`
+status              text          `ok`, `oom` or `error`
+reason              text          why it is not `ok`
+buffer_mib          count         MiB of each buffer (`copy` has two: its source and destination)
+bytes_moved         count         bytes one call moves to or from device memory (`copy`: 2 x the buffer)
+ms                  non-negative  median call time
+ms_min              non-negative  fastest call
+ms_max              non-negative  slowest call
+gb_per_s            non-negative  bytes_moved at the median call, decimal GB/s (1e9 B/s, as datasheets)
+datasheet_gb_per_s  positive      the GPU table's HBM bandwidth, decimal GB/s (null: not in the table)
+share_of_datasheet  non-negative  gb_per_s over datasheet_gb_per_s
+"""), **TIMING, **TELEMETRY},
     "capability": table("""
 item      text          what is asked: `matmul:bf16`, `attention:fa3`, ...
 category  text          `dtype`, `attention`, `memory` or `interconnect`
@@ -328,7 +342,7 @@ probe_s   non-negative  how long the item took
 """),
 }
 REQUIRED = {"summary": ("seq_len",), "decomposition": ("seq_len",), "attention": ("backend",),
-            "capability": ("item", "status")}
+            "hbm": ("op", "buffer_mib", "status"), "capability": ("item", "status")}
 
 
 def markdown() -> str:

@@ -1,7 +1,8 @@
 """The tables after the verdicts: the guide's details per comparison (speedup, MFU, the
 identity check, memory), then memory and capacity, the step decomposition, isolated
-attention, MAMF, telemetry, capabilities and the series read."""
+attention, MAMF, memory bandwidth, telemetry, capabilities and the series read."""
 from ..hardware import gpus
+from ..kernels import hbm
 from .capability_table import capability_table
 from .comparisons import Analysis, Comparison
 from .decompositions import decomposed, decomposition_parts
@@ -102,6 +103,30 @@ def mamf_markdown(a: Analysis) -> str:
                        [[seq_label(n)] + [fmt(shares.get(n), "pct") for _, shares in a.utilisation]
                         for n in lens]))
     return "\n\n".join(out)
+
+
+def bandwidth_markdown(a: Analysis) -> str:
+    """Per GPU and source, each op's best sustained GB/s over its buffer sizes (bench_hbm.py),
+    the GPU table's datasheet bandwidth and the best copy's share of it."""
+    rows = []
+    for g in a.order:
+        by_source = {}
+        for r, reference in a.data.gpus[g].hbm:
+            by_source.setdefault(provenance(reference) or MEASURED, []).append(r)
+        datasheet = hbm.datasheet_gb_per_s(g)[0]
+        for source, recs in by_source.items():
+            best = hbm.best_by_op(recs)
+            if best:
+                copy = best["copy"]["gb_per_s"] if "copy" in best else None
+                rows.append([g] + [fmt(best[op]["gb_per_s"]) if op in best else "-" for op in hbm.OPS]
+                            + [fmt(datasheet and datasheet / 1e3), fmt(hbm.share_of_datasheet(copy, datasheet), "pct"),
+                               source])
+    if not rows:
+        return ""
+    return ("Decimal GB/s at the median call, the best of each op over its buffer sizes; the forecast "
+            "scales other kernels by the datasheets' ratio, not by these.\n\n" + md_table(
+                ["GPU"] + [f"{op} GB/s" for op in hbm.OPS] + ["datasheet TB/s", "copy / datasheet", "source"],
+                rows))
 
 
 def decomposition_markdown(a: Analysis) -> str:

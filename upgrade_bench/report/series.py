@@ -80,6 +80,7 @@ class Gpu:
     capabilities: dict = field(default_factory=dict)   # item -> capability record
     capacity: list = field(default_factory=list)       # (run identity or None, reference, record)
     attention: list = field(default_factory=list)      # (record, reference)
+    hbm: list = field(default_factory=list)            # (bench_hbm record, reference)
 
 
 @dataclass
@@ -194,6 +195,7 @@ GPU_KINDS = {
     "mamf": lambda gpu, r, reference, _: gpu.mamf.append(dict(r, reference=reference)),  # from the header too
     "capability": _add_capability,
     "attention": lambda gpu, r, reference, _: gpu.attention.append((r, reference)),
+    "hbm": lambda gpu, r, reference, _: gpu.hbm.append((r, reference)),
 }
 KINDS_READ = ("header", *POINT_KINDS, *GPU_KINDS)  # inputs.read drops the others as it reads
 

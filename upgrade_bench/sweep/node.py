@@ -1,6 +1,6 @@
 """run_node.sh: everything the decision page reads, measured on the node it runs on, into one
-folder to copy: capabilities, MAMF, the model's own attention layers, the sequence-length
-sweep and the step decomposition at the guide's lengths.
+folder to copy: capabilities, MAMF, HBM bandwidth, the model's own attention layers, the
+sequence-length sweep and the step decomposition at the guide's lengths.
 
 It prints its plan with an estimated wall time and GPU-hours before anything starts, a line
 as each step starts and ends, and writes `node.jsonl` (a `header`, then a `node_step` record
@@ -30,7 +30,7 @@ from ..paths import REPO
 from ..log.records import RecordWriter
 
 SCRIPT = "run_node.sh"
-STEPS = ("capabilities", "mamf", "attention", "sweep", "decomposition")
+STEPS = ("capabilities", "mamf", "hbm", "attention", "sweep", "decomposition")
 VARS = [
     settings.Var("NODE_OUT", "str", "out/node", "the folder every log of the node goes to (one to copy)"),
     settings.Var("SKIP", "str_list", [], "steps to leave out: " + " ".join(STEPS)),
@@ -52,6 +52,7 @@ START_S = 20.0
 START_S_PER_BPARAM = 10.0
 FIRST_STEP_S = 10.0         # a process's first step: FA4 and Liger compile their kernels
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate
+HBM_S = 25.0                # bench_hbm.py's defaults: 20 s and 17 s (results/h200-hbm-6/pipeline.log)
 
 
 @dataclass
@@ -109,6 +110,7 @@ def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python:
              {"OUTPUT": str(out / "capabilities.jsonl")}, CAPABILITIES_S, "capabilities.jsonl"),
         Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / "mamf.jsonl")], {},
              MAMF_S, "mamf.jsonl"),
+        Step("hbm", [python, str(REPO / "bench_hbm.py")], {"OUTPUT": str(out / "hbm.jsonl")}, HBM_S, "hbm.jsonl"),
         Step("attention", [python, str(REPO / "bench_flash_attn.py")],
              {**base, "SEQLENS": " ".join(map(str, s["ATTN_SEQLENS"])), "OUTPUT": str(out / "attention.jsonl")},
              attention_s(spec, s["ATTN_SEQLENS"], peak), "attention.jsonl"),
