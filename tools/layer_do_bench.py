@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
+from upgrade_bench.faults import BadInput, run_main  # noqa: E402
 from upgrade_bench.models import flops, model  # noqa: E402
 from upgrade_bench.models.architecture import QUADRATIC  # noqa: E402
 
@@ -93,19 +94,23 @@ def time_layer(m, seq_len: int, backend: str) -> list:
     return out
 
 
-def main() -> None:
+def main() -> int:
     spec = model.spec(model.load_config(os.environ.setdefault("MODEL", "llama-3.1-8b")))
-    lengths = [int(n) for n in os.environ.get("SEQLENS", "8192 32768").split()]
+    text = os.environ.get("SEQLENS", "8192 32768")
+    lengths = [int(n) for n in text.split() if n.isdigit() and int(n) > 0]
+    if not lengths or len(lengths) != len(text.split()):
+        raise BadInput(f"SEQLENS={text!r}: expected whole numbers > 0")
     backend = os.environ.get("BACKEND", "fa4")
     if backend not in CALLS:
-        sys.exit(f"BACKEND={backend!r}: one of {' '.join(CALLS)}")
+        raise BadInput(f"BACKEND={backend!r}: expected one of {' '.join(CALLS)}")
     for m in spec.distinct_mixers():
         if m.kind not in QUADRATIC:
             continue
         for seq_len in lengths:
             for rec in time_layer(m, seq_len, backend):
                 print(json.dumps(rec), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))
