@@ -118,8 +118,19 @@ def layer_shapes(s: dict) -> list:
     return shapes
 
 
-def plan(shapes: list, requested: list, device) -> list:
-    """[(shape, [(backend, reason or None)])]: the backends each layer shape gets."""
+def family_refusals(s: dict) -> dict:
+    """{backend: why} of the attention backends MODEL's family cannot train with, so that
+    BACKENDS=auto times what its training run would use; none for explicit heads."""
+    if all((s["NHEADS"], s["NHEADS_KV"], s["HEAD_DIM"])):
+        return {}
+    from upgrade_bench.models import architecture, model
+
+    return architecture.refusals(model.load_config(s["MODEL"]).model_type)
+
+
+def plan(shapes: list, requested: list, device, refused: dict | None = None) -> list:
+    """[(shape, [(backend, reason or None)])]: the backends each layer shape gets (`auto`:
+    what the model's training would use, its family refusing `refused`)."""
     problems = attn_kernels.import_problems(attn_backends.KERNELS)
     linear_problems = attn_kernels.import_problems(linear_kernels.KERNELS)
     out = []
@@ -134,7 +145,7 @@ def plan(shapes: list, requested: list, device) -> list:
                             linear_kernels.FLA, device))]))
             continue
         out.append((shape, attn_kernels.discover(requested, attn_backends.KERNELS, device, problems,
-                                                 bool(shape.doc_len), bool(shape.window), shape.sinks)))
+                                                 bool(shape.doc_len), bool(shape.window), shape.sinks, refused)))
     return out
 
 
@@ -148,7 +159,7 @@ def main() -> int:
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s["DTYPE"]]
     for shape in shapes:
         attn_bench.check_fits(shape, dtype.itemsize, attn_bench.memory_bytes(device))
-    chosen = plan(shapes, s["BACKENDS"], fingerprint.device())
+    chosen = plan(shapes, s["BACKENDS"], fingerprint.device(), family_refusals(s))
     warnings = []
     peak, peak_source, warning = gpus.resolve_peak(fingerprint.gpu_name(), s["DTYPE"], s["PEAK_TFLOPS"])
     if warning:

@@ -68,7 +68,8 @@ def test_an_explicit_backend_imports_only_its_own_package(monkeypatch):
     checked.clear()
     assert attn_backends.installed("fa4") == {"fa4"} and checked == ["fa4"]
     checked.clear()
-    assert attn_backends.installed() == {"fa3", "fa4", "sdpa"} and checked == ["fa3", "fa4", "sdpa"]
+    assert attn_backends.installed() == {"fa3", "fa4", "sdpa", "flex", "eager"}
+    assert checked == ["fa3", "fa4", "sdpa", "flex", "eager"]  # the auto candidates, then the family fallbacks
 
 
 def test_a_package_of_the_wrong_release_or_that_fails_to_import_is_a_problem(monkeypatch):
@@ -173,18 +174,48 @@ def test_kernel_names_are_the_benchmarks_and_the_capability_items():
     assert all(b.run and b.layout for b in KERNELS.values())
 
 
-def test_each_family_refuses_the_backends_transformers_has_no_path_for():
+def test_each_family_refuses_the_backends_transformers_cannot_train_it_with():
     """Family.refuses against transformers' own flags, so a new release that adds or drops a
-    path shows here."""
+    path shows here: _supports_sdpa, _supports_flex_attn, and a flash backend outside a model's
+    _compatible_flash_implementations (transformers would swap in another kernel)."""
     import transformers
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     from upgrade_bench.models import architecture
 
-    flag = {"sdpa": "_supports_sdpa", "flex": "_supports_flex_attn"}
     for model_type, family in architecture.FAMILIES.items():
         cls = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])
-        assert set(family.refuses) == {name for name, attr in flag.items() if not getattr(cls, attr)}, model_type
-    assert architecture.FAMILIES["qwen3_next"].refuses == ("flex",)
+        flash = cls._compatible_flash_implementations
+        expected = {name for name, flag in (("sdpa", "_supports_sdpa"), ("flex", "_supports_flex_attn"))
+                    if not getattr(cls, flag)} | {
+            b.name for b in TRAINING.values() if b.hf_name.startswith("flash_attention")
+            and (not cls._supports_flash_attn or (flash is not None and b.hf_name not in flash))}
+        assert set(family.refuses) == expected, model_type
+    assert set(architecture.FAMILIES["gpt_oss"].refuses) == {"sdpa", "fa3", "fa2"}
+    assert set(architecture.FAMILIES["qwen3_next"].refuses) == {"flex"}
+
+
+GPT_OSS = {"sdpa": "no SDPA path", "fa3": "a hub kernel", "fa2": "a hub kernel"}
+
+
+@pytest.mark.parametrize("device, installed, expected", [
+    (HOPPER, ALL, "fa4"),                 # FA3 refused: the next candidate
+    (HOPPER, ALL - {"fa4"}, "flex"),      # every candidate refused or missing: the fallback
+    (BLACKWELL, ALL, "fa4"),
+    (AMPERE, ALL, "flex"),
+    (Device((7, 5)), ALL, "eager"),       # no flex before sm_80
+    (CPU, ALL, "eager"),
+])
+def test_auto_passes_over_what_the_family_refuses(device, installed, expected):
+    assert resolve("auto", device, installed, GPT_OSS)[0] == expected
+
+
+def test_a_refused_backend_by_name_says_why_and_what_else_trains_it():
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa3: a hub kernel; use fa4, eager or flex$"):
+        resolve("fa3", HOPPER, ALL, GPT_OSS)
+    assert resolve("fa4", HOPPER, ALL, GPT_OSS) == ("fa4", "requested")
+    assert resolve("auto", HOPPER, ALL - {"fa4"}, GPT_OSS)[1] == (
+        "auto on sm_90: flex (fa3 is refused: a hub kernel; fa4 is not installed; sdpa is refused: no SDPA path)")
+    assert resolve("auto", HOPPER, ALL, {"flex": "no path"})[0] == "fa3"  # a refusal auto never reaches
 
 
 def test_the_configuration_page_lists_the_tables_names():

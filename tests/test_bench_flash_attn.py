@@ -160,6 +160,17 @@ def test_windows_and_sinks_pick_the_kernels_that_take_them():
     assert "no sliding window" in named["sdpa-cudnn"]
 
 
+def test_auto_times_what_the_models_own_training_would_use():
+    # gpt-oss: transformers refuses FA3 and SDPA for its sinks, so training takes FA4, else flex
+    gpt_oss = bench.family_refusals({**dict.fromkeys(("NHEADS", "NHEADS_KV", "HEAD_DIM"), 0), "MODEL": "tiny-gpt-oss"})
+    assert set(gpt_oss) == {"sdpa", "fa3", "fa2"}
+    no_fa4 = {**NOTHING_MISSING, "fa4": "flash-attn-4 is not installed"}
+    layer = dict(window=True, sinks=True)
+    assert names(ak.discover(["auto"], KERNELS, HOPPER, no_fa4, False, **layer, refused=gpt_oss)) == ["flex"]
+    assert names(ak.discover(["auto"], KERNELS, HOPPER, NOTHING_MISSING, False, **layer, refused=gpt_oss)) == ["fa4"]
+    assert bench.family_refusals({"NHEADS": 32, "NHEADS_KV": 8, "HEAD_DIM": 128, "MODEL": "tiny-gpt-oss"}) == {}
+
+
 def test_named_backends_keep_their_reason():
     problems = {**NOTHING_MISSING, "fa2": "flash-attn is not installed: pip install ..."}
     chosen = dict(ak.discover(["fa3", "fa2", "sdpa-math"], KERNELS, BLACKWELL, problems, False))

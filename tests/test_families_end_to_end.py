@@ -50,13 +50,18 @@ def test_benchmark_runs_the_mamba2_hybrid():
     assert_counted_its_way(recs[0], recs[-1], preset, {"mamba2": 3, "full_attention": 1})
 
 
-def test_gpt_oss_takes_eager_under_auto_and_refuses_sdpa_by_name():
-    # transformers has no SDPA path for gpt-oss's sinks: auto takes eager and says why.
+def test_gpt_oss_takes_eager_under_auto_on_cpu_and_refuses_sdpa_by_name():
+    # transformers has no SDPA path for gpt-oss's sinks: auto passes it over; on CPU neither
+    # FA4 nor flex runs, so eager, and the header's why says each step.
     base = {**TINY_FAST, "MODEL": "tiny-gpt-oss"}
     rc = run_config.resolve(settings.parse(variables.TRAINING_VARS, base))
-    assert rc.backend == "eager" and "no sdpa path for 'gpt_oss'" in rc.backend_why
-    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=sdpa: transformers has no sdpa path for model "
-                                       r"type 'gpt_oss'; use eager or a flash backend \(fa3, fa4\)$"):
+    assert rc.backend == "eager"
+    assert rc.backend_why == (
+        "auto on cpu: eager (fa3 is refused: transformers would swap in the hub kernel kernels-community/"
+        "vllm-flash-attn3 for its sinks (model type 'gpt_oss'); fa4 needs a CUDA GPU; sdpa is refused: "
+        "transformers has no SDPA path for its sinks (model type 'gpt_oss'); flex needs a CUDA GPU)")
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=sdpa: transformers has no SDPA path for its sinks \(model "
+                                       r"type 'gpt_oss'\); use fa4, eager or flex$"):
         run_config.resolve(settings.parse(variables.TRAINING_VARS, {**base, "ATTN_BACKEND": "sdpa"}))
 
 

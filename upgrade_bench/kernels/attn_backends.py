@@ -157,19 +157,32 @@ def import_problem(backend: Backend) -> str | None:
     return None
 
 
+# What `auto` takes when a model family refuses every candidate that runs here (gpt-oss: FA3
+# and SDPA, with no FA4): FlexAttention, a fused kernel for any mask, where it runs; else eager,
+# which materialises the s x s scores (memory grows with s^2).
+FAMILY_FALLBACK = ("flex", "eager")
+
+
 def installed(requested: str = "auto") -> set:
     """The training backends `requested` can resolve to that import here: every `auto`
-    candidate for auto, else the one asked for. Importing the others (FA4 loads the CuTe
-    DSL) would only slow the start of every process."""
-    names = [b.name for b in TABLE if b.auto] if requested == "auto" else [requested]
+    candidate and family fallback for auto, else the one asked for. Importing the others (FA4
+    loads the CuTe DSL) would only slow the start of every process."""
+    names = [b.name for b in TABLE if b.auto] + list(FAMILY_FALLBACK) if requested == "auto" else [requested]
     return {name for name in names if import_problem(BACKENDS[name]) is None}
 
 
-def resolve(requested: str, device: Device, installed_names: set) -> tuple[str, str]:
-    """(training backend, why) for ATTN_BACKEND=`requested`; BadInput with the reason or the
-    install hint when an explicit one cannot run here."""
+def resolve(requested: str, device: Device, installed_names: set, refused: dict | None = None) -> tuple[str, str]:
+    """(training backend, why) for ATTN_BACKEND=`requested`. `refused` is the model family's
+    {backend: why transformers cannot train it with that one}. BadInput with the reason or the
+    install hint when an explicit backend cannot run here or is refused; `auto` passes refused
+    candidates over, and past the last takes the first of FAMILY_FALLBACK that runs here."""
+    refused = refused or {}
     if requested != "auto":
         backend = BACKENDS[requested]
+        if requested in refused:
+            others = [name for name in TRAINING if name not in refused]
+            raise BadInput(f"ATTN_BACKEND={requested}: {refused[requested]}; use {', '.join(others[:-1])} "
+                           f"or {others[-1]}")
         problem = arch_problem(backend, device)
         if problem:
             on_cpu = [b.name for b in TRAINING.values() if b.cpu]
@@ -179,22 +192,24 @@ def resolve(requested: str, device: Device, installed_names: set) -> tuple[str, 
             raise BadInput(f"ATTN_BACKEND={requested} is not installed: {backend.package.install_hint}")
         return requested, "requested"
     passed_over = []
-    for backend in (b for b in TABLE if b.auto):
-        problem = arch_problem(backend, device) or (
-            None if backend.name in installed_names else f"{backend.name} is not installed")
+    candidates = [b for b in TABLE if b.auto] + ([BACKENDS[n] for n in FAMILY_FALLBACK] if refused else [])
+    for backend in candidates:
+        problem = (f"{backend.name} is refused: {refused[backend.name]}" if backend.name in refused else None) or \
+            arch_problem(backend, device) or (
+                None if backend.name in installed_names else f"{backend.name} is not installed")
         if problem is None:
             why = f" ({'; '.join(passed_over)})" if passed_over else ""
             return backend.name, f"auto on {device.arch}: {backend.name}{why}"
         passed_over.append(problem)
-    raise AssertionError("sdpa runs everywhere: auto always finds a backend")
+    raise AssertionError("eager runs everywhere: auto always finds a backend")
 
 
 def auto_help() -> str:
     """The auto rule in a line, for ATTN_BACKEND's --help."""
     candidates = [b for b in TABLE if b.auto]
     notes = "; ".join(b.arch_note for b in candidates if b.arch_note)
-    return (f"auto = the first of {' > '.join(b.name for b in candidates)} that is installed and "
-            f"runs on this GPU ({notes})")
+    return (f"auto = the first of {' > '.join(b.name for b in candidates)} that is installed, "
+            f"runs on this GPU and the model family takes ({notes}); past them {' > '.join(FAMILY_FALLBACK)}")
 
 
 def install_choice(compute_capability: str) -> str:

@@ -121,20 +121,22 @@ ALTERNATIVE = "sdpa-cudnn"
 SDPA_DEFAULT = "sdpa-flash"
 
 
-def training_pick(device: Device, problems: dict) -> str:
-    """The kernel a training run's ATTN_BACKEND=auto would use here."""
+def training_pick(device: Device, problems: dict, refused: dict | None = None) -> str:
+    """The kernel a training run's ATTN_BACKEND=auto would use here, for a model family that
+    refuses `refused` ({backend: why})."""
     installed = {name for name in attn_backends.TRAINING if problems.get(name) is None}
-    pick, _ = attn_backends.resolve("auto", device, installed)
+    pick, _ = attn_backends.resolve("auto", device, installed, refused)
     return pick if pick in attn_backends.KERNELS else SDPA_DEFAULT
 
 
 def discover(requested: list, registry: dict, device: Device, problems: dict,
-             packed: bool, window: bool = False, sinks: bool = False) -> list:
-    """[(name, reason or None)]: `auto` keeps what a training run here would use and its
-    common alternative (ALTERNATIVE) where they run, `all` every kernel that runs here, a
-    named list every name (an unavailable one with its reason, to become a record). When
-    nothing `auto` or `all` picks runs these inputs, their reasons are the records."""
-    picked = {"auto": [training_pick(device, problems), ALTERNATIVE], "all": list(registry)}
+             packed: bool, window: bool = False, sinks: bool = False, refused: dict | None = None) -> list:
+    """[(name, reason or None)]: `auto` keeps what a training run of the model (its family
+    refusing `refused`) would use here and its common alternative (ALTERNATIVE) where they
+    run, `all` every kernel that runs here, a named list every name (an unavailable one with
+    its reason, to become a record). When nothing `auto` or `all` picks runs these inputs,
+    their reasons are the records."""
+    picked = {"auto": [training_pick(device, problems, refused), ALTERNATIVE], "all": list(registry)}
     named = len(requested) != 1 or requested[0] not in picked
     names = requested if named else picked[requested[0]]
     chosen = [(name, unavailable_reason(registry[name], device, problems.get(name), packed, window, sinks))

@@ -16,7 +16,7 @@ the config itself; `to_dict()` would hide them and count an MoE as dense. Parame
 embedding lookup is a gather, norms, biases and the attention sinks are not matmuls.
 """
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..faults import BadInput
@@ -331,7 +331,9 @@ def read_granitemoehybrid(cfg: Cfg) -> list:
 class Family:
     read: Callable[[Cfg], list]
     note: str  # what sets it apart, for --help and the README
-    refuses: tuple = ()  # attention backends transformers has no path for in this family
+    # {attention backend: why transformers cannot train this family with it}: asked for by
+    # name, it is refused at start; `auto` passes it over (attn_backends.resolve)
+    refuses: dict = field(default_factory=dict)
     # (the transformers class of its linear-mixer layer, {attribute of that layer holding a
     # kernel: "package.module:function" of the fast kernel}); model.mixer_kernels reads what
     # transformers put there and binds the installed fast kernel where it put its torch code.
@@ -349,15 +351,16 @@ FAMILIES = {
     "gemma": Family(read_dense, "dense, GeGLU"),
     "gemma3_text": Family(read_gemma3, "dense, 5 sliding-window : 1 global layers"),
     "qwen3_moe": Family(read_qwen3_moe, "MoE (top-k routed experts)"),
-    # transformers' Qwen3-Next has no FlexAttention path (_supports_flex_attn is unset).
     "qwen3_next": Family(read_qwen3_next, "hybrid: 3 Gated DeltaNet : 1 gated full attention, MoE + shared expert",
-                         refuses=("flex",),
+                         refuses={"flex": "transformers has no FlexAttention path for it"},
                          fast_kernels=("transformers.models.qwen3_next.modeling_qwen3_next.Qwen3NextGatedDeltaNet",
                                        {"chunk_gated_delta_rule": "fla.ops.gated_delta_rule:chunk_gated_delta_rule",
                                         "causal_conv1d_fn": "causal_conv1d:causal_conv1d_fn"})),
-    # transformers' gpt_oss has no SDPA path for its sinks ("does not support ... sdpa yet").
     "gpt_oss": Family(read_gpt_oss, "MoE, alternating 128-token windows and full attention, sinks",
-                      refuses=("sdpa",)),
+                      refuses={"sdpa": "transformers has no SDPA path for its sinks",
+                               # its _compatible_flash_implementations: FA2/FA3 have no sinks
+                               **dict.fromkeys(("fa3", "fa2"), "transformers would swap in the hub kernel "
+                                               "kernels-community/vllm-flash-attn3 for its sinks")}),
     "deepseek_v3": Family(read_deepseek_v3, "MLA, dense then MoE layers, shared experts"),
     "granitemoehybrid": Family(
         read_granitemoehybrid, "hybrid: Mamba-2 layers and a few full attention, MoE + shared MLP",
@@ -366,6 +369,12 @@ FAMILIES = {
                        "causal_conv1d_fn": "causal_conv1d:causal_conv1d_fn"}),
         fast_path_flag="is_fast_path_available"),
 }
+
+
+def refusals(model_type: str) -> dict:
+    """{attention backend: why} of those transformers cannot train `model_type` with, each
+    reason naming the model type (for attn_backends.resolve)."""
+    return {name: f"{why} (model type {model_type!r})" for name, why in FAMILIES[model_type].refuses.items()}
 
 
 def describe(cfg) -> ModelSpec:

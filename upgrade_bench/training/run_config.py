@@ -39,19 +39,6 @@ class RunConfig:
         return runs.training_config(self.settings, self.use_liger, self.world_size, self.alloc_conf)
 
 
-def family_backend(requested: str, backend: str, why: str, model_type: str) -> tuple[str, str]:
-    """(backend, why) once the model family has its say: a backend transformers has no path
-    for in this family is refused when asked for, and `auto` falls back to eager from it."""
-    refused = architecture.FAMILIES[model_type].refuses
-    if backend not in refused:
-        return backend, why
-    if requested != "auto":
-        raise BadInput(f"ATTN_BACKEND={requested}: transformers has no {backend} path for model type "
-                       f"{model_type!r}; use eager or a flash backend (fa3, fa4)")
-    return "eager", (f"auto: {why}, but transformers has no {backend} path for {model_type!r}: eager "
-                     f"(materializes the s x s scores: memory grows with s^2)")
-
-
 def resolve(settings: dict) -> RunConfig:
     """Check every setting against this machine before any model or GPU work.
 
@@ -72,8 +59,8 @@ def resolve(settings: dict) -> RunConfig:
                                                     model.liger_model_types() if has_gpu and liger_installed else None)
     warnings += liger_warnings
     backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], fingerprint.device(),
-                                         attn_backends.installed(settings["ATTN_BACKEND"]))
-    backend, why = family_backend(settings["ATTN_BACKEND"], backend, why, hf_config.model_type)
+                                         attn_backends.installed(settings["ATTN_BACKEND"]),
+                                         architecture.refusals(hf_config.model_type))
     kernels = model.mixer_kernels(hf_config)
     warnings += model.mixer_kernel_warnings(hf_config.model_type, kernels)
     weights, path = model.resolve_weights(settings["WEIGHTS"], settings["MODEL"])
