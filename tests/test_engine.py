@@ -45,3 +45,11 @@ def test_packed_batch_positions_and_labels():
 def test_token_limit_stays_below_special_tokens():
     assert engine.token_limit(model.load_config("llama-3.1-8b")) == 128000
     assert engine.token_limit(model.load_config("tiny")) == 1000
+
+
+def test_the_start_line_says_what_a_compiling_backends_first_step_costs():
+    assert engine.started_text(47.6, [8192, 32768], "sdpa") == "start-up done in 48 s; measuring seq_len 8192 32768"
+    flex = engine.started_text(3.0, [8192], "flex")
+    assert flex.startswith("start-up done in 3 s; measuring seq_len 8192; in each first step FlexAttention "
+                           "compiles its kernels and masks")
+    assert "compiles" in engine.started_text(3.0, [8192], "fa4")

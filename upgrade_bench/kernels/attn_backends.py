@@ -58,15 +58,16 @@ class Backend:
     sinks: bool = False               # takes attention sinks (a learned logit per head, gpt-oss)
     run: Callable | None = None       # the kernel benchmark's adapter: run(q, k, v, Args) -> out
     layout: str = ""                  # the adapter's layout: BSHD or BHSD
+    first_step: str = ""              # what a training run's first step at a length spends on it
 
 
 def _flash(name: str, hf_name: str, package: Package, nvidia_majors: tuple, arch_note: str,
-           rocm: bool = False, auto: bool = False, sinks: bool = False) -> Backend:
+           rocm: bool = False, auto: bool = False, sinks: bool = False, first_step: str = "") -> Backend:
     """A FlashAttention package: its flash_attn_func API, varlen for packed documents,
     window_size for sliding windows."""
     return Backend(name, hf_name, package, nvidia_majors=nvidia_majors, rocm=rocm, arch_note=arch_note,
                    auto=auto, packed="varlen", window="native", sinks=sinks,
-                   run=attn_adapters.flash(package.module), layout=BSHD)
+                   run=attn_adapters.flash(package.module), layout=BSHD, first_step=first_step)
 
 
 def _sdpa(name: str, kernel: str, nvidia_majors: tuple, arch_note: str, rocm: bool = True,
@@ -89,7 +90,8 @@ TABLE = (
            Package("flash-attn-4", "flash_attn.cute", "",
                    "install flash-attn-4 (Hopper SM90 / Blackwell SM100): ./install.sh --force fa4"),
            (9, 11), "FA4 has SM90 (Hopper) and SM100 (Blackwell) paths", auto=True,
-           sinks=True),  # flash_attn.cute's learnable_sink
+           sinks=True,  # flash_attn.cute's learnable_sink
+           first_step="FA4 compiles each kernel configuration (seconds)"),
     _flash("fa2", "flash_attention_2",
            Package("flash-attn", "flash_attn", "2.",
                    "install flash-attn 2.x: pip install flash-attn --no-build-isolation"),
@@ -109,7 +111,10 @@ TABLE = (
     Backend("flex", hf_name="flex_attention", nvidia_majors=(8, None),
             arch_note="FlexAttention's Triton kernels need sm_80 or newer (its ROCm path is not "
                       "checked by this suite)", packed="blocks", window="blocks", sinks=True,
-            run=attn_adapters.flex(), layout=BHSD),
+            run=attn_adapters.flex(), layout=BHSD,
+            # gpt-oss-20b, 2 layers, 8K on an H200: 77.6 s cold, 13.5 s with inductor's cache warm
+            # (results/h200-flex-5/)
+            first_step="FlexAttention compiles its kernels and masks (over a minute on a cold cache)"),
 )
 BACKENDS = {b.name: b for b in TABLE}
 DISTRIBUTIONS = tuple(b.package.distribution for b in TABLE if b.package)

@@ -227,8 +227,7 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
             say_rank0(rc, notice)
         started = time.monotonic()
         eng, _keep_alive = build_engine(rc, debug.mark if debug else None)
-        say_rank0(rc, f"start-up done in {time.monotonic() - started:.0f} s; measuring seq_len "
-                      f"{' '.join(map(str, s['SEQ_LEN']))}")
+        say_rank0(rc, started_text(time.monotonic() - started, s["SEQ_LEN"], rc.backend))
         for earlier_points, seq_len in enumerate(s["SEQ_LEN"]):
             run_point(eng, rc, writer, seq_len, earlier_points, debug)
     except WriteFailed:
@@ -250,6 +249,15 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
 OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint activations "
             "(GRAD_CHECKPOINT=1), offload the optimizer (OFFLOAD_OPTIMIZER=1) or shard it over more GPUs "
             "(ZERO_STAGE=3 with deepspeed --num_gpus=N)")
+
+
+def started_text(startup_s: float, seq_lens: list, backend: str) -> str:
+    """The line between start-up and the first step: what it took, what comes, and what the
+    attention backend's first step at each length spends compiling (a minute of silence
+    otherwise looks like a hang)."""
+    first_step = attn_backends.BACKENDS[backend].first_step
+    return (f"start-up done in {startup_s:.0f} s; measuring seq_len {' '.join(map(str, seq_lens))}"
+            + (f"; in each first step {first_step}" if first_step else ""))
 
 
 def say_rank0(rc: RunConfig, message: str) -> None:
