@@ -322,3 +322,24 @@ def test_help_lists_the_sweep_and_benchmark_variables(capsys):
         assert f"  {name} " in out
     assert "  SEQ_LEN " not in out and "  OUTPUT " not in out
     assert "default: benchmark.py]" in out  # no machine's path
+
+
+def test_the_plan_names_the_backend_the_models_family_trains_with(environ, tmp_path):
+    # gpt-oss: transformers refuses SDPA (its sinks), and flex needs a GPU: the children train
+    # eager, and the file name, the sweep's header and RESUME must say so too
+    plan = plan_of(environ, MODEL="tiny-gpt-oss", OUT=tmp_path, DRY_RUN=1)
+    assert plan.backend == "eager" and "_eager_" in plan.out
+    assert plan_of(environ, MODEL="tiny", OUT=tmp_path, DRY_RUN=1).backend == "sdpa"
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=sdpa: transformers has no SDPA path for its sinks"):
+        plan_of(environ, MODEL="tiny-gpt-oss", ATTN_BACKEND="sdpa", OUT=tmp_path, DRY_RUN=1)
+
+
+def test_a_models_type_is_read_without_transformers(tmp_path):
+    from upgrade_bench.models import model
+
+    assert model.cheap_model_type("gpt-oss-20b") == "gpt_oss"  # a preset
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3_next"}')
+    assert model.cheap_model_type(str(tmp_path)) == "qwen3_next"  # a folder
+    (tmp_path / "config.json").write_text('["not", "an", "object"]')
+    assert model.cheap_model_type(str(tmp_path)) is None
+    assert model.cheap_model_type("no-such-org/no-such-model") is None  # not cached: the child says

@@ -371,10 +371,12 @@ FAMILIES = {
 }
 
 
-def refusals(model_type: str) -> dict:
+def refusals(model_type: str | None) -> dict:
     """{attention backend: why} of those transformers cannot train `model_type` with, each
-    reason naming the model type (for attn_backends.resolve)."""
-    return {name: f"{why} (model type {model_type!r})" for name, why in FAMILIES[model_type].refuses.items()}
+    reason naming the model type (for attn_backends.resolve); none for a type not counted
+    here (describe refuses it)."""
+    family = FAMILIES.get(model_type)
+    return {name: f"{why} (model type {model_type!r})" for name, why in (family.refuses if family else {}).items()}
 
 
 def describe(cfg) -> ModelSpec:

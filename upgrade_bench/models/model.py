@@ -7,6 +7,7 @@ memory. The model is never materialised on a rank's CPU: it is built directly on
 or partitioned at construction under ZeRO-3 (`HfDeepSpeedConfig` makes transformers build
 it inside `deepspeed.zero.Init`).
 """
+import json
 import os
 import socket
 import urllib.parse
@@ -47,6 +48,28 @@ def cheap_problem(model: str) -> str | None:
     if len(parts) == 2 and all(parts) and not model.startswith((".", "~")):
         return None
     return not_a_model(model)
+
+
+def cheap_model_type(model: str) -> str | None:
+    """MODEL's `model_type`, read from its config.json without transformers (a preset, a local
+    folder or file, a hub id's cached config), or None when none is at hand: the sweep plans
+    with the family's attention refusals before any process starts."""
+    path = PRESETS.get(model) or (Path(model) / "config.json" if os.path.isdir(model) else Path(model))
+    if not path.is_file():
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(model, "config.json")
+        except Exception:  # not a hub id either: the benchmark's own start says what MODEL can be
+            return None
+        if not isinstance(cached, str):
+            return None
+        path = Path(cached)
+    try:
+        kind = json.loads(path.read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):  # unreadable, not JSON, not an object
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def hub_unreachable(endpoint: str, timeout_s: float = HUB_PROBE_S) -> str | None:

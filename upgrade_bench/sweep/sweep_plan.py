@@ -17,7 +17,7 @@ from pathlib import Path
 from ..kernels import attn_backends
 from ..hardware import devices, fingerprint, gpus
 from ..training import variables
-from ..models import model
+from ..models import architecture, model
 from .. import settings
 from .child_process import free_port
 from ..faults import BadInput
@@ -329,7 +329,10 @@ def prepare(s: dict, environ=os.environ) -> Plan:
     use_liger, warnings = model.resolve_liger(s["USE_LIGER"], first is not None,
                                                fingerprint.package_version("liger-kernel") is not None)
     device = Device(first.capability, first.is_hip) if first else Device(None)
-    backend, _ = attn_backends.resolve(s["ATTN_BACKEND"], device, attn_backends.installed(s["ATTN_BACKEND"]))
+    # the backend the children will train with: the model family's refusals count (gpt-oss
+    # under auto: not fa3 or sdpa), so the file name, the sweep's header and RESUME agree with them
+    backend, _ = attn_backends.resolve(s["ATTN_BACKEND"], device, attn_backends.installed(s["ATTN_BACKEND"]),
+                                       architecture.refusals(model.cheap_model_type(s["MODEL"])))
     peak, peak_source, peak_warning = gpus.resolve_peak(first and first.name, "bf16", s["PEAK_TFLOPS"])
     if peak_warning:
         warnings.append(peak_warning)
