@@ -210,8 +210,13 @@ def test_auto_passes_over_what_the_family_refuses(device, installed, expected):
 
 
 def test_a_refused_backend_by_name_says_why_and_what_else_trains_it():
-    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa3: a hub kernel; use fa4, eager or flex$"):
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa3: a hub kernel; here use fa4, eager or flex$"):
         resolve("fa3", HOPPER, ALL, GPT_OSS)
+    # on CPU only what runs there and the family takes: never a backend refused or GPU-only
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=sdpa: no SDPA path; here use eager$"):
+        resolve("sdpa", CPU, ALL, GPT_OSS)
+    with pytest.raises(BadInput, match=r"^ATTN_BACKEND=fa4 needs a CUDA GPU; on CPU use eager$"):
+        resolve("fa4", CPU, ALL, GPT_OSS)
     assert resolve("fa4", HOPPER, ALL, GPT_OSS) == ("fa4", "requested")
     assert resolve("auto", HOPPER, ALL - {"fa4"}, GPT_OSS)[1] == (
         "auto on sm_90: flex (fa3 is refused: a hub kernel; fa4 is not installed; sdpa is refused: no SDPA path)")

@@ -6,10 +6,12 @@ documents), check_capabilities (one attention item per kernel), the header (pack
 versions) and install.sh (which package a GPU gets). Adding a backend is a row here, an
 adapter in attn_adapters.py when its API is new, and the README.
 
-`auto` is a pure function of (device, installed backends), so it is testable without a
-GPU: the first row marked `auto` that runs on this device and is installed. An explicitly
-requested backend that cannot run here fails at start with the reason or the install hint:
-never a silent fallback, and never transformers' late download of a hub kernel.
+`auto` is a pure function of (device, installed backends, the model family's refusals), so
+it is testable without a GPU: the first row marked `auto` that runs on this device, is
+installed and the family takes; past them FAMILY_FALLBACK's first that runs here. An
+explicitly requested backend that cannot run here, or that the family refuses, fails at start
+with the reason or the install hint: never a silent fallback, and never transformers' late
+download or quiet swap of a hub kernel.
 
 Architectures are vendor-aware: under ROCm torch reports a capability in gfx's numbering
 (MI300X, gfx942: (9, 4)), which is no Hopper; a row says which NVIDIA majors it runs on
@@ -106,15 +108,15 @@ TABLE = (
     _sdpa("sdpa-efficient", "EFFICIENT_ATTENTION", (5, None), "needs sm_50 or newer", packed="mask"),
     _sdpa("sdpa-math", "MATH", (0, None), "", cpu=True, packed="mask"),
     # torch's FlexAttention, compiled into Triton kernels: any mask as a BlockMask, so documents
-    # and windows skip the blocks no query sees; transformers compiles it per shape (a step's
-    # first call takes seconds). Not on CPU: there it is an unfused reference, not a kernel.
+    # and windows skip the blocks no query sees; transformers compiles it per shape, in a
+    # step's first call. Not on CPU: there it is an unfused reference, not a kernel.
     Backend("flex", hf_name="flex_attention", nvidia_majors=(8, None),
-            arch_note="FlexAttention's Triton kernels need sm_80 or newer (its ROCm path is not "
-                      "checked by this suite)", packed="blocks", window="blocks", sinks=True,
-            run=attn_adapters.flex(), layout=BHSD,
-            # gpt-oss-20b, 2 layers, 8K on an H200: 77.6 s cold, 13.5 s with inductor's cache warm
-            # (results/h200-flex-5/)
-            first_step="FlexAttention compiles its kernels and masks (over a minute on a cold cache)"),
+            arch_note="FlexAttention's Triton kernels need NVIDIA sm_80 or newer here (this suite has "
+                      "not checked its ROCm path, so does not offer it there)", packed="blocks",
+            window="blocks", sinks=True, run=attn_adapters.flex(), layout=BHSD,
+            # gpt-oss-20b cut to 2 layers, 8K, H200: first steps of 13.5 s and, on a fresh machine
+            # where everything compiled cold (start-up 48 s against 4 s), 77.6 s (results/h200-flex-5/)
+            first_step="FlexAttention compiles its kernels and masks (13.5 s to 77.6 s seen on an H200)"),
 )
 BACKENDS = {b.name: b for b in TABLE}
 DISTRIBUTIONS = tuple(b.package.distribution for b in TABLE if b.package)
@@ -184,14 +186,12 @@ def resolve(requested: str, device: Device, installed_names: set, refused: dict 
     refused = refused or {}
     if requested != "auto":
         backend = BACKENDS[requested]
+        runs_here = [b.name for b in TRAINING.values() if b.name not in refused and not arch_problem(b, device)]
         if requested in refused:
-            others = [name for name in TRAINING if name not in refused]
-            raise BadInput(f"ATTN_BACKEND={requested}: {refused[requested]}; use {', '.join(others[:-1])} "
-                           f"or {others[-1]}")
+            raise BadInput(f"ATTN_BACKEND={requested}: {refused[requested]}; here use {_either(runs_here)}")
         problem = arch_problem(backend, device)
         if problem:
-            on_cpu = [b.name for b in TRAINING.values() if b.cpu]
-            hint = f"; on CPU use {' or '.join(on_cpu)}" if device.capability is None else ""
+            hint = f"; on CPU use {_either(runs_here)}" if device.capability is None else ""
             raise BadInput(f"ATTN_BACKEND={problem}{hint}")
         if requested not in installed_names:
             raise BadInput(f"ATTN_BACKEND={requested} is not installed: {backend.package.install_hint}")
@@ -207,6 +207,11 @@ def resolve(requested: str, device: Device, installed_names: set, refused: dict 
             return backend.name, f"auto on {device.arch}: {backend.name}{why}"
         passed_over.append(problem)
     raise AssertionError("eager runs everywhere: auto always finds a backend")
+
+
+def _either(names: list) -> str:
+    """'a, b or c'; eager trains everything everywhere, so the list is never empty."""
+    return " or ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
 
 
 def auto_help() -> str:

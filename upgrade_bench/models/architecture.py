@@ -331,9 +331,7 @@ def read_granitemoehybrid(cfg: Cfg) -> list:
 class Family:
     read: Callable[[Cfg], list]
     note: str  # what sets it apart, for --help and the README
-    # {attention backend: why transformers cannot train this family with it}: asked for by
-    # name, it is refused at start; `auto` passes it over (attn_backends.resolve)
-    refuses: dict = field(default_factory=dict)
+    refuses: dict = field(default_factory=dict)  # {attention backend: why transformers cannot train it with it}
     # (the transformers class of its linear-mixer layer, {attribute of that layer holding a
     # kernel: "package.module:function" of the fast kernel}); model.mixer_kernels reads what
     # transformers put there and binds the installed fast kernel where it put its torch code.
@@ -357,10 +355,9 @@ FAMILIES = {
                                        {"chunk_gated_delta_rule": "fla.ops.gated_delta_rule:chunk_gated_delta_rule",
                                         "causal_conv1d_fn": "causal_conv1d:causal_conv1d_fn"})),
     "gpt_oss": Family(read_gpt_oss, "MoE, alternating 128-token windows and full attention, sinks",
-                      refuses={"sdpa": "transformers has no SDPA path for its sinks",
-                               # its _compatible_flash_implementations: FA2/FA3 have no sinks
-                               **dict.fromkeys(("fa3", "fa2"), "transformers would swap in the hub kernel "
-                                               "kernels-community/vllm-flash-attn3 for its sinks")}),
+                      refuses={"sdpa": "transformers has no SDPA path for its sinks", **dict.fromkeys(  # FA2/3 have none
+                          ("fa3", "fa2"), "transformers would swap in the hub kernel kernels-community/vllm-flash-attn3 "
+                          "for its sinks")}),
     "deepseek_v3": Family(read_deepseek_v3, "MLA, dense then MoE layers, shared experts"),
     "granitemoehybrid": Family(
         read_granitemoehybrid, "hybrid: Mamba-2 layers and a few full attention, MoE + shared MLP",
@@ -372,11 +369,9 @@ FAMILIES = {
 
 
 def refusals(model_type: str | None) -> dict:
-    """{attention backend: why} of those transformers cannot train `model_type` with, each
-    reason naming the model type (for attn_backends.resolve); none for a type not counted
-    here (describe refuses it)."""
-    family = FAMILIES.get(model_type)
-    return {name: f"{why} (model type {model_type!r})" for name, why in (family.refuses if family else {}).items()}
+    """{attention backend: why, naming the model type} for attn_backends.resolve; {} for a type not counted."""
+    refuses = FAMILIES[model_type].refuses if model_type in FAMILIES else {}
+    return {name: f"{why} (model type {model_type!r})" for name, why in refuses.items()}
 
 
 def describe(cfg) -> ModelSpec:
