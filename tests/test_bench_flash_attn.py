@@ -169,6 +169,9 @@ def test_auto_times_what_the_models_own_training_would_use():
     assert names(ak.discover(["auto"], KERNELS, HOPPER, no_fa4, False, **layer, refused=gpt_oss)) == ["flex"]
     assert names(ak.discover(["auto"], KERNELS, HOPPER, NOTHING_MISSING, False, **layer, refused=gpt_oss)) == ["fa4"]
     assert bench.family_refusals({"NHEADS": 32, "NHEADS_KV": 8, "HEAD_DIM": 128, "MODEL": "tiny-gpt-oss"}) == {}
+    # on CPU its training runs eager, whose computation is the math kernel's
+    assert names(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False, refused=gpt_oss)) == ["sdpa-math"]
+    assert names(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False)) == ["sdpa-flash"]  # sdpa's
 
 
 def test_named_backends_keep_their_reason():

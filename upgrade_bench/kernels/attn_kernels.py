@@ -116,9 +116,10 @@ def unavailable_reason(b: Backend, device: Device, import_problem: str | None,
 # BACKENDS=auto's second kernel: the SDPA kernel teams switch to when the flash package is
 # missing or misbehaves, so the table shows what the default costs against it.
 ALTERNATIVE = "sdpa-cudnn"
-# What ATTN_BACKEND=auto's `sdpa` runs (torch's own priority puts its flash kernel first
-# for causal bf16 inputs; on CPU it is the one fused kernel).
-SDPA_DEFAULT = "sdpa-flash"
+# The kernel a training backend that is no kernel of its own runs: `sdpa` torch's flash kernel
+# (torch's own priority puts it first for causal bf16 inputs; on CPU it is the one fused
+# kernel), `eager` the math kernel (scores materialised, softmax, values: eager's computation).
+KERNEL_OF = {"sdpa": "sdpa-flash", "eager": "sdpa-math"}
 
 
 def training_pick(device: Device, problems: dict, refused: dict | None = None) -> str:
@@ -126,7 +127,7 @@ def training_pick(device: Device, problems: dict, refused: dict | None = None) -
     refuses `refused` ({backend: why})."""
     installed = {name for name in attn_backends.TRAINING if problems.get(name) is None}
     pick, _ = attn_backends.resolve("auto", device, installed, refused)
-    return pick if pick in attn_backends.KERNELS else SDPA_DEFAULT
+    return KERNEL_OF.get(pick, pick)
 
 
 def discover(requested: list, registry: dict, device: Device, problems: dict,
