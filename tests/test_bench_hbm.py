@@ -201,18 +201,24 @@ def test_an_op_that_raises_while_timed_is_a_record_and_the_run_goes_on(run_main,
 
 def test_the_report_shows_each_gpus_best_bandwidth_and_its_share_of_the_datasheet(run_main):
     _code, cpu_run, _err = run_main()
-    # hand-made H200 records (not a measurement): 3900 and 4100 GB/s copy, 4300 read, no write
-    def rec(kind, **fields):
-        return {"kind": kind, "schema": 1, "script": "bench_hbm.py", "run_id": "h200", "time": 0.0, **fields}
+    # hand-made H200 records (not a measurement): run a 3900 and 4100 GB/s copy, 4300 read, no
+    # write; run b a better read (4400) and a worse copy: each run its own row, never mixed
+    def rec(kind, run_id="a", **fields):
+        return {"kind": kind, "schema": 1, "script": "bench_hbm.py", "run_id": run_id, "time": 0.0, **fields}
     h200 = [rec("header", hardware={"gpu_name": "NVIDIA H200"}, config={}),
             rec("hbm", op="copy", buffer_mib=512, status="ok", gb_per_s=3900.0),
             rec("hbm", op="copy", buffer_mib=2048, status="ok", gb_per_s=4100.0),
             rec("hbm", op="read", buffer_mib=512, status="ok", gb_per_s=4300.0),
-            rec("hbm", op="write", buffer_mib=512, status="oom", gb_per_s=None)]
+            rec("hbm", op="write", buffer_mib=512, status="oom", gb_per_s=None),
+            rec("header", "b", hardware={"gpu_name": "NVIDIA H200"}, config={}),
+            rec("hbm", "b", op="copy", buffer_mib=512, status="ok", gb_per_s=3000.0),
+            rec("hbm", "b", op="read", buffer_mib=512, status="ok", gb_per_s=4400.0)]
     a = comparisons.analyse(series.load(json.loads(json.dumps(cpu_run + h200))), baseline="H200 SXM")
     table = detail_tables.bandwidth_markdown(a).splitlines()
     assert table[2] == "| GPU | copy GB/s | read GB/s | write GB/s | datasheet TB/s | copy / datasheet | source |"
-    assert table[4] == "| H200 SXM | 4100.0 | 4300.0 | - | 4.8 | 85.4% | measured |"  # 4100 / 4800
+    assert table[4] == "| H200 SXM | 4100.0 | 4300.0 | - | 4.8 | 85.4% | measured, run a |"  # 4100 / 4800
+    assert table[5] == "| H200 SXM | 3000.0 | 4400.0 | - | 4.8 | 62.5% | measured, run b |"
     best = hbm.best_by_op(cpu_run[1:])
-    assert table[5].startswith(f"| no GPU | {best['copy']['gb_per_s']:.1f} |") and table[5].endswith("| - | - | measured |")
+    assert table[6].startswith(f"| no GPU | {best['copy']['gb_per_s']:.1f} |")
+    assert table[6].endswith(f"| - | - | measured, run {cpu_run[0]['run_id']} |")
     assert "## Memory bandwidth (HBM)" in markdown.render(a)

@@ -106,24 +106,25 @@ def mamf_markdown(a: Analysis) -> str:
 
 
 def bandwidth_markdown(a: Analysis) -> str:
-    """Per GPU and source, each op's best sustained GB/s over its buffer sizes (bench_hbm.py),
-    the GPU table's datasheet bandwidth and the best copy's share of it."""
+    """Per GPU and run (bench_hbm.py), each op's best sustained GB/s over the run's buffer
+    sizes, the GPU table's datasheet bandwidth and the best copy's share of it: a row never
+    takes one op from one run and another from the next."""
     rows = []
     for g in a.order:
-        by_source = {}
+        by_run = {}
         for r, reference in a.data.gpus[g].hbm:
-            by_source.setdefault(provenance(reference) or MEASURED, []).append(r)
+            by_run.setdefault((provenance(reference) or MEASURED, r.get("run_id")), []).append(r)
         datasheet = hbm.datasheet_gb_per_s(g)[0]
-        for source, recs in by_source.items():
+        for (source, run_id), recs in by_run.items():
             best = hbm.best_by_op(recs)
             if best:
                 copy = best["copy"]["gb_per_s"] if "copy" in best else None
                 rows.append([g] + [fmt(best[op]["gb_per_s"]) if op in best else "-" for op in hbm.OPS]
                             + [fmt(datasheet and datasheet / 1e3), fmt(hbm.share_of_datasheet(copy, datasheet), "pct"),
-                               source])
+                               f"{source}, run {run_id}" if run_id else source])
     if not rows:
         return ""
-    return ("Decimal GB/s at the median call, the best of each op over its buffer sizes; the forecast "
+    return ("Decimal GB/s at the median call, the best of each op over a run's buffer sizes; the forecast "
             "scales other kernels by the datasheets' ratio, not by these.\n\n" + md_table(
                 ["GPU"] + [f"{op} GB/s" for op in hbm.OPS] + ["datasheet TB/s", "copy / datasheet", "source"],
                 rows))
