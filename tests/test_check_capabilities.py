@@ -362,3 +362,17 @@ def test_a_capacity_log_that_is_no_text_log_is_bad_input(tmp_path, content, prob
     with pytest.raises(BadInput) as err:
         import_script("check_capabilities.py").load_capacity_log(str(path))
     assert str(err.value) == f"CAPACITY_LOG={str(path)!r}: {problem}"
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")  # CPU: the reference, meant
+@pytest.mark.parametrize("name", ["flex", "sdpa-math"])
+def test_the_attention_probe_calls_each_kernel_causal_as_the_benchmark_does(name):
+    """The probe's call (layout, K/V repeated, make_args' causal BlockMask for flex) against
+    its fp32 reference, forward on CPU (FlexAttention has no CPU backward; the GPU run has)."""
+    s = probes.ATTN_SHAPE
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(s["batch"], s["seq"], h, s["head_dim"], generator=g)
+               for h in (s["heads"], s["kv_heads"], s["kv_heads"]))
+    out = probes.attention_function(name)(q, k, v)
+    assert out.shape == q.shape
+    assert (out - probes.reference_attention(q, k, v)).abs().max().item() < 1e-4  # fp32 in, fp32 out

@@ -11,13 +11,22 @@ convention (copy 2 x the buffer, read and write 1 x); decimal GB/s, as datasheet
 """
 import json
 import os
+import sys
 
-import torch
-from triton.testing import do_bench
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from upgrade_bench.faults import BadInput, run_main  # noqa: E402
 
 
-def main() -> None:
-    for mib in (int(n) for n in os.environ.get("SIZES_MIB", "512 2048 8192").split()):
+def main() -> int:
+    text = os.environ.get("SIZES_MIB", "512 2048 8192")
+    sizes = [int(n) for n in text.split() if n.isdigit() and int(n) > 0]
+    if not sizes or len(sizes) != len(text.split()):
+        raise BadInput(f"SIZES_MIB={text!r}: expected whole numbers > 0")
+    import torch
+    from triton.testing import do_bench
+
+    for mib in sizes:
         src = torch.empty(mib * 2**20 // 4, dtype=torch.float32, device="cuda").uniform_()
         dst = torch.empty_like(src)
         ops = {"copy": (lambda: dst.copy_(src), 2), "read": (lambda: src.sum(), 1),
@@ -28,7 +37,8 @@ def main() -> None:
                               "gb_per_s": passes * mib * 2**20 / (ms / 1e3) / 1e9}), flush=True)
         del src, dst
         torch.cuda.empty_cache()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))

@@ -51,8 +51,11 @@ def flex_call(m, q, k, v, sink):
     def visible(b, h, qi, ki):
         return (qi >= ki) & (qi - ki < window) if window else qi >= ki
 
-    mask = torch.compile(create_block_mask)(visible, None, None, seq_len, seq_len, device="cuda")
-    flex = torch.compile(flex_attention, dynamic=False)
+    # every (layer, length) is a graph of its own: past dynamo's default of 8 it would fall back
+    # to the unfused reference without a word; fullgraph makes any break an error
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 1024)
+    mask = torch.compile(create_block_mask, fullgraph=True)(visible, None, None, seq_len, seq_len, device="cuda")
+    flex = torch.compile(flex_attention, dynamic=False, fullgraph=True)
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
 
     def call():
