@@ -62,3 +62,11 @@ def test_what_the_report_keeps_of_a_header_is_what_the_schema_declares_for_it():
     declared = set(schema.ENVELOPE) | {name.split(".")[0] for name in schema.FIELDS["header"]}
     assert set(series.HEADER_FIELDS) <= declared
     assert set(series.KINDS_READ) <= set(schema.FIELDS)
+
+
+def test_series_load_skips_a_kind_the_report_does_not_read_instead_of_raising():
+    header = {"kind": "header", "schema": 1, "script": "benchmark.py", "run_id": "r", "time": 0.0,
+              "hardware": {"gpu_name": "NVIDIA H200"}, "config": {}}
+    mark = {"kind": "memory", "schema": 1, "script": "benchmark.py", "run_id": "r", "time": 0.0, "stage": "x"}
+    data = series.load([header, mark])
+    assert list(data.gpus) == ["H200 SXM"] and data.series == []

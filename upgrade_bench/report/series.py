@@ -173,7 +173,7 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
             s.errors[seq_len] = record
         else:
             data.failures.append((s, record))
-    else:
+    elif kind in GPU_KINDS:  # inputs.read keeps only KINDS_READ; a caller passing others loses them here
         GPU_KINDS[kind](gpu, record, reference, ignore_config)
 
 
