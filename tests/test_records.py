@@ -31,6 +31,7 @@ def test_every_record_has_the_contract_fields_and_is_appended(tmp_path):
     ("summary", {"seq_len": 64, "peak_mem_gib": [1.0, 2.0]}, "summary record: peak_mem_gib is list"),
     ("summary", {"seq_len": True}, "summary record: seq_len is bool True"),
     ("summary", {"tflops_per_gpu": 1.0}, "summary record: no seq_len"),
+    ("attention", {"backend": "fa4", "status": "ok"}, "attention record: no seq_len"),  # only `unavailable` has none
     ("header", {"config": {"SEQ_LEN": {"a": 1}}}, "header record: config.SEQ_LEN is dict"),
     ("steps", {}, "kind 'steps' is not declared in log/schema.py"),
 ])

@@ -29,9 +29,12 @@ def _values(record: dict, name: str):
 
 
 def _missing(record: dict) -> str | None:
+    """A required field the record lacks, for writers and readers alike."""
     for name in REQUIRED.get(record["kind"], ()):
         if record.get(name) is None:
             return f"no {name}"
+    if record["kind"] == "attention" and record.get("status", "ok") == "ok" and record.get("seq_len") is None:
+        return "no seq_len"  # only a backend that cannot run has none
     return None
 
 
@@ -77,6 +80,4 @@ def field_problem(record: dict) -> str | None:
     low, mid, high = (record.get(k) for k in ("step_ms_min", "step_ms", "step_ms_max"))
     if None not in (low, mid, high) and not low <= mid <= high:
         return "step_ms is outside step_ms_min..step_ms_max"
-    if record["kind"] == "attention" and record.get("status", "ok") == "ok" and record.get("seq_len") is None:
-        return "no seq_len"  # only a backend that cannot run has none
     return None
