@@ -33,7 +33,7 @@ def test_estimates_by_hand_on_an_h200():
     train = {"MODEL": "llama-3.1-8b", "NUM_LAYERS": 8, "SEQLENS": [8192], "GRAD_CHECKPOINT": False,
              "WARMUP_STEPS": 2, "STEPS": 10}
     s = {"NODE_OUT": "o", "SKIP": [], "ATTN_SEQLENS": [8192, 32768], "DECOMPOSE_SEQLENS": [8192]}
-    steps = {st.name: st for st in node.plan(s, train, spec, 1, 989.0, "python")}
+    steps = {st.name: st for st in node.plan(s, train, spec, 1, 989.0, "python", "fa3")}
     # Llama's one layer kind (32 heads of 128), causal: fwd 2*s^2*H*d, bwd 5*s^2*H*d, fwd_bwd
     # 7*s^2*H*d FLOPs; each point 0.7 s of windows and 7 calls (1 + 1 warm-up + 5) at half the
     # peak, for two backends, after a 28 s start.
@@ -51,8 +51,11 @@ def test_estimates_by_hand_on_an_h200():
     # bench_hbm.py after mamf-finder.py, its records in the node's folder, its constant estimate
     assert (steps["hbm"].argv[1:], steps["hbm"].env) == ([str(REPO / "bench_hbm.py")], {"OUTPUT": "o/hbm.jsonl"})
     assert steps["hbm"].estimate_s == node.HBM_S and list(steps).index("hbm") == list(steps).index("mamf") + 1
-    assert [st.name for st in node.plan({**s, "SKIP": ["mamf", "sweep"]}, train, spec, 1, 989.0, "python")] == \
+    assert [st.name for st in node.plan({**s, "SKIP": ["mamf", "sweep"]}, train, spec, 1, 989.0, "python", "fa3")] == \
         ["capabilities", "hbm", "attention", "decomposition"]
+    # a backend that compiles in the first step (flex: 80 s) replaces the 10 s of it, per process
+    flex = {st.name: st for st in node.plan(s, train, spec, 1, 989.0, "python", "flex")}
+    assert flex["sweep"].estimate_s - steps["sweep"].estimate_s == pytest.approx(80 - 10)
 
 
 def test_steps_run_in_turn_a_failure_is_a_record_and_a_rerun_skips_what_is_done(tmp_path):

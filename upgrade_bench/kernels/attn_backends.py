@@ -61,6 +61,7 @@ class Backend:
     run: Callable | None = None       # the kernel benchmark's adapter: run(q, k, v, Args) -> out
     layout: str = ""                  # the adapter's layout: BSHD or BHSD
     first_step: str = ""              # what a training run's first step at a length spends on it
+    first_step_s: float = 0.0         # that, in seconds, for run_node's estimate (0: nothing to speak of)
 
 
 def _flash(name: str, hf_name: str, package: Package, nvidia_majors: tuple, arch_note: str,
@@ -116,7 +117,8 @@ TABLE = (
             window="blocks", sinks=True, run=attn_adapters.flex(), layout=BHSD,
             # gpt-oss-20b cut to 2 layers, 8K, H200: first steps of 13.5 s and, on a fresh machine
             # where everything compiled cold (start-up 48 s against 4 s), 77.6 s (results/h200-flex-5/)
-            first_step="FlexAttention compiles its kernels and masks (13.5 s to 77.6 s seen on an H200)"),
+            first_step="FlexAttention compiles its kernels and masks (13.5 s to 77.6 s seen on an H200)",
+            first_step_s=80.0),
 )
 BACKENDS = {b.name: b for b in TABLE}
 DISTRIBUTIONS = tuple(b.package.distribution for b in TABLE if b.package)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..models import architecture, flops, model
-from ..kernels import attn_bench
+from ..kernels import attn_backends, attn_bench
 from ..hardware import devices, gpus
 from ..log import header
 from .. import settings
@@ -50,7 +50,7 @@ ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on t
 # the model (an 8B on 2 GPUs took 70-120 s a point; the 2-layer cut of it, 1.5B, about 20 s).
 START_S = 20.0
 START_S_PER_BPARAM = 10.0
-FIRST_STEP_S = 10.0         # a process's first step: FA4 and Liger compile their kernels
+FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate
 HBM_S = 25.0                # bench_hbm.py's defaults: 20 s and 17 s (results/h200-hbm-6/pipeline.log)
 
@@ -64,9 +64,11 @@ class Step:
     output: str
 
 
-def start_s(spec) -> float:
-    """A training process's start-up and first step, by the model's size (all its weights)."""
-    return START_S + START_S_PER_BPARAM * spec.total_params / 1e9 + FIRST_STEP_S
+def start_s(spec, backend: str) -> float:
+    """A training process's start-up and first step, by the model's size (all its weights) and
+    what the attention backend compiles there (FlexAttention: over a minute cold)."""
+    first_step = max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
+    return START_S + START_S_PER_BPARAM * spec.total_params / 1e9 + first_step
 
 
 def attention_s(spec, lengths: list, peak_tflops: float | None) -> float | None:
@@ -91,8 +93,8 @@ def training_step_s(spec, seq_len: int, peak_tflops: float | None, grad_checkpoi
     return work / (peak_tflops * 1e12 * ASSUMED_MFU)
 
 
-def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python: str) -> list:
-    """The steps, in order, with their commands and estimates."""
+def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python: str, backend: str) -> list:
+    """The steps, in order, with their commands and estimates (`backend`: what training uses)."""
     out = Path(s["NODE_OUT"])
     base = {"MODEL": train["MODEL"], "NUM_LAYERS": str(train["NUM_LAYERS"])}
     step_s = {n: training_step_s(spec, n, peak, train["GRAD_CHECKPOINT"])
@@ -102,7 +104,7 @@ def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python:
         if any(step_s[n] is None for n in lengths):
             return None
         starts = len(sweep_plan.process_plan(lengths, one_process))
-        return starts * start_s(spec) + sum(steps_per_point * step_s[n] for n in lengths)
+        return starts * start_s(spec, backend) + sum(steps_per_point * step_s[n] for n in lengths)
 
     launcher = [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(gpu_count)] if gpu_count > 1 else [python]
     steps = [
@@ -191,7 +193,8 @@ def main(argv=None) -> int:
     gpu_count = train["GPUS"] or len(seen)
     peak = gpus.resolve_peak(seen[0].name if seen else None, "bf16", train["PEAK_TFLOPS"])[0]
     python = os.environ.get("PYTHON") or sys.executable
-    steps = plan(s, train, spec, gpu_count, peak, python)
+    backend = sweep_plan.training_backend(train["ATTN_BACKEND"], train["MODEL"], seen[0] if seen else None)
+    steps = plan(s, train, spec, gpu_count, peak, python, backend)
     say = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
     say(plan_text(steps, gpu_count))
     if s["DRY_RUN"]:

@@ -76,6 +76,16 @@ def slug(name: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") if name else "cpu"
 
 
+def training_backend(requested: str, model_name: str, first_gpu) -> str:
+    """The attention backend the children will train with on `first_gpu` (None: CPU), the
+    model family's refusals counted (gpt-oss under auto: not fa3 or sdpa), so the file name,
+    the sweep's header, RESUME and run_node's estimate agree with them; BadInput if refused."""
+    device = Device(first_gpu.capability, first_gpu.is_hip) if first_gpu else Device(None)
+    backend, _ = attn_backends.resolve(requested, device, attn_backends.installed(requested),
+                                       architecture.refusals(model.cheap_model_type(model_name)))
+    return backend
+
+
 def resolve_out(out: str, results_dir: str, gpu: str, backend: str, stamp: str, resume: bool,
                 existing: list[str]) -> str:
     """The results file: OUT itself, or <gpu>_<backend>_<stamp>.jsonl in OUT (a folder) or
@@ -328,11 +338,7 @@ def prepare(s: dict, environ=os.environ) -> Plan:
         raise BadInput(str(err)) from None
     use_liger, warnings = model.resolve_liger(s["USE_LIGER"], first is not None,
                                                fingerprint.package_version("liger-kernel") is not None)
-    device = Device(first.capability, first.is_hip) if first else Device(None)
-    # the backend the children will train with: the model family's refusals count (gpt-oss
-    # under auto: not fa3 or sdpa), so the file name, the sweep's header and RESUME agree with them
-    backend, _ = attn_backends.resolve(s["ATTN_BACKEND"], device, attn_backends.installed(s["ATTN_BACKEND"]),
-                                       architecture.refusals(model.cheap_model_type(s["MODEL"])))
+    backend = training_backend(s["ATTN_BACKEND"], s["MODEL"], first)
     peak, peak_source, peak_warning = gpus.resolve_peak(first and first.name, "bf16", s["PEAK_TFLOPS"])
     if peak_warning:
         warnings.append(peak_warning)
