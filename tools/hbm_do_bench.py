@@ -15,18 +15,18 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from upgrade_bench.faults import BadInput, run_main  # noqa: E402
+from upgrade_bench import settings  # noqa: E402
+from upgrade_bench.faults import run_main  # noqa: E402
+
+VARS = [settings.Var("SIZES_MIB", "int_list", [512, 2048, 8192], "MiB of each buffer", min=1, max=2**20)]
 
 
 def main() -> int:
-    text = os.environ.get("SIZES_MIB", "512 2048 8192")
-    sizes = [int(n) for n in text.split() if n.isdigit() and int(n) > 0]
-    if not sizes or len(sizes) != len(text.split()):
-        raise BadInput(f"SIZES_MIB={text!r}: expected whole numbers > 0")
+    s = settings.load(VARS, __doc__)
     import torch
     from triton.testing import do_bench
 
-    for mib in sizes:
+    for mib in s["SIZES_MIB"]:
         src = torch.empty(mib * 2**20 // 4, dtype=torch.float32, device="cuda").uniform_()
         dst = torch.empty_like(src)
         ops = {"copy": (lambda: dst.copy_(src), 2), "read": (lambda: src.sum(), 1),

@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
-from upgrade_bench.faults import BadInput, run_main  # noqa: E402
+from upgrade_bench import settings  # noqa: E402
+from upgrade_bench.faults import run_main  # noqa: E402
 from upgrade_bench.models import flops, model  # noqa: E402
 from upgrade_bench.models.architecture import QUADRATIC  # noqa: E402
 
@@ -71,7 +72,7 @@ def flex_call(m, q, k, v, sink):
 CALLS = {"fa4": fa4_call, "flex": flex_call}
 
 
-def time_layer(m, seq_len: int, backend: str) -> list:
+def time_layer(m, seq_len: int, backend: str, model_name: str) -> list:
     dev, dt = "cuda", torch.bfloat16
     q = torch.randn(1, seq_len, m.heads, m.qk_head_dim, device=dev, dtype=dt, requires_grad=True)
     k = torch.randn(1, seq_len, m.kv_heads, m.qk_head_dim, device=dev, dtype=dt, requires_grad=True)
@@ -90,27 +91,26 @@ def time_layer(m, seq_len: int, backend: str) -> list:
         ms = do_bench(fn, warmup=100, rep=500, return_mode="median")
         flop = flops.attention_kernel_flops(1, seq_len, m.heads, m.qk_head_dim, causal=True, pass_=name,
                                             window=m.window, v_head_dim=m.v_head_dim)
-        out.append({"tool": "layer_do_bench", "model": os.environ["MODEL"], "layer": m.kind,
+        out.append({"tool": "layer_do_bench", "model": model_name, "layer": m.kind,
                     "window": m.window, "sinks": m.sinks, "heads": m.heads, "kv_heads": m.kv_heads,
                     "head_dim": m.qk_head_dim, "v_head_dim": m.v_head_dim, "seq_len": seq_len,
                     "pass": name, "backend": backend, "ms": ms, "tflops": flops.tflops(flop, ms)})
     return out
 
 
+VARS = [settings.Var("MODEL", "str", "llama-3.1-8b", "model preset, config folder or cached hub id"),
+        settings.Var("SEQLENS", "int_list", [8192, 32768], "sequence lengths", min=1),
+        settings.Var("BACKEND", "choice", "fa4", "the kernel to time", choices=tuple(CALLS))]
+
+
 def main() -> int:
-    spec = model.spec(model.load_config(os.environ.setdefault("MODEL", "llama-3.1-8b")))
-    text = os.environ.get("SEQLENS", "8192 32768")
-    lengths = [int(n) for n in text.split() if n.isdigit() and int(n) > 0]
-    if not lengths or len(lengths) != len(text.split()):
-        raise BadInput(f"SEQLENS={text!r}: expected whole numbers > 0")
-    backend = os.environ.get("BACKEND", "fa4")
-    if backend not in CALLS:
-        raise BadInput(f"BACKEND={backend!r}: expected one of {' '.join(CALLS)}")
+    s = settings.load(VARS, __doc__)
+    spec = model.spec(model.load_config(s["MODEL"]))
     for m in spec.distinct_mixers():
         if m.kind not in QUADRATIC:
             continue
-        for seq_len in lengths:
-            for rec in time_layer(m, seq_len, backend):
+        for seq_len in s["SEQLENS"]:
+            for rec in time_layer(m, seq_len, s["BACKEND"], s["MODEL"]):
                 print(json.dumps(rec), flush=True)
     return 0
 
