@@ -125,7 +125,9 @@ def family_refusals(s: dict) -> dict:
         return {}
     from upgrade_bench.models import architecture, model
 
-    return architecture.refusals(model.load_config(s["MODEL"]).model_type)
+    # layer_shapes has loaded the config already (a hub id's is cached since): read its type
+    # from config.json rather than build it through transformers a second time
+    return architecture.refusals(model.cheap_model_type(s["MODEL"]))
 
 
 def plan(shapes: list, requested: list, device, refused: dict | None = None) -> list:
