@@ -74,11 +74,14 @@ RECOMPILE_LIMIT = 1024
 _compiled_fns = {}
 
 
-def compiled(fn):
+def compiled(fn, on_gpu: bool):
     """`fn` compiled once per process, whole (fullgraph: a graph break is an error, never a
-    silent fall back to the unfused eager reference, which is orders of magnitude slower)."""
+    silent fall back to the unfused eager reference, which is orders of magnitude slower);
+    off a GPU `fn` itself, FlexAttention's reference, which the CPU correctness check uses."""
     import torch
 
+    if not on_gpu:
+        return fn
     if fn not in _compiled_fns:
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
         _compiled_fns[fn] = torch.compile(fn, dynamic=False, fullgraph=True)
@@ -95,7 +98,7 @@ def flex():
         import torch
         from torch.nn.attention.flex_attention import AuxRequest, flex_attention
 
-        fn = compiled(flex_attention) if q.is_cuda else flex_attention
+        fn = compiled(flex_attention, q.is_cuda)
         if a.sink is None:
             return fn(q, k, v, block_mask=a.block_mask, enable_gqa=a.enable_gqa)
         out, aux = fn(q, k, v, block_mask=a.block_mask, enable_gqa=a.enable_gqa,

@@ -199,8 +199,7 @@ def block_mask(seq_len: int, doc_len: int, causal: bool, window: int, device):
         visible.append(lambda _b, _h, q, kv: q - kv < window)
     if not visible:
         return None
-    make = attn_adapters.compiled(create_block_mask) if torch.device(device).type == "cuda" else \
-        create_block_mask
+    make = attn_adapters.compiled(create_block_mask, torch.device(device).type == "cuda")
     return make(and_masks(*visible), None, None, seq_len, seq_len, device=device)
 
 
