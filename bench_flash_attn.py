@@ -34,7 +34,7 @@ from upgrade_bench.kernels import attn_backends, attn_bench, attn_kernels, linea
 from upgrade_bench import faults, settings
 from upgrade_bench.hardware import fingerprint, gpus, telemetry
 from upgrade_bench.log import header
-from upgrade_bench.models.architecture import LINEAR, MAMBA2
+from upgrade_bench.models.layers import LINEAR, MAMBA2
 from upgrade_bench.kernels.attn_bench import PASSES
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.log.records import RecordWriter

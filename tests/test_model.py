@@ -30,15 +30,22 @@ def saved(tmp_path, config: dict) -> str:
 
 
 @pytest.mark.parametrize("changes, problem", [
-    ({"num_hidden_layers": -1}, "num_hidden_layers=-1: expected an integer >= 1"),
-    ({"hidden_size": 0}, "hidden_size=0: expected an integer >= 1"),
-    ({"intermediate_size": 0}, "intermediate_size=0: expected an integer >= 1"),
+    ({"num_hidden_layers": -1}, "num_hidden_layers=-1: expected an integer from 1 to 2147483647"),
+    ({"hidden_size": 0}, "hidden_size=0: expected an integer from 1 to 2147483647"),
+    ({"intermediate_size": 0}, "intermediate_size=0: expected an integer from 1 to 2147483647"),
+    # hostile sizes: refused in a line, never counted for minutes or planned for 10^19 hours
+    ({"num_hidden_layers": 10**6}, "num_hidden_layers=1000000: no model has more than 4096 layers"),
+    ({"hidden_size": 10**200}, f"hidden_size={10**200}: expected an integer from 1 to 2147483647"),
+    ({"model_type": "mistral", "sliding_window": 10**20},
+     "sliding_window=100000000000000000000: expected an integer from 1 to 2147483647"),
+    ({"hidden_size": 2**20, "intermediate_size": 2**24, "head_dim": 2**18},
+     "1.12e+14 parameters: sizes no model has (at most 1e+14)"),  # 2 x (3 x 2^40 + 3 x 2^44)
     ({"num_key_value_heads": 3}, "num_attention_heads=4 is not a multiple of num_key_value_heads=3"),
 ])
 def test_sizes_no_model_can_have_are_refused(tmp_path, changes, problem):
     path = saved(tmp_path, {**TINY, **changes})
     with pytest.raises(BadInput) as err:
-        run_config.resolve(training(MODEL=path, NUM_LAYERS=1))
+        run_config.resolve_here(training(MODEL=path, NUM_LAYERS=1))
     assert str(err.value) == f"MODEL={path!r}: {problem}"
 
 
@@ -47,20 +54,20 @@ def test_architectures_the_flop_count_does_not_cover_are_refused(tmp_path):
                                   num_attention_heads=4, vocab_size=1024).to_dict()
     with pytest.raises(BadInput, match=r"model type 'bert' is not one the FLOP count covers: "
                                          r"llama, mistral, qwen2, qwen3, gemma, gemma3_text, qwen3_moe"):
-        run_config.resolve(training(MODEL=saved(tmp_path, bert)))
+        run_config.resolve_here(training(MODEL=saved(tmp_path, bert)))
     # A window is counted now (the causal band), not refused: Mistral windows every layer.
     windowed = {**TINY, "model_type": "mistral", "sliding_window": 32}
-    spec = run_config.resolve(training(MODEL=saved(tmp_path, windowed))).spec
+    spec = run_config.resolve_here(training(MODEL=saved(tmp_path, windowed))).spec
     assert spec.mix() == {"sliding_attention": 2} and spec.layers[0].mixer.window == 32
 
 
 def test_a_document_of_one_token_is_refused_as_every_label_would_be_masked():
     with pytest.raises(BadInput, match="PACKED_DOC_LEN=1: a document needs at least 2 tokens"):
-        run_config.resolve(training(PACKED_DOC_LEN=1))
+        run_config.resolve_here(training(PACKED_DOC_LEN=1))
     for doc_len, predicted in ((1, 0), (2, 4)):  # 8 tokens: what the loss can learn from
         batch = engine.make_batch(1, 8, doc_len, 50, torch.device("cpu"), torch.Generator().manual_seed(0))
         assert int((batch["labels"][0, 1:] != -100).sum()) == predicted  # labels shift by one
-    assert run_config.resolve(training(PACKED_DOC_LEN=2)).settings["PACKED_DOC_LEN"] == 2
+    assert run_config.resolve_here(training(PACKED_DOC_LEN=2)).settings["PACKED_DOC_LEN"] == 2
 
 
 # ---------------------------------------------------------------- a hub id, online or not

@@ -25,7 +25,7 @@ from triton.testing import do_bench  # noqa: E402
 from upgrade_bench import settings  # noqa: E402
 from upgrade_bench.faults import run_main  # noqa: E402
 from upgrade_bench.models import flops, model  # noqa: E402
-from upgrade_bench.models.architecture import QUADRATIC  # noqa: E402
+from upgrade_bench.models.layers import QUADRATIC  # noqa: E402
 
 
 def first(result):

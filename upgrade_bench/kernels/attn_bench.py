@@ -14,7 +14,7 @@ from .. import faults
 from ..models import flops
 from ..training import memory
 from ..hardware import telemetry
-from ..models.architecture import LINEAR
+from ..models.layers import LINEAR
 from ..faults import BadInput
 from ..numfmt import fmt_s, sig
 

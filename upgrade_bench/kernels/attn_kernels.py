@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from . import attn_adapters, attn_backends
 from ..models import flops
-from ..models.architecture import FULL, LINEAR
+from ..models.layers import FULL, LINEAR
 from .attn_adapters import BHSD, BSHD, Args
 from .attn_backends import Backend
 from ..hardware.fingerprint import Device

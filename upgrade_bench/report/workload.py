@@ -6,7 +6,7 @@ attention; linear-attention layers and MoE experts shrink it) and, where a decom
 the share of the measured step that attention kernels took, with the linear mixers' and MoE
 routing's shares. FLOP share is what the count says; time share is what the GPU did.
 """
-from ..models.architecture import mix_text
+from ..models.layers import mix_text
 from .tables import fmt, md_table
 from .series import seq_label
 
