@@ -38,7 +38,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
     s = rc.settings
     batch, step_flops = engine.prepare_point(rc, seq_len)
     tokens = s["BATCH_SIZE"] * seq_len
-    times_ms = []
+    times_ms, losses = [], []
     sampler = telemetry.Sampler(rc.device.index or 0)  # NVML over the timed steps only
     total = s["WARMUP_STEPS"] + s["STEPS"]
     for step in range(total):
@@ -55,6 +55,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
         engine.say_rank0(rc, step_line(seq_len, step, total, warmup, step_ms, step_tflops, peaks))
         if not warmup:
             times_ms.append(step_ms)
+            losses.append(loss_value)
     samples = sampler.stop()
     stats = summarize(times_ms)
     gpu_telemetry = telemetry.aggregate(samples, tokens * stats["n"], sampler.energy_mj)
@@ -71,7 +72,8 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
                  tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
                  # the last step's, like the loss: STEPS >= 1, so it was a timed one
-                 **peaks, loss=loss_value,
+                 **peaks, loss=loss_value, loss_mean=sum(losses) / len(losses),
+                 **engine.precision_fields(rc, step_flops.model, tokens),
                  attn_backend=rc.backend, world_size=rc.world_size,
                  earlier_points_in_process=earlier_points, **gpu_telemetry)
     if s["DECOMPOSE"]:  # the same process, model and batch: the split of the step just timed

@@ -168,9 +168,11 @@ def one_rank(tmp_path_factory):
 
 
 # The guide's default config (ZeRO-3, activation checkpointing, AdamW offloaded to DeepSpeed's
-# CPU Adam) on two CPU ranks under the DeepSpeed launcher, one process for two lengths.
+# CPU Adam) on two CPU ranks under the DeepSpeed launcher, one process for two lengths, its
+# linears in emulated FP8 (torchao's swap must survive ZeRO-3's partitioning and its hooks).
 GUIDE_TWO_RANKS = {"MODEL": "tiny", "STEPS": "2", "WARMUP_STEPS": "1", "PEAK_TFLOPS": "1", "GPUS": "2",
-                   "REUSE_PROCESS": "1", "SEQLENS": "128 64", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+                   "REUSE_PROCESS": "1", "SEQLENS": "128 64", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+                   "PRECISION": "fp8-tensorwise"}
 
 # Each Python process of that run says on stderr if Python finalizes it; each rank's stdout, as
 # the launcher hands it on, is also copied to rank<RANK>.stdout beside this file.

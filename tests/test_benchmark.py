@@ -106,6 +106,12 @@ def test_zero3_under_the_deepspeed_launcher_two_ranks(guide_two_ranks):
     assert config["ZERO_STAGE"] == 3
     # It moves peak memory, so it is part of the config that RESUME and the report compare.
     assert config["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    # FP8 under ZeRO-3 on two ranks: every linear but lm_head converted (no size threshold when
+    # emulated), the share of FLOPs they ran, a finite loss beside its mean
+    assert config["PRECISION"] == "fp8-tensorwise" and recs[0]["precision"] == "fp8-tensorwise"
+    assert recs[0]["low_precision"]["converted_linears"] == 14 and recs[0]["low_precision"]["kept_linears"] == {"lm_head": 1}
+    assert summary["seq_len"] == 128 and summary["low_precision_flop_share"] == pytest.approx(42 / 82)
+    assert summary["loss_mean"] == pytest.approx(summary["loss"], abs=0.01)
 
 
 @pytest.mark.xdist_group("guide_two_ranks")
@@ -123,7 +129,7 @@ def test_bad_input_in_a_real_process_is_one_line_and_exit_2():
     proc = run_proc("benchmark.py", {**TINY_FAST, "PACKED_DOC_LEN": "64"}, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [
-        "error: PACKED_DOC_LEN=64: must be shorter than every SEQ_LEN (shortest 64), or 0 for dense sequences"]
+        "error: PACKED_DOC_LEN=64: must be shorter than every sequence length (shortest 64), or 0 for dense sequences"]
 
 
 def test_help_lists_every_variable():
@@ -183,7 +189,7 @@ def main(as_script, monkeypatch, capsys):
     ({"MODEL": "/nonexistent/model"}, "MODEL='/nonexistent/model': not a preset"),
     ({"NUM_LAYERS": "9"}, "NUM_LAYERS=9: the model has only 2 layers"),
     ({"MODEL": str(REPO / "tests")}, "not a preset"),
-    ({"PACKED_DOC_LEN": "64"}, "PACKED_DOC_LEN=64: must be shorter than every SEQ_LEN"),
+    ({"PACKED_DOC_LEN": "64"}, "PACKED_DOC_LEN=64: must be shorter than every sequence length"),
     ({"MODEL": "llama-3.1-8b", "WEIGHTS": "pretrained", "MODEL_DIR": "/nonexistent"},
      "WEIGHTS=pretrained: no *.safetensors"),
 ])
@@ -205,6 +211,33 @@ def test_an_out_of_memory_step_is_an_error_record_and_exit_3(main):
     assert error["config"]["ZERO_STAGE"] == 2
     assert err.splitlines()[-2].startswith("error: oom at seq_len 64: CUDA out of memory")
     assert err.splitlines()[-1] == f"hint: {engine.OOM_HINT}"  # what would fit, not PyTorch's text alone
+
+
+def test_fp8_trains_under_zero2_in_one_process_with_its_share_of_the_flops(as_script, monkeypatch):
+    # A real engine (ZeRO-2, a world of one) with the tiny model's linears in emulated FP8.
+    as_script("benchmark.py", variables.TRAINING_VARS, {**TINY_FAST, "PRECISION": "fp8-tensorwise", "STEPS": "1",
+                                                       "WARMUP_STEPS": "0", "RANK": "0", "LOCAL_RANK": "0",
+                                                       "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"})
+    stdout = io.StringIO()
+    monkeypatch.setattr(records, "claim_stdout", lambda: stdout)
+    assert faults.run_main(benchmark.main) == 0
+    header, step, summary = parse_jsonl(stdout.getvalue())
+    assert header["config"]["ZERO_STAGE"] == 2 and header["precision"] == "fp8-tensorwise"
+    low = header["low_precision"]
+    # per layer q 64x64, k and v 32x64, o 64x64, gate and up 160x64, down 64x160: 43,008 weights
+    assert (low["converted_linears"], low["converted_params"]) == (14, 2 * 43008)
+    # 6 x 86,016 x 64 of the step's 61,341,696 model FLOPs (dense 6 x 151,552 x 64, attention 3,145,728)
+    assert summary["model_tflop_per_step"] == pytest.approx(61341696e-12)
+    assert summary["low_precision_flop_share"] == pytest.approx(7 / 13)
+    assert summary["precision_bound_ms"] is None  # no GPU: no published MAMF to bound it by
+
+
+@pytest.mark.parametrize("precision, message", [
+    ("nvfp4", "PRECISION=nvfp4: torchao"),  # no NVFP4 training recipe in the pinned torchao
+    ("fp8-typo", "PRECISION='fp8-typo': expected one of bf16|fp8-tensorwise|fp8-rowwise")])
+def test_a_precision_that_cannot_run_is_refused_before_the_model_is_built(main, precision, message):
+    code, recs, err = main({"PRECISION": precision})
+    assert code == 2 and recs == [] and len(err.strip().splitlines()) == 1 and message in err
 
 
 def test_nonfinite_loss_is_an_error(main):

@@ -194,7 +194,7 @@ def test_a_sweep_on_an_amd_node_plans_for_its_gpus(environ):
     plan = sweep_plan.prepare(sweep_plan.load_settings([], "doc"))
     assert plan.out.startswith(str(REPO / "results" / "amd-instinct-mi300x_")) and plan.gpus == 8
     assert plan.backend == "sdpa" and plan.config["world_size"] == 8
-    assert plan.peak_tflops == 1300 and plan.hardware["arch"] == "gfx94" and plan.hardware["gpu_count"] == 8
+    assert plan.resolved.peak_tflops == 1300 and plan.hardware["arch"] == "gfx94" and plan.hardware["gpu_count"] == 8
 
 
 @pytest.mark.parametrize("gpus", [[], [Gpu("NVIDIA H200", 139.8, (9, 0))], [Gpu("AMD Instinct MI300X", 192.0, (9, 4), True)]])

@@ -54,15 +54,15 @@ def test_gpt_oss_takes_eager_under_auto_on_cpu_and_refuses_sdpa_by_name():
     # transformers has no SDPA path for gpt-oss's sinks: auto passes it over; on CPU neither
     # FA4 nor flex runs, so eager, and the header's why says each step.
     base = {**TINY_FAST, "MODEL": "tiny-gpt-oss"}
-    rc = run_config.resolve(settings.parse(variables.TRAINING_VARS, base))
+    rc = run_config.resolve_here(settings.parse(variables.TRAINING_VARS, base))
     assert rc.backend == "eager"
-    assert rc.backend_why == (
+    assert rc.resolved.backend_why == (
         "auto on cpu: eager (fa3 is refused: transformers would swap in the hub kernel kernels-community/"
         "vllm-flash-attn3 for its sinks (model type 'gpt_oss'); fa4 needs a CUDA GPU; sdpa is refused: "
         "transformers has no SDPA path for its sinks (model type 'gpt_oss'); flex needs a CUDA GPU)")
     with pytest.raises(BadInput, match=r"^ATTN_BACKEND=sdpa: transformers has no SDPA path for its sinks \(model "
                                        r"type 'gpt_oss'\); here use eager$"):
-        run_config.resolve(settings.parse(variables.TRAINING_VARS, {**base, "ATTN_BACKEND": "sdpa"}))
+        run_config.resolve_here(settings.parse(variables.TRAINING_VARS, {**base, "ATTN_BACKEND": "sdpa"}))
 
 
 @pytest.mark.xdist_group("families_hybrid_moe")
@@ -76,10 +76,10 @@ def test_the_hybrid_moe_step_decomposes_with_its_linear_mixers_and_routing(hybri
 
 def test_packed_documents_warn_where_a_linear_mixers_state_crosses_them():
     base = {**TINY_FAST, "SEQ_LEN": "64", "PACKED_DOC_LEN": "16"}
-    warned = [w for w in run_config.resolve(settings.parse(variables.TRAINING_VARS, {**base, "MODEL": PRESET})).warnings
+    warned = [w for w in run_config.resolve_here(settings.parse(variables.TRAINING_VARS, {**base, "MODEL": PRESET})).warnings
               if w.startswith("PACKED_DOC_LEN=16: ")]
     assert warned == ["PACKED_DOC_LEN=16: documents are told apart by position_ids, which attention reads; the "
                       "3 linear_attention layers get no document boundaries from transformers, so their state "
                       "runs across documents (step time and FLOPs as timed, not a separated run)"]
-    dense = run_config.resolve(settings.parse(variables.TRAINING_VARS, {**base, "MODEL": "tiny"}))
+    dense = run_config.resolve_here(settings.parse(variables.TRAINING_VARS, {**base, "MODEL": "tiny"}))
     assert not any(w.startswith("PACKED_DOC_LEN") for w in dense.warnings)

@@ -4,7 +4,7 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from upgrade_bench.models import architecture, flops, model
+from upgrade_bench.models import architecture, flops, layers, model
 
 LLAMA_8B = model.spec(model.load_config("llama-3.1-8b"))
 
@@ -86,7 +86,7 @@ def test_isolated_gated_deltanet_kernel_flops_by_hand():
     assert flops.linear_kernel_flops(1, 4096, 32, 128, 128) == fwd
     assert flops.linear_kernel_flops(2, 4096, 32, 128, 128, "fwd_bwd") == 2 * 3 * fwd
     # the model's count of the same state work: 3 * 8*Hv*dk*dv per token, the fwd+bwd above
-    gdn = architecture.Mixer(architecture.LINEAR, 0, heads=32, kv_heads=16, qk_head_dim=128, v_head_dim=128)
+    gdn = layers.Mixer(layers.LINEAR, 0, heads=32, kv_heads=16, qk_head_dim=128, v_head_dim=128)
     assert flops.linear_mixer_flops(gdn, 4096) == flops.linear_kernel_flops(1, 4096, 32, 128, 128, "fwd_bwd")
 
 
@@ -142,7 +142,7 @@ def test_every_shipped_family_counts_its_weight_matmuls_as_torch_does(preset):
     counted = _counted("eager", batch, seq_len, config)
     spec = model.spec(config)
     assert counted["aten.mm"] + counted.get("aten.addmm", 0) == flops.dense_flops(spec, batch * seq_len)
-    linear = [ly.mixer for ly in spec.layers if ly.mixer.kind in architecture.LINEAR_MIXERS]
+    linear = [ly.mixer for ly in spec.layers if ly.mixer.kind in layers.LINEAR_MIXERS]
     if linear:
         # The counter's forward conv is 2*kernel per channel per output position; transformers'
         # torch fallback pads kernel-1 positions, so it sees seq_len+kernel-1 outputs per layer.
@@ -150,7 +150,7 @@ def test_every_shipped_family_counts_its_weight_matmuls_as_torch_does(preset):
         m = linear[0]
         per_layer = 2 * m.conv_kernel * m.conv_channels * (seq_len + m.conv_kernel - 1)
         assert counted["aten.convolution"] == len(linear) * per_layer
-    if any(ly.mixer.kind == architecture.MAMBA2 for ly in spec.layers):
+    if any(ly.mixer.kind == layers.MAMBA2 for ly in spec.layers):
         # transformers' torch SSD scan is elementwise products, sums and cumsums: the counter
         # sees none of it, so its bmm is the attention layer's full s x s scores and values
         assert counted["aten.bmm"] == 2 * flops.step_flops(spec, batch, seq_len).attention

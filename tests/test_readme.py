@@ -8,14 +8,11 @@ README = (REPO / "README.md").read_text()
 CONFIGURATION = (REPO / "docs" / "configuration.md").read_text()  # the README links it
 
 
-def script_vars(name: str):
-    return import_script(name).VARS
+CONFIG_DOCS = import_script("tools/config_docs.py")
 
 
 def test_every_environment_variable_is_documented():
-    tables = [variables.TRAINING_VARS, sweep_plan.VARS, node.VARS] + [
-        script_vars(name) for name in ("bench_decompose.py", "bench_flash_attn.py", "bench_hbm.py",
-                                       "check_capabilities.py")]
+    tables = [variables.TRAINING_VARS, sweep_plan.VARS, node.VARS, *CONFIG_DOCS.sections().values()]
     missing = sorted({var.name for table in tables for var in table if f"| `{var.name}` |" not in CONFIGURATION})
     assert missing == []
 
@@ -27,35 +24,11 @@ def test_ci_runs_the_readme_test_command():
     assert ci[-1] == command and "./install.sh --cpu" in ci
 
 
-def readme_row(var) -> str:
-    """A variable's row as the README's configuration tables print it (the --help facts)."""
-    default = " ".join(map(str, var.default)) if isinstance(var.default, list) else var.default
-    if isinstance(default, bool):
-        default = int(default)
-    cells = [f"`{var.name}`", f"`{default}`" if default != "" else "`(empty)`", var.allowed(), var.help]
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-
-def table_rows(heading: str) -> list[str]:
-    section = CONFIGURATION.split(f"\n### {heading}\n", 1)[1].split("\n#", 1)[0]
-    return [line for line in section.splitlines() if line.startswith("| `")]
-
-
 def test_the_configuration_tables_say_what_help_says():
     # Defaults and meanings drift when written twice: each row must be the variable's own.
-    training = variables.TRAINING_VARS
-    names = {v.name for v in training}
-    expected = {
-        "benchmark.py": training,
-        "bench_decompose.py": [v for v in script_vars("bench_decompose.py") if v.name not in names],
-        "run_sweep.sh": sweep_plan.VARS,
-        "run_node.sh": node.VARS,
-        "bench_flash_attn.py": script_vars("bench_flash_attn.py"),
-        "bench_hbm.py": script_vars("bench_hbm.py"),
-        "check_capabilities.py": script_vars("check_capabilities.py"),
-    }
-    for heading, table in expected.items():
-        assert table_rows(heading) == [readme_row(v) for v in table], heading
+    for heading, table in CONFIG_DOCS.sections().items():
+        assert CONFIG_DOCS.table_rows(CONFIGURATION, heading) == [CONFIG_DOCS.row(v) for v in table], \
+            f"{heading}: run tools/config_docs.py"
 
 
 def test_the_readme_links_each_reference_page_and_stays_short():

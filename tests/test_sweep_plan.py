@@ -174,7 +174,7 @@ def test_a_cpu_sweep_writes_under_the_ignored_folder_unless_out_says(environ, tm
     environ.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))])
     on_gpu = plan_of(environ, OUT="", USE_LIGER="0", ATTN_BACKEND="sdpa")
     assert Path(on_gpu.out).parent == REPO / "results" and Path(on_gpu.out).name.startswith("nvidia-h200_sdpa_")
-    assert on_gpu.peak_tflops == 989 and on_gpu.hardware["hbm_gib"] == 139.8
+    assert on_gpu.resolved.peak_tflops == 989 and on_gpu.hardware["hbm_gib"] == 139.8
 
 
 def test_the_cpu_sweep_install_sh_suggests_is_the_tiny_model_into_the_ignored_folder(environ):

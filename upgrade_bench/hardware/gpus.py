@@ -28,6 +28,10 @@ class GPUSpec:
     datasheet: str = ""             # the vendor document the other figures come from
     link_gbps: float | None = None  # GPU-to-GPU bandwidth per GPU (NVLink, Infinity Fabric), GB/s
 
+    def mamf_tflops(self, dtype: str) -> float | None:
+        """The published MAMF of `dtype` (`bf16`, or `fp8`: float8_e4m3fn with per-tensor scales)."""
+        return {"bf16": self.mamf_bf16, "fp8": self.mamf_fp8}.get(dtype)
+
     def peak_tflops(self, dtype: str = "bf16") -> float | None:
         # fp16 runs on the same tensor cores at the bf16 rate on every card listed here.
         return {"bf16": self.bf16, "fp16": self.bf16, "fp8": self.fp8, "fp4": self.fp4}.get(dtype)

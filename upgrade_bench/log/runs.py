@@ -84,7 +84,14 @@ def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf
     # the default allocator compare equal to logs written before this field existed.
     if alloc_conf:
         s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
-    # Only when off, for the same reason: the leaf modules are the default way to run an MoE.
-    if s.get("ZERO3_LEAF_MOE", True):
-        s.pop("ZERO3_LEAF_MOE", None)
+    # Only when they differ from the default, for the same reason: the leaf modules are the
+    # default way to run an MoE, bf16 the guide's precision, all experts the model as published.
+    for name, default in IDENTITY_DEFAULTS.items():
+        if s.get(name, default) == default:
+            s.pop(name, None)
     return s
+
+
+# Settings a config records only when they differ from these (logs written before each
+# existed ran with it); readers take a missing key as the default.
+IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0}

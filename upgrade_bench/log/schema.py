@@ -129,6 +129,10 @@ attn_versions                object        installed version of each backend's p
 weights                      text          `pretrained` or `random`
 model_type                   text          the HF config's model_type
 num_layers                   count         decoder layers the model ran with
+model_cut                    text          the cut: `4 of 48 layers, 64 of 512 experts`, `all 32 layers`
+precision                    text          the training precision of the GEMMs (`bf16`, `fp8-tensorwise`, ...)
+low_precision                object        what converted to it: recipe, library, converted_linears, kept_linears, converted_params, rule, keeps, compiled
+low_precision.*              any           a part of that
 layer_mix                    object        layers per mixer kind
 layer_mix.*                  count         layers
 n_active_params              count         parameters a token passes through
@@ -167,6 +171,10 @@ tokens_per_s_per_gpu  positive      throughput at the median step
 attn_flop_share       share         attention's share of the model FLOPs
 model_tflop_per_step  non-negative  model TFLOP per GPU per step
 loss                  number        the last step's loss
+loss_mean             number        the mean loss over the timed steps (a low precision's numerics beside bf16's)
+low_precision_flop_share  share     share of the model FLOPs in low-precision GEMMs (0 in bf16)
+precision_bound_ms    positive      the step at the matmul ceilings: each FLOP at its format's MAMF (flops.precision_bound_ms)
+precision_bound_source  text        whose MAMF that bound took (`table:<GPU>`: the GPU table's published MAMF)
 energy_j_per_token    non-negative  board energy per token
 """), **PEAK_MEMORY, **TELEMETRY},
     "error": table("""

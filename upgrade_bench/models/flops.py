@@ -10,7 +10,8 @@ becomes `sum(len_i^2)`. The model's layers come from architecture.describe.
 """
 from dataclasses import dataclass
 
-from .architecture import LINEAR, LINEAR_MIXERS, MAMBA2, QUADRATIC, Mixer, ModelSpec
+from .architecture import ModelSpec
+from .layers import LINEAR, LINEAR_MIXERS, MAMBA2, QUADRATIC, Mixer
 
 
 def doc_lengths(seq_len: int, doc_len: int) -> list[int]:
@@ -176,3 +177,16 @@ def linear_kernel_flops(batch: int, seq_len: int, heads: int, key_dim: int, valu
     recomputed scores are counted once)."""
     fwd = STATE_FLOPS_PER_ELEMENT[LINEAR] * batch * seq_len * heads * key_dim * value_dim
     return fwd * {"fwd": 1.0, "bwd": 2.0, "fwd_bwd": 3.0}[pass_]
+
+
+def low_precision_share(converted_params: int, tokens: int, model_flops: float) -> float:
+    """Share of a step's model FLOPs that ran in the low-precision GEMMs: each converted linear
+    does 6 FLOPs per weight per token (forward, and the input and weight gradients)."""
+    return min(1.0, 6.0 * converted_params * tokens / model_flops) if model_flops else 0.0
+
+
+def precision_bound_ms(model_flops: float, low_share: float, mamf_low: float, mamf_bf16: float) -> float:
+    """The step's time at the matmul ceilings, every FLOP at the MAMF of the format it ran in:
+    share / MAMF_low + (1 - share) / MAMF_bf16 seconds per TFLOP (the bound the format allows;
+    attention and the rest run at bf16's ceiling at best)."""
+    return model_flops / 1e12 * (low_share / mamf_low + (1 - low_share) / mamf_bf16) * 1e3

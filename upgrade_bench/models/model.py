@@ -7,15 +7,17 @@ memory. The model is never materialised on a rank's CPU: it is built directly on
 or partitioned at construction under ZeRO-3 (`HfDeepSpeedConfig` makes transformers build
 it inside `deepspeed.zero.Init`).
 """
+import copy
 import json
 import os
 import socket
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..faults import BadInput
-from . import architecture
+from . import architecture, layers
 from ..paths import REPO
 
 # Every config in configs/ is a preset by its file name: adding one is adding the file.
@@ -50,10 +52,10 @@ def cheap_problem(model: str) -> str | None:
     return not_a_model(model)
 
 
-def cheap_model_type(model: str) -> str | None:
-    """MODEL's `model_type`, read from its config.json without transformers (a preset, a local
-    folder or file, a hub id's cached config), or None when none is at hand: the sweep plans
-    with the family's attention refusals before any process starts."""
+def cheap_config(model: str) -> dict | None:
+    """MODEL's config.json as a mapping, read without transformers (a preset, a local folder
+    or file, a hub id's cached config), or None when none is at hand or it is no JSON object:
+    the plans resolve the run before any process starts (training/resolver.py)."""
     path = PRESETS.get(model) or (Path(model) / "config.json" if os.path.isdir(model) else Path(model))
     if not path.is_file():
         try:
@@ -66,9 +68,15 @@ def cheap_model_type(model: str) -> str | None:
             return None
         path = Path(cached)
     try:
-        kind = json.loads(path.read_text()).get("model_type")
-    except (OSError, ValueError, AttributeError):  # unreadable, not JSON, not an object
+        config = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested past any config
         return None
+    return config if isinstance(config, dict) else None
+
+
+def cheap_model_type(model: str) -> str | None:
+    """MODEL's `model_type` from cheap_config, or None."""
+    kind = (cheap_config(model) or {}).get("model_type")
     return kind if isinstance(kind, str) else None
 
 
@@ -109,13 +117,13 @@ def hub_config(repo_id: str):
     return AutoConfig.from_pretrained(repo_id)
 
 
-def load_config(model: str, num_layers: int = 0, notes: list | None = None):
-    """A transformers config from a preset name, a local path or a hub id, cut to its first
-    `num_layers` layers with the family's layer pattern (a note joins `notes` when the cut
-    lacks a kind of layer the full model has).
+def load_config(model: str, num_layers: int = 0, notes: list | None = None, num_experts: int = 0):
+    """A transformers config from a preset name, a local path or a hub id, cut (`cut`) to
+    `num_layers` layers and `num_experts` routed experts (a note on what the cut lacks joins
+    `notes`).
 
-    BadInput: no config there, sizes no model can have, NUM_LAYERS above the model's, or a
-    hub id that is neither cached nor fetchable now.
+    BadInput: no config there, sizes no model can have, a cut the model cannot take, or a hub
+    id that is neither cached nor fetchable now.
     """
     from transformers import AutoConfig
 
@@ -127,28 +135,93 @@ def load_config(model: str, num_layers: int = 0, notes: list | None = None):
     except Exception as err:  # OSError for a missing path, validation errors for a bad config
         first_line = (str(err).splitlines() or [""])[0][:200]
         raise BadInput(f"{not_a_model(model)} ({type(err).__name__}: {first_line})") from None
-    try:  # refuses before NUM_LAYERS is compared with a size no model can have
+    done = cut(config, num_layers, num_experts, model)
+    if done.note and notes is not None:
+        notes.append(done.note)
+    return done.config
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A model cut to run on fewer GPUs, as the guide advises (compare like with like)."""
+    config: object                    # the cut config: a copy, the full one is left as it was
+    full: architecture.ModelSpec      # the whole model
+    counted: architecture.ModelSpec   # the layers kept, every routed expert: the FLOPs per token
+    built: architecture.ModelSpec     # what is built: its parameters and memory
+    fields: dict                      # the config fields the cut set
+    note: str | None                  # a kind of layer the cut lacks
+
+    def label(self) -> str:
+        """'4 of 48 layers, 64 of 512 experts', 'all 32 layers'."""
+        return cut_label(len(self.full.layers), len(self.built.layers), experts_of(self.full), experts_of(self.built))
+
+
+def experts_of(spec: architecture.ModelSpec) -> int:
+    """Routed experts of each MoE layer (0: a dense model)."""
+    return max((ly.mlp.experts for ly in spec.layers), default=0)
+
+
+def cut_label(full_layers: int, layers: int, full_experts: int = 0, experts: int = 0) -> str:
+    words = f"all {full_layers} layers" if layers == full_layers else f"{layers} of {full_layers} layers"
+    if experts and experts != full_experts:
+        words += f", {experts} of {full_experts} experts"
+    return words
+
+
+def cut(config, num_layers: int = 0, num_experts: int = 0, model: str = "") -> Cut:
+    """`config` (a transformers config or a config.json mapping) cut to `num_layers` layers
+    and `num_experts` routed experts (0: all). The FLOP count is the kept layers' with every
+    routed expert: a token's active work does not change with the expert cut (top-k of N),
+    only how many tokens each expert gets, and the memory. BadInput for sizes no model can
+    have (naming `model`) or a cut the model cannot take."""
+    try:
         full = spec(config)
     except BadInput as err:
         raise BadInput(f"MODEL={model!r}: {err}") from None
+    layer_fields = cut_fields(full, layers.Cfg(config).get("layer_types"), num_layers, 0)
+    expert_fields = cut_fields(full, None, 0, num_experts)
+    fields = {**layer_fields, **expert_fields}
+    cut_config = apply_cut(copy.copy(config), fields)
+    counted = spec(apply_cut(copy.copy(config), layer_fields)) if layer_fields else full
+    built = spec(cut_config) if expert_fields else counted
+    note = architecture.cut_note(full, counted)
+    return Cut(cut_config, full, counted, built, fields, note and f"NUM_LAYERS={num_layers}: {note}")
+
+
+def cut_fields(full: architecture.ModelSpec, own_layer_types, num_layers: int, num_experts: int = 0) -> dict:
+    """The config fields that cut the model `full` describes ({} for no cut): to its first
+    `num_layers` layers, the pattern written out (a derived one cannot shift) in the config's
+    own words where it lists them (`own_layer_types`: transformers builds Granite's Mamba
+    layers from its `linear_attention`, never from the suite's mamba2); and each MoE layer's
+    routed experts to `num_experts`, its routing (top-k, shared experts, dense layers) kept.
+    BadInput for a cut the model cannot take."""
+    fields = {}
     if num_layers:
-        for name, value in cut_fields(full, getattr(config, "layer_types", None), num_layers).items():
+        if num_layers > len(full.layers):
+            raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {len(full.layers)} layers")
+        kinds = list(own_layer_types[:num_layers]) if own_layer_types else [ly.mixer.kind for ly in full.layers[:num_layers]]
+        fields.update(num_hidden_layers=num_layers, layer_types=kinds)
+    if num_experts:
+        routed = [ly.mlp for ly in full.layers if ly.mlp.experts]
+        if not routed:
+            raise BadInput(f"NUM_EXPERTS={num_experts}: model type {full.family!r} here has no routed experts to cut")
+        experts, top_k = routed[0].experts, max(m.top_k for m in routed)
+        if not top_k <= num_experts <= experts:
+            raise BadInput(f"NUM_EXPERTS={num_experts}: expected from the top-k ({top_k}) to the model's "
+                           f"{experts} routed experts")
+        if num_experts < experts:
+            fields[architecture.FAMILIES[full.family].experts_field] = num_experts
+    return fields
+
+
+def apply_cut(config, fields: dict):
+    """`config` (a transformers config or a mapping) with the cut's fields set; returned."""
+    for name, value in fields.items():
+        if isinstance(config, dict):
+            config[name] = value
+        else:
             setattr(config, name, value)
-        note = architecture.cut_note(full, spec(config))
-        if note and notes is not None:
-            notes.append(f"NUM_LAYERS={num_layers}: {note}")
     return config
-
-
-def cut_fields(full: architecture.ModelSpec, own_layer_types, num_layers: int) -> dict:
-    """The config fields of the model `full` describes, cut to its first `num_layers` layers:
-    the pattern written out (a derived one cannot shift) in the config's own words where it
-    lists them (`own_layer_types`): transformers builds Granite's Mamba layers from its
-    `linear_attention`, never from the suite's mamba2. BadInput above the model's layers."""
-    if num_layers > len(full.layers):
-        raise BadInput(f"NUM_LAYERS={num_layers}: the model has only {len(full.layers)} layers")
-    kinds = list(own_layer_types[:num_layers]) if own_layer_types else [ly.mixer.kind for ly in full.layers[:num_layers]]
-    return {"num_hidden_layers": num_layers, "layer_types": kinds}
 
 
 def spec(config) -> architecture.ModelSpec:

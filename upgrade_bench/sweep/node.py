@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..models import architecture, flops, model
+from ..models import flops, layers, model
 from ..kernels import attn_backends, attn_bench
-from ..hardware import devices, gpus
+from ..hardware import devices
 from ..log import header
 from .. import settings
 from . import sweep_plan
@@ -79,7 +79,7 @@ def attention_s(spec, lengths: list, peak_tflops: float | None) -> float | None:
         return None
     work = [flops.attention_kernel_flops(1, n, m.heads, m.qk_head_dim, pass_=p, window=m.window,
                                          v_head_dim=m.v_head_dim)
-            for m in spec.distinct_mixers() if m.kind in architecture.QUADRATIC
+            for m in spec.distinct_mixers() if m.kind in layers.QUADRATIC
             for n in lengths for p in attn_bench.PASSES] * ATTENTION_BACKENDS
     floor_s, calls = attn_bench.floor_and_calls(attn_bench.TIMING_DEFAULTS)
     return ATTENTION_START_S + attn_bench.points_s(work, floor_s, calls, ATTENTION_MFU * peak_tflops)
@@ -188,13 +188,13 @@ def main(argv=None) -> int:
     problem = model.cheap_problem(train["MODEL"])
     if problem:
         raise BadInput(problem)
-    spec = model.spec(model.load_config(train["MODEL"], train["NUM_LAYERS"]))
     seen = devices.visible_gpus()
     gpu_count = train["GPUS"] or len(seen)
-    peak = gpus.resolve_peak(seen[0].name if seen else None, "bf16", train["PEAK_TFLOPS"])[0]
+    training = {**{v.name: train[v.name] for v in sweep_plan.PASSED}, "SEQ_LEN": train_lengths(s, train)}
+    resolved = sweep_plan.resolve_training(training, seen[0] if seen else None, max(gpu_count, 1),
+                                           model.cheap_config(train["MODEL"]) or model.load_config(train["MODEL"]))
     python = os.environ.get("PYTHON") or sys.executable
-    backend = sweep_plan.training_backend(train["ATTN_BACKEND"], train["MODEL"], seen[0] if seen else None)
-    steps = plan(s, train, spec, gpu_count, peak, python, backend)
+    steps = plan(s, train, resolved.cut.counted, gpu_count, resolved.peak_tflops, python, resolved.backend)
     say = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
     say(plan_text(steps, gpu_count))
     if s["DRY_RUN"]:

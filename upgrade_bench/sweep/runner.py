@@ -281,8 +281,10 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
     plan, s = ctx.plan, ctx.plan.s
     ctx.writer.write("header", **header.fields(
         {**{v.name: s[v.name] for v in VARS}, **plan.config}, s["NOTES"], plan.warnings,
-        hardware=plan.hardware, attn_backend=plan.backend, peak_tflops=plan.peak_tflops,
-        peak_source=plan.peak_source, out=plan.out, log=plan.log_path, skipped_seq_lens=sorted(done)))
+        hardware=plan.hardware, attn_backend=plan.backend, peak_tflops=plan.resolved.peak_tflops,
+        peak_source=plan.resolved.peak_source, precision=plan.resolved.precision.name,
+        model_cut=plan.resolved.cut and plan.resolved.cut.label(), out=plan.out, log=plan.log_path,
+        skipped_seq_lens=sorted(done)))
     say(f"results: {plan.out}  (benchmark log: {plan.log_path})")
     if done:
         say(f"resuming: seq_len {' '.join(map(str, sorted(done)))} already done with this config "

@@ -14,17 +14,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..kernels import attn_backends
-from ..hardware import devices, fingerprint, gpus
-from ..training import variables
-from ..models import architecture, model
+from ..hardware import devices
+from ..training import resolver, variables
+from ..models import model
 from .. import settings
 from .child_process import free_port
 from ..faults import BadInput
 from ..hardware.fingerprint import Device
 from ..paths import REPO
 from ..log.records import read_log
-from ..log.runs import run_identity, training_config, with_headers
+from ..log.runs import run_identity, with_headers
 from ..settings import Var
 from .sweep_capacity import PROBE_STEPS, doubling_ladder
 
@@ -76,14 +75,14 @@ def slug(name: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") if name else "cpu"
 
 
-def training_backend(requested: str, model_name: str, first_gpu) -> str:
-    """The attention backend the children will train with on `first_gpu` (None: CPU), the
-    model family's refusals counted (gpt-oss under auto: not fa3 or sdpa), so the file name,
-    the sweep's header, RESUME and run_node's estimate agree with them; BadInput if refused."""
+def resolve_training(training: dict, first_gpu, world: int, model_config=None) -> resolver.Resolved:
+    """What a benchmark process of these `training` settings runs on `first_gpu` (None: CPU
+    ranks), resolved as the process itself will (training/resolver.py), from `model_config`
+    (default: MODEL's config.json, read without transformers); BadInput for what it would refuse."""
     device = Device(first_gpu.capability, first_gpu.is_hip) if first_gpu else Device(None)
-    backend, _ = attn_backends.resolve(requested, device, attn_backends.installed(requested),
-                                       architecture.refusals(model.cheap_model_type(model_name)))
-    return backend
+    machine = resolver.machine_for(device, first_gpu and first_gpu.name, world, training["ATTN_BACKEND"])
+    config = model_config if model_config is not None else model.cheap_config(training["MODEL"])
+    return resolver.resolve(training, machine, config, training["SEQ_LEN"])
 
 
 def resolve_out(out: str, results_dir: str, gpu: str, backend: str, stamp: str, resume: bool,
@@ -255,10 +254,15 @@ class Plan:
     devices: tuple  # select_devices()
     config: dict  # what a benchmark header of this sweep says, JSON round-tripped
     hardware: dict
-    backend: str  # the attention backend `auto` resolves to here
-    peak_tflops: float | None
-    peak_source: str | None
-    warnings: list
+    resolved: resolver.Resolved  # what each benchmark process will run (the same resolver's answer)
+
+    @property
+    def backend(self) -> str:
+        return self.resolved.backend
+
+    @property
+    def warnings(self) -> tuple:
+        return self.resolved.warnings
 
     def picks_port(self) -> bool:
         """Whether each process gets a free port found now (the launcher on one node)."""
@@ -336,18 +340,13 @@ def prepare(s: dict, environ=os.environ) -> Plan:
         selected = (None, None) if hostfile else select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node)
     except ValueError as err:
         raise BadInput(str(err)) from None
-    use_liger, warnings = model.resolve_liger(s["USE_LIGER"], first is not None,
-                                               fingerprint.package_version("liger-kernel") is not None)
-    backend = training_backend(s["ATTN_BACKEND"], s["MODEL"], first)
-    peak, peak_source, peak_warning = gpus.resolve_peak(first and first.name, "bf16", s["PEAK_TFLOPS"])
-    if peak_warning:
-        warnings.append(peak_warning)
-
     training = {v.name: s[v.name] for v in PASSED}
     training.update(SEQ_LEN=sorted(set(s["SEQLENS"])), OUTPUT="")
     if s["FIND_MAX_SEQLEN"]:
         training.update(PROBE_STEPS)
-    config = training_config(training, use_liger, world, environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+    resolved = resolve_training(training, first, world)
+    backend = resolved.backend
+    config = resolved.config(environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
     default_folder = str(REPO / ("results" if first or hostfile else CPU_OUT))
     folder = s["OUT"] if s["OUT"] and out_is_folder else default_folder
     existing = os.listdir(folder) if os.path.isdir(folder) else []
@@ -358,7 +357,7 @@ def prepare(s: dict, environ=os.environ) -> Plan:
     return Plan(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
                 gpus=per_node, hostfile=hostfile, multi_node=len(hosts) > 1, devices=selected,
                 config=json.loads(json.dumps(config, default=str)), hardware=devices.hardware(seen),
-                backend=backend, peak_tflops=peak, peak_source=peak_source, warnings=warnings)
+                resolved=resolved)
 
 
 def existing_records(path: str) -> list[dict]:

@@ -9,8 +9,8 @@ import time
 
 from ..models import flops, model
 from ..kernels import attn_backends, timing
-from . import extensions, memory
-from .run_config import RunConfig, header_fields, resolve, zero3_moe
+from . import extensions, low_precision, memory
+from .run_config import RunConfig, header_fields, resolve_here, zero3_moe
 from ..faults import NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 
 
@@ -86,6 +86,11 @@ def build_engine(rc: RunConfig, mark=None):
     net = model.build(rc.hf_config, attn_backends.BACKENDS[rc.backend].hf_name, rc.weights,
                       rc.weights_path, rc.device, torch.bfloat16)
     model.bind_mixer_kernels(net, rc.hf_config.model_type)  # as rc.mixer_kernels says
+    if rc.precision.low:  # after the model is built, before DeepSpeed flattens or partitions it
+        converted = low_precision.convert(net, rc.precision, emulate=not on_gpu)
+        planned = rc.low_precision["converted_linears"]
+        if converted != planned:  # the header said otherwise: a programming error, not a measurement
+            raise AssertionError(f"{converted} linears converted to {rc.precision.name}, the header says {planned}")
     if zero3_moe(rc):
         # ZeRO-3 otherwise gathers each expert's weights as the router reaches it, one
         # all-gather per expert and layer; a leaf module is gathered whole, once.
@@ -152,6 +157,23 @@ def prepare_point(rc: RunConfig, seq_len: int):
                                    s["GRAD_CHECKPOINT"])
 
 
+def precision_fields(rc: RunConfig, model_flops: float, tokens: int) -> dict:
+    """A point's low-precision share of its model FLOPs and the step time its formats allow
+    at the GPU table's published MAMF (null where the table has no MAMF of the format)."""
+    from ..hardware import fingerprint, gpus
+
+    converted = rc.low_precision["converted_params"] if rc.low_precision else 0
+    share = flops.low_precision_share(converted, tokens, model_flops)
+    spec = gpus.lookup(fingerprint.gpu_name())
+    mamf_bf16 = spec and spec.mamf_tflops("bf16")
+    mamf_low = spec and spec.mamf_tflops(rc.precision.peak_dtype) if rc.precision.low else mamf_bf16
+    if not (mamf_bf16 and mamf_low):
+        return {"low_precision_flop_share": share, "precision_bound_ms": None, "precision_bound_source": None}
+    return {"low_precision_flop_share": share,
+            "precision_bound_ms": flops.precision_bound_ms(model_flops, share, mamf_low, mamf_bf16),
+            "precision_bound_source": f"table:{spec.name}"}
+
+
 def train_step(engine, batch: dict, mark=None):
     """One fwd + bwd + optimizer step; returns the loss tensor."""
     loss = engine(**batch).loss
@@ -211,7 +233,7 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     s = settings.load(variables, doc)
     stdout = records.claim_stdout()
     prepare_process_env()
-    rc = resolve(s)
+    rc = resolve_here(s)
     writer = records.RecordWriter(script, s["OUTPUT"], enabled=rc.rank == 0, stream=stdout)
     writer.write("header", **header_fields(rc))
     if rc.rank == 0:
@@ -227,7 +249,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
             say_rank0(rc, notice)
         started = time.monotonic()
         eng, _keep_alive = build_engine(rc, debug.mark if debug else None)
-        say_rank0(rc, started_text(time.monotonic() - started, s["SEQ_LEN"], rc.backend))
+        say_rank0(rc, started_text(time.monotonic() - started, s["SEQ_LEN"], rc.backend,
+                                     rc.precision.low and rc.device.type == "cuda"))
         for earlier_points, seq_len in enumerate(s["SEQ_LEN"]):
             run_point(eng, rc, writer, seq_len, earlier_points, debug)
     except WriteFailed:
@@ -251,11 +274,12 @@ OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint ac
             "(ZERO_STAGE=3 with deepspeed --num_gpus=N)")
 
 
-def started_text(startup_s: float, seq_lens: list, backend: str) -> str:
+def started_text(startup_s: float, seq_lens: list, backend: str, compiles_precision: bool = False) -> str:
     """The line between start-up and the first step: what it took, what comes, and what the
-    attention backend's first step at each length spends compiling (a minute of silence
-    otherwise looks like a hang)."""
-    first_step = attn_backends.BACKENDS[backend].first_step
+    attention backend's and the precision's first step at each length spends compiling (a
+    minute of silence otherwise looks like a hang)."""
+    first_step = "; ".join(filter(None, [attn_backends.BACKENDS[backend].first_step,
+                                         low_precision.FIRST_STEP if compiles_precision else ""]))
     return (f"start-up done in {startup_s:.0f} s; measuring seq_len {' '.join(map(str, seq_lens))}"
             + (f"; in each first step {first_step}" if first_step else ""))
 

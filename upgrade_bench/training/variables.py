@@ -2,6 +2,7 @@
 run_sweep.sh passes them through): their defaults are the guide's long-context config.
 Here, not in settings.py, because their choices come from the domain tables (the model
 presets and families, the attention backends)."""
+from ..hardware import precisions
 from ..kernels.attn_backends import TRAINING, auto_help
 from ..models.architecture import FAMILIES
 from ..models.model import PRESETS
@@ -18,6 +19,10 @@ TRAINING_VARS = [
     Var("WEIGHTS", "choice", "auto", "auto: real weights when staged locally, else random init "
         "(same FLOPs and memory)", choices=("auto", "pretrained", "random")),
     Var("NUM_LAYERS", "int", 0, "cut the model to this many layers (0 = all)", min=0),
+    Var("NUM_EXPERTS", "int", 0, "cut each MoE layer to this many routed experts, its routing (top-k, "
+        "shared experts, dense layers) kept: the FLOPs per token stay the full model's, each expert "
+        "gets more tokens, the memory shrinks (0 = all)", min=0),
+    Var("PRECISION", "choice", precisions.DEFAULT, precisions.help_text(), choices=tuple(precisions.PRECISIONS)),
     Var("SEQ_LEN", "int_list", [8192], "sequence length(s); several run one after another in one "
         "process, sharing model and engine start-up (the peak memory of each after the first "
         "then depends on those before it: summary field earlier_points_in_process)", min=1),

@@ -1,0 +1,130 @@
+"""One resolver of what a training run will run (training/resolver.py): the plans (from a
+config.json, without transformers) and the training process (from transformers' config)
+agree on every resolved field for every shipped family; the expert cut; the precision's
+refusals; Liger's model types read without importing it. In-process, no GPU."""
+import json
+
+import pytest
+
+from upgrade_bench import settings
+from upgrade_bench.faults import BadInput
+from upgrade_bench.hardware import precisions
+from upgrade_bench.hardware.fingerprint import Device
+from upgrade_bench.models import flops, model
+from upgrade_bench.training import resolver, variables
+
+CPU = resolver.Machine(Device(None), None, 1, frozenset({"sdpa", "eager"}), None)
+# An H200 with every backend installed and a liger-kernel that patches some families only.
+LIGER = frozenset({"llama", "qwen3_moe", "qwen3_next", "gemma3_text", "gpt_oss"})
+H200 = resolver.Machine(Device((9, 0)), "NVIDIA H200", 8, frozenset({"fa3", "fa4", "sdpa", "eager", "flex"}), LIGER)
+
+
+def training(**env) -> dict:
+    return settings.parse(variables.TRAINING_VARS, {k: str(v) for k, v in env.items()})
+
+
+def fields(r: resolver.Resolved) -> dict:
+    """Everything a header and a plan take from the resolver."""
+    cut = r.cut
+    # (the cut's config fields are each config's own words: Granite's config.json says `mamba`
+    # where transformers' config says `linear_attention`; the layers they make are the specs')
+    return {"config": r.config(), "backend": (r.backend, r.backend_why), "liger": r.use_liger,
+            "precision": r.precision.name, "peak": (r.peak_tflops, r.peak_source), "warnings": r.warnings,
+            "cut": (cut.label(), sorted(cut.fields), cut.counted, cut.built)}
+
+
+@pytest.mark.parametrize("preset, machine", [(p, H200) for p in sorted(model.PRESETS)] + [
+    (p, CPU) for p in sorted(model.PRESETS) if p.startswith("tiny")])
+def test_the_plan_and_the_process_resolve_every_family_alike(preset, machine):
+    s = training(MODEL=preset, NUM_LAYERS=2, SEQ_LEN=64)
+    planned = resolver.resolve(s, machine, model.cheap_config(preset), [64])  # what sweep_plan and node do
+    child = resolver.resolve(s, machine, model.load_config(preset), [64])     # what run_config does
+    assert fields(planned) == fields(child)
+
+
+def test_liger_follows_the_family_in_the_plan_as_in_the_process():
+    # The sweep's plan once asked Liger without the family: a granitemoehybrid sweep planned
+    # USE_LIGER=True while its processes ran without (liger-kernel has no kernels for it).
+    granite = resolver.resolve(training(MODEL="granite-4.0-h-small", NUM_LAYERS=2), H200,
+                               model.cheap_config("granite-4.0-h-small"), [8192])
+    assert granite.use_liger is False and granite.config()["USE_LIGER"] is False
+    assert any("no kernels for model type 'granitemoehybrid'" in w for w in granite.warnings)
+    assert resolver.resolve(training(MODEL="llama-3.1-8b", NUM_LAYERS=2), H200,
+                            model.cheap_config("llama-3.1-8b"), [8192]).use_liger is True
+
+
+def test_liger_types_are_read_from_its_source_without_importing_it():
+    source = 'import torch\nX = {"no": 1}\nMODEL_TYPE_TO_APPLY_LIGER_FN = {\n  "llama": f,\n  "qwen3": g,\n}\n'
+    assert resolver.liger_types_in(source) == {"llama", "qwen3"}
+    assert resolver.liger_types_in("MODEL_TYPE_TO_APPLY_LIGER_FN = dict()") == frozenset()
+
+
+# ---------------------------------------------------------------- the expert cut
+
+@pytest.mark.parametrize("preset, experts, field", [
+    ("tiny-qwen3-moe", 4, "num_experts"), ("tiny-qwen3-next", 2, "num_experts"),
+    ("tiny-deepseek-v3", 4, "n_routed_experts"), ("tiny-gpt-oss", 2, "num_local_experts")])
+def test_the_expert_cut_keeps_the_flops_per_token_and_cuts_the_memory(preset, experts, field):
+    full = model.cut(model.load_config(preset))
+    cut = model.cut(model.load_config(preset), 0, experts, preset)
+    assert cut.fields == {field: experts} and getattr(cut.config, field) == experts
+    assert cut.counted == full.counted  # the count: every routed expert, as the full model's token sees it
+    assert flops.step_flops(cut.counted, 1, 64).model == flops.step_flops(full.counted, 1, 64).model
+    assert cut.built.total_params < full.built.total_params
+    per_expert = 3 * cut.built.hidden * next(ly.mlp for ly in full.full.layers if ly.mlp.experts).active_params
+    assert model.experts_of(cut.built) == experts and per_expert  # the experts the model is built with
+    assert cut.label() == f"all {len(full.full.layers)} layers, {experts} of 8 experts"
+    assert model.cut(json.loads(model.PRESETS[preset].read_text()), 0, experts, preset).built == cut.built
+
+
+def test_the_expert_cut_keeps_deepseeks_dense_layers_and_the_shared_experts():
+    full = model.cut(model.load_config("deepseek-v3"))
+    cut = model.cut(model.load_config("deepseek-v3"), 4, 16, "deepseek-v3")
+    assert cut.label() == "4 of 61 layers, 16 of 256 experts"
+    layers = cut.built.layers
+    assert [ly.mlp.experts for ly in layers] == [0, 0, 0, 16]  # first_k_dense_replace = 3 dense layers kept
+    assert layers[3].mlp.top_k == full.full.layers[3].mlp.top_k == 8
+    # a token's work: top-8 routed + the shared expert, as in the full model, whatever N
+    assert cut.counted.active_params == model.cut(model.load_config("deepseek-v3"), 4).counted.active_params
+
+
+@pytest.mark.parametrize("preset, experts, problem", [
+    ("tiny", 2, "NUM_EXPERTS=2: model type 'llama' here has no routed experts to cut"),
+    ("tiny-qwen3-moe", 1, "NUM_EXPERTS=1: expected from the top-k (2) to the model's 8 routed experts"),
+    ("tiny-qwen3-moe", 9, "NUM_EXPERTS=9: expected from the top-k (2) to the model's 8 routed experts")])
+def test_an_expert_cut_that_makes_no_sense_is_refused(preset, experts, problem):
+    with pytest.raises(BadInput) as err:
+        resolver.resolve(training(MODEL=preset, NUM_EXPERTS=experts), CPU, model.cheap_config(preset), [64])
+    assert str(err.value) == problem
+
+
+def test_the_expert_cut_is_part_of_the_run_identity():
+    base = resolver.resolve(training(MODEL="tiny-qwen3-moe"), CPU, model.cheap_config("tiny-qwen3-moe"), [64])
+    cut = resolver.resolve(training(MODEL="tiny-qwen3-moe", NUM_EXPERTS=4), CPU,
+                           model.cheap_config("tiny-qwen3-moe"), [64])
+    assert "NUM_EXPERTS" not in base.config() and cut.config()["NUM_EXPERTS"] == 4  # older logs: all experts
+
+
+# ---------------------------------------------------------------- precision
+
+def test_a_precision_this_gpu_or_stack_cannot_run_is_refused_naming_what_can():
+    found = lambda name: name == "torchao.float8"  # noqa: E731: torchao installed, without MX or NVFP4 training
+    hopper, ada = Device((9, 0)), Device((8, 9))
+    assert precisions.resolve("fp8-rowwise", hopper, found).recipe == "rowwise"
+    with pytest.raises(BadInput) as err:
+        precisions.resolve("nvfp4", hopper, found)
+    assert str(err.value) == ("PRECISION=nvfp4 does not run on sm_90: block-scaled NVFP4: Blackwell (sm_100) "
+                              "and newer; here use bf16 or fp8-tensorwise or fp8-rowwise or fp8-rowwise-gw-hp")
+    with pytest.raises(BadInput, match="^PRECISION=fp8-rowwise does not run on sm_89: .*; here use bf16 or fp8-tensorwise$"):
+        precisions.resolve("fp8-rowwise", ada, found)
+    with pytest.raises(BadInput, match=r"^PRECISION=nvfp4: torchao .* has no torchao.prototype.mx_formats.nvfp4_training"):
+        precisions.resolve("nvfp4", Device(None), found)  # CPU: emulation, where the library has the recipe
+    with pytest.raises(BadInput, match="not offered on AMD GPUs"):
+        precisions.resolve("fp8-tensorwise", Device((9, 4), is_hip=True), found)
+    assert precisions.resolve("bf16", Device((7, 5)), lambda name: False).name == "bf16"
+
+
+def test_precision_is_part_of_the_identity_and_bf16_reads_as_older_logs():
+    fp8 = resolver.resolve(training(MODEL="tiny", PRECISION="fp8-tensorwise"), CPU, model.cheap_config("tiny"), [64])
+    bf16 = resolver.resolve(training(MODEL="tiny"), CPU, model.cheap_config("tiny"), [64])
+    assert fp8.config()["PRECISION"] == "fp8-tensorwise" and "PRECISION" not in bf16.config()

@@ -1,0 +1,123 @@
+"""Training precisions: one row each, the one home of PRECISION.
+
+A row says what a number format needs (the GPU's compute capability, the library recipe that
+implements it), what it converts and what it keeps in bf16 (and why), which GPU-table peak
+and which MAMF search dtype are its ceiling. Training (the conversion), the resolver (what
+may run here), check_capabilities (which format unlocks which precision), the decomposition,
+the forecast and the report all read this table; nothing here imports torch.
+
+Model FLOPs do not change with the format: MFU stays against the bf16 dense peak
+("bf16-equivalent", as torchtitan and Megatron-Bridge report TFLOP/s for FP8 runs), and the
+summary adds the share of model FLOPs the low-precision GEMMs ran and the time bound the
+format allows (flops.precision_bound_ms).
+"""
+from dataclasses import dataclass
+
+from ..faults import BadInput
+from .fingerprint import Device, package_version
+
+TORCHAO = "torchao"
+TORCHAO_HINT = "install torchao (./install.sh pins it on GPU nodes)"
+
+
+@dataclass(frozen=True)
+class Precision:
+    name: str
+    recipe: str | None       # the library's recipe name (torchao's Float8LinearRecipeName / MX recipe)
+    library: str | None      # the distribution that implements it (None: plain bf16)
+    module: str = ""         # what must import from the library for the recipe to exist there
+    min_capability: tuple = (0, 0)  # NVIDIA compute capability (major, minor) its GEMMs need
+    capability_note: str = ""
+    peak_dtype: str = "bf16"        # the GPU table's column of its dense peak (hardware/gpus.py)
+    mamf_dtype: str = "bf16"        # the MAMF search (mamf-finder.py DTYPE) that measures its ceiling
+    converts: str = ""              # what runs in the format
+    keeps: str = ""                 # what stays bf16, and why
+
+    @property
+    def low(self) -> bool:
+        """Whether any GEMM runs below bf16."""
+        return self.recipe is not None
+
+
+_KEEPS = ("lm_head (the output projection: its error goes straight into the loss, and torchao's "
+          "recipes leave it out); MoE routers and experts (not nn.Linear: a router is a weight of its "
+          "own, the experts' grouped GEMMs are not converted here); linears with a dimension not a "
+          "multiple of 16 (the FP8 GEMM needs it) or below the recipe's size thresholds (too small "
+          "to gain, torchao's float8 performance tables); attention and the loss (computed in bf16)")
+FP8_NOTE = "FP8 tensor cores: Ada (sm_89), Hopper (sm_90) and newer"
+
+TABLE = (
+    Precision("bf16", None, None, converts="every GEMM in bf16 (the guide's runs)"),
+    Precision("fp8-tensorwise", "tensorwise", TORCHAO, "torchao.float8", (8, 9), FP8_NOTE, "fp8", "fp8",
+              "nn.Linear fwd and bwd GEMMs in float8 (e4m3 forward, e5m2 gradients), one dynamic scale "
+              "per tensor", _KEEPS),
+    Precision("fp8-rowwise", "rowwise", TORCHAO, "torchao.float8", (9, 0),
+              "row-wise scaled FP8 GEMMs: Hopper (sm_90) and newer", "fp8", "fp8-rowwise",
+              "nn.Linear fwd and bwd GEMMs in float8 with one scale per row (e4m3 throughout)", _KEEPS),
+    Precision("fp8-rowwise-gw-hp", "rowwise_with_gw_hp", TORCHAO, "torchao.float8", (9, 0),
+              "row-wise scaled FP8 GEMMs: Hopper (sm_90) and newer", "fp8", "fp8-rowwise",
+              "nn.Linear forward and input-gradient GEMMs in row-wise float8; the weight gradient in bf16",
+              _KEEPS),
+    Precision("mxfp8", "mxfp8_cublas", TORCHAO, "torchao.prototype.mx_formats.mx_linear", (10, 0),
+              "block-scaled MX formats: Blackwell (sm_100) and newer", "fp8", "mxfp8",
+              "nn.Linear GEMMs in MXFP8 (e4m3, one power-of-two scale per 32 elements)", _KEEPS),
+    # torchao ships NVFP4 for inference; a training recipe is looked for by name, so a release
+    # that adds one is taken without a change here.
+    Precision("nvfp4", "nvfp4", TORCHAO, "torchao.prototype.mx_formats.nvfp4_training", (10, 0),
+              "block-scaled NVFP4: Blackwell (sm_100) and newer", "fp4", "nvfp4",
+              "nn.Linear GEMMs in NVFP4 (e2m1, an fp8 scale per 16 elements and one per tensor)", _KEEPS),
+)
+PRECISIONS = {p.name: p for p in TABLE}
+DEFAULT = "bf16"
+
+
+def arch_problem(p: Precision, device: Device) -> str | None:
+    """Why `p` cannot run on `device` whatever is installed, or None."""
+    if not p.low:
+        return None
+    if device.capability is None:
+        return None  # CPU: torchao emulates the formats (the test path), never a speed
+    if device.is_hip:
+        return f"{p.name} is not offered on AMD GPUs ({device.arch}): this suite has not checked torchao's ROCm path"
+    if tuple(device.capability) < p.min_capability:
+        return f"{p.name} does not run on {device.arch}: {p.capability_note}"
+    return None
+
+
+def library_problem(p: Precision, module_found) -> str | None:
+    """Why the installed library lacks `p`, or None; `module_found(name)` says whether a
+    module exists (importlib.util.find_spec, which imports nothing heavy)."""
+    if not p.low:
+        return None
+    version = package_version(p.library)
+    if version is None:
+        return f"{p.name} needs {p.library}, which is not installed: {TORCHAO_HINT}"
+    if not module_found(p.module):
+        return f"{p.name}: {p.library} {version} has no {p.module} (no {p.recipe} training recipe there)"
+    return None
+
+
+def module_found(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package missing or broken
+        return False
+
+
+def resolve(requested: str, device: Device, found=module_found) -> Precision:
+    """The Precision PRECISION names, or BadInput naming what runs here instead."""
+    p = PRECISIONS[requested]
+    problem = arch_problem(p, device) or library_problem(p, found)
+    if problem:
+        runs = [q.name for q in TABLE if not (arch_problem(q, device) or library_problem(q, found))]
+        raise BadInput(f"PRECISION={problem}; here use {' or '.join(runs)}")
+    return p
+
+
+def help_text() -> str:
+    """PRECISION's --help line."""
+    rows = "; ".join(f"{p.name} ({p.capability_note.split(':')[-1].strip()})" for p in TABLE if p.low)
+    return (f"training precision of the GEMMs: bf16 (the guide's), or through torchao {rows}; "
+            "lm_head, routers and small linears stay bf16; MFU stays against the bf16 peak")

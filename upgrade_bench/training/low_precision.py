@@ -1,0 +1,142 @@
+"""Low-precision GEMMs for training, through torchao: which linears convert, the conversion,
+and compiling what was converted.
+
+Conversion happens after the model is built and before `deepspeed.initialize`, and swaps
+modules (torchao's Float8Linear; an MX linear's class), never a parameter's data: DeepSpeed
+ZeRO-1/2 re-points every parameter's data into its flat buffers and ZeRO-3 partitions it, so a
+quantizing tensor subclass put there would be dropped. Only the converted modules' forward is
+compiled (torch.compile fuses each one's amax, scale and cast into a few kernels; eager, they
+are a dozen small launches that cost more than FP8 saves): never the attention or the loss
+(compiling the whole HF model made the bf16 step slower on an H200, not faster), and never a
+module's hooks (ZeRO-3 hangs its gather and release hooks there; traced, each module
+compiles anew). On CPU the formats are emulated (the tests' path) and nothing is compiled.
+"""
+import dataclasses
+
+from ..hardware.precisions import Precision
+
+# torchao's float8 performance tables (torchao/float8/README.md, "Performance", H100): below
+# these sizes a converted linear ran slower than bf16, the casts costing more than the GEMM
+# saves. (out features N, in features K) as torchao's own auto filter reads them.
+# What a run's first step spends on it (the start line, run_node's estimate): per-linear compiles
+# of 8 layers of Llama-3.1-8B took 16-22 s on an H200 (torch 2.11, torchao 0.17).
+FIRST_STEP = "torch.compile builds the converted linears' kernels (about 20 s on an H200)"
+FIRST_STEP_S = 30.0
+TENSORWISE_SKIP = "K <= 4096 and N <= 1024"
+ROWWISE_SKIP = "N <= 2048, K <= 1024, or N <= 4096 and K <= 2048"
+
+
+def too_small(recipe: str, out_features: int, in_features: int) -> bool:
+    """Whether a linear of these sizes is below the recipe's threshold (torchao's tables)."""
+    n, k = out_features, in_features
+    if recipe == "tensorwise":
+        return k <= 4096 and n <= 1024
+    if recipe.startswith("rowwise"):
+        return n <= 2048 or k <= 1024 or (n <= 4096 and k <= 2048)
+    return n < 1024 or k < 1024  # MX / NVFP4: no published table; their 32- and 16-blocks need size too
+
+
+def keep_reason(name: str, out_features: int, in_features: int, recipe: str, thresholds: bool) -> str | None:
+    """Why the linear `name` stays bf16, or None when it converts."""
+    if name.split(".")[-1] == "lm_head":
+        return "lm_head"
+    if out_features % 16 or in_features % 16:
+        return "a dimension not a multiple of 16"
+    if thresholds and too_small(recipe, out_features, in_features):
+        return "below the recipe's size threshold"
+    return None
+
+
+def rule_text(p: Precision, thresholds: bool) -> str:
+    skip = {"tensorwise": TENSORWISE_SKIP}.get(p.recipe, ROWWISE_SKIP if p.recipe.startswith("rowwise")
+                                               else "N or K below 1024")
+    sizes = (f"linears with {skip} kept (torchao's float8 performance tables)" if thresholds
+             else "no size threshold (emulated on CPU: every linear that can converts)")
+    return f"every nn.Linear but lm_head, with both dimensions multiples of 16; {sizes}"
+
+
+def linears(net):
+    import torch
+
+    return [(name, m) for name, m in net.named_modules() if type(m) is torch.nn.Linear]
+
+
+def plan(net, p: Precision, thresholds: bool) -> dict:
+    """What converting `net` (built for real or on the meta device) to `p` does: the header's
+    `low_precision`, with the parameters of the converted linears (their FLOPs share)."""
+    converted, kept, params = 0, {}, 0
+    for name, m in linears(net):
+        why = keep_reason(name, m.out_features, m.in_features, p.recipe, thresholds)
+        if why:
+            kept[why] = kept.get(why, 0) + 1
+        else:
+            converted += 1
+            params += m.out_features * m.in_features
+    return {"recipe": p.recipe, "library": p.library, "converted_linears": converted, "kept_linears": kept,
+            "converted_params": params, "rule": rule_text(p, thresholds), "keeps": p.keeps,
+            "compiled": "each converted linear's forward" if thresholds else "nothing (CPU emulation)"}
+
+
+def plan_on_meta(config, p: Precision, thresholds: bool) -> dict:
+    """plan() of the model `config` builds, built on the meta device (no memory, no weights):
+    the header is written before the real model exists."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        net = AutoModelForCausalLM.from_config(config)
+    return plan(net, p, thresholds)
+
+
+def convert(net, p: Precision, emulate: bool) -> int:
+    """Swap `net`'s linears that plan() converts for torchao's low-precision ones and compile
+    each (not on CPU); returns how many were converted."""
+    thresholds = not emulate
+    chosen = {name for name, m in linears(net)
+              if keep_reason(name, m.out_features, m.in_features, p.recipe, thresholds) is None}
+    if p.recipe.startswith(("tensorwise", "rowwise")):
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+        config = Float8LinearConfig.from_recipe_name(p.recipe)
+        if emulate:
+            config = dataclasses.replace(config, emulate=True)
+        convert_to_float8_training(net, config=config, module_filter_fn=lambda m, fqn: fqn in chosen)
+    elif p.recipe == "mxfp8_cublas":
+        for name, m in linears(net):
+            if name in chosen:
+                m.__class__ = mx_linear_class(emulate)  # its parameters, hooks and state stay as they are
+    else:
+        raise NotImplementedError(f"no conversion for {p.name}")  # precisions.resolve refused it already
+    if not emulate:
+        compile_converted(net, chosen)
+    return len(chosen)
+
+
+def compile_converted(net, names: set) -> None:
+    """Compile each converted module's forward alone, not its hooks (module docstring)."""
+    import torch
+
+    # A model's converted linears come in a few shapes, and each length of a sweep is one more:
+    # past dynamo's default limit of 8 graphs a module would fall back to eager silently.
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
+    for name, m in net.named_modules():
+        if name in names:
+            m.forward = torch.compile(m.forward)
+
+
+def mx_linear_class(emulate: bool):
+    """An nn.Linear whose GEMMs (forward and both of the backward) run in MXFP8 through torchao
+    (its private `_to_mxfp8_then_scaled_mm`: the version is pinned)."""
+    import torch
+    from torchao.prototype.mx_formats.config import ScaleCalculationMode
+    from torchao.prototype.mx_formats.mx_linear import _to_mxfp8_then_scaled_mm
+    from torchao.quantization.quantize_.common import KernelPreference
+
+    preference = KernelPreference.EMULATED if emulate else KernelPreference.AUTO
+
+    class MXFP8Linear(torch.nn.Linear):
+        def forward(self, x):
+            out = _to_mxfp8_then_scaled_mm(x, self.weight, preference, ScaleCalculationMode.RCEIL)
+            return out if self.bias is None else out + self.bias
+
+    return MXFP8Linear

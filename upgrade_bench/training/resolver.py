@@ -1,0 +1,130 @@
+"""What a training run will run: its settings resolved once, against a machine, without torch.
+
+The sweep's plan, the node's plan and each training process call `resolve` with the same
+settings and a `Machine` (from NVML before anything starts, from torch inside the process),
+so the plan's file name, header, RESUME and estimate name what the children run: the
+attention backend (`auto` and the model family's refusals), Liger (the family must be one
+liger-kernel patches), the precision, the peak for MFU, and the model's cut (NUM_LAYERS,
+NUM_EXPERTS). Each refusal is BadInput, one line, before any model is built.
+
+A run's identity (`Resolved.config`) is what a header records and what RESUME and the report
+compare (log/runs.run_identity).
+"""
+import ast
+import importlib.util
+from dataclasses import dataclass
+
+from ..faults import BadInput
+from ..hardware import gpus, precisions
+from ..hardware.fingerprint import Device, package_version
+from ..kernels import attn_backends
+from ..log.runs import training_config
+from ..models import architecture, model
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What resolution needs to know of where the run goes."""
+    device: Device
+    gpu_name: str | None
+    world_size: int
+    installed_backends: frozenset  # attention backends that import here (attn_backends.installed)
+    liger_types: frozenset | None  # model types the installed liger-kernel patches; None: not installed
+
+
+def liger_model_types() -> frozenset | None:
+    """The model types the installed liger-kernel patches, read from its monkey_patch module's
+    MODEL_TYPE_TO_APPLY_LIGER_FN without importing it (that would import torch and Triton);
+    None when liger-kernel is not installed."""
+    if package_version("liger-kernel") is None:
+        return None
+    try:
+        spec = importlib.util.find_spec("liger_kernel.transformers.monkey_patch")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        return frozenset()
+    with open(spec.origin, encoding="utf-8") as f:
+        return liger_types_in(f.read())
+
+
+def liger_types_in(source: str) -> frozenset:
+    """The string keys of the MODEL_TYPE_TO_APPLY_LIGER_FN dict assigned in `source`."""
+    for node in ast.parse(source).body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                and any(getattr(t, "id", None) == "MODEL_TYPE_TO_APPLY_LIGER_FN" for t in node.targets)):
+            return frozenset(k.value for k in node.value.keys
+                             if isinstance(k, ast.Constant) and isinstance(k.value, str))
+    return frozenset()
+
+
+def machine_for(device: Device, gpu_name: str | None, world_size: int, requested_backend: str) -> Machine:
+    """The Machine of a device as NVML or torch describes it, with this host's packages."""
+    return Machine(device, gpu_name, world_size, frozenset(attn_backends.installed(requested_backend)),
+                   liger_model_types())
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What will run."""
+    settings: dict
+    world_size: int
+    cut: model.Cut | None        # the model and its cut; None: its config is not at hand (a hub id not cached)
+    use_liger: bool
+    backend: str
+    backend_why: str
+    precision: precisions.Precision
+    peak_tflops: float | None
+    peak_source: str | None
+    warnings: tuple
+
+    @property
+    def model_type(self) -> str | None:
+        return self.cut.full.family if self.cut else None
+
+    def config(self, alloc_conf: str = "") -> dict:
+        """The header's `config`: the settings as resolved here, a run's identity."""
+        return training_config(self.settings, self.use_liger, self.world_size, alloc_conf)
+
+
+def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> Resolved:
+    """The run `settings` (the training variables) describe on `machine`, for a model whose
+    full config is `model_config` (a transformers config or a config.json mapping; None when
+    not at hand) at `seq_lens`. BadInput on anything that cannot run there."""
+    warnings = []
+    cut = None
+    if model_config is not None:
+        cut = model.cut(model_config, settings["NUM_LAYERS"], settings["NUM_EXPERTS"], settings["MODEL"])
+        if cut.note:
+            warnings.append(cut.note)
+    else:
+        warnings.append(f"MODEL={settings['MODEL']}: its config is not at hand before the first process "
+                        f"starts, which checks the family's refusals and the cut")
+    model_type = cut.full.family if cut else None
+    has_gpu = machine.device.capability is not None
+    use_liger, liger_warnings = model.resolve_liger(
+        settings["USE_LIGER"], has_gpu, machine.liger_types is not None, model_type or "",
+        machine.liger_types if has_gpu and model_type else None)
+    warnings += liger_warnings
+    backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], machine.device, machine.installed_backends,
+                                         architecture.refusals(model_type))
+    check_packing(settings["PACKED_DOC_LEN"], seq_lens, backend)
+    precision = precisions.resolve(settings["PRECISION"], machine.device)
+    peak, source, peak_warning = gpus.resolve_peak(machine.gpu_name, "bf16", settings["PEAK_TFLOPS"])
+    if peak_warning:
+        warnings.append(peak_warning)
+    return Resolved(settings, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
+                    tuple(warnings))
+
+
+def check_packing(doc_len: int, seq_lens: list, backend: str) -> None:
+    """BadInput for a PACKED_DOC_LEN no step can run."""
+    if doc_len == 1:  # its one token is masked: every label would be, and the loss NaN
+        raise BadInput("PACKED_DOC_LEN=1: a document needs at least 2 tokens (one predicts the "
+                       "next); use 0 for dense sequences")
+    shortest = min(seq_lens)
+    if doc_len and doc_len >= shortest:
+        raise BadInput(f"PACKED_DOC_LEN={doc_len}: must be shorter than every sequence length "
+                       f"(shortest {shortest}), or 0 for dense sequences")
+    if doc_len and backend == "eager":
+        raise BadInput("PACKED_DOC_LEN with ATTN_BACKEND=eager: use sdpa or a flash backend")
