@@ -30,7 +30,7 @@ from upgrade_bench.kernels import attn_backends
 from upgrade_bench.hardware import fingerprint
 from upgrade_bench.log import header
 from upgrade_bench import settings
-from upgrade_bench.hardware import capabilities as caps
+from upgrade_bench.hardware import capabilities as caps, precisions
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.log.records import RecordWriter, read_log
 
@@ -76,6 +76,15 @@ def attention_verdict(backend: attn_backends.Backend, device: fingerprint.Device
         item, device, lambda: p.attention(backend.name, dev, version))
 
 
+def with_precisions(item: str, verdict: caps.Verdict) -> caps.Verdict:
+    """`verdict` naming the training precisions its GEMM lets train (PRECISION), if any."""
+    names = precisions.unlocked_by(item)
+    if not names:
+        return verdict
+    what = "trains" if verdict.status == "ok" else "would train"
+    return caps.Verdict(verdict.status, f"{verdict.detail}; {what} PRECISION={'|'.join(names)}", verdict.value)
+
+
 def plan(s: dict, device: fingerprint.Device, dev, gpu_name, gpu_count: int, capacity_records, done: dict):
     """(item, category, needs a working CUDA context, make_verdict) in run order. Attention
     runs last: a kernel package that crashes the process takes no other item with it.
@@ -94,18 +103,10 @@ def plan(s: dict, device: fingerprint.Device, dev, gpu_name, gpu_count: int, cap
         gib = {k: (v.value if v.status == "ok" else None) for k, v in done.items()}
         return caps.max_seq_len_verdict(gpu_name, capacity_records, gib["memory:usable"], gib["memory:hbm"])
 
-    matmuls = [
-        ("matmul:bf16", lambda: p.matmul_dense("bf16", dev)),
-        ("matmul:fp16", lambda: p.matmul_dense("fp16", dev)),
-        ("matmul:tf32", lambda: p.matmul_tf32(dev)),
-        ("matmul:fp8_e4m3:tensorwise", lambda: p.matmul_fp8("e4m3", "tensorwise", dev)),
-        ("matmul:fp8_e5m2:tensorwise", lambda: p.matmul_fp8("e5m2", "tensorwise", dev)),
-        ("matmul:fp8_e4m3:rowwise", lambda: p.matmul_fp8("e4m3", "rowwise", dev)),
-        ("matmul:mxfp8:block32", lambda: p.matmul_block_scaled("mxfp8", dev)),
-        ("matmul:mxfp4:block32", lambda: p.matmul_block_scaled("mxfp4", dev)),
-        ("matmul:nvfp4:block16", lambda: p.matmul_block_scaled("nvfp4", dev)),
-    ]
-    return ([(item, "dtype", True, probe(item, fn)) for item, fn in matmuls] + [
+    def matmul(item, fn):
+        return lambda: with_precisions(item, caps.evaluate(item, device, lambda: fn(dev)))
+
+    return ([(item, "dtype", True, matmul(item, fn)) for item, fn in p.MATMULS.items()] + [
         ("memory:hbm", "memory", True, probe("memory:hbm", lambda: p.hbm(dev))),
         ("memory:usable", "memory", True, usable),
         ("memory:max_seq_len", "memory", False, max_seq_len),

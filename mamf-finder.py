@@ -12,6 +12,7 @@ TFLOPS.
 
     python mamf-finder.py                            # bf16 search
     python mamf-finder.py --dtype float8_e4m3fn      # fp8 (torch._scaled_mm, per-tensor scales)
+    python mamf-finder.py --dtype float8_e4m3fn --scaling rowwise   # PRECISION=fp8-rowwise's ceiling
     python mamf-finder.py --m_range 0 20480 256 --n 4096 --k 4096   # classic scan
     python mamf-finder.py --m 64 --n 64 --k 64 --dtype float32      # CPU, seconds
 
@@ -73,6 +74,9 @@ def parse_args(argv=None):
                            help=f"{what}: range(START, STOP, STEP); START 0 begins at STEP")
     p.add_argument("--dtype", choices=mamf.DTYPES, default="bfloat16",
                    help="float8_e4m3fn: NVIDIA sm89+, float8_e4m3fnuz: ROCm (default: %(default)s)")
+    p.add_argument("--scaling", choices=mamf.SCALINGS, default="tensorwise",
+                   help="float8 only: one fp32 scale per tensor (the published tool's) or per row of A and "
+                        "column of B (torchao's fp8-rowwise GEMMs; output bf16) (default: %(default)s)")
     p.add_argument("--num_iterations", type=_int(1), default=100, help="timed iterations per shape (default: %(default)s)")
     p.add_argument("--num_warmup_iterations", type=_int(0), default=50,
                    help="untimed iterations before them (default: %(default)s)")
@@ -90,6 +94,8 @@ def parse_args(argv=None):
             settings.check_output("--output_file", args.output_file)
         except BadInput as err:
             p.error(str(err))
+    if args.scaling != "tensorwise" and not args.dtype.startswith("float8"):
+        p.error(f"--scaling {args.scaling}: only for a float8 --dtype (scales are torch._scaled_mm's)")
     dims = {}
     for dim in "mnk":
         values, rng = getattr(args, dim), getattr(args, f"{dim}_range")

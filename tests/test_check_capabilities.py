@@ -324,9 +324,12 @@ def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path, as_script
     items = [r["item"] for r in rest]
     assert len(items) == len(set(items)) == 23
     assert {r["category"] for r in rest} == {"dtype", "attention", "memory", "interconnect"}
+    trains = {"matmul:fp8_e4m3:tensorwise": "fp8-tensorwise", "matmul:fp8_e4m3:rowwise": "fp8-rowwise|fp8-rowwise-gw-hp",
+              "matmul:mxfp8:block32": "mxfp8", "matmul:nvfp4:block16": "nvfp4"}
     for r in rest:
         assert set(r) >= {"item", "category", "status", "detail", "value"}
-        assert (r["status"], r["detail"], r["value"]) == ("unavailable", "no GPU", None), r
+        detail = "no GPU" + (f"; would train PRECISION={trains[r['item']]}" if r["item"] in trains else "")
+        assert (r["status"], r["detail"], r["value"]) == ("unavailable", detail, None), r
         assert r["probe_s"] >= 0
     assert "matmul:fp8_e4m3:tensorwise" in items and "attention:fa4" in items
     assert "memory:max_seq_len" in done.err and "status" in done.err

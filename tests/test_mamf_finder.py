@@ -232,6 +232,7 @@ def test_flags_ranges_and_lists():
     (["--budget_s", "inf"], "expected finite seconds > 0"),
     (["--num_iterations", "0"], "expected an integer >= 1"),
     (["--output_file", "/proc/mamf.jsonl"], "--output_file='/proc/mamf.jsonl': cannot write there"),
+    (["--scaling", "rowwise"], "--scaling rowwise: only for a float8 --dtype"),
 ])
 def test_bad_flags_are_bad_input_of_one_line(argv, needle):
     script = load_script()
@@ -278,7 +279,7 @@ def test_scan_on_cpu_writes_matmul_and_mamf_records(tmp_path, capsys):
     assert [(r["m"], r["k"]) for r in matmuls] == [(32, 32), (32, 48), (64, 32), (64, 48)]
     for r in matmuls:
         check_matmul(r)
-        assert (r["iters"], r["warmup_iters"], r["dtype"]) == (5, 2, "float32")
+        assert (r["iters"], r["warmup_iters"], r["dtype"], r["scaling"]) == (5, 2, "float32", None)
     best = max(matmuls, key=lambda r: r["tflops_mean"])
     assert {key: headline[key] for key in ("m", "n", "k", "tflops_mean", "tflops_max")} == {
         key: best[key] for key in ("m", "n", "k", "tflops_mean", "tflops_max")}
@@ -312,6 +313,19 @@ def test_fp8_runs_through_scaled_mm_with_an_fp8_output(tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     check_matmul(recs[1])
     assert recs[-1]["kind"] == "mamf" and recs[-1]["dtype"] == "float8_e4m3fn"
+    assert recs[1]["scaling"] == recs[-1]["scaling"] == "tensorwise"
+
+
+def test_rowwise_fp8_is_fp8_rowwises_ceiling_without_the_published_per_tensor_figure(tmp_path, capsys):
+    out = tmp_path / "mamf.jsonl"
+    rc = load_script().main(["--dtype", "float8_e4m3fn", "--scaling", "rowwise", "--m", "32", "--n", "48",
+                             "--k", "32", "--num_iterations", "3", "--num_warmup_iterations", "1",
+                             "--output_file", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    recs = parse_jsonl(out.read_text())
+    assert recs[0]["config"]["scaling"] == recs[1]["scaling"] == recs[-1]["scaling"] == "rowwise"
+    assert recs[-1]["published_mamf_tflops"] is None  # the guide's fp8 MAMF is per-tensor
+    assert "MAMF float8_e4m3fn rowwise:" in capsys.readouterr().err
 
 
 def test_a_dtype_the_device_cannot_run_is_one_record(tmp_path, capsys, monkeypatch):

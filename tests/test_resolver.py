@@ -109,19 +109,24 @@ def test_the_expert_cut_is_part_of_the_run_identity():
 
 def test_a_precision_this_gpu_or_stack_cannot_run_is_refused_naming_what_can():
     found = lambda name: name == "torchao.float8"  # noqa: E731: torchao installed, without MX or NVFP4 training
-    hopper, ada = Device((9, 0)), Device((8, 9))
+    hopper, ampere = Device((9, 0)), Device((8, 0))
     assert precisions.resolve("fp8-rowwise", hopper, found).recipe == "rowwise"
     with pytest.raises(BadInput) as err:
         precisions.resolve("nvfp4", hopper, found)
-    assert str(err.value) == ("PRECISION=nvfp4 does not run on sm_90: block-scaled NVFP4: Blackwell (sm_100) "
-                              "and newer; here use bf16 or fp8-tensorwise or fp8-rowwise or fp8-rowwise-gw-hp")
-    with pytest.raises(BadInput, match="^PRECISION=fp8-rowwise does not run on sm_89: .*; here use bf16 or fp8-tensorwise$"):
-        precisions.resolve("fp8-rowwise", ada, found)
+    assert str(err.value) == ("PRECISION=nvfp4 does not run on sm_90: fp4 tensor cores need sm_100+ (Blackwell); "
+                              "here use bf16 or fp8-tensorwise or fp8-rowwise or fp8-rowwise-gw-hp")
+    with pytest.raises(BadInput, match="^PRECISION=fp8-tensorwise does not run on sm_80: fp8 tensor cores need "
+                                       "sm_89.*; here use bf16$"):
+        precisions.resolve("fp8-tensorwise", ampere, found)
     with pytest.raises(BadInput, match=r"^PRECISION=nvfp4: torchao .* has no torchao.prototype.mx_formats.nvfp4_training"):
         precisions.resolve("nvfp4", Device(None), found)  # CPU: emulation, where the library has the recipe
     with pytest.raises(BadInput, match="not offered on AMD GPUs"):
         precisions.resolve("fp8-tensorwise", Device((9, 4), is_hip=True), found)
+    with pytest.raises(BadInput, match="needs torchao, which is not installed"):
+        precisions.resolve("fp8-tensorwise", hopper, found, version=lambda dist: None)
     assert precisions.resolve("bf16", Device((7, 5)), lambda name: False).name == "bf16"
+    # each format's capability item names what it trains (check_capabilities' detail)
+    assert precisions.unlocked_by("matmul:fp8_e4m3:rowwise") == ["fp8-rowwise", "fp8-rowwise-gw-hp"]
 
 
 def test_precision_is_part_of_the_identity_and_bf16_reads_as_older_logs():

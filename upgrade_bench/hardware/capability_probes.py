@@ -149,6 +149,21 @@ def matmul_block_scaled(recipe: str, device) -> Passed:
                   f"elements, {SCALED_SIZE}^3 -> bf16, max rel err {err:.1e}", {"max_rel_err": err})
 
 
+# Each matmul item of check_capabilities and its probe; a training run asks the one its
+# PRECISION needs (hardware/precisions.py) before building the model.
+MATMULS = {
+    "matmul:bf16": lambda dev: matmul_dense("bf16", dev),
+    "matmul:fp16": lambda dev: matmul_dense("fp16", dev),
+    "matmul:tf32": matmul_tf32,
+    "matmul:fp8_e4m3:tensorwise": lambda dev: matmul_fp8("e4m3", "tensorwise", dev),
+    "matmul:fp8_e5m2:tensorwise": lambda dev: matmul_fp8("e5m2", "tensorwise", dev),
+    "matmul:fp8_e4m3:rowwise": lambda dev: matmul_fp8("e4m3", "rowwise", dev),
+    "matmul:mxfp8:block32": lambda dev: matmul_block_scaled("mxfp8", dev),
+    "matmul:mxfp4:block32": lambda dev: matmul_block_scaled("mxfp4", dev),
+    "matmul:nvfp4:block16": lambda dev: matmul_block_scaled("nvfp4", dev),
+}
+
+
 # ---- attention --------------------------------------------------------------------------
 
 # Causal, GQA like Llama (2 query heads per KV head), head_dim 128, bf16, fwd + bwd.

@@ -14,6 +14,7 @@ format allows (flops.precision_bound_ms).
 from dataclasses import dataclass
 
 from ..faults import BadInput
+from .capabilities import NEEDS, gate
 from .fingerprint import Device, package_version
 
 TORCHAO = "torchao"
@@ -26,8 +27,7 @@ class Precision:
     recipe: str | None       # the library's recipe name (torchao's Float8LinearRecipeName / MX recipe)
     library: str | None      # the distribution that implements it (None: plain bf16)
     module: str = ""         # what must import from the library for the recipe to exist there
-    min_capability: tuple = (0, 0)  # NVIDIA compute capability (major, minor) its GEMMs need
-    capability_note: str = ""
+    item: str = ""           # check_capabilities' item for its GEMM: the silicon it needs (NEEDS), the probe
     peak_dtype: str = "bf16"        # the GPU table's column of its dense peak (hardware/gpus.py)
     mamf_dtype: str = "bf16"        # the MAMF search (mamf-finder.py DTYPE) that measures its ceiling
     converts: str = ""              # what runs in the format
@@ -44,52 +44,48 @@ _KEEPS = ("lm_head (the output projection: its error goes straight into the loss
           "own, the experts' grouped GEMMs are not converted here); linears with a dimension not a "
           "multiple of 16 (the FP8 GEMM needs it) or below the recipe's size thresholds (too small "
           "to gain, torchao's float8 performance tables); attention and the loss (computed in bf16)")
-FP8_NOTE = "FP8 tensor cores: Ada (sm_89), Hopper (sm_90) and newer"
-
 TABLE = (
     Precision("bf16", None, None, converts="every GEMM in bf16 (the guide's runs)"),
-    Precision("fp8-tensorwise", "tensorwise", TORCHAO, "torchao.float8", (8, 9), FP8_NOTE, "fp8", "fp8",
-              "nn.Linear fwd and bwd GEMMs in float8 (e4m3 forward, e5m2 gradients), one dynamic scale "
-              "per tensor", _KEEPS),
-    Precision("fp8-rowwise", "rowwise", TORCHAO, "torchao.float8", (9, 0),
-              "row-wise scaled FP8 GEMMs: Hopper (sm_90) and newer", "fp8", "fp8-rowwise",
-              "nn.Linear fwd and bwd GEMMs in float8 with one scale per row (e4m3 throughout)", _KEEPS),
-    Precision("fp8-rowwise-gw-hp", "rowwise_with_gw_hp", TORCHAO, "torchao.float8", (9, 0),
-              "row-wise scaled FP8 GEMMs: Hopper (sm_90) and newer", "fp8", "fp8-rowwise",
-              "nn.Linear forward and input-gradient GEMMs in row-wise float8; the weight gradient in bf16",
+    Precision("fp8-tensorwise", "tensorwise", TORCHAO, "torchao.float8", "matmul:fp8_e4m3:tensorwise", "fp8",
+              "fp8", "nn.Linear fwd and bwd GEMMs in float8 (e4m3 forward, e5m2 gradients), one dynamic "
+              "scale per tensor", _KEEPS),
+    Precision("fp8-rowwise", "rowwise", TORCHAO, "torchao.float8", "matmul:fp8_e4m3:rowwise", "fp8",
+              "fp8-rowwise", "nn.Linear fwd and bwd GEMMs in float8 with one scale per row (e4m3 throughout)",
               _KEEPS),
-    Precision("mxfp8", "mxfp8_cublas", TORCHAO, "torchao.prototype.mx_formats.mx_linear", (10, 0),
-              "block-scaled MX formats: Blackwell (sm_100) and newer", "fp8", "mxfp8",
-              "nn.Linear GEMMs in MXFP8 (e4m3, one power-of-two scale per 32 elements)", _KEEPS),
+    Precision("fp8-rowwise-gw-hp", "rowwise_with_gw_hp", TORCHAO, "torchao.float8", "matmul:fp8_e4m3:rowwise",
+              "fp8", "fp8-rowwise", "nn.Linear forward and input-gradient GEMMs in row-wise float8; the "
+              "weight gradient in bf16", _KEEPS),
+    Precision("mxfp8", "mxfp8_cublas", TORCHAO, "torchao.prototype.mx_formats.mx_linear", "matmul:mxfp8:block32",
+              "fp8", "mxfp8", "nn.Linear GEMMs in MXFP8 (e4m3, one power-of-two scale per 32 elements)", _KEEPS),
     # torchao ships NVFP4 for inference; a training recipe is looked for by name, so a release
     # that adds one is taken without a change here.
-    Precision("nvfp4", "nvfp4", TORCHAO, "torchao.prototype.mx_formats.nvfp4_training", (10, 0),
-              "block-scaled NVFP4: Blackwell (sm_100) and newer", "fp4", "nvfp4",
-              "nn.Linear GEMMs in NVFP4 (e2m1, an fp8 scale per 16 elements and one per tensor)", _KEEPS),
+    Precision("nvfp4", "nvfp4", TORCHAO, "torchao.prototype.mx_formats.nvfp4_training", "matmul:nvfp4:block16",
+              "fp4", "nvfp4", "nn.Linear GEMMs in NVFP4 (e2m1, an fp8 scale per 16 elements and one per tensor)",
+              _KEEPS),
 )
 PRECISIONS = {p.name: p for p in TABLE}
 DEFAULT = "bf16"
 
 
 def arch_problem(p: Precision, device: Device) -> str | None:
-    """Why `p` cannot run on `device` whatever is installed, or None."""
+    """Why `p` cannot run on `device` whatever is installed, or None (the silicon's answer,
+    capabilities.NEEDS; whether this stack runs it, the training process asks the probe)."""
     if not p.low:
         return None
     if device.capability is None:
         return None  # CPU: torchao emulates the formats (the test path), never a speed
     if device.is_hip:
         return f"{p.name} is not offered on AMD GPUs ({device.arch}): this suite has not checked torchao's ROCm path"
-    if tuple(device.capability) < p.min_capability:
-        return f"{p.name} does not run on {device.arch}: {p.capability_note}"
-    return None
+    verdict = gate(NEEDS[p.item], device)
+    return f"{p.name} does not run on {device.arch}: {NEEDS[p.item].why}" if verdict else None
 
 
-def library_problem(p: Precision, module_found) -> str | None:
+def library_problem(p: Precision, module_found, version_of=package_version) -> str | None:
     """Why the installed library lacks `p`, or None; `module_found(name)` says whether a
     module exists (importlib.util.find_spec, which imports nothing heavy)."""
     if not p.low:
         return None
-    version = package_version(p.library)
+    version = version_of(p.library)
     if version is None:
         return f"{p.name} needs {p.library}, which is not installed: {TORCHAO_HINT}"
     if not module_found(p.module):
@@ -106,18 +102,23 @@ def module_found(name: str) -> bool:
         return False
 
 
-def resolve(requested: str, device: Device, found=module_found) -> Precision:
+def resolve(requested: str, device: Device, found=module_found, version=package_version) -> Precision:
     """The Precision PRECISION names, or BadInput naming what runs here instead."""
     p = PRECISIONS[requested]
-    problem = arch_problem(p, device) or library_problem(p, found)
+    problem = arch_problem(p, device) or library_problem(p, found, version)
     if problem:
-        runs = [q.name for q in TABLE if not (arch_problem(q, device) or library_problem(q, found))]
+        runs = [q.name for q in TABLE if not (arch_problem(q, device) or library_problem(q, found, version))]
         raise BadInput(f"PRECISION={problem}; here use {' or '.join(runs)}")
     return p
 
 
+def unlocked_by(item: str) -> list:
+    """The precisions a capability item's GEMM lets train (check_capabilities says so)."""
+    return [p.name for p in TABLE if p.item == item]
+
+
 def help_text() -> str:
     """PRECISION's --help line."""
-    rows = "; ".join(f"{p.name} ({p.capability_note.split(':')[-1].strip()})" for p in TABLE if p.low)
-    return (f"training precision of the GEMMs: bf16 (the guide's), or through torchao {rows}; "
+    needs = "; ".join(f"{p.name} (sm_{''.join(map(str, NEEDS[p.item].min_capability))}+)" for p in TABLE if p.low)
+    return (f"training precision of the GEMMs: bf16 (the guide's), or through torchao {needs}; "
             "lm_head, routers and small linears stay bf16; MFU stays against the bf16 peak")

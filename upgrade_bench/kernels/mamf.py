@@ -31,6 +31,7 @@ from .timing import summarize
 PEAK_KEY = {"bfloat16": "bf16", "float16": "fp16", "float32": None,
             "float8_e4m3fn": "fp8", "float8_e4m3fnuz": "fp8"}
 DTYPES = tuple(PEAK_KEY)
+SCALINGS = ("tensorwise", "rowwise")  # of a float8 matmul's scales (hardware/precisions.py's fp8 recipes)
 
 
 class GemmShape(NamedTuple):

@@ -2,7 +2,9 @@
 
 Random normal operands, B column-major, the output in the operands' dtype; 256 MiB zeroed
 and the output re-randomised before every iteration, outside its CUDA event pair; fp8
-through torch._scaled_mm with per-tensor scales.
+through torch._scaled_mm with per-tensor scales (the published tool's: the output in fp8) or
+row-wise ones (one fp32 scale per row of A and per column of B, torchao's fp8-rowwise GEMMs;
+cuBLAS writes such a product in bf16 only).
 """
 import time
 
@@ -13,16 +15,21 @@ from . import mamf, timing
 class MatmulBench:
     """Operands and timing of one shape, the established way."""
 
-    def __init__(self, device, dtype: str):
+    def __init__(self, device, dtype: str, scaling: str = "tensorwise"):
         import torch
 
-        self.torch, self.device, self.dtype = torch, device, dtype
+        self.torch, self.device, self.dtype, self.scaling = torch, device, dtype, scaling
         self.flush = timing.CacheFlusher(device)
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the operands carry scales (fp8: torch._scaled_mm)."""
+        return self.dtype.startswith("float8")
 
     def operands(self, shape):
         """(fn, before): one matmul, and the flush + output re-randomisation before it."""
         torch, dev = self.torch, self.device
-        fp8 = self.dtype.startswith("float8")
+        fp8 = self.scaled
         target = getattr(torch, self.dtype)
         # Random normal data: zeros or constants draw less power, so the chip clocks higher
         # than on real data. float8 has no randn: drawn in bf16 and converted.
@@ -32,13 +39,16 @@ class MatmulBench:
         # torch._scaled_mm requires, and cuBLAS's fast "TN" GEMM for the other dtypes too.
         b = torch.randn(shape.n, shape.k, dtype=draw, device=dev).to(target).t()
         # The output in the operands' dtype, fp8 included, as the published tool writes it.
-        c = torch.empty(shape.m, shape.n, dtype=target, device=dev)
-        c_rand = torch.randn(shape.m, shape.n, device=dev).to(target)
+        rowwise = fp8 and self.scaling == "rowwise"
+        out_dtype = torch.bfloat16 if rowwise else target
+        c = torch.empty(shape.m, shape.n, dtype=out_dtype, device=dev)
+        c_rand = torch.randn(shape.m, shape.n, device=dev).to(out_dtype)
         if fp8:
-            scale = torch.tensor(1.0, dtype=torch.float32, device=dev)  # per-tensor scales
+            scale_a = torch.ones((shape.m, 1) if rowwise else (), dtype=torch.float32, device=dev)
+            scale_b = torch.ones((1, shape.n) if rowwise else (), dtype=torch.float32, device=dev)
 
             def fn():
-                torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out=c)
+                torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out=c, out_dtype=out_dtype)
         else:
             def fn():
                 torch.mm(a, b, out=c)

@@ -76,9 +76,11 @@ class FinderRun:
         self.screen_iters = (min(SCREEN_WARMUP, args.num_warmup_iterations),
                              min(SCREEN_ITERS, args.num_iterations))
         self.peak, self.peak_source, _ = gpus.resolve_peak(self.gpu_name, mamf.PEAK_KEY[args.dtype])
-        self.published = mamf.published_mamf(self.gpu_name, args.dtype)
+        # The guide's published fp8 MAMF was measured with per-tensor scales: no figure for row-wise.
+        self.published = mamf.published_mamf(self.gpu_name, args.dtype) if args.scaling == "tensorwise" else None
         self.writer = RecordWriter(script, args.output_file)
-        self.bench = MatmulBench(self.device, args.dtype)
+        self.bench = MatmulBench(self.device, args.dtype, args.scaling)
+        self.scaling = args.scaling if self.bench.scaled else None  # a bf16 matmul has no scales
         self.sampler = telemetry.RunSampler(self.device.index or 0)  # one NVML session
         self.measured = mamf.Measured()
         self.progress = Progress()
@@ -88,7 +90,7 @@ class FinderRun:
 
     def config(self) -> dict:
         a, space = self.args, self.space
-        config = {"mode": self.mode, "dtype": a.dtype, "num_iterations": a.num_iterations,
+        config = {"mode": self.mode, "dtype": a.dtype, "scaling": self.scaling, "num_iterations": a.num_iterations,
                   "num_warmup_iterations": a.num_warmup_iterations, "budget_s": self.budget_s,
                   "warmup_s": self.warmup_s, "cuda_device": a.cuda_device, "argv": sys.argv[1:],
                   "shapes": len(self.shapes) if self.shapes else None, "output_file": a.output_file}
@@ -136,7 +138,7 @@ class FinderRun:
                 self.bench.torch.cuda.empty_cache()
             return None
         with self.signals.hold():
-            record = self.writer.write("matmul", m=shape.m, n=shape.n, k=shape.k, dtype=a.dtype,
+            record = self.writer.write("matmul", m=shape.m, n=shape.n, k=shape.k, dtype=a.dtype, scaling=self.scaling,
                                        **stats, iters=iters, phase=self.phase,
                                        **gpu)
             self.measured.add(record, full)
@@ -177,7 +179,7 @@ class FinderRun:
         self.writer.write("mamf", **fields, shapes_tried=len(self.measured.shapes),
                           measurements=self.measured.measurements, elapsed_s=now - self.started,
                           search_s=now - self.start if self.start else 0.0, warmup_s=self.warmup_s,
-                          mode=self.mode, interrupted=bool(interrupted),
+                          mode=self.mode, interrupted=bool(interrupted), scaling=self.scaling,
                           published_mamf_tflops=self.published)
         self.progress.end()
         err = sys.stderr
@@ -196,7 +198,7 @@ class FinderRun:
         share = (f", {fields['efficiency']:.1%} of the {self.peak:g} peak ({self.peak_source})"
                  if fields["efficiency"] else "")
         published = f"; published {self.published:g}" if self.published else ""
-        err.write(f"\nMAMF {self.args.dtype}: {fields['tflops_mean']:.5g} TFLOPS (mean; median "
+        err.write(f"\nMAMF {self.args.dtype}{' ' + self.scaling if self.scaling else ''}: {fields['tflops_mean']:.5g} TFLOPS (mean; median "
                   f"{fields['tflops_median']:.5g}, max {fields['tflops_max']:.5g}) at "
                   f"{fields['m']}x{fields['n']}x{fields['k']}{share}{published}\n")
         err.write(f"{len(self.measured.shapes)} shapes, {self.measured.measurements} measurements, "

@@ -297,6 +297,7 @@ m              count         rows of A
 n              count         columns of B
 k              count         the inner size
 dtype          text          torch's name of the operands' dtype
+scaling        text          float8 scales: `tensorwise` or `rowwise`
 phase          text          the search's phase
 tflops_mean    positive      TFLOPS at the mean iteration
 tflops_median  positive      TFLOPS at the median iteration
@@ -308,6 +309,7 @@ ms_max         non-negative  slowest iteration
 """), **TIMING, **TELEMETRY},
     "mamf": {**table("""
 dtype                  text          torch's name of the operands' dtype
+scaling                text          float8 scales: `tensorwise` or `rowwise`
 m                      count         the best shape's rows of A
 n                      count         its columns of B
 k                      count         its inner size

@@ -79,6 +79,10 @@ def resolve_here(settings: dict) -> RunConfig:
     device = torch.device("cuda", local_rank) if has_gpu else torch.device("cpu")
     machine = resolver.machine_for(fingerprint.device(), fingerprint.gpu_name(), world, settings["ATTN_BACKEND"])
     resolved = resolver.resolve(settings, machine, model.load_config(settings["MODEL"]), settings["SEQ_LEN"])
+    if resolved.precision.low and has_gpu:
+        problem = precision_probe_problem(resolved.precision, device)
+        if problem:
+            raise BadInput(problem)
     cut = resolved.cut
     warnings = list(resolved.warnings)
     kernels = model.mixer_kernels(cut.config)
@@ -98,6 +102,18 @@ def resolve_here(settings: dict) -> RunConfig:
                 if resolved.precision.low else None)
     return RunConfig(resolved, int(os.environ.get("RANK", "0")), local_rank, device, weights, path, warnings,
                      os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels, converts)
+
+
+def precision_probe_problem(precision, device) -> str | None:
+    """Why this GPU and stack cannot run `precision`'s GEMM, from check_capabilities' probe of
+    it (a tiny real scaled matmul), or None."""
+    from ..hardware import capabilities, capability_probes
+
+    verdict = capabilities.evaluate(precision.item, fingerprint.device(device.index or 0),
+                                    lambda: capability_probes.MATMULS[precision.item](device))
+    if verdict.status == "ok":
+        return None
+    return f"PRECISION={precision.name}: {precision.item} is {verdict.status} here ({verdict.detail}); use PRECISION=bf16"
 
 
 def packed_state_warnings(doc_len: int, mix: dict) -> list:
