@@ -11,7 +11,9 @@ compares them, one comparison per pair of series of the same configuration:
                 side is only published ("measured vs guide's published")
   health check  a measured series and the published figures of the same GPU and config
 
-Each comparison gets a verdict block, printed here and opening report.md: the two series
+The terminal and report.md open with the answer (a sentence per baseline, candidate and run
+of lengths: speedup range, per-token call, break-even ratio, memory fit, how sure). Each
+comparison then gets a verdict block: the two series
 in words, the prices, and per sequence length the speedup with its range (from the
 step-time spread of both series), $/1M tokens of each, cheaper / same / dearer with its
 margin (or "cannot decide"), and the break-even price ratio. Into --out go report.md, one
@@ -27,8 +29,9 @@ The guide's published figures: Stas Bekman, Machine Learning Engineering Open Bo
 insights/when-to-upgrade-gpus. Every published record says "reference": "guide" and is
 labelled "guide's published" wherever it appears.
 
-Exit 2, with one line, on a bad flag, a bad --out/--export/--write-guide-reference
-target, an input that is no readable file of JSON lines, a log of a newer schema, a
+Exit 2, with one line and before anything is written, on a bad flag, a bad (or not UTF-8)
+--out/--export/--write-guide-reference target, an input that is no readable file of JSON
+lines, two files claiming one published run with other figures, a log of a newer schema, a
 --price or --baseline for a GPU the logs lack, or (--strict-stack) measured series whose
 software stacks differ. Malformed lines and records are skipped and counted.
 """

@@ -218,8 +218,9 @@ def test_the_backtest_never_reads_the_candidates_figures():
 
 
 def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
-    # a measured one-GPU H200 sweep of four lengths, the same model the guide ran
-    log = tmp_path / "h200.jsonl"
+    # a one-node folder: a measured one-GPU H200 sweep of four lengths, the same model the guide ran
+    (tmp_path / "node").mkdir()
+    log = tmp_path / "node" / "h200.jsonl"
     header = {"kind": "header", "schema": 1, "script": "benchmark.py", "run_id": "r1", "time": 1.0,
               "hardware": {"gpu_name": "NVIDIA H200", "gpu_count": 1, "hbm_gib": 141},
               "config": {"MODEL": "llama-3.1-8b", "NUM_LAYERS": 8, "ZERO_STAGE": 2, "world_size": 1},
@@ -231,7 +232,7 @@ def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
                       "attn_flop_share": share, "peak_mem_gib": 40 + n / 1024, "batch_size": 1})
     log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     out = tmp_path / "report"
-    assert plot_results.main([str(log), "--forecast", "b200", "--backtest", "--price", "H200=3.50",
+    assert plot_results.main([str(tmp_path / "node"), "--forecast", "b200", "--backtest", "--price", "H200=3.50",
                               "--price", "B200=7.00", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("# Backtest") and "Median absolute error of all" in printed

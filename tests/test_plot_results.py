@@ -514,9 +514,8 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     assert ("At these prices B200 SXM is dearer per token at 8K, 32K, 64K, 128K; cheaper per token at 192K, "
             "256K; 1.18x to 2.03x the baseline's TFLOPS per GPU.") in text
     assert sections[1] == "## Series not compared"
-    # the README shows this block as the command's output: it must stay what the command prints
-    first_block = text[text.index(sections[0]):text.index(sections[1])].strip()
-    assert first_block in (REPO / "README.md").read_text()
+    # the README shows the answer for the guide's pair as the command's output: it must stay what it prints
+    assert answer.strip().removeprefix("## The answer").strip() in (REPO / "README.md").read_text()
     # the H200 capability log predates the backend table's spellings: read under today's names
     assert "| attention:sdpa-cudnn | ok |" in text and "sdpa_cudnn" not in text
     for name in ("comparison-1.png", "upgrade.png", "attention.png", "decomposition.png"):
