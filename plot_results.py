@@ -183,7 +183,7 @@ def backtest_csv(rows: list) -> str:
 
 def print_backtest(rows: list) -> None:
     notes = backtest.unbacktested(published_pairs.all_records())
-    sys.stdout.write("# Backtest: forecasts of the published pairs from their baseline alone\n\n"
+    sys.stdout.write("\n# Backtest: forecasts of the published pairs from their baseline alone\n\n"
                      + backtest.backtest_markdown(rows, notes) + "\n")
 
 
@@ -267,11 +267,11 @@ def main(argv=None) -> int:
         analysis = analyse(args, paths, tally, prices, candidates, backtest_rows)
     if args.write_guide_reference:
         write_guide_reference(args.write_guide_reference)
-    if args.backtest:
-        print_backtest(backtest_rows)
     if analysis is None:
-        for line in write_outputs(None, args, (), None, backtest_rows) if args.backtest else ():
-            sys.stderr.write(f"wrote {line}\n")
+        if args.backtest:
+            print_backtest(backtest_rows)
+            for line in write_outputs(None, args, (), None, backtest_rows):
+                sys.stderr.write(f"wrote {line}\n")
         return 0
     for line in tally.skipped_lines():
         sys.stderr.write(f"warning: {line}\n")
@@ -280,7 +280,9 @@ def main(argv=None) -> int:
                          "counted once\n")
     for line in analysis.forecast_notes:
         sys.stderr.write(f"note: {line}\n")
-    sys.stdout.write(markdown.terminal_text(analysis))
+    sys.stdout.write(markdown.terminal_text(analysis))  # the answer first, the backtest after it
+    if args.backtest:
+        print_backtest(backtest_rows)
     sys.stdout.flush()
     for line in write_outputs(analysis, args, paths, tally, backtest_rows if args.backtest else None):
         sys.stderr.write(f"wrote {line}\n")

@@ -235,12 +235,13 @@ def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
     assert plot_results.main([str(tmp_path / "node"), "--forecast", "b200", "--backtest", "--price", "H200=3.50",
                               "--price", "B200=7.00", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("# Backtest") and "Median absolute error of all" in printed
+    assert printed.startswith("Prices per GPU-hour:")  # the answer first, the backtest after it
+    assert "\n# Backtest" in printed and "Median absolute error of all" in printed
     assert "B200 SXM -> B300 SXM, gpt-oss-120b" in printed  # the refresh, from Megatron-Bridge's figures
     # the report's first lines answer: speedup range, the per-token call with both sides' $, the
     # break-even ratio against the price ratio, memory fit and how sure, per kind of workload
-    report = printed[printed.index("Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00 (prices its forecast only"):]
-    first = report.splitlines()[:8]
+    first = printed.splitlines()[:8]
+    assert first[0] == "Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00 (prices its forecast only: no log of it)."
     assert first[2:5] == ["## The answer", "", "**Baseline: H200 SXM fa4**"]
     answers = [line for line in first if line.startswith("- B200 SXM (forecast, not measured) at ")]
     assert answers and all(re.search(r": \S+x \(|: \d\.\d\dx to \d\.\d\dx", a) for a in answers)
@@ -337,3 +338,24 @@ def test_an_unknown_forecast_gpu_is_one_line_and_exit_2(capsys):
     code = faults.run_main(lambda: plot_results.main(["--backtest", "--forecast", "B900"]))
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--forecast 'B900'" in err and "B200 SXM" in err
+
+
+def test_precision_sets_the_kind_and_the_ratios_and_a_log_without_it_is_bf16():
+    assert calibration.precision_of({}) == "bf16" and calibration.precision_of({"PRECISION": "FP8"}) == "fp8"
+    assert calibration.workload_kind(0.12, "fp8") == "dense-bound, fp8"
+    assert calibration.workload_kind(0.5, "bf16") == "attention-bound, bf16"
+    fp8 = forecast_model.hardware_ratios(H200, B200, "fp8")
+    assert fp8["peak"].mid == pytest.approx(4500 / 1979) and fp8["gemm"].mid == pytest.approx(3432.5 / 1453.4)
+    assert fp8["attention_peak"].mid == pytest.approx(2250 / 989)  # attention kernels stay bf16
+    # a measured FP8 series is forecast with FP8 ratios, and its rows calibrated as FP8 work
+    point = {"seq_len": 8192, "step_ms": 300.0, "tflops_per_gpu": 500.0, "model_tflop_per_step": 150.0,
+             "attn_flop_share": 0.12}
+    rows = backtest.backtest(published_pairs.all_records())
+    cal = calibration.calibration(rows)
+    made = {}
+    for precision in ("fp8", None):
+        config = {"PRECISION": precision} if precision else {}
+        s = forecasts.Series("H200 SXM", "NVIDIA H200", "fa4", config, "", None, 989.0, 141.0, points={8192: point})
+        (made[precision],) = forecasts.forecast_series(s, "B200 SXM", {}, cal).rows
+    assert made["fp8"].calibration == cal["dense-bound, fp8"] and made[None].calibration == cal["dense-bound, bf16"]
+    assert made["fp8"].forecast.step_ms != made[None].forecast.step_ms
