@@ -11,7 +11,9 @@ compares them, one comparison per pair of series of the same configuration:
                 side is only published ("measured vs guide's published")
   health check  a measured series and the published figures of the same GPU and config
 
-Each comparison gets a verdict block, printed here and opening report.md: the two series
+The terminal and report.md open with the answer (a sentence per baseline, candidate and run
+of lengths: speedup range, per-token call, break-even ratio, memory fit, how sure). Each
+comparison then gets a verdict block: the two series
 in words, the prices, and per sequence length the speedup with its range (from the
 step-time spread of both series), $/1M tokens of each, cheaper / same / dearer with its
 margin (or "cannot decide"), and the break-even price ratio. Into --out go report.md, one
@@ -27,8 +29,9 @@ The guide's published figures: Stas Bekman, Machine Learning Engineering Open Bo
 insights/when-to-upgrade-gpus. Every published record says "reference": "guide" and is
 labelled "guide's published" wherever it appears.
 
-Exit 2, with one line, on a bad flag, a bad --out/--export/--write-guide-reference
-target, an input that is no readable file of JSON lines, a log of a newer schema, a
+Exit 2, with one line and before anything is written, on a bad flag, a bad (or not UTF-8)
+--out/--export/--write-guide-reference target, an input that is no readable file of JSON
+lines, two files claiming one published run with other figures, a log of a newer schema, a
 --price or --baseline for a GPU the logs lack, or (--strict-stack) measured series whose
 software stacks differ. Malformed lines and records are skipped and counted.
 """
@@ -43,7 +46,8 @@ import sys
 from upgrade_bench.hardware import gpus
 from upgrade_bench.log import records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
-from upgrade_bench.report import comparisons, export, forecast_attention, forecasts, inputs, markdown, published, series
+from upgrade_bench.report import (backtest, calibration, comparisons, export, forecast_attention, forecasts, inputs,
+                                  markdown, published, published_pairs, series)
 
 
 def parse_args(argv):
@@ -76,9 +80,21 @@ def parse_args(argv):
                         ("--write-guide-reference", args.write_guide_reference)):
         if value is not None and not value.strip():
             p.error(f"{flag} '': expected a {'GPU name' if flag == '--baseline' else 'path'}")
+        if value is not None and flag != "--baseline" and not _utf8(value):
+            # written as given, the page and the terminal would name it otherwise ('\udcff')
+            p.error(f"{flag} {value!r}: not a UTF-8 name; give a name of UTF-8 characters")
     if not args.inputs and not args.write_guide_reference and not args.backtest:
         p.error("no input: give JSONL files, folders, globs or -")
     return args
+
+
+def _utf8(name: str) -> bool:
+    """Whether a name from the command line is UTF-8 (undecodable bytes arrive as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # A GPU-hour costs more than a tenth of a cent and less than ten thousand dollars: outside
@@ -118,37 +134,57 @@ def forecast_gpus(names: list) -> list:
     return out
 
 
-def add_forecasts(analysis, candidates: list, prices: dict) -> None:
-    """Each candidate's forecast for every measured series of another GPU in the table."""
-    widen = forecasts.median_abs_error(forecasts.shipped_backtest()) or 0.0
+def why_no_forecast(s, cand: str) -> str | None:
+    """Why a series gives no forecast of `cand`, or None where it may."""
+    if s.reference:
+        return None  # published figures are the backtest's, never a forecast's baseline
+    if not s.points:
+        return "no training summaries"
+    if s.gpu == cand:
+        return f"already measured on {cand}"
+    if not gpus.lookup(s.gpu):
+        return f"{s.gpu} is no GPU of the GPU table (a CPU run, or a GPU without datasheet figures): no ratios"
+    if not forecasts.series_parts(s):
+        return "its summaries record no FLOP count (model_tflop_per_step, attn_flop_share) to split the step by"
+    return None
+
+
+def add_forecasts(analysis, candidates: list, prices: dict, calibration: dict) -> None:
+    """Each candidate's forecast for every measured series of another GPU in the table, and
+    for a candidate with none, one line in analysis.forecast_notes saying why."""
     for cand in candidates:
+        made, why = 0, {}
         for s in analysis.data.series:
-            if s.reference or s.gpu == cand or not gpus.lookup(s.gpu) or not s.points:
+            reason = why_no_forecast(s, cand)
+            if reason:
+                why.setdefault(reason, []).append(s.label)
+            if reason or s.reference:
                 continue
             other = next((o for o in analysis.data.series if o.gpu == cand and
                           o.identity == s.identity and not o.reference), None)
-            fc = forecasts.forecast_series(s, cand, prices, widen, other.points if other else None,
+            fc = forecasts.forecast_series(s, cand, prices, calibration, other,
                                            forecast_attention.measured_attention(analysis.data, s, cand, other))
             if fc.rows:
                 analysis.forecasts.append(fc)
+                made += 1
+        if not made:
+            said = "; ".join(f"{', '.join(labels)}: {reason}" for reason, labels in why.items())
+            analysis.forecast_notes.append(f"--forecast {cand}: no forecast: "
+                                           + (said or "the logs hold no measured training series"))
 
 
-def write_backtest(folder: str | None) -> None:
-    rows = forecasts.shipped_backtest()
-    notes = forecasts.unbacktested(published.guide_reference_records())
-    sys.stdout.write("# Backtest: forecasts of the published pairs from their baseline alone\n\n"
-                     + forecasts.backtest_markdown(rows, notes) + "\n")
-    if folder:
-        try:
-            os.makedirs(folder, exist_ok=True)
-            text = io.StringIO()
-            writer = csv.DictWriter(text, forecasts.BACKTEST_COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
-            staged.write_text(os.path.join(folder, "backtest.csv"), text.getvalue())
-        except OSError as err:
-            raise BadInput(f"--out {folder!r}: {err.strerror or err}") from None
-        sys.stderr.write(f"wrote backtest.csv in {folder}\n")
+def backtest_csv(rows: list) -> str:
+    text = io.StringIO()
+    writer = csv.DictWriter(text, backtest.BACKTEST_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
+
+
+def print_backtest(rows: list) -> None:
+    notes = backtest.unbacktested(published_pairs.all_records())
+    sys.stdout.write("\n# Backtest: forecasts of the published pairs from their baseline alone\n\n"
+                     + backtest.backtest_markdown(rows, notes) + "\n")
 
 
 def write_guide_reference(path: str) -> None:
@@ -173,23 +209,27 @@ def stack_errors(a: comparisons.Analysis) -> list:
     return found + [f"{s.label} mixes stacks" for s, _ in a.mixed_stacks if not s.reference]
 
 
-def write_outputs(analysis, args, paths, tally) -> list:
-    """report.md, the figures and the flat table; OSError ends the run with one line."""
-    from upgrade_bench.report import figures
-
+def write_outputs(analysis, args, paths, tally, backtest_rows=None) -> list:
+    """report.md, the figures, the flat table and (with `backtest_rows`) backtest.csv, or
+    backtest.csv alone without an analysis; OSError ends the run with one line."""
     written = []
     for flag, folder in (("--out", args.out), ("--export", args.export)):
-        if not folder:
+        if not folder or (analysis is None and flag == "--export"):
             continue
         stage = staged.Staged()  # the folder's files replace the earlier ones together, or none does
         try:
             os.makedirs(folder, exist_ok=True)
-            names = export.write(analysis, folder, stage.open)
-            if flag == "--out":
+            names = export.write(analysis, folder, stage.open) if analysis is not None else []
+            if flag == "--out" and analysis is not None:
+                from upgrade_bench.report import figures  # matplotlib, once the inputs are known good
                 pngs = figures.write_all(analysis, folder, stage.open)
                 with stage.open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
                     f.write(markdown.render(analysis, pngs, paths, tally))
                 names = ["report.md"] + pngs + names
+            if flag == "--out" and backtest_rows is not None:
+                with stage.open(os.path.join(folder, "backtest.csv"), "w", encoding="utf-8", newline="") as f:
+                    f.write(backtest_csv(backtest_rows))
+                names.append("backtest.csv")
             stage.commit()
         except OSError as err:
             stage.discard()
@@ -219,34 +259,51 @@ def main(argv=None) -> int:
         if problem:
             raise BadInput(f"{flag} {folder!r}: {problem}")
     candidates = forecast_gpus(args.forecast)
+    backtest_rows = backtest.backtest(published_pairs.all_records()) if args.backtest or candidates else None
+    analysis = tally = paths = None
+    if args.inputs:  # every input is read and checked before anything is written
+        tally = inputs.Tally()
+        paths = inputs.expand(args.inputs)
+        analysis = analyse(args, paths, tally, prices, candidates, backtest_rows)
     if args.write_guide_reference:
         write_guide_reference(args.write_guide_reference)
-    if args.backtest:
-        write_backtest(args.out)
-    if not args.inputs:
+    if analysis is None:
+        if args.backtest:
+            print_backtest(backtest_rows)
+            for line in write_outputs(None, args, (), None, backtest_rows):
+                sys.stderr.write(f"wrote {line}\n")
         return 0
-    tally = inputs.Tally()
-    paths = inputs.expand(args.inputs)
+    for line in tally.skipped_lines():
+        sys.stderr.write(f"warning: {line}\n")
+    if tally.duplicates:
+        sys.stderr.write(f"note: {sum(tally.duplicates.values())} record(s) repeated in another log "
+                         "counted once\n")
+    for line in analysis.forecast_notes:
+        sys.stderr.write(f"note: {line}\n")
+    sys.stdout.write(markdown.terminal_text(analysis))  # the answer first, the backtest after it
+    if args.backtest:
+        print_backtest(backtest_rows)
+    sys.stdout.flush()
+    for line in write_outputs(analysis, args, paths, tally, backtest_rows if args.backtest else None):
+        sys.stderr.write(f"wrote {line}\n")
+    return 0
+
+
+def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
+    """The analysis of the inputs, forecasts included; BadInput (a file, a key, a price, a
+    stack) before anything is written."""
     data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
     check_ignored_keys(args.ignore_config, data)
     # a price of a GPU only forecast (no log of it) prices the forecast, not a comparison
     only_forecast = {name for name in prices if gpus.table_name(name) in candidates and
                      gpus.table_name(name) not in data.gpus}
     analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
-    add_forecasts(analysis, candidates, prices)
-    for line in tally.skipped_lines():
-        sys.stderr.write(f"warning: {line}\n")
-    if tally.duplicates:
-        sys.stderr.write(f"note: {sum(tally.duplicates.values())} record(s) repeated in another log "
-                         "counted once\n")
+    analysis.forecast_prices = {gpus.table_name(n): prices[n] for n in only_forecast}
+    add_forecasts(analysis, candidates, prices, calibration.calibration(backtest_rows or []))
     if args.strict_stack and stack_errors(analysis):
         raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
                        "the same stack on every GPU (./install.sh) or drop --strict-stack")
-    sys.stdout.write(markdown.terminal_text(analysis))
-    sys.stdout.flush()
-    for line in write_outputs(analysis, args, paths, tally):
-        sys.stderr.write(f"wrote {line}\n")
-    return 0
+    return analysis
 
 
 if __name__ == "__main__":

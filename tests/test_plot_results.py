@@ -19,8 +19,8 @@ import plot_results
 from conftest import REPO, mount_tmpfs, unmount
 from upgrade_bench import faults
 from upgrade_bench.log import records
-from upgrade_bench.report import (comparisons, detail_tables, figures, inputs, markdown, plotkit, published, series,
-                                  stacks, tables, verdict_blocks, words)
+from upgrade_bench.report import (backtest, calibration, comparisons, detail_tables, figures, inputs, markdown, plotkit,
+                                  published, published_pairs, series, stacks, tables, verdict_blocks, words)
 
 H200_PEAK, B200_PEAK = 989.0, 2250.0
 STACK = {"python": "3.12.12", "torch": "2.13.0", "cuda": "13.0", "transformers": "5.14.1",
@@ -499,15 +499,23 @@ def shipped_analysis():
 def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     text = (shipped_report / "report.md").read_text()
     sections = [line for line in text.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## The answer"  # before any table: the answer for the guide's pair
+    assert text.splitlines()[2:5] == ["Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00.", "", "## The answer"]
+    answer = text[text.index(sections[0]):text.index(sections[1])]
+    assert ("- B200 SXM (guide's published) at 8K to 128K: 1.18x to 1.99x (point estimates 1.18x, 1.62x, 1.84x, "
+            "1.99x) as fast; dearer per token by 0.3% to 70.0% at $3.50 vs $7.00 per GPU-hour ($0.355 vs $0.599, "
+            "$0.343 vs $0.344 per 1M tokens, H200 SXM vs B200 SXM); break-even price ratio 1.18x to 1.99x") in answer
+    assert "(the price ratio is 2.00x); fits, 66.7 GiB at most of its 180 GiB; how sure: published figures" in answer
+    assert "- B200 SXM (guide's published) at 192K to 256K: 2.02x to 2.04x" in answer and "cheaper per token" in answer
+    assert "|" not in answer  # words, not a table
+    sections = sections[1:]
     assert sections[0] == "## 1. B200 SXM vs H200 SXM: guide's published vs guide's published"
-    assert text.index("Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00.") < text.index(sections[0])
     assert "| 8K | 1.18x (1.18x to 1.19x) | $0.355 | $0.599 | 68.9% dearer" in text
     assert ("At these prices B200 SXM is dearer per token at 8K, 32K, 64K, 128K; cheaper per token at 192K, "
             "256K; 1.18x to 2.03x the baseline's TFLOPS per GPU.") in text
     assert sections[1] == "## Series not compared"
-    # the README shows this block as the command's output: it must stay what the command prints
-    first_block = text[text.index(sections[0]):text.index(sections[1])].strip()
-    assert first_block in (REPO / "README.md").read_text()
+    # the README shows the answer for the guide's pair as the command's output: it must stay what it prints
+    assert answer.strip().removeprefix("## The answer").strip() in (REPO / "README.md").read_text()
     # the H200 capability log predates the backend table's spellings: read under today's names
     assert "| attention:sdpa-cudnn | ok |" in text and "sdpa_cudnn" not in text
     for name in ("comparison-1.png", "upgrade.png", "attention.png", "decomposition.png"):
@@ -667,7 +675,8 @@ def test_the_decomposition_table_lists_every_decomposition_the_figure_shows():
 
 def test_forecasts_are_drawn_dotted_over_a_hatched_range_and_named_forecasts(shipped_analysis):
     a = dataclasses.replace(shipped_analysis[0], forecasts=[])
-    plot_results.add_forecasts(a, ["B200 SXM"], {"H200": 3.5, "B200": 7.0})
+    plot_results.add_forecasts(a, ["B200 SXM"], {"H200": 3.5, "B200": 7.0},
+                               calibration.calibration(backtest.backtest(published_pairs.all_records())))
     assert a.forecasts
     fig = figures.draw_overview(a)
     fig.canvas.draw()
@@ -782,9 +791,15 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
     assert f"warning: {log}: 4 skipped (2 x not JSON; 1 x a JSON list, not a record; 1 x no kind)" in err
     text = (out / "report.md").read_text()
     block = verdict_blocks.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
-    assert stdout.startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])  # the terminal prints the block
-    assert next(line for line in text.splitlines() if line.startswith("## ")) == \
-        "## 1. B200 SXM vs H200 SXM: measured vs measured"
+    # the terminal prints the answer, then the block
+    assert stdout.startswith("Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00.\n\n## The answer\n")
+    assert ("- B200 SXM (measured) at 1K: 2.00x (1.91x to 2.18x) as fast; cheaper per token by 0.1% to 12.8% at "
+            "$2.00 vs $4.00 per GPU-hour ($0.056 vs $0.053 per 1M tokens, H200 SXM vs B200 SXM); break-even price "
+            "ratio 2.10x (2.00x to 2.29x) (the price ratio is 2.00x); fits, 10.0 GiB at most of its 178.4 GiB") in stdout
+    assert "- B200 SXM (measured): One side only: not measured on H200 SXM (measured) at 512; H200 SXM (measured) cannot run this (OOM) at 4K" in stdout
+    assert stdout[stdout.index("## 1."):].startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])
+    assert [line for line in text.splitlines() if line.startswith("## ")][:2] == \
+        ["## The answer", "## 1. B200 SXM vs H200 SXM: measured vs measured"]
     assert "| 1K | 10.0% | 400.0 | 800.0 | 40.4% | 35.6% | 2.00x | 2.28x | 0.88x | 2.00x | ok | 10.0 | 10.0 |" \
         in text
     assert "Skipped 4 malformed line(s) or record(s)" in text and "WARNING" not in text
@@ -811,8 +826,8 @@ def test_cli_stdin_folder_and_baseline_flag(tmp_path, capsys, monkeypatch):
     code, out, err = cli(capsys, folder, "-", "--baseline", "b200", "--out", tmp_path / "out", "--export",
                          tmp_path / "table", stdin=b200, monkeypatch=monkeypatch)
     assert code == 0, err
-    assert out.startswith("## 1. H200 SXM vs B200 SXM: measured vs measured")
-    assert "| 1K | 0.50x (0.46x to 0.52x) |" in out and "<stdin> (run run-b200)" in out
+    assert out[out.index("## 1."):].startswith("## 1. H200 SXM vs B200 SXM: measured vs measured")
+    assert "| 1K | 0.50x (0.46x to 0.52x) |" in out and "\\<stdin\\> (run run-b200)" in out  # not an html tag
     assert (tmp_path / "table" / "points.csv").exists()
 
 
@@ -837,7 +852,7 @@ def test_cli_on_real_logs_of_the_suite(tmp_path, capsys, monkeypatch):
     code, out, err = cli(capsys, write_jsonl(tmp_path / "two.jsonl", real + fake), "--out", tmp_path / "out",
                          "--price", "H200=1", "--price", "B200=2")
     assert code == 0, err
-    assert out.startswith("## 1. B200 SXM vs H200 SXM: measured vs measured")
+    assert out[out.index("## 1."):].startswith("## 1. B200 SXM vs H200 SXM: measured vs measured")
     # 2x faster at 2x the price: the same $/token, within the steps' and two runs' spread
     assert out.count("| same $/token within the spread (") == 2 and "| 8K | 2.00x (" in out
 
@@ -989,7 +1004,7 @@ def test_a_page_without_summaries_or_with_skipped_lines_says_so_first(tmp_path, 
     log = write_jsonl(tmp_path / "two.jsonl", two_gpu_log(), extra_lines=['{"kind": "error", "seq_l'])
     code, out, _ = cli(capsys, log, "--out", tmp_path / "p")
     lines = (tmp_path / "p" / "report.md").read_text().splitlines()
-    assert lines[4] == ("**Skipped 1 malformed line(s) or record(s)** while reading (see Inputs): what they "
+    assert lines[2] == ("**Skipped 1 malformed line(s) or record(s)** while reading (see Inputs): what they "
                         "held is missing from the verdicts below.")
 
 

@@ -9,11 +9,15 @@ comparisons   pairing series into comparisons and everything computed about each
 decompositions  a step decomposition's parts and a pair's per-part rows
 isolated_attention  isolated attention kernel lines per GPU and the best-backend ratios
 published     the guide's published H200/B200 figures as records (results/reference/guide.jsonl)
+published_pairs  the other published pairs (Megatron-Bridge's tables) as records, and every pair
 forecast_model  the forecast's pure model: a measured step's parts scaled by the GPUs' ratios
 forecast_attention  the attention ratio's sources: isolated kernels measured on both GPUs, else published
-forecasts     forecasts from measured series, the page's forecast block and the backtest
+calibration   kinds of workload (attention- or dense-bound, precision) and each kind's range widening
+forecasts     forecasts from measured series and the page's forecast block
+backtest      every published pair forecast from its baseline alone, leave one pair out, per kind
 words         a series and a comparison in words, shared by the page and the figures
-verdict_blocks  the verdict block of each comparison, which report.md opens with
+answer        the first screen: a sentence per baseline, candidate and regime, before any table
+verdict_blocks  the verdict block of each comparison, which follows the answer
 detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF, ...
 markdown      report.md and the terminal text, in order
 plotkit       the figures' shared look: colours, line styles, length axes, legends, saving

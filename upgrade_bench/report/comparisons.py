@@ -272,6 +272,8 @@ class Analysis:
     utilisation: list           # (series, {seq_len: training TFLOPS / bf16 MAMF of its GPU and provenance})
     order: list                 # GPUs, baseline first
     forecasts: list = field(default_factory=list)  # forecasts.SeriesForecast, never merged with the rest
+    forecast_prices: dict = field(default_factory=dict)  # GPU -> USD per GPU-hour of GPUs only forecast
+    forecast_notes: list = field(default_factory=list)   # a line per --forecast that gave no forecast, why
 
 
 def _mamf_tables(data: Dataset, base: str, order: list) -> tuple:

@@ -48,13 +48,17 @@ def _series_lines(ax, shown: list, col: dict, field: str) -> list:
     return lens
 
 
+RANGE_KEY = ("forecast range (hatched): each ratio at its slow and fast end, widened by the\n"
+             "  largest backtest miss of its kind of workload")
+
+
 def _throughput_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
     lens = _series_lines(ax, shown, col, "tflops_per_gpu")
     for fc in a.forecasts:
         lens += forecast_line(ax, fc, col[id(fc.base)], [(r.seq_len, r.tflops) for r in fc.rows])
     if a.forecasts:  # one legend key for every range, in no series' colour
         ax.fill_between([], [], facecolor="none", edgecolor="grey", hatch=FORECAST_HATCH, linewidth=0.0,
-                        label="forecast range (hatched): each ratio at its slow and fast end")
+                        label=RANGE_KEY)
     ax.set(ylabel="model TFLOPS per GPU", title="Training throughput per GPU")
     return lens
 

@@ -52,20 +52,32 @@ def between(low: float, high: float, source: str) -> Ratio:
     return Ratio(math.sqrt(low * high), low, high, source)
 
 
-def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
-    """{bound: Ratio} from the GPU table alone: peak, HBM bandwidth, MAMF, interconnect (the
-    dense and attention ratios depend on the workload too: dense_ratio, attention_ratio)."""
-    peak = cand.bf16 / base.bf16
+def mamf_of(spec: GPUSpec, precision: str = "bf16") -> float | None:
+    """The GPU table's published MAMF of a precision (bf16 or fp8), or None."""
+    return {"bf16": spec.mamf_bf16, "fp8": spec.mamf_fp8}.get(precision)
+
+
+def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16") -> dict:
+    """{bound: Ratio} from the GPU table alone: peak and MAMF of the training precision, HBM
+    bandwidth, interconnect (the dense and attention ratios depend on the workload too:
+    dense_ratio, attention_ratio). Attention's own peak ratio stays bf16: FP8 recipes
+    (Transformer Engine's, torchao's) keep the attention kernels in bf16."""
+    what, base_peak, cand_peak = precision, base.peak_tflops(precision), cand.peak_tflops(precision)
+    if not (base_peak and cand_peak):  # a precision one of them lacks: its bf16 peak
+        what, base_peak, cand_peak = "bf16", base.bf16, cand.bf16
     hbm = cand.hbm_tbps / base.hbm_tbps
-    out = {"peak": Ratio.exact(peak, f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
+    out = {"peak": Ratio.exact(cand_peak / base_peak, f"{what} peak {cand_peak:g} / {base_peak:g} TFLOPS (datasheets)"),
+           "attention_peak": Ratio.exact(cand.bf16 / base.bf16,
+                                         f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
            "hbm": Ratio.exact(hbm, f"HBM {cand.hbm_tbps:g} / {base.hbm_tbps:g} TB/s (datasheets)")}
-    if cand.mamf_bf16 and base.mamf_bf16:
+    base_mamf, cand_mamf = mamf_of(base, precision), mamf_of(cand, precision)
+    if base_mamf and cand_mamf:
         # GEMMs of micro-batch 1 run below MAMF, partly bandwidth-bound: as slow as the HBM ratio
-        mamf = cand.mamf_bf16 / base.mamf_bf16
-        out["gemm"] = Ratio(mamf, min(hbm, mamf), mamf, f"MAMF {cand.mamf_bf16:g} / {base.mamf_bf16:g} "
+        mamf = cand_mamf / base_mamf
+        out["gemm"] = Ratio(mamf, min(hbm, mamf), mamf, f"{precision} MAMF {cand_mamf:g} / {base_mamf:g} "
                             f"TFLOPS (published), down to the HBM ratio")
     else:  # no published MAMF: the peak ratio, as far down as the HBM ratio
-        out["gemm"] = between(hbm, peak, "MAMF unpublished: between the HBM and peak ratios")
+        out["gemm"] = between(hbm, out["peak"].mid, f"{precision} MAMF unpublished: between the HBM and peak ratios")
     if cand.link_gbps and base.link_gbps:
         out["comm"] = Ratio.exact(cand.link_gbps / base.link_gbps,
                                   f"NVLink {cand.link_gbps:g} / {base.link_gbps:g} GB/s (datasheets)")
@@ -124,7 +136,7 @@ def attention_ratio(hw: dict, table: dict | None = None, seq_len: int = 0, sourc
     - before the shortest: the shortest's, down to the HBM ratio.
 
     No table: anywhere between the HBM and the peak ratio (`source` may say why)."""
-    hbm, peak = hw["hbm"].mid, hw["peak"].mid
+    hbm, peak = hw["hbm"].mid, hw["attention_peak"].mid
     if not table:
         return between(hbm, peak, source or "attention unmeasured: between the HBM and peak ratios")
     if seq_len in table:

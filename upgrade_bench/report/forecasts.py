@@ -1,17 +1,15 @@
-"""Forecasts on the page and their backtest: forecast.py's model applied to measured series.
+"""Forecasts on the page: forecast_model.py's model applied to measured series.
 
 A forecast is its own record and its own table, labelled "forecast from <series>, not
-measured" wherever it is shown, and never merged with a measured number. The backtest
-forecasts the candidate of each published pair from its baseline side alone and sets the
-forecast against the published candidate figures, next to the three naive forecasts people
-quote (the peak, MAMF and HBM-bandwidth ratios).
+measured" wherever it is shown, and never merged with a measured number. Its ranges are the
+model's (every ratio at its slow and at its fast end) widened for the kind of workload each
+length is (calibration.py: attention- or dense-bound, and precision) by the backtest's misses
+on published pairs of that kind (backtest.py), and each row says how often such ranges held.
 """
-import statistics
 from dataclasses import dataclass, field
 
-from . import forecast_attention, forecast_model
+from . import calibration, forecast_attention, forecast_model
 from ..hardware import gpus
-from . import published
 from .series import Series, seq_label
 from .tables import fmt, md_table
 from .verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
@@ -20,7 +18,7 @@ FORECAST = "forecast"
 COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}
 
 
-def _tflop(summary: dict) -> tuple[float, float] | None:
+def tflop_of(summary: dict) -> tuple[float, float] | None:
     """(attention TFLOP, dense TFLOP) of one step: the FLOP count as the summary recorded it."""
     total, share = summary.get("model_tflop_per_step"), summary.get("attn_flop_share")
     if not total or share is None:
@@ -30,7 +28,7 @@ def _tflop(summary: dict) -> tuple[float, float] | None:
 
 def series_parts(s: Series) -> dict:
     """{seq_len: ({bound: ms} summing to the measured step, how it was split)}."""
-    tflop = {n: _tflop(p) for n, p in s.points.items()}
+    tflop = {n: tflop_of(p) for n, p in s.points.items()}
     decs = {n: forecast_model.decomposition_parts(d) for n, d in s.decompositions.items()}
     decs = {n: p for n, p in decs.items() if p and n in tflop and tflop[n]}
     usable = [(n, tflop[n], p["step_ms"]) for n, p in sorted(s.points.items()) if tflop[n] and p.get("step_ms")]
@@ -51,15 +49,16 @@ def series_parts(s: Series) -> dict:
 
 
 def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: float, checkpointed: bool,
-              base_backend: str | None, attention: tuple = ({}, "")) -> dict:
+              base_backend: str | None, attention: tuple = ({}, ""), precision: str = "bf16") -> dict:
     """{bound: Ratio} for one length of a baseline's step split into `parts` ({bound: ms}):
     the GPU table's ratios, the dense part's by its own GEMM share (`dense_tflop`, the
     checkpoint recompute where `checkpointed`), attention from `attention` ({seq_len: Ratio},
     source) where measured on both GPUs, else the guide's published kernel figures where
-    the baseline trains with `base_backend` as the guide's did."""
+    the baseline trains with `base_backend` as the guide's did; peaks and MAMF of `precision`."""
     base_spec = gpus.lookup(base)
-    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand))
-    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_bf16, checkpointed)
+    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand), precision)
+    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), forecast_model.mamf_of(base_spec, precision),
+                                      checkpointed)
     table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
     return {**hw, "dense": forecast_model.dense_ratio(hw, share),
             "attention": forecast_model.attention_ratio(hw, table, seq_len, source)}
@@ -77,7 +76,8 @@ class Row:
     cost_call: object            # verdict.Call of candidate $/token over the baseline's
     peak_mem_gib: float | None
     fits: bool | None            # the baseline's peak memory within the candidate's HBM
-    measured_tflops: float | None = None  # the candidate measured in the same configuration
+    calibration: calibration.Calibration  # the kind of workload this length is, and how its range was widened
+    measured_tflops: float | None = None  # the candidate measured in the same configuration (or an ignored one)
 
 
 @dataclass
@@ -85,9 +85,11 @@ class SeriesForecast:
     base: Series
     candidate: str               # the GPU table's name
     rows: list = field(default_factory=list)
-    widen: float = 0.0           # the backtest's median error the ranges were widened by
+    prices: tuple = (None, None)  # (baseline, candidate) USD per GPU-hour used, None where not given
+    measured_differs: str = ""    # --ignore-config keys the candidate's measured series differs in
+    hbm_gib: float = 0.0          # the candidate's
     ratio_sources: dict = field(default_factory=dict)  # {bound: {source: {note: None}}}, in order met
-    beyond: list = field(default_factory=list)  # [(seq_len, estimated GiB)] the baseline ran out of memory at
+    beyond: list = field(default_factory=list)  # beyond_memory's (seq_len, GiB, how) the baseline ran out of memory at
 
     @property
     def label(self) -> str:
@@ -99,25 +101,30 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
     return (work_tflop / f.step_ms * 1e3, work_tflop / f.step_ms_slow * 1e3, work_tflop / f.step_ms_fast * 1e3)
 
 
-def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=None,
+def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, measured: Series | None = None,
                     attention: tuple = ({}, "")) -> SeriesForecast:
-    """The candidate's forecast at every length of a measured baseline series; `measured`:
-    the candidate's own points of the same configuration, `attention`:
+    """The candidate's forecast at every length of a measured baseline series; `calibrations`:
+    calibration.calibration's {kind: Calibration}; `measured`: the candidate's own series of
+    this configuration (up to --ignore-config keys, named), `attention`:
     forecast_attention.measured_attention's."""
     spec = gpus.lookup(cand)
-    out = SeriesForecast(s, spec.name, widen=widen)
-    cand_price = _price(prices, spec.name)
-    base_price = _price(prices, s.gpu)
+    precision = calibration.precision_of(s.config)
+    out = SeriesForecast(s, spec.name, prices=(_price(prices, s.gpu), _price(prices, spec.name)), hbm_gib=spec.hbm_gib)
+    if measured is not None:
+        out.measured_differs = "; ".join(f"{k} {', '.join(map(str, b))} here vs {', '.join(map(str, o))} there"
+                                         for k in sorted(set(s.ignored) | set(measured.ignored))
+                                         for b, o in [(s.settings(k), measured.settings(k))] if b != o)
+    base_price, cand_price = out.prices
     for n, (parts, how) in sorted(series_parts(s).items()):
         point = s.points[n]
-        r = ratios_at(s.gpu, spec.name, n, parts, _tflop(point)[1], bool(s.config.get("GRAD_CHECKPOINT")),
-                      s.backend, attention)
+        r = ratios_at(s.gpu, spec.name, n, parts, tflop_of(point)[1], bool(s.config.get("GRAD_CHECKPOINT")),
+                      s.backend, attention, precision)
         for b in parts:
             out.ratio_sources.setdefault(b, {}).setdefault(r[b].source, {})[r[b].note] = None
         how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)
-        f = forecast_model.scale(parts, r, widen, how)
-        work = point["model_tflop_per_step"]
-        tflops = tflops_range(work, f)
+        cal = calibration.for_kind(calibrations, calibration.workload_kind(point.get("attn_flop_share"), precision))
+        f = forecast_model.scale(parts, r, cal.widen, how)
+        tflops = tflops_range(point["model_tflop_per_step"], f)
         speedup = (point["step_ms"] / f.step_ms, point["step_ms"] / f.step_ms_slow, point["step_ms"] / f.step_ms_fast)
         tok_s = tokens_per_s_per_gpu(point)
         usd = base_usd = cost = None
@@ -126,9 +133,9 @@ def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=N
             base_usd = usd_per_mtok(base_price, tok_s)
             cost = call(ratio(usd[0], base_usd), (usd[2] / base_usd, usd[1] / base_usd))
         mem = point.get("peak_mem_gib")
-        other = (measured or {}).get(n)
+        other = measured.points.get(n) if measured is not None else None
         out.rows.append(Row(n, point["step_ms"], f, tflops, speedup, usd, base_usd, cost, mem,
-                            None if mem is None else mem <= spec.hbm_gib,
+                            None if mem is None else mem <= spec.hbm_gib, cal,
                             other.get("tflops_per_gpu") if other else None))
     out.beyond = beyond_memory(s, spec.hbm_gib)
     return out
@@ -140,173 +147,25 @@ def _price(prices: dict, gpu: str) -> float | None:
 
 
 def beyond_memory(s: Series, hbm_gib: float) -> list:
-    """[(seq_len, GiB)] where the baseline ran out of memory and the candidate's HBM would
+    """[(seq_len, GiB, how)] where the baseline ran out of memory and the candidate's HBM would
     hold the memory the baseline's two longest points extrapolate to (linear in tokens, as
-    activations are)."""
+    activations are), never less than the most any point measured: a length that ran out of
+    memory needs at least that, and a peak that fell with length says nothing of a slope."""
     fits = sorted((n, p["peak_mem_gib"]) for n, p in s.points.items() if p.get("peak_mem_gib"))
     if len(fits) < 2:
         return []
     (n1, m1), (n2, m2) = fits[-2:]
+    floor_gib = max(m for _, m in fits)
     out = []
     for n, err in sorted(s.errors.items()):
         if err.get("error") == "oom" and n > n2:
-            gib = m2 + (m2 - m1) / (n2 - n1) * (n - n2)
+            slope_gib = m2 + (m2 - m1) / (n2 - n1) * (n - n2)
+            gib = max(floor_gib, slope_gib)
             if gib <= hbm_gib:
-                out.append((n, gib))
+                out.append((n, gib, "its two longest points, extrapolated" if slope_gib >= floor_gib else
+                            "the most its points measured; its peak did not grow with length, so no slope "
+                            "is extrapolated"))
     return out
-
-
-# ---------------------------------------------------------------- the backtest
-
-# The published pairs: (baseline run, candidate run) of results/reference/ (the guide's).
-PAIRS = (("guide-h200-sweep", "guide-b200-sweep"), ("guide-h200-decompose", "guide-b200-decompose"))
-BACKTEST_COLUMNS = ("pair", "metric", "seq_len", "forecast", "forecast_low", "forecast_high", "published",
-                    "error", "widened_by", "naive_peak", "naive_mamf", "naive_bandwidth")
-# The same-generation refresh the guide discusses: a backtest row needs a published workload
-# figure of both GPUs, and the guide publishes only their MAMF (gpus.py) for this pair.
-REFRESH = ("B200 SXM", "B300 SXM")
-
-
-def _runs(records: list) -> dict:
-    """{run_id: {"header": ..., "summary": {n: r}, "decomposition": {n: r}}}."""
-    runs = {}
-    for r in records:
-        run = runs.setdefault(r.get("run_id"), {"header": None, "summary": {}, "decomposition": {}})
-        if r.get("kind") == "header":
-            run["header"] = r
-        elif r.get("kind") in ("summary", "decomposition"):
-            run[r["kind"]][r["seq_len"]] = r
-    return runs
-
-
-def _gpu(run: dict) -> str:
-    return gpus.lookup(run["header"]["hardware"]["gpu_name"]).name
-
-
-def forecast_run(run: dict, cand: str) -> dict:
-    """{(metric, seq_len): (forecast, low, high, baseline value)} of one baseline run alone."""
-    base = _gpu(run)
-    checkpointed = bool((run["header"].get("config") or {}).get("GRAD_CHECKPOINT"))
-    backend = run["header"].get("attn_backend")
-    out = {}
-    if run["summary"]:
-        s = Series(base, None, "", run["header"].get("config") or {}, "", "guide", None, None,
-                   points=run["summary"])
-        for n, (parts, how) in series_parts(s).items():
-            point = run["summary"][n]
-            f = forecast_model.scale(parts, ratios_at(base, cand, n, parts, _tflop(point)[1], checkpointed, backend))
-            out["tflops_per_gpu", n] = (*tflops_range(point["model_tflop_per_step"], f), point["tflops_per_gpu"])
-    for n, dec in run["decomposition"].items():
-        parts = forecast_model.decomposition_parts(dec)
-        r = ratios_at(base, cand, n, parts, (dec.get("everything_else") or {}).get("tflop") or 0.0, checkpointed,
-                      backend)
-        for bucket, bound in (("attention", "attention"), ("everything_else", "dense")):
-            b = dec["buckets"][bucket] if bucket == "attention" else dec[bucket]
-            out[f"{bucket}_tflops", n] = (b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
-                                          b["tflops"] * r[bound].high, b["tflops"])
-        f = forecast_model.scale(parts, r)
-        out["total_tflops", n] = (*tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"])
-    return out
-
-
-def _published(run: dict, metric: str, n: int) -> float | None:
-    if metric == "tflops_per_gpu":
-        return (run["summary"].get(n) or {}).get("tflops_per_gpu")
-    dec = run["decomposition"].get(n)
-    if not dec:
-        return None
-    name = metric.removesuffix("_tflops")
-    part = dec["buckets"].get(name) if name == "attention" else dec.get(name)
-    return (part or {}).get("tflops")
-
-
-def backtest(records: list) -> list:
-    """One row per pair, metric and length: the forecast from the baseline run alone, its
-    range, the published candidate figure, the error, and the naive forecasts."""
-    runs = _runs(records)
-    rows = []
-    for base_id, cand_id in PAIRS:
-        if base_id not in runs or cand_id not in runs:
-            continue
-        base, cand = runs[base_id], runs[cand_id]
-        hw = forecast_model.hardware_ratios(gpus.lookup(_gpu(base)), gpus.lookup(_gpu(cand)))
-        naive = {"naive_peak": hw["peak"].mid, "naive_mamf": hw["gemm"].mid, "naive_bandwidth": hw["hbm"].mid}
-        for (metric, n), (mid, low, high, base_value) in sorted(forecast_run(base, _gpu(cand)).items(),
-                                                                key=lambda kv: (kv[0][0], kv[0][1])):
-            pub = _published(cand, metric, n)
-            rows.append({"pair": f"{base_id} -> {cand_id}", "metric": metric, "seq_len": n, "forecast": mid,
-                         "forecast_low": low, "forecast_high": high, "published": pub,
-                         "error": ratio(mid, pub) - 1 if pub else None,
-                         **{k: base_value * v for k, v in naive.items()}})
-    return widen_leave_one_out(rows)
-
-
-def widened(low_tflops: float, high_tflops: float, widen: float) -> tuple:
-    """A TFLOPS range whose step times widen by `widen` either way (forecast_model.scale's
-    rule: the slow step time times 1 + widen, the fast one times 1 - widen)."""
-    return low_tflops / (1 + widen), high_tflops / (1 - widen)
-
-
-def widen_leave_one_out(rows: list) -> list:
-    """Each row's range widened by the median absolute error of the other rows: the
-    backtest's own error, and no row's range uses its own."""
-    errors = [None if r["error"] is None else abs(r["error"]) for r in rows]
-    for i, r in enumerate(rows):
-        others = [e for j, e in enumerate(errors) if j != i and e is not None]
-        r["widened_by"] = statistics.median(others) if others else 0.0
-        r["forecast_low"], r["forecast_high"] = widened(r["forecast_low"], r["forecast_high"], r["widened_by"])
-    return rows
-
-
-def unbacktested(records: list) -> list:
-    """A line for each pair the backtest would hold where published figures existed (REFRESH):
-    no row is made up where the candidate has no published workload figure."""
-    worked = {_gpu(run) for run in _runs(records).values()
-              if run["header"] and gpus.lookup(run["header"]["hardware"]["gpu_name"])
-              and (run["summary"] or run["decomposition"])}
-    base, cand = (gpus.lookup(g) for g in REFRESH)
-    if cand.name in worked:
-        return []
-    return [f"{base.name} -> {cand.name} (the same-generation refresh): not backtested. The guide publishes "
-            f"their MAMF ({base.mamf_bf16:g} vs {cand.mamf_bf16:g} TFLOPS bf16) but no training figures on a "
-            f"{cand.name}, and a row needs one to set the forecast against."]
-
-
-def median_abs_error(rows: list, key: str = "error") -> float | None:
-    errors = [abs(r[key]) for r in rows if r.get(key) is not None]
-    return statistics.median(errors) if errors else None
-
-
-def naive_error(row: dict, key: str) -> float | None:
-    return ratio(row[key], row["published"]) - 1 if row.get("published") else None
-
-
-def shipped_backtest() -> list:
-    """The backtest of the published pairs this suite ships (report/published.py)."""
-    return backtest(published.guide_reference_records())
-
-
-def backtest_markdown(rows: list, notes: list = ()) -> str:
-    """The backtest's table, its medians and how many published figures its ranges hold,
-    then `notes` (unbacktested's lines)."""
-    if not rows:
-        return "\n\n".join(notes)
-    table = [[r["pair"], r["metric"], seq_label(r["seq_len"]), fmt(r["published"]),
-              f"{fmt(r['forecast'])} ({fmt(r['forecast_low'])}-{fmt(r['forecast_high'])})",
-              fmt(r["error"], "pct"), fmt(naive_error(r, "naive_peak"), "pct"),
-              fmt(naive_error(r, "naive_mamf"), "pct"), fmt(naive_error(r, "naive_bandwidth"), "pct")]
-             for r in rows]
-    inside = sum(1 for r in rows if r["published"] and r["forecast_low"] <= r["published"] <= r["forecast_high"])
-    medians = [median_abs_error(rows)] + [median_abs_error([{"e": naive_error(r, k)} for r in rows], "e")
-                                          for k in ("naive_peak", "naive_mamf", "naive_bandwidth")]
-    return (md_table(["pair", "metric", "seq_len", "published", "forecast (range)", "error", "peak-ratio error",
-                      "MAMF-ratio error", "bandwidth-ratio error"], table)
-            + f"\n\nMedian absolute error: forecast {fmt(medians[0], 'pct')}; naive peak ratio "
-              f"{fmt(medians[1], 'pct')}, MAMF ratio {fmt(medians[2], 'pct')}, bandwidth ratio "
-              f"{fmt(medians[3], 'pct')}. Published figure inside the forecast range: {inside} of {len(rows)}. "
-              f"Ranges: every ratio at its slow and at its fast end, then widened by the median absolute "
-              f"error of the other rows (leave-one-out: no row's range uses its own error)."
-            + "".join(f"\n\n{n}" for n in notes))
 
 
 # ---------------------------------------------------------------- the page
@@ -317,30 +176,51 @@ def sources_words(sources: dict) -> str:
                       for src, notes in sources.items())
 
 
+def _span(values: tuple, kind: str) -> str:
+    """'1.87x (1.54x-1.98x)' of a (mid, low, high)."""
+    return f"{fmt(values[0], kind)} ({fmt(values[1], kind)}-{fmt(values[2], kind)})"
+
+
+def price_words(fc: SeriesForecast) -> str:
+    """The prices a forecast's $/token used, or which are missing."""
+    (base, cand), gpus_ = fc.prices, (fc.base.gpu, fc.candidate)
+    given = [f"{g} ${usd:.2f}" for g, usd in zip(gpus_, (base, cand)) if usd]
+    missing = [g for g, usd in zip(gpus_, (base, cand)) if not usd]
+    return ("at " + " and ".join(given) + " per GPU-hour" if given else "") + \
+        (f"{'; ' if given else ''}no price for {' and '.join(missing)}: no $/token call" if missing else "")
+
+
 def forecast_markdown(fc: SeriesForecast) -> str:
-    """One series' forecast block: the table, where each ratio came from, what it cannot see."""
+    """One series' forecast block: the table, the kinds it was calibrated on and how often such
+    ranges held, where each ratio came from, what it cannot see."""
     rows = []
     for r in fc.rows:
-        t, sp = r.tflops, r.speedup
-        usd = f"{fmt(r.usd_per_mtok[0], 'usd')} ({fmt(r.usd_per_mtok[2], 'usd')}-{fmt(r.usd_per_mtok[1], 'usd')})" \
-            if r.usd_per_mtok else "-"
+        usd = (f"{fmt(r.usd_per_mtok[0], 'usd')} ({fmt(r.usd_per_mtok[2], 'usd')}-{fmt(r.usd_per_mtok[1], 'usd')})"
+               if r.usd_per_mtok else "-")
         fits = "-" if r.fits is None else ("fits" if r.fits else f"{fmt(r.peak_mem_gib)} GiB > HBM")
-        rows.append([seq_label(r.seq_len), fmt(r.step_ms), f"{fmt(r.forecast.step_ms)} "
-                     f"({fmt(r.forecast.step_ms_fast)}-{fmt(r.forecast.step_ms_slow)})",
-                     f"{fmt(t[0])} ({fmt(t[1])}-{fmt(t[2])})", f"{fmt(sp[0], 'x')} ({fmt(sp[1], 'x')}-{fmt(sp[2], 'x')})",
-                     usd, COST_WORDS.get(r.cost_call.word, r.cost_call.word) if r.cost_call else "-", f"{fmt(sp[0], 'x')} ({fmt(sp[1], 'x')}-{fmt(sp[2], 'x')})", fits,
-                     fmt(r.measured_tflops), r.forecast.how])
-    lines = [f"**{fc.label}**: {fc.candidate} for this series' own configuration and node. Ranges: "
-             f"every ratio at its slow and fast end, widened by the backtest's median error "
-             f"({fmt(fc.widen, 'pct')}).", "",
-             md_table(["seq_len", f"{fc.base.gpu} step ms (measured)", f"{fc.candidate} step ms (forecast)",
-                       "TFLOPS/GPU (forecast)", "speedup (forecast)", f"{fc.candidate} $/1M tokens (forecast)",
-                       "$/token call", "break-even price ratio", f"memory on {fc.candidate}",
-                       f"{fc.candidate} measured TFLOPS", "split"], rows), "",
-             "Ratios: " + "; ".join(f"{b}: {sources_words(srcs)}" for b, srcs in sorted(fc.ratio_sources.items())) + "."]
-    for n, gib in fc.beyond:
-        lines.append(f"At {seq_label(n)} the baseline ran out of memory; its two longest points extrapolate "
-                     f"to {fmt(gib)} GiB, within the {fc.candidate}'s HBM (a memory forecast, no step time).")
+        rows.append([seq_label(r.seq_len), r.calibration.kind, fmt(r.step_ms),
+                     f"{fmt(r.forecast.step_ms)} ({fmt(r.forecast.step_ms_fast)}-{fmt(r.forecast.step_ms_slow)})",
+                     _span(r.tflops, "num"), _span(r.speedup, "x"), fmt(r.base_usd_per_mtok, "usd"), usd,
+                     COST_WORDS.get(r.cost_call.word, r.cost_call.word) if r.cost_call else "-",
+                     _span(r.speedup, "x"), fits, fmt(r.measured_tflops), r.forecast.how])
+    measured = f"{fc.candidate} measured TFLOPS" + (" (another configuration)" if fc.measured_differs else "")
+    lines = [f"**{fc.label}**: {fc.candidate} for this series' own configuration and node, {price_words(fc)}. "
+             "Ranges: every ratio at its slow and fast end, widened for the row's kind of workload by the "
+             "backtest's misses on published pairs of that kind.", "",
+             md_table(["seq_len", "kind", f"{fc.base.gpu} step ms (measured)", f"{fc.candidate} step ms (forecast)",
+                       "TFLOPS/GPU (forecast)", "speedup (forecast)", f"{fc.base.gpu} $/1M tokens (measured)",
+                       f"{fc.candidate} $/1M tokens (forecast)", "$/token call", "break-even price ratio",
+                       f"memory on {fc.candidate}", measured, "split"], rows), ""]
+    lines += [f"How sure, {kind}: {cal.words()}." for kind, cal in
+              {r.calibration.kind: r.calibration for r in fc.rows}.items()]
+    if fc.measured_differs:
+        lines.append(f"The {measured} column is another configuration, paired by --ignore-config "
+                     f"({fc.measured_differs}): not the workload this forecast is for.")
+    lines.append("Ratios: " + "; ".join(f"{b}: {sources_words(srcs)}" for b, srcs in sorted(fc.ratio_sources.items()))
+                 + ".")
+    for n, gib, how in fc.beyond:
+        lines.append(f"At {seq_label(n)} the baseline ran out of memory; it needs at least {fmt(gib)} GiB ({how}), "
+                     f"within the {fc.candidate}'s HBM (a memory forecast, no step time).")
     lines.append("Blind spots: kernels that change between GPUs (another attention backend, beta kernels), "
                  "a young cuBLAS, and host CPUs that differ (host time is carried over unchanged).")
     return "\n".join(lines)

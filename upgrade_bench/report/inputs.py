@@ -90,14 +90,15 @@ class Tally:
     def skipped_total(self) -> int:
         return sum(sum(c.values()) for c in self.skipped.values())
 
-    def skipped_lines(self, most: int = 8) -> list:
-        """One line per source: how many were skipped and the commonest reasons."""
+    def skipped_lines(self, most: int = 8, name=str) -> list:
+        """One line per source (shown by `name`: text.md_text on the page): how many were
+        skipped and the commonest reasons."""
         out = []
         for source, reasons in self.skipped.items():
             if reasons:
                 common = "; ".join(f"{n} x {why}" for why, n in reasons.most_common(most))
                 more = len(reasons) - most
-                out.append(f"{source}: {sum(reasons.values())} skipped ({common}"
+                out.append(f"{name(source)}: {sum(reasons.values())} skipped ({common}"
                            + (f"; {more} other reasons" if more > 0 else "") + ")")
         return out
 
@@ -130,15 +131,33 @@ def _fingerprint(record: dict) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
+def _claim(claims: dict, record: dict, source: str) -> None:
+    """BadInput where a record of a published run (`reference` set), or one claiming a
+    published run's id, comes from another file than that run's other records with other
+    content: two files cannot both be one published run, and merged they would mix figures."""
+    run_id, published = record.get("run_id"), bool(record.get("reference"))
+    if run_id is None:
+        return
+    first, first_published = claims.setdefault(run_id, (source, published))
+    if first != source and (published or first_published):
+        raise BadInput(f"run {run_id!r} is published in {first!r} and claimed with other figures by {source!r}: "
+                       f"one published run cannot come from two files; give only one of them")
+    if published and not first_published:
+        claims[run_id] = (first, True)
+
+
 def read(paths, tally: Tally):
     """The usable records of every path, in order, each once; BadInput ends the run."""
-    seen = set()
+    seen, claims = set(), {}
     for path in paths:
-        source = "<stdin>" if path == "-" else path
+        source = "<stdin>" if path == "-" else text.clean(path)  # a name is shown: one line, encodable
         skipped = tally.skipped.setdefault(source, Counter())
         try:
             with _stream(path) as stream:
                 for record in records.iter_records(_lines(stream, skipped), source, skipped):
+                    if text.too_deep(record):
+                        skipped[f"nested deeper than {text.MAX_DEPTH} levels"] += 1
+                        continue
                     record = text.clean_record(record)
                     kind = record["kind"]
                     if kind not in KINDS_READ:
@@ -153,6 +172,7 @@ def read(paths, tally: Tally):
                         tally.seen_again.setdefault(record.get("run_id"), set()).add(source)
                         continue
                     seen.add(key)
+                    _claim(claims, record, source)
                     yield record
         except records.SchemaTooNew as err:
             raise BadInput(str(err)) from None

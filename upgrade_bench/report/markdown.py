@@ -1,15 +1,17 @@
 """report.md and what plot_results.py prints: the page in order, from the verdict blocks
 (verdict_blocks.py) and the tables after them (detail_tables.py).
 
-The page opens with the forecasts, then one verdict block per comparison, then the series
-that pair with nothing and why, then the figures and the detailed tables.
+The page opens with the prices and the answer (answer.py: a sentence per baseline, candidate
+and regime), then the forecasts, one verdict block per comparison, the series that pair with
+nothing and why, then the figures and the detailed tables.
 """
 from . import detail_tables
+from .answer import answer_markdown
 from .comparisons import Analysis
 from .forecasts import forecast_markdown
 from .series import GUIDE_LABEL, seq_label
 from .tables import fmt
-from .text import md_cell
+from .text import md_cell, md_text
 from .verdict_blocks import verdict_block
 from .words import stack_words, title
 from .workload import workload_markdown
@@ -27,12 +29,25 @@ def no_comparison_words(a: Analysis) -> str:
     return "no two series of the same configuration (the series and why are listed below)"
 
 
+def prices_line(a: Analysis) -> str:
+    """Every price the page uses, a forecast's too."""
+    prices = [f"{g} ${usd:.2f}" for g, usd in a.prices.items()]
+    prices += [f"{g} ${usd:.2f} (prices its forecast only: no log of it)" for g, usd in a.forecast_prices.items()]
+    return (f"Prices per GPU-hour: {', '.join(prices)}." if prices else
+            "No prices given (--price GPU=USD_PER_GPU_HOUR): speed only, no $/token verdicts.")
+
+
+def opening(a: Analysis) -> list:
+    """What the terminal and the page open with: the prices, why a --forecast shows nothing,
+    and the answer per baseline."""
+    out = [prices_line(a), ""] + [f"**{note}**\n" for note in a.forecast_notes]
+    answer = answer_markdown(a)
+    return out + ([answer] if answer else [])
+
+
 def terminal_text(a: Analysis) -> str:
-    """What plot_results.py prints: the same verdict blocks, then the series not compared."""
-    out = [f"{fc.label}: {fc.candidate} " + ", ".join(
-        f"{seq_label(r.seq_len)} {fmt(r.tflops[0])} TFLOPS/GPU ({fmt(r.tflops[1])}-{fmt(r.tflops[2])})"
-        for r in fc.rows) + "\n" for fc in a.forecasts]
-    out += [verdict_block(c, a.data.also_in) for c in a.comparisons]
+    """What plot_results.py prints: the answer, the verdict blocks, then the series not compared."""
+    out = opening(a) + [verdict_block(c, a.data.also_in) for c in a.comparisons]
     if not a.comparisons:
         out.append(f"No comparison: {no_comparison_words(a)}.\n")
     lonely = unpaired_markdown(a)
@@ -47,10 +62,10 @@ def inputs_markdown(a: Analysis, inputs, tally) -> str:
         if tally.duplicates:
             lines.append(f"{sum(tally.duplicates.values())} record(s) found again in another log "
                          "(the same run_id, kind and content) were counted once: "
-                         + ", ".join(f"{src}: {n}" for src, n in tally.duplicates.items()) + ".")
+                         + ", ".join(f"{md_text(src)}: {n}" for src, n in tally.duplicates.items()) + ".")
         if tally.skipped_total():
             lines.append(f"Skipped {tally.skipped_total()} malformed line(s) or record(s):")
-            lines += [f"- {line}" for line in tally.skipped_lines()]
+            lines += [f"- {line}" for line in tally.skipped_lines(name=md_text)]
     if a.data.orphans:
         lines.append(f"{a.data.orphans} record(s) had no header (GPU unknown).")
     for run_id, names in a.data.conflicts.items():
@@ -66,12 +81,10 @@ def inputs_markdown(a: Analysis, inputs, tally) -> str:
 def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
     """report.md: the verdict blocks first, then the unpaired series, figures and tables."""
     out = ["# GPU upgrade report", ""]
-    prices = ", ".join(f"{g} ${usd:.2f}" for g, usd in a.prices.items())
-    out += [f"Prices per GPU-hour: {prices}." if prices else
-            "No prices given (--price GPU=USD_PER_GPU_HOUR): speed only, no $/token verdicts.", ""]
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
                 "what they held is missing from the verdicts below.", ""]
+    out += opening(a)
     if a.forecasts:
         out += ["## Forecasts (not measured)", ""] + [forecast_markdown(fc) + "\n" for fc in a.forecasts]
     if not a.comparisons:

@@ -64,7 +64,9 @@ def guide_reference_records() -> list:
     Nothing here is a measurement of this suite.
     """
     sweep_config = runs.training_config(settings.parse(variables.TRAINING_VARS, {}), True, 8, "")
-    right_sized = dict(sweep_config, ZERO_STAGE=2, OFFLOAD_OPTIMIZER=False, GRAD_CHECKPOINT=False)
+    # the lengths each published run covers, as a measured run's header lists its SEQ_LEN
+    sweep_config["SEQ_LEN"] = [n for n, _, _ in GUIDE_SWEEP_TFLOPS]
+    right_sized = dict(sweep_config, ZERO_STAGE=2, OFFLOAD_OPTIMIZER=False, GRAD_CHECKPOINT=False, SEQ_LEN=[8192])
     out = []
     for gpu in PUBLISHED_GPUS:
         spec = gpus.lookup(gpu)

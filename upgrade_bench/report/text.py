@@ -12,6 +12,10 @@ import re
 MAX_CHARS = 400  # longer text is cut where read: a note, a path or a config value, not a book
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+MAX_DEPTH = 32
+# Inline markdown a file name must not start: emphasis, code, links, html, strikethrough,
+# headings (a table cell's `|` is md_cell's).
+_MARKDOWN = re.compile(r"([\\`*\[\]<>~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")  # '_' inside a word is no markup
 
 
 def clean(text: str) -> str:
@@ -23,8 +27,22 @@ def clean(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
+def too_deep(value, limit: int = MAX_DEPTH) -> bool:
+    """Whether a decoded JSON value nests lists or objects more than `limit` levels deep
+    (a walk with its own stack: Python's recursion limit is no bound on input)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def clean_record(value):
-    """Every string of a decoded JSON value cleaned, keys too."""
+    """Every string of a decoded JSON value cleaned, keys too (a value too_deep refuses
+    first: this walk recurses)."""
     if isinstance(value, str):
         return clean(value)
     if isinstance(value, dict):
@@ -37,6 +55,12 @@ def clean_record(value):
 def md_cell(text) -> str:
     """A markdown table cell: one line, its `|` escaped."""
     return clean(str(text)).replace("|", "\\|")
+
+
+def md_text(text) -> str:
+    """Text from outside (a file name) inline in markdown: one line, every character that
+    would start emphasis, code, a link, html or a heading escaped, so it shows as typed."""
+    return _MARKDOWN.sub(r"\\\1", clean(str(text)))
 
 
 def csv_cell(value):

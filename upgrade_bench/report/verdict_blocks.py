@@ -112,14 +112,14 @@ def headline(c: Comparison) -> str:
         top = max(above, key=lambda r: r.speedup)
         text += (f" Its TFLOPS ratio reaches {fmt(top.speedup, 'x')} at {seq_label(top.seq_len)}, above the "
                  f"{fmt(c.peak_ratio, 'x')} peak ratio of the two GPUs: a configuration difference, not hardware.")
-    return text + _one_sided(c)
+    return text + one_sided(c)
 
 
 def _findings(c: Comparison) -> str:
     if c.kind == HEALTH:
         groups = _by_word(c, lambda r: r.speed, ("slower than published", "as published within the spread",
                                                  "faster than published"))
-        return (f"This {c.other.gpu} node: {groups}." if groups else "") + _one_sided(c)
+        return (f"This {c.other.gpu} node: {groups}." if groups else "") + one_sided(c)
     speeds = [r.speedup for r in c.rows if r.speedup]
     ends = dict.fromkeys(fmt(v, "x") for v in (min(speeds), max(speeds))) if speeds else {}
     pace = " to ".join(ends) + " the baseline's TFLOPS per GPU" if speeds else ""
@@ -128,10 +128,10 @@ def _findings(c: Comparison) -> str:
         return f"{unpriced}: speed only, {pace}." if pace else f"{unpriced}."
     groups = _by_word(c, lambda r: r.cost, ("cheaper per token", "the same within the spread", "dearer per token"))
     groups = groups or "not priced at any length"
-    return f"At these prices {c.other.gpu} is {groups}" + (f"; {pace}." if pace else ".") + _one_sided(c)
+    return f"At these prices {c.other.gpu} is {groups}" + (f"; {pace}." if pace else ".") + one_sided(c)
 
 
-def _one_sided(c: Comparison) -> str:
+def one_sided(c: Comparison) -> str:
     """' One side only: <why> at 192K; ...' for the lengths only one series has."""
     found = {}
     for r in c.rows:

@@ -2,6 +2,7 @@
 verdict blocks, the detail tables and the figures all print the same way."""
 from .comparisons import HEALTH, NOT_LIKE_FOR_LIKE, Comparison
 from .series import Series, _short, config_phrase
+from .text import md_text
 
 # The settings that shape the workload, in the words of a verdict block.
 WORKLOAD_KEYS = ("ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER", "PACKED_DOC_LEN",
@@ -39,7 +40,8 @@ def sources_words(s: Series, also_in: dict) -> str:
     named = []
     for run in runs[:MOST_RUNS_NAMED]:
         again = sorted(set(also_in.get(run.run_id, ())) - {run.source})
-        named.append(f"{run.source} (run {run.run_id}" + (f"; also in {', '.join(again)}" if again else "") + ")")
+        named.append(f"{md_text(run.source)} (run {run.run_id}"
+                     + (f"; also in {', '.join(map(md_text, again))}" if again else "") + ")")
     more = len(runs) - MOST_RUNS_NAMED
     files = len({run.source for run in runs[MOST_RUNS_NAMED:]})
     return "; ".join(named) + (f"; and {_count(more, 'more run')} in {_count(files, 'file')}" if more > 0 else "")

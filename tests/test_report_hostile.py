@@ -1,0 +1,147 @@
+"""Issue 38's report-side fails, each reproduced: a page that misleads, a traceback, a silent
+no-op. In-process and without figures (what is said and written, not what is drawn)."""
+import json
+import os
+
+import pytest
+
+import plot_results
+from test_plot_results import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
+from upgrade_bench.report import forecasts, published, series
+
+H200_PEAK = 989.0
+
+
+@pytest.fixture(autouse=True)
+def no_figures(monkeypatch):
+    skip_figures(monkeypatch)
+
+
+def sweep(run_id="m", gpu="NVIDIA H200", mems=(60.0, 40.0), oom_at=None, config=None, flops=True):
+    """A measured two-length sweep: 8K and 32K with the peak memories given, an OOM beyond."""
+    out = [header(run_id, gpu, backend="fa4", config=config, hbm=139.8)]
+    for n, mem in zip((8192, 32768), mems):
+        s = summary(run_id, n, 400.0, H200_PEAK, 10000.0, 300.0 * n / 8192, (290.0 * n / 8192, 310.0 * n / 8192))
+        s["peak_mem_gib"] = mem
+        if flops:
+            s.update(model_tflop_per_step=0.12 * n / 1024, attn_flop_share=0.1 * n / 8192)
+        out.append(s)
+    if oom_at:
+        out.append(rec("error", run_id, error="oom", message="exit code 3", seq_len=oom_at))
+    return out
+
+
+def test_a_record_nested_500_deep_is_skipped_with_its_reason(tmp_path, capsys):
+    deep = 1
+    for _ in range(500):
+        deep = {"a": deep}
+    log = write_jsonl(tmp_path / "deep.jsonl", two_gpu_log() + [dict(header("x", "NVIDIA H200"), notes=deep)])
+    code, out, err = cli(capsys, log, "--out", tmp_path / "o")
+    assert code == 0, err
+    assert "1 skipped (1 x nested deeper than 32 levels)" in err
+
+
+def test_a_log_name_that_is_not_utf8_with_a_bad_line_writes_its_report(tmp_path, capsys):
+    path = os.path.join(os.fsencode(tmp_path), b"bad\xff.jsonl")
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in two_gpu_log()) + "{not json\n")
+    code, out, err = cli(capsys, os.fsdecode(path), "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text(encoding="utf-8")
+    assert "bad?.jsonl: 1 skipped (1 x not JSON)" in page
+
+
+def test_an_output_name_that_is_not_utf8_is_refused_not_renamed(tmp_path, capsys):
+    target = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"out\xff"))
+    assert "not a UTF-8 name" in bad(capsys, "results/", "--out", target)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_file_name_with_a_markdown_heading_stays_text_on_the_page(tmp_path, capsys):
+    name = tmp_path / "x\n# Heading *bold* [link](y) <b>.jsonl"
+    write_jsonl(name, two_gpu_log(), extra_lines=["{bad"])
+    code, _, err = cli(capsys, name, "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert not [line for line in page.splitlines() if "Heading" in line and line.lstrip("- ").startswith("#")]
+    assert "x \\# Heading \\*bold\\* \\[link\\](y) \\<b\\>.jsonl: 1 skipped" in page
+
+
+def test_memory_that_falls_with_length_is_never_extrapolated_below_what_was_measured():
+    data = series.load(json.loads(json.dumps(sweep(mems=(60.0, 40.0), oom_at=65536))))
+    (s,) = data.series
+    ((n, gib, how),) = forecasts.beyond_memory(s, 180.0)
+    assert (n, gib) == (65536, 60.0) and "did not grow with length" in how
+    grows = series.load(json.loads(json.dumps(sweep(mems=(40.0, 60.0), oom_at=65536)))).series[0]
+    assert forecasts.beyond_memory(grows, 180.0)[0][:2] == (65536, pytest.approx(60.0 + 20.0 / 24576 * 32768))
+
+
+def test_a_second_file_claiming_a_published_run_is_refused_naming_both(tmp_path, capsys):
+    guide = [r for r in published.guide_reference_records() if r["run_id"] == "guide-h200-sweep"]
+    write_jsonl(tmp_path / "a.jsonl", guide)
+    tenfold = [dict(r, tflops_per_gpu=r["tflops_per_gpu"] * 10) if r["kind"] == "summary" else r for r in guide]
+    write_jsonl(tmp_path / "b.jsonl", tenfold)
+    err = bad(capsys, tmp_path / "a.jsonl", tmp_path / "b.jsonl", "--out", tmp_path / "o")
+    assert "'guide-h200-sweep'" in err and "a.jsonl" in err and "b.jsonl" in err
+    err = bad(capsys, tmp_path / "b.jsonl", tmp_path / "a.jsonl", "--out", tmp_path / "o")  # either order
+    assert "a.jsonl" in err and "b.jsonl" in err
+    assert not (tmp_path / "o").exists()
+    write_jsonl(tmp_path / "c.jsonl", guide)  # the same records again are one run, counted once
+    code, _, err = cli(capsys, tmp_path / "a.jsonl", tmp_path / "c.jsonl", "--out", tmp_path / "o")
+    assert code == 0, err
+
+
+def test_a_forecast_beside_a_measured_candidate_of_another_configuration_says_so(tmp_path, capsys):
+    logs = sweep(config={"ZERO_STAGE": 2}) + sweep("b", "NVIDIA B200", config={"ZERO_STAGE": 3})
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--forecast", "B200",
+                         "--ignore-config", "ZERO_STAGE", "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert "B200 SXM measured TFLOPS (another configuration)" in page
+    assert "paired by --ignore-config (ZERO_STAGE 2 here vs 3 there)" in page
+
+
+def test_every_price_a_forecast_uses_is_printed(tmp_path, capsys):
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", sweep()), "--forecast", "B200", "--price",
+                         "H200=3.50", "--price", "B200=7.25", "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    for text in (out, page):
+        assert "B200 SXM $7.25 (prices its forecast only: no log of it)" in text
+        assert "$3.50 vs $7.25 per GPU-hour" in text
+    assert "at H200 SXM $3.50 and B200 SXM $7.25 per GPU-hour" in page
+
+
+@pytest.mark.parametrize("logs, forecast, why", [
+    (sweep(), "H200", "already measured on H200 SXM"),
+    (sweep(gpu="NVIDIA RTX 9999"), "B200", "NVIDIA RTX 9999 is no GPU of the GPU table"),
+    (sweep(gpu="cpu"), "B200", "cpu is no GPU of the GPU table (a CPU run"),
+    (sweep(flops=False), "B200", "its summaries record no FLOP count"),
+])
+def test_a_forecast_that_cannot_forecast_says_why_in_one_line(tmp_path, capsys, logs, forecast, why):
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--forecast", forecast,
+                         "--out", tmp_path / "o")
+    assert code == 0, err
+    (note,) = [line for line in err.splitlines() if line.startswith("note: --forecast")]
+    assert f"no forecast: " in note and why in note
+    assert why in (tmp_path / "o" / "report.md").read_text()
+
+
+def test_backtest_writes_nothing_where_the_report_is_refused(tmp_path, capsys):
+    bad(capsys, tmp_path / "missing.jsonl", "--backtest", "--out", tmp_path / "o")
+    bad(capsys, write_jsonl(tmp_path / "l.jsonl", sweep()), "--backtest", "--price", "A100=1",
+        "--out", tmp_path / "o")  # a price for a GPU the logs lack: found only after reading
+    assert not (tmp_path / "o").exists()
+    code, _, err = cli(capsys, "--backtest", "--out", tmp_path / "o")  # alone, it writes its table
+    assert code == 0 and os.listdir(tmp_path / "o") == ["backtest.csv"], err
+
+
+def test_the_guides_published_rows_carry_the_lengths_their_run_covers(tmp_path):
+    sweep_header = next(r for r in published.guide_reference_records()
+                        if r["kind"] == "header" and r["run_id"] == "guide-h200-sweep")
+    assert sweep_header["config"]["SEQ_LEN"] == [n for n, _, _ in published.GUIDE_SWEEP_TFLOPS]
+    assert plot_results.main(["results/reference/guide.jsonl", "--export", str(tmp_path / "t"),
+                              "--out", str(tmp_path / "o")]) == 0
+    rows = (tmp_path / "t" / "points.csv").read_text().splitlines()
+    at_32k = next(line for line in rows if ",32768," in line and "guide-h200-sweep" in line)
+    assert "8192" not in at_32k.split(",32768,")[1].split(",")[0:3] and "262144" in at_32k
