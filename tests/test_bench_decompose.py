@@ -295,3 +295,29 @@ def test_linear_mixer_and_moe_routing_kernels_have_their_own_bucket_and_part():
     assert rec["unclassified_top"] == []
     assert "of other, MoE routing: 10.0 ms (10.0%)" in decompose.table({**rec, "seq_len": 8, "attn_backend": "fa4",
                                                                        "use_liger": False})
+
+
+def test_a_low_precision_has_its_gemms_and_its_casts_apart():
+    # One profiled step, wall 100 ms: a float8 GEMM 30 ms and a bf16 one 20 ms (gemm), the
+    # converted linears' fused amax/cast 10 ms and an elementwise kernel 40 ms (other); the
+    # converted linears did 3 of the step's 5 dense TFLOP.
+    kernel_us = {
+        "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1_cublas": 30_000.0,
+        "nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNN": 20_000.0,
+        "triton_red_fused_abs_amax_0": 6_000.0,
+        "triton_poi_fused__to_copy_clamp_div_mul_reciprocal_1": 4_000.0,
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>": 40_000.0,
+    }
+    step = StepFlops(dense=5e12, attention=0.0, linear=0.0, recompute=0.0)
+    rec = decompose.decompose(100.0, kernel_us, steps=1, step_flops=step, peak_tflops=1000.0, low_tflop=3.0)
+    b = rec["buckets"]
+    assert (b["gemm"]["ms"], b["other"]["ms"]) == pytest.approx((50.0, 50.0))
+    low = b["gemm"]["low_precision"]
+    assert low["ms"] == pytest.approx(30.0) and low["tflops"] == pytest.approx(100.0)  # 3 TFLOP in 30 ms
+    assert b["other"]["precision_cast"]["ms"] == pytest.approx(10.0)
+    table = decompose.table({**rec, "seq_len": 8, "attn_backend": "fa4", "use_liger": True})
+    assert "of gemm, low-precision GEMMs: 30.0 ms (30.0%), 100 TFLOPS" in table
+    assert "of other, low-precision casts: 10.0 ms (10.0%)" in table
+    bf16 = decompose.decompose(100.0, {"nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNN": 1.0}, 1, step, 1000.0)
+    assert bf16["buckets"]["gemm"]["low_precision"] == {"ms": 0.0, "kernel_ms_per_step": 0.0, "tflop": None,
+                                                        "tflops": None}

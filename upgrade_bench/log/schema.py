@@ -283,6 +283,8 @@ use_liger                  flag          Liger kernels on
 buckets                    object        `attention`, `gemm`, `linear_mixer`, `other`: tflop, ms, tflops, mfu, ...
 buckets.*                  part          a bucket
 buckets.other.moe_routing  part          the MoE router's share of `other`
+buckets.other.precision_cast  part       a low precision's amax, scale and cast kernels, part of `other`
+buckets.gemm.low_precision  part         its float8 / block-scaled GEMMs, part of `gemm`, with their own TFLOPS
 everything_else            part          all but attention: the guide's "rest of the step"
 total                      part          the whole step
 kernel_busy_share          non-negative  busy compute-kernel time over the wall step

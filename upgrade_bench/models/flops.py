@@ -179,10 +179,15 @@ def linear_kernel_flops(batch: int, seq_len: int, heads: int, key_dim: int, valu
     return fwd * {"fwd": 1.0, "bwd": 2.0, "fwd_bwd": 3.0}[pass_]
 
 
+def linear_flops(params: int, tokens: int) -> float:
+    """fwd+bwd model FLOPs of linears holding `params` weights: 6 per weight per token (the
+    forward, and the input and weight gradients, 2 each)."""
+    return 6.0 * params * tokens
+
+
 def low_precision_share(converted_params: int, tokens: int, model_flops: float) -> float:
-    """Share of a step's model FLOPs that ran in the low-precision GEMMs: each converted linear
-    does 6 FLOPs per weight per token (forward, and the input and weight gradients)."""
-    return min(1.0, 6.0 * converted_params * tokens / model_flops) if model_flops else 0.0
+    """Share of a step's model FLOPs that ran in the low-precision GEMMs (the converted linears')."""
+    return min(1.0, linear_flops(converted_params, tokens) / model_flops) if model_flops else 0.0
 
 
 def precision_bound_ms(model_flops: float, low_share: float, mamf_low: float, mamf_bf16: float) -> float:

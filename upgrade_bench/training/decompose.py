@@ -22,6 +22,8 @@ from ..numfmt import pct, sig
 BUCKETS = ("attention", "linear_mixer", "gemm", "other")  # the compute buckets the wall time is split into
 COMM = "comm"
 MOE_ROUTING = "moe_routing"  # a part of `other`: router top-k, token counts, permutation
+PRECISION_CAST = "precision_cast"  # a part of `other`: a low precision's amax, scale and cast kernels
+LOW_PRECISION_GEMM = "low_precision"  # a part of `gemm`: its FP8 / block-scaled GEMMs
 NAME_CHARS = 200  # templated CUTLASS names run to thousands of characters; records keep a prefix
 
 
@@ -71,6 +73,9 @@ RULES = (
     _rule("linear_mixer", "Mamba-2 SSD / selective scan (_chunk_scan_*, _chunk_state_*, "
           "_state_passing_*, _bmm_chunk_*, selective_scan)",
           r"_chunk_scan|_chunk_state|_state_passing|_bmm_chunk|selective_scan"),
+    # Before the other gemm rules: the same libraries' float8 kernels name their element types.
+    _rule("gemm", "float8 GEMMs (cuBLASLt's *_e4m3* / *_e5m2*, CUTLASS's f8f8bf16 row-wise, "
+          "torch._scaled_mm)", r"e4m3|e5m2|f8f8|float_e[45]m|_scaled_mm|fp8", part=LOW_PRECISION_GEMM),
     _rule("gemm", "cuBLAS / cuBLASLt (sm90_xmma_gemm_*, ampere_*gemm*, nvjet_*, gemv, splitKreduce)",
           r"gemm|gemv|nvjet|cublas|xmma"),
     _rule("gemm", "CUTLASS (cutlass::Kernel2<cutlass_80_tensorop_*>, cutlass::device_kernel<...>)",
@@ -84,6 +89,11 @@ RULES = (
     # is this scatter-add: on the H200 it was 5.6% of gpt-oss's 8K step. A dense step has none.
     _rule("other", "token permutation backward (indexing_backward_kernel)", r"indexing_backward",
           part=MOE_ROUTING),
+    # Only PRECISION's converted linears are compiled (training/low_precision.py; FlexAttention's
+    # inductor kernels matched attention above): their fused kernels are its amax, scale and cast.
+    _rule("other", "a low precision's amax / scale / cast: inductor kernels of the converted linears "
+          "(triton_poi_fused_*, triton_red_fused_*, triton_per_fused_*); on CPU aten::amax", r"^triton_(poi|red|per)_fused|^aten::amax$",
+          part=PRECISION_CAST),
     _rule("other", "ATen native CUDA kernels (elementwise, reductions, copies, softmax, embedding)",
           r"at::native::|at_cuda_detail|\bcub::|elementwise|reduce_kernel"),
     _rule("other", "Triton: Liger (_rms_norm_*, _swiglu_*, _triton_rope, liger_cross_entropy) and "
@@ -148,7 +158,7 @@ def _top(kernel_us: dict, steps: int, n: int, names=None) -> list:
 
 
 def decompose(wall_ms: float, kernel_us: dict, steps: int, step_flops: flops.StepFlops,
-              peak_tflops: float | None, top_n: int = 15) -> dict:
+              peak_tflops: float | None, top_n: int = 15, low_tflop: float = 0.0) -> dict:
     """The decomposition record's fields from a wall step time and a profile.
 
     kernel_us: {kernel name: total microseconds over `steps` profiled steps}. Attention gets
@@ -158,6 +168,8 @@ def decompose(wall_ms: float, kernel_us: dict, steps: int, step_flops: flops.Ste
     state FLOPs. `everything_else` (all but attention) is the guide's "rest of the step"
     column. Times per bucket are milliseconds per step. (With ATTN_BACKEND=eager the
     attention matmuls run as plain GEMMs: attention shows no time, gemm carries its work.)
+    Under a low PRECISION, `low_tflop` (its converted linears' model TFLOP) goes to gemm's
+    `low_precision` part, whose TFLOPS are then the format's own, and `other` shows its casts.
     """
     per_bucket = bucket_us(kernel_us)
     ms = split_wall(wall_ms, per_bucket)
@@ -166,9 +178,11 @@ def decompose(wall_ms: float, kernel_us: dict, steps: int, step_flops: flops.Ste
     buckets = {b: {**_throughput(tflop[b], ms[b], peak_tflops), "time_share": ms[b] / wall_ms,
                    "kernel_ms_per_step": per_bucket[b] / steps / 1e3} for b in BUCKETS}
     compute_us = sum(per_bucket[b] for b in BUCKETS)
-    routing_us = part_us(kernel_us, MOE_ROUTING)
-    buckets["other"][MOE_ROUTING] = {"ms": wall_ms * routing_us / compute_us,
-                                     "kernel_ms_per_step": routing_us / steps / 1e3}
+    for bucket, part in (("other", MOE_ROUTING), ("other", PRECISION_CAST), ("gemm", LOW_PRECISION_GEMM)):
+        us = part_us(kernel_us, part)
+        buckets[bucket][part] = {"ms": wall_ms * us / compute_us, "kernel_ms_per_step": us / steps / 1e3}
+    low = buckets["gemm"][LOW_PRECISION_GEMM]
+    low.update(tflop=low_tflop or None, tflops=flops.tflops(low_tflop * 1e12, low["ms"]) if low_tflop and low["ms"] else None)
     rest_ms = wall_ms - ms["attention"]
     unknown = [k for k in kernel_us if match(k) is None]
     return {
@@ -201,9 +215,12 @@ def table(record: dict) -> str:
     for label, r in rows:
         share = r.get("time_share", 1.0)
         lines.append(f"{label:<16}{sig(r['ms']):>10}{pct(share):>8}{sig(r['tflops']):>9}{pct(r['mfu']):>7}")
-    routing = record["buckets"]["other"].get(MOE_ROUTING) or {}
-    if routing.get("ms"):
-        lines.append(f"  of other, MoE routing: {sig(routing['ms'])} ms ({pct(routing['ms'] / record['wall_step_ms'])})")
+    for bucket, part, what in (("gemm", LOW_PRECISION_GEMM, "low-precision GEMMs"), ("other", MOE_ROUTING, "MoE routing"),
+                               ("other", PRECISION_CAST, "low-precision casts")):
+        r = record["buckets"][bucket].get(part) or {}
+        if r.get("ms"):
+            lines.append(f"  of {bucket}, {what}: {sig(r['ms'])} ms ({pct(r['ms'] / record['wall_step_ms'])})"
+                         + (f", {sig(r['tflops'])} TFLOPS" if r.get("tflops") else ""))
     for k in record["unclassified_top"]:
         lines.append(f"unclassified kernel (counted in other): {k['ms']:.3f} ms/step  {k['name']}")
     return "\n".join(lines)

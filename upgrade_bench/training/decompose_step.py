@@ -4,6 +4,7 @@ wall step split by each kernel bucket's share of a profiled window (upgrade_benc
 import sys
 
 from . import decompose, engine
+from ..models import flops
 from ..kernels import timing
 
 
@@ -39,7 +40,10 @@ def write_decomposition(eng, rc, writer, batch, step_flops, seq_len: int, wall_m
     by kernel bucket, write the `decomposition` record (and its table on rank 0)."""
     s = rc.settings
     kernel_us = profiled_kernel_us(eng, batch, rc.device, profile_steps)
-    fields = decompose.decompose(wall_ms["median"], kernel_us, profile_steps, step_flops, rc.peak_tflops)
+    low = rc.low_precision["converted_params"] if rc.low_precision else 0
+    low_tflop = flops.linear_flops(low, s["BATCH_SIZE"] * seq_len) / 1e12
+    fields = decompose.decompose(wall_ms["median"], kernel_us, profile_steps, step_flops, rc.peak_tflops,
+                                 low_tflop=low_tflop)
     record = writer.write("decomposition", seq_len=seq_len, batch_size=s["BATCH_SIZE"],
                           packed_doc_len=s["PACKED_DOC_LEN"], time_steps=wall_ms["n"],
                           wall_step_ms_min=wall_ms["min"], wall_step_ms_max=wall_ms["max"],
