@@ -6,11 +6,13 @@
 #   ./install.sh --force fa3|fa4|none  # override the attention package choice
 #   ./install.sh --wheelhouse DIR    # offline: every wheel from DIR (air-gapped clusters)
 #   ./install.sh --no-verify         # skip the final check
+#   ./install.sh --mamba             # GPU node with nvcc: also build mamba-ssm and causal-conv1d from
+#                                    # source (Mamba-2's fast path, Granite 4.0-H; tens of minutes of CUDA builds)
 #
 # Idempotent: re-running reuses .venv and installs only what is missing or differs.
 # Environment: PYTHON (interpreter for the venv, default python3), TORCH_INDEX_URL (default
 # the PyTorch cu130 index on GPU nodes, the default index with --cpu), FA3_VERSION,
-# FA4_VERSION, HF_HOME (where staged weights are looked for), MODEL_DIR (where they go).
+# FA4_VERSION, FLA_TRITON, MAMBA_VERSION, CAUSAL_CONV1D_VERSION, HF_HOME (where staged weights are looked for), MODEL_DIR (where they go).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -18,26 +20,31 @@ FA3_VERSION=${FA3_VERSION:-3.0.0}      # the guide's H200 runs
 # The guide's B200 ran 4.0.0b22; b36 is the release seen working here on an H200 (SM90 path).
 FA4_VERSION=${FA4_VERSION:-4.0.0b36}
 CU130_INDEX=https://download.pytorch.org/whl/cu130
+FLA_TRITON=${FLA_TRITON:-3.7.1}
+MAMBA_VERSION=${MAMBA_VERSION:-2.3.2.post1}; CAUSAL_CONV1D_VERSION=${CAUSAL_CONV1D_VERSION:-1.7.0}        # the oldest Triton flash-linear-attention 0.6.0 runs its Hopper backward on
 
 die() { echo "install.sh: error: $*" >&2; exit "${2:-2}"; }
 say() { echo "install.sh: $*" >&2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
-cpu=0; force=""; wheelhouse=""; verify=1
+cpu=0; force=""; wheelhouse=""; verify=1; mamba=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu=1 ;;
     --force) [ $# -ge 2 ] || die "--force needs fa3, fa4 or none"; force=$2; shift ;;
     --wheelhouse) [ $# -ge 2 ] || die "--wheelhouse needs a folder"; wheelhouse=$2; shift ;;
     --no-verify) verify=0 ;;
+    --mamba) mamba=1 ;;
     -h|--help) usage; exit 0 ;;
-    *) die "unknown option '$1' (allowed: --cpu, --force fa3|fa4|none, --wheelhouse DIR, --no-verify, --help)" ;;
+    *) die "unknown option '$1' (allowed: --cpu, --force fa3|fa4|none, --wheelhouse DIR, --no-verify, --mamba, --help)" ;;
   esac
   shift
 done
 case "$force" in ""|fa3|fa4|none) ;; *) die "--force '$force': expected fa3, fa4 or none" ;; esac
 [ -z "$wheelhouse" ] || [ -d "$wheelhouse" ] || die "--wheelhouse '$wheelhouse': no such folder"
 [ $cpu = 1 ] && [ -n "$force" ] && [ "$force" != none ] && die "--force $force needs a GPU; --cpu installs no FlashAttention"
+[ $cpu = 1 ] && [ $mamba = 1 ] && die "--mamba needs a GPU node: mamba-ssm and causal-conv1d are CUDA builds"
+[ $mamba = 1 ] && ! command -v nvcc >/dev/null && die "--mamba needs CUDA's compiler (nvcc on PATH, or CUDA_HOME/bin): mamba-ssm and causal-conv1d ship as sources only"
 
 PYTHON=${PYTHON:-python3}
 command -v "$PYTHON" >/dev/null || die "no '$PYTHON' on PATH: install Python 3.10 or newer (or set PYTHON)"
@@ -84,6 +91,25 @@ fi
 say "installing the pinned stack (requirements.txt) into .venv"
 pip_install "${torch_index[@]}" -r requirements.txt || die "pinned stack install failed (see pip's message above)" 1
 [ $cpu = 0 ] && { pip_install -r requirements-gpu.txt || die "liger-kernel / flash-linear-attention install failed" 1; }
+# flash-linear-attention runs its Gated DeltaNet backward on Hopper only under Triton 3.7.1 or
+# newer (older ones: it refuses, and transformers falls back to its slow torch code); torch
+# pins the Triton it was built with, so only an older one is replaced, and the header records
+# which ran (software.triton).
+if [ $cpu = 0 ]; then
+  old_triton=$("$PY" -c 'import sys, triton; v = tuple(int(x) for x in triton.__version__.split(".")[:3]); print(triton.__version__ if v < (3, 7, 1) else "")' 2>/dev/null) || old_triton=""
+  if [ -n "$old_triton" ]; then
+    say "Triton $old_triton is older than flash-linear-attention's Hopper backward needs: installing triton==$FLA_TRITON"
+    pip_install "triton==$FLA_TRITON" || die "triton==$FLA_TRITON install failed (Qwen3-Next would run transformers' torch fallback)" 1
+  fi
+fi
+
+# --- Mamba-2's kernels, opt-in: sources that compile CUDA for this GPU ----------------------
+if [ $mamba = 1 ]; then
+  say "building causal-conv1d==$CAUSAL_CONV1D_VERSION and mamba-ssm==$MAMBA_VERSION for this GPU (tens of minutes of CUDA builds; without them Granite 4.0-H runs transformers' torch fallback, which the header names)"
+  TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-$cc} MAX_JOBS=${MAX_JOBS:-$(nproc)} \
+    pip_install --no-build-isolation "causal-conv1d==$CAUSAL_CONV1D_VERSION" "mamba-ssm==$MAMBA_VERSION" ||
+    die "mamba-ssm / causal-conv1d build failed (see the compiler's message above); the suite still runs Granite on the torch fallback" 1
+fi
 
 # --- attention package -----------------------------------------------------------------
 fa_index=()

@@ -250,7 +250,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         started = time.monotonic()
         eng, _keep_alive = build_engine(rc, debug.mark if debug else None)
         say_rank0(rc, started_text(time.monotonic() - started, s["SEQ_LEN"], rc.backend,
-                                     rc.precision.low and rc.device.type == "cuda"))
+                                     rc.precision.low and rc.device.type == "cuda",
+                                     any(v != model.TORCH_FALLBACK for v in (rc.mixer_kernels or {}).values())))
         for earlier_points, seq_len in enumerate(s["SEQ_LEN"]):
             run_point(eng, rc, writer, seq_len, earlier_points, debug)
     except WriteFailed:
@@ -274,12 +275,21 @@ OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint ac
             "(ZERO_STAGE=3 with deepspeed --num_gpus=N)")
 
 
-def started_text(startup_s: float, seq_lens: list, backend: str, compiles_precision: bool = False) -> str:
+# What a run's first step at each length spends compiling where a hybrid's fast kernels run:
+# flash-linear-attention's and mamba-ssm's are Triton kernels, compiled and autotuned per shape
+# on first use (Qwen3-Next's Gated DeltaNet took minutes on a fresh H200, results/h200-families-2/).
+MIXER_FIRST_STEP = ("the linear mixers' Triton kernels compile and autotune (minutes on a cold cache; "
+                    "TRITON_CACHE_DIR kept across runs saves it)")
+
+
+def started_text(startup_s: float, seq_lens: list, backend: str, compiles_precision: bool = False,
+                 compiles_mixers: bool = False) -> str:
     """The line between start-up and the first step: what it took, what comes, and what the
-    attention backend's and the precision's first step at each length spends compiling (a
-    minute of silence otherwise looks like a hang)."""
+    attention backend's, the precision's and the linear mixers' first step at each length
+    spends compiling (a minute of silence otherwise looks like a hang)."""
     first_step = "; ".join(filter(None, [attn_backends.BACKENDS[backend].first_step,
-                                         low_precision.FIRST_STEP if compiles_precision else ""]))
+                                         low_precision.FIRST_STEP if compiles_precision else "",
+                                         MIXER_FIRST_STEP if compiles_mixers else ""]))
     return (f"start-up done in {startup_s:.0f} s; measuring seq_len {' '.join(map(str, seq_lens))}"
             + (f"; in each first step {first_step}" if first_step else ""))
 
