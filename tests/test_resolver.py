@@ -108,7 +108,7 @@ def test_the_expert_cut_is_part_of_the_run_identity():
 # ---------------------------------------------------------------- precision
 
 def test_a_precision_this_gpu_or_stack_cannot_run_is_refused_naming_what_can():
-    found = lambda name: name == "torchao.float8"  # noqa: E731: torchao installed, without MX or NVFP4 training
+    found = lambda dist, name: name == "torchao.float8"  # noqa: E731: torchao installed, without MX or NVFP4 training
     hopper, ampere = Device((9, 0)), Device((8, 0))
     assert precisions.resolve("fp8-rowwise", hopper, found).recipe == "rowwise"
     with pytest.raises(BadInput) as err:
@@ -124,7 +124,11 @@ def test_a_precision_this_gpu_or_stack_cannot_run_is_refused_naming_what_can():
         precisions.resolve("fp8-tensorwise", Device((9, 4), is_hip=True), found)
     with pytest.raises(BadInput, match="needs torchao, which is not installed"):
         precisions.resolve("fp8-tensorwise", hopper, found, version=lambda dist: None)
-    assert precisions.resolve("bf16", Device((7, 5)), lambda name: False).name == "bf16"
+    assert precisions.resolve("bf16", Device((7, 5)), lambda dist, name: False).name == "bf16"
+    # the installed torchao's own file list: its float8 and MX training modules, no NVFP4 training
+    assert precisions.module_found("torchao", "torchao.float8") and precisions.module_found("torchao", "torchao.prototype.mx_formats.mx_linear")
+    assert not precisions.module_found("torchao", "torchao.prototype.mx_formats.nvfp4_training")
+    assert not precisions.module_found("no-such-distribution", "x")
     # each format's capability item names what it trains (check_capabilities' detail)
     assert precisions.unlocked_by("matmul:fp8_e4m3:rowwise") == ["fp8-rowwise", "fp8-rowwise-gw-hp"]
 

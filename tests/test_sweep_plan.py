@@ -290,16 +290,18 @@ def test_a_capacity_search_with_nothing_to_search_is_refused_and_a_sweep_ignores
 
 def test_run_sweep_sh_dry_run_prints_commands_and_imports_no_torch(tmp_path):
     # As run_sweep.sh runs it, plus a look at what planning imported.
-    # One GPU and SDPA: the same command on any machine, and no flash package to import.
+    # One GPU and SDPA: the same command on any machine, and no flash package to import; a
+    # low precision's library is looked for in its file list, not imported (torchao imports torch).
     run = {"DRY_RUN": "1", "SEQLENS": "64 128", "OUT": str(tmp_path / "o.jsonl"), "GPUS": "1",
-           "ATTN_BACKEND": "sdpa", "REUSE_PROCESS": "1"}
+           "ATTN_BACKEND": "sdpa", "REUSE_PROCESS": "1", "PRECISION": "fp8-tensorwise"}
     code = ("import sys; from upgrade_bench.sweep import runner; code = runner.main(); "
             "sys.stderr.write(f'imported: {sorted(m for m in (\"torch\", \"transformers\") if m in sys.modules)}\\n'); "
             "sys.exit(code)")
     proc = run_proc([sys.executable, "-c", code], run, timeout=60, cleared=SWEEP_CLEARED)
     assert proc.returncode == 0, proc.stderr
     [line] = proc.stdout.splitlines()
-    assert line.startswith("ATTN_BACKEND=sdpa SEQ_LEN='64 128' OUTPUT=") and line.endswith(f"-u {REPO / 'benchmark.py'}")
+    assert line.startswith("PRECISION=fp8-tensorwise ATTN_BACKEND=sdpa SEQ_LEN='64 128' OUTPUT=")
+    assert line.endswith(f"-u {REPO / 'benchmark.py'}")
     assert proc.stderr.splitlines()[-1] == "imported: []"
     assert not list(tmp_path.iterdir())
 

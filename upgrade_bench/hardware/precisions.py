@@ -11,6 +11,7 @@ Model FLOPs do not change with the format: MFU stays against the bf16 dense peak
 summary adds the share of model FLOPs the low-precision GEMMs ran and the time bound the
 format allows (flops.precision_bound_ms).
 """
+import importlib.metadata as md
 from dataclasses import dataclass
 
 from ..faults import BadInput
@@ -81,25 +82,28 @@ def arch_problem(p: Precision, device: Device) -> str | None:
 
 
 def library_problem(p: Precision, module_found, version_of=package_version) -> str | None:
-    """Why the installed library lacks `p`, or None; `module_found(name)` says whether a
-    module exists (importlib.util.find_spec, which imports nothing heavy)."""
+    """Why the installed library lacks `p`, or None; `module_found(distribution, module)`
+    says whether the installed distribution holds that module."""
     if not p.low:
         return None
     version = version_of(p.library)
     if version is None:
         return f"{p.name} needs {p.library}, which is not installed: {TORCHAO_HINT}"
-    if not module_found(p.module):
+    if not module_found(p.library, p.module):
         return f"{p.name}: {p.library} {version} has no {p.module} (no {p.recipe} training recipe there)"
     return None
 
 
-def module_found(name: str) -> bool:
-    import importlib.util
-
+def module_found(distribution: str, module: str) -> bool:
+    """Whether `distribution`'s installed files hold `module`, read from its file list: finding
+    a submodule by import would import its package first (torchao imports torch), and the
+    plans resolve a run without torch."""
     try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # a parent package missing or broken
+        files = {str(f) for f in md.files(distribution) or ()}
+    except md.PackageNotFoundError:
         return False
+    path = module.replace(".", "/")
+    return f"{path}.py" in files or f"{path}/__init__.py" in files
 
 
 def resolve(requested: str, device: Device, found=module_found, version=package_version) -> Precision:
