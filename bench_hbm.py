@@ -26,7 +26,7 @@ cannot be written (a full disk).
 import sys
 
 from upgrade_bench import faults, settings
-from upgrade_bench.hardware import fingerprint, telemetry
+from upgrade_bench.hardware import bandwidth, fingerprint, telemetry
 from upgrade_bench.kernels import attn_bench, hbm, timing
 from upgrade_bench.log import header
 from upgrade_bench.faults import BadInput, run_main
@@ -34,7 +34,7 @@ from upgrade_bench.log.records import RecordWriter
 
 SCRIPT = "bench_hbm.py"
 VARS = [
-    settings.Var("OPS", "str_list", list(hbm.OPS), "ops to time: copy (2 x the buffer moved), read, "
+    settings.Var("OPS", "str_list", list(bandwidth.OPS), "ops to time: copy (2 x the buffer moved), read, "
                  "write"),
     settings.Var("SIZES_MIB", "int_list", hbm.DEFAULT_SIZES_MIB, "MiB of each buffer (copy holds "
                  "two); a size that does not fit becomes an oom record", min=1, max=2**20),
@@ -46,8 +46,8 @@ VARS = [
 
 def validate(s: dict) -> None:
     """Cross-variable rules settings.Var cannot express; raises BadInput."""
-    if not s["OPS"] or any(op not in hbm.OPS for op in s["OPS"]):
-        raise BadInput(f"OPS={' '.join(s['OPS'])!r}: expected a list of {'|'.join(hbm.OPS)}")
+    if not s["OPS"] or any(op not in bandwidth.OPS for op in s["OPS"]):
+        raise BadInput(f"OPS={' '.join(s['OPS'])!r}: expected a list of {'|'.join(bandwidth.OPS)}")
 
 
 def main() -> int:
@@ -59,7 +59,7 @@ def main() -> int:
     capacity = attn_bench.memory_bytes(device)
     hbm.check_fits(s["SIZES_MIB"], s["OPS"], capacity)
     gpu_name = fingerprint.gpu_name()
-    datasheet, row = hbm.datasheet_gb_per_s(gpu_name)
+    datasheet, row = bandwidth.datasheet_gb_per_s(gpu_name)
     source = f"table:{row}" if row else None
     warnings = []
     if device.type != "cuda":

@@ -30,7 +30,8 @@ from upgrade_bench.kernels import attn_backends
 from upgrade_bench.hardware import fingerprint
 from upgrade_bench.log import header
 from upgrade_bench import settings
-from upgrade_bench.hardware import capabilities as caps, precisions
+from upgrade_bench.capability import verdicts as caps
+from upgrade_bench.hardware import precisions
 from upgrade_bench.faults import BadInput, run_main
 from upgrade_bench.log.records import RecordWriter, read_log
 
@@ -61,7 +62,7 @@ ATTENTION_ORDER = sorted(attn_backends.KERNELS.values(), key=lambda b: b.package
 def attention_verdict(backend: attn_backends.Backend, device: fingerprint.Device, dev) -> caps.Verdict:
     import torch
 
-    from upgrade_bench.hardware import capability_probes as p
+    from upgrade_bench.capability import probes as p
 
     if backend.package:
         version = fingerprint.package_version(backend.package.distribution)
@@ -89,7 +90,7 @@ def plan(s: dict, device: fingerprint.Device, dev, gpu_name, gpu_count: int, cap
     """(item, category, needs a working CUDA context, make_verdict) in run order. Attention
     runs last: a kernel package that crashes the process takes no other item with it.
     `done` holds the verdicts so far (max_seq_len reads the memory items)."""
-    from upgrade_bench.hardware import capability_probes as p
+    from upgrade_bench.capability import probes as p
 
     def probe(item, fn):
         return lambda: caps.evaluate(item, device, fn)
@@ -123,7 +124,7 @@ def main() -> int:
     capacity_records = load_capacity_log(s["CAPACITY_LOG"])
     import torch
 
-    from upgrade_bench.hardware import capability_probes as p
+    from upgrade_bench.capability import probes as p
 
     on_gpu = torch.cuda.is_available()
     dev = torch.device("cuda", 0) if on_gpu else torch.device("cpu")

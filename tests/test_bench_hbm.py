@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from conftest import import_script, run_proc
+from upgrade_bench.hardware import bandwidth
 from upgrade_bench.kernels import attn_bench, hbm
 from upgrade_bench.log import checks
 from upgrade_bench.log.records import read_lines
@@ -34,20 +35,20 @@ def test_bytes_moved_counts_what_each_op_must_read_and_write():
 
 
 def test_gb_per_s_is_decimal_as_the_datasheets_are():
-    assert hbm.gb_per_s(4_800_000_000, 1.0) == pytest.approx(4800.0)   # 4.8e9 B in 1 ms: 4.8 TB/s
-    assert hbm.gb_per_s(2**30, 1000.0) == pytest.approx(1.073741824)   # a GiB a second is 1.07 GB/s
+    assert bandwidth.gb_per_s(4_800_000_000, 1.0) == pytest.approx(4800.0)   # 4.8e9 B in 1 ms: 4.8 TB/s
+    assert bandwidth.gb_per_s(2**30, 1000.0) == pytest.approx(1.073741824)   # a GiB a second is 1.07 GB/s
     # copy of 8 GiB (16 GiB moved) in 4 ms: 17179869184 B / 0.004 s = 4294.97 GB/s
-    assert hbm.gb_per_s(hbm.bytes_moved("copy", 8192 * MIB), 4.0) == pytest.approx(4294.967296)
-    assert hbm.gb_per_s(MIB, 0.0) is None
+    assert bandwidth.gb_per_s(hbm.bytes_moved("copy", 8192 * MIB), 4.0) == pytest.approx(4294.967296)
+    assert bandwidth.gb_per_s(MIB, 0.0) is None
 
 
 def test_the_datasheet_figure_is_the_gpu_tables_and_none_for_an_unknown_gpu():
-    assert hbm.datasheet_gb_per_s("NVIDIA H200") == (4800.0, "H200 SXM")
-    assert hbm.datasheet_gb_per_s("NVIDIA B200") == (8000.0, "B200 SXM")
-    assert hbm.datasheet_gb_per_s("NVIDIA GB300") == (None, None)  # no row: never the B300's figure
-    assert hbm.datasheet_gb_per_s(None) == (None, None)
-    assert hbm.share_of_datasheet(4000.0, 4800.0) == pytest.approx(0.8333333)
-    assert hbm.share_of_datasheet(4000.0, None) is None and hbm.share_of_datasheet(None, 4800.0) is None
+    assert bandwidth.datasheet_gb_per_s("NVIDIA H200") == (4800.0, "H200 SXM")
+    assert bandwidth.datasheet_gb_per_s("NVIDIA B200") == (8000.0, "B200 SXM")
+    assert bandwidth.datasheet_gb_per_s("NVIDIA GB300") == (None, None)  # no row: never the B300's figure
+    assert bandwidth.datasheet_gb_per_s(None) == (None, None)
+    assert bandwidth.share_of_datasheet(4000.0, 4800.0) == pytest.approx(0.8333333)
+    assert bandwidth.share_of_datasheet(4000.0, None) is None and bandwidth.share_of_datasheet(None, 4800.0) is None
 
 
 def point(op, mib, gbps, status="ok", share=None):
@@ -57,10 +58,10 @@ def point(op, mib, gbps, status="ok", share=None):
 def test_the_best_of_each_op_skips_failed_points_and_keeps_copy_first():
     records = [point("write", 512, 3000.0), point("copy", 512, 3900.0), point("copy", 2048, 4100.0),
                point("copy", 8192, None, "oom"), point("read", 512, 4300.0), point("read", 2048, None, "error")]
-    best = hbm.best_by_op(records)
+    best = bandwidth.best_by_op(records)
     assert list(best) == ["copy", "read", "write"]
     assert (best["copy"]["buffer_mib"], best["read"]["buffer_mib"]) == (2048, 512)
-    assert hbm.best_by_op([point("copy", 512, None, "oom")]) == {}
+    assert bandwidth.best_by_op([point("copy", 512, None, "oom")]) == {}
 
 
 def test_the_table_and_the_headline():
@@ -218,7 +219,7 @@ def test_the_report_shows_each_gpus_best_bandwidth_and_its_share_of_the_datashee
     assert table[2] == "| GPU | copy GB/s | read GB/s | write GB/s | datasheet TB/s | copy / datasheet | source |"
     assert table[4] == "| H200 SXM | 4100.0 | 4300.0 | - | 4.8 | 85.4% | measured, run a |"  # 4100 / 4800
     assert table[5] == "| H200 SXM | 3000.0 | 4400.0 | - | 4.8 | 62.5% | measured, run b |"
-    best = hbm.best_by_op(cpu_run[1:])
+    best = bandwidth.best_by_op(cpu_run[1:])
     assert table[6].startswith(f"| no GPU | {best['copy']['gb_per_s']:.1f} |")
     assert table[6].endswith(f"| - | - | measured, run {cpu_run[0]['run_id']} |")
     assert "## Memory bandwidth (HBM)" in markdown.render(a)

@@ -12,6 +12,7 @@ from conftest import REPO, TINY_FAST, import_script, parse_jsonl, run_proc
 from upgrade_bench.training import engine, variables
 from upgrade_bench import faults
 from upgrade_bench.log import records
+from upgrade_bench.hardware import fingerprint
 
 benchmark = import_script("benchmark.py")
 
@@ -297,7 +298,7 @@ def test_a_model_that_cannot_fit_this_machine_is_refused_before_it_starts(as_scr
     assert "ZeRO-2 on 1 GPU(s)" in memory.fit_problem("x", 10_000_000_000, 2, 1, False, one_h200, 2**40)
     assert memory.fit_problem("x", 8_030_000_000, 3, 8, True, one_h200, 2**40) is None
     as_script("benchmark.py", benchmark.VARS, {"MODEL": "llama-3.1-8b", "SEQ_LEN": "64"})
-    monkeypatch.setattr(memory, "host_ram_bytes", lambda: 24 * 2**30)  # this machine's size, whatever runs the test
+    monkeypatch.setattr(fingerprint, "host_ram_bytes", lambda: 24 * 2**30)  # this machine's size, whatever runs the test
     assert faults.run_main(benchmark.main) == 2
     err = capsys.readouterr()
     assert err.out == "" and "needs at least 120 GiB" in err.err and len(err.err.strip().splitlines()) == 1

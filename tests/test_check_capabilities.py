@@ -9,9 +9,9 @@ from conftest import import_script, run_proc
 from upgrade_bench.kernels import attn_backends
 from upgrade_bench import faults
 from upgrade_bench.hardware import fingerprint
-from upgrade_bench.hardware import capabilities as caps
+from upgrade_bench.capability import verdicts as caps
 from upgrade_bench.faults import BadInput
-from upgrade_bench.hardware import capability_probes as probes
+from upgrade_bench.capability import probes
 from upgrade_bench.report import series
 from upgrade_bench.report.capability_table import capability_table
 
@@ -111,7 +111,8 @@ def test_a_verdict_only_takes_the_five_answers():
 
 
 def test_rocm_is_never_gated_by_the_nvidia_capability():
-    assert caps.gate(caps.NEEDS["matmul:mxfp8:block32"], MI300X) is None
+    assert caps.gate("matmul:mxfp8:block32", MI300X) is None
+    assert caps.gate("matmul:mxfp8:block32", HOPPER).status == "unsupported_hardware"
 
 
 # ---- the probes, run for real where torch has CPU kernels ----------------------------------

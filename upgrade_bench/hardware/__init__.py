@@ -5,5 +5,6 @@ gpus                the GPU table (peaks per dtype, HBM, bandwidth, link, publis
 devices/            the GPUs visible here, NVIDIA (NVML) or AMD (amdsmi), without torch
 fingerprint         the software stack; the device as torch sees it
 telemetry           NVML sampling: clocks, power, temperature, throttle reasons, energy
-capabilities, capability_probes   check_capabilities.py: gates, classification, tiny probes
+formats             what the silicon must have for each matmul number format (compute capability floors)
+precisions          the training precisions (PRECISION): recipe, capability item, ceiling, what converts
 """

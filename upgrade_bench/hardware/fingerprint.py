@@ -5,17 +5,18 @@ header says exactly which versions ran. Nothing here may fail a run: a probe tha
 answer records null.
 """
 import importlib.metadata as md
+import os
 import platform
 from dataclasses import dataclass
 
 from . import devices
 from .devices.gpu import ask
 
-# The distributions of the stack a header lists, besides the attention packages (which the
-# backend table names: see header.software).
+# The distributions of the stack a header lists: every attention backend's package among them
+# (tests/test_layers.py checks the backend table's against this list).
 STACK_DISTRIBUTIONS = ("torch", "transformers", "deepspeed", "liger-kernel", "nvidia-cutlass-dsl",
                        "triton", "numpy", "nvidia-ml-py", "flash-linear-attention", "fla-core",
-                       "causal-conv1d", "mamba-ssm")
+                       "causal-conv1d", "mamba-ssm", "torchao", "flash-attn-3", "flash-attn-4", "flash-attn")
 
 
 def package_version(dist: str) -> str | None:
@@ -25,13 +26,13 @@ def package_version(dist: str) -> str | None:
         return None
 
 
-def software(more_distributions=()) -> dict:
-    """Python, CUDA/HIP, cuDNN and NCCL versions, and those of STACK_DISTRIBUTIONS and
-    `more_distributions` (None: not installed)."""
+def software() -> dict:
+    """Python, CUDA/HIP, cuDNN and NCCL versions, and those of STACK_DISTRIBUTIONS (None: not
+    installed)."""
     import torch
 
     stack = {"python": platform.python_version()}
-    stack.update({name: package_version(name) for name in STACK_DISTRIBUTIONS + tuple(more_distributions)})
+    stack.update({name: package_version(name) for name in STACK_DISTRIBUTIONS})
     stack["cuda"] = torch.version.cuda
     stack["hip"] = getattr(torch.version, "hip", None)
     try:
@@ -50,6 +51,16 @@ def hardware(device_index: int = 0) -> dict:
     of the GPUs, with what only NVML or amdsmi tell (driver, power limit, clocks)."""
     managed = ask(devices.visible_gpus) or []  # details only: never a reason to fail a run
     return devices.hardware(devices.with_details(devices.seen_by_torch(), managed), device_index)
+
+
+def host_ram_bytes() -> int:
+    """The host's RAM, or the container's limit when lower (past it the OOM killer ends a run)."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            return min(ram, int(f.read()))
+    except (OSError, ValueError):  # no cgroup v2, or "max"
+        return ram
 
 
 def gpu_name() -> str | None:

@@ -15,7 +15,7 @@ import importlib.metadata as md
 from dataclasses import dataclass
 
 from ..faults import BadInput
-from .capabilities import NEEDS, gate
+from .formats import NEEDS, below_floor
 from .fingerprint import Device, package_version
 
 TORCHAO = "torchao"
@@ -70,15 +70,15 @@ DEFAULT = "bf16"
 
 def arch_problem(p: Precision, device: Device) -> str | None:
     """Why `p` cannot run on `device` whatever is installed, or None (the silicon's answer,
-    capabilities.NEEDS; whether this stack runs it, the training process asks the probe)."""
+    formats.NEEDS; whether this stack runs it, the training process asks the probe)."""
     if not p.low:
         return None
     if device.capability is None:
         return None  # CPU: torchao emulates the formats (the test path), never a speed
     if device.is_hip:
         return f"{p.name} is not offered on AMD GPUs ({device.arch}): this suite has not checked torchao's ROCm path"
-    verdict = gate(NEEDS[p.item], device)
-    return f"{p.name} does not run on {device.arch}: {NEEDS[p.item].why}" if verdict else None
+    why = below_floor(p.item, device)
+    return f"{p.name} does not run on {device.arch}: {why}" if why else None
 
 
 def library_problem(p: Precision, module_found, version_of=package_version) -> str | None:

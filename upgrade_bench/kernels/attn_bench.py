@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from . import attn_backends, attn_kernels, linear_kernels, timing
 from .. import faults
 from ..models import flops
-from ..training import memory
+from ..hardware import fingerprint
 from ..hardware import telemetry
 from ..models.layers import LINEAR
 from ..faults import BadInput
@@ -39,7 +39,7 @@ def memory_bytes(device) -> int:
 
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
-    return memory.host_ram_bytes()
+    return fingerprint.host_ram_bytes()
 
 
 def too_big(need_bytes: int, capacity_bytes: int) -> str | None:

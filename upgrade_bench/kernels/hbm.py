@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 from . import attn_bench, timing
 from .. import faults
-from ..hardware import gpus, telemetry
+from ..hardware import telemetry
+from ..hardware.bandwidth import OPS, best_by_op, datasheet_gb_per_s, gb_per_s, share_of_datasheet
 from ..numfmt import pct, sig
 
-OPS = ("copy", "read", "write")
 MIB = 2**20
 # float32 elements: torch's reduction and fill kernels load and store them vectorised. The
 # buffers hold random floats, as training's data: constant data toggles fewer bits and draws
@@ -52,36 +52,6 @@ def bytes_moved(op: str, buffer_bytes: int) -> int:
 def allocated_bytes(op: str, buffer_bytes: int) -> int:
     """Device memory one point holds: `copy` a source and a destination, the others one buffer."""
     return 2 * buffer_bytes if op == "copy" else buffer_bytes
-
-
-def gb_per_s(nbytes: int, ms: float) -> float | None:
-    """Decimal GB/s (1e9 bytes a second) of `nbytes` moved in `ms` milliseconds; None for no
-    time. Decimal because datasheets quote decimal TB/s (the H200's 4.8 TB/s is 4.8e12 B/s):
-    a share of the datasheet figure needs its unit, and GiB/s would read 7% low."""
-    return nbytes / (ms / 1e3) / 1e9 if ms and ms > 0 else None
-
-
-def datasheet_gb_per_s(gpu_name: str | None) -> tuple[float | None, str | None]:
-    """(the GPU table's HBM bandwidth in decimal GB/s, the row's name); (None, None) for a
-    device the table lacks: never another card's figure."""
-    spec = gpus.lookup(gpu_name)
-    return (spec.hbm_tbps * 1e3, spec.name) if spec else (None, None)
-
-
-def share_of_datasheet(measured_gb_per_s: float | None, datasheet: float | None) -> float | None:
-    """Measured over datasheet bandwidth; None when either is unknown."""
-    return measured_gb_per_s / datasheet if measured_gb_per_s and datasheet else None
-
-
-def best_by_op(records: list) -> dict:
-    """{op: the `ok` record of highest gb_per_s}, in OPS order: the run's headline, and the
-    report's row of a GPU."""
-    best = {}
-    for r in records:
-        if r.get("status", "ok") == "ok" and r.get("gb_per_s") is not None and (
-                r["op"] not in best or r["gb_per_s"] > best[r["op"]]["gb_per_s"]):
-            best[r["op"]] = r
-    return {op: best[op] for op in OPS if op in best}
 
 
 def check_fits(sizes_mib: list, ops: list, capacity_bytes: int) -> None:

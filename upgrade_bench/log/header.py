@@ -4,13 +4,12 @@ The guide's caveat 2: the stack alone moves results by double-digit percent, so 
 says which versions ran (every attention package of the backend table among them), on
 which hardware and with which configuration; the script adds what is its own.
 """
-from ..kernels import attn_backends
 from ..hardware import fingerprint
 
 
 def software() -> dict:
     """Versions of the stack, the attention packages included."""
-    return fingerprint.software(attn_backends.DISTRIBUTIONS)
+    return fingerprint.software()
 
 
 def fields(config: dict, notes: str, warnings=(), hardware: dict | None = None, stack: dict | None = None,

@@ -2,7 +2,7 @@
 identity check, memory), then memory and capacity, the step decomposition, isolated
 attention, MAMF, memory bandwidth, telemetry, capabilities and the series read."""
 from ..hardware import gpus
-from ..kernels import hbm
+from ..hardware import bandwidth
 from .capability_table import capability_table
 from .comparisons import Analysis, Comparison
 from .decompositions import decomposed, decomposition_parts
@@ -114,19 +114,19 @@ def bandwidth_markdown(a: Analysis) -> str:
         by_run = {}
         for r, reference in a.data.gpus[g].hbm:
             by_run.setdefault((provenance(reference) or MEASURED, r.get("run_id")), []).append(r)
-        datasheet = hbm.datasheet_gb_per_s(g)[0]
+        datasheet = bandwidth.datasheet_gb_per_s(g)[0]
         for (source, run_id), recs in by_run.items():
-            best = hbm.best_by_op(recs)
+            best = bandwidth.best_by_op(recs)
             if best:
                 copy = best["copy"]["gb_per_s"] if "copy" in best else None
-                rows.append([g] + [fmt(best[op]["gb_per_s"]) if op in best else "-" for op in hbm.OPS]
-                            + [fmt(datasheet and datasheet / 1e3), fmt(hbm.share_of_datasheet(copy, datasheet), "pct"),
+                rows.append([g] + [fmt(best[op]["gb_per_s"]) if op in best else "-" for op in bandwidth.OPS]
+                            + [fmt(datasheet and datasheet / 1e3), fmt(bandwidth.share_of_datasheet(copy, datasheet), "pct"),
                                f"{source}, run {run_id}" if run_id else source])
     if not rows:
         return ""
     return ("Decimal GB/s at the median call, the best of each op over a run's buffer sizes; the forecast "
             "scales other kernels by the datasheets' ratio, not by these.\n\n" + md_table(
-                ["GPU"] + [f"{op} GB/s" for op in hbm.OPS] + ["datasheet TB/s", "copy / datasheet", "source"],
+                ["GPU"] + [f"{op} GB/s" for op in bandwidth.OPS] + ["datasheet TB/s", "copy / datasheet", "source"],
                 rows))
 
 

@@ -32,16 +32,6 @@ def state_bytes(params: int, zero_stage: int, world: int, offload: bool) -> tupl
     return weights + grads + optimizer, host
 
 
-def host_ram_bytes() -> int:
-    """The host's RAM, or the container's limit when lower (past it the OOM killer ends a run)."""
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            return min(ram, int(f.read()))
-    except (OSError, ValueError):  # no cgroup v2, or "max"
-        return ram
-
-
 def fit_problem(model: str, params: int, zero_stage: int, world: int, offload: bool,
                 gpu_bytes: float | None, host_bytes: float) -> str | None:
     """Why a training state of `params` cannot fit, in one line, or None. A floor: the

@@ -92,7 +92,7 @@ def resolve_here(settings: dict) -> RunConfig:
         warnings += packed_state_warnings(settings["PACKED_DOC_LEN"], cut.counted.mix())
     gpu_bytes = torch.cuda.get_device_properties(device).total_memory if has_gpu else None
     problem = memory.fit_problem(settings["MODEL"], cut.built.total_params, settings["ZERO_STAGE"], world,
-                                 settings["OFFLOAD_OPTIMIZER"], gpu_bytes, memory.host_ram_bytes())
+                                 settings["OFFLOAD_OPTIMIZER"], gpu_bytes, fingerprint.host_ram_bytes())
     if problem:  # before the header: the host's OOM killer gives no record, only a SIGKILL
         raise BadInput(problem)
     problem = extensions.stale_lock_problem()
@@ -107,10 +107,10 @@ def resolve_here(settings: dict) -> RunConfig:
 def precision_probe_problem(precision, device) -> str | None:
     """Why this GPU and stack cannot run `precision`'s GEMM, from check_capabilities' probe of
     it (a tiny real scaled matmul), or None."""
-    from ..hardware import capabilities, capability_probes
+    from ..capability import probes, verdicts
 
-    verdict = capabilities.evaluate(precision.item, fingerprint.device(device.index or 0),
-                                    lambda: capability_probes.MATMULS[precision.item](device))
+    verdict = verdicts.evaluate(precision.item, fingerprint.device(device.index or 0),
+                                lambda: probes.MATMULS[precision.item](device))
     if verdict.status == "ok":
         return None
     return f"PRECISION={precision.name}: {precision.item} is {verdict.status} here ({verdict.detail}); use PRECISION=bf16"

@@ -1,8 +1,8 @@
 """Tiny real operations that answer "does it run here?" (check_capabilities.py).
 
 Each probe runs one small operation on `device`, checks its result against a float64 (or
-fp32) reference computed from the same inputs, and returns `capabilities.Passed`, or
-raises: the exception is the answer (capabilities.classify turns it into a verdict).
+fp32) reference computed from the same inputs, and returns `verdicts.Passed`, or
+raises: the exception is the answer (verdicts.classify turns it into a verdict).
 Inputs are chosen to be exactly representable in the tested format and scales are not 1,
 so a kernel that ignores its scales or packs nibbles the wrong way fails the check.
 Every probe also runs on CPU where torch has a CPU kernel, which is how the tests check
@@ -17,7 +17,7 @@ import torch
 
 from ..kernels import attn_backends, attn_kernels
 from ..kernels.attn_adapters import BSHD
-from .capabilities import NVML_LEVEL_CODE, NotEngaged, Passed, WrongResult, check_close, parse_topo_matrix, summarize_topology
+from .verdicts import NVML_LEVEL_CODE, NotEngaged, Passed, WrongResult, check_close, parse_topo_matrix, summarize_topology
 from ..faults import is_oom
 
 MATMUL_SIZE = 256      # dense probes: m = n = k

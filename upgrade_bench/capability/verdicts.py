@@ -14,7 +14,7 @@ things for a purchase decision:
 Here: gates from the compute capability, classification of a probe's outcome, the guide's
 memory rule of thumb, topology parsing and the terminal table, all pure, and `evaluate`,
 which runs the probe it is given inside the gate and the classification. The probes
-themselves (tiny real GPU operations) are in capability_probes.py; the report's
+themselves (tiny real GPU operations) are in capability/probes.py; the report's
 side-by-side table is report/capability_table.py.
 """
 import math
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from ..kernels import attn_backends
 from ..faults import is_oom
-from .fingerprint import Device
+from ..hardware import formats
+from ..hardware.fingerprint import Device
 from ..log.runs import with_headers
 
 STATUSES = ("ok", "unsupported_hardware", "unsupported_stack", "unavailable", "error")
@@ -49,12 +50,6 @@ class Passed:
     value: object = None
 
 
-@dataclass(frozen=True)
-class Need:
-    min_capability: tuple
-    why: str
-
-
 class WrongResult(RuntimeError):
     """The operation ran but its result is wrong: a defect to report, not a missing feature."""
 
@@ -63,31 +58,13 @@ class NotEngaged(RuntimeError):
     """The call ran but the stack silently did something else (e.g. fp32 instead of TF32)."""
 
 
-# What the silicon must have for a matmul format, as NVIDIA compute capability. Items
-# without an entry are probed on any GPU (the probe decides). ROCm devices are never gated
-# here: their capability tuple is not comparable, so the probe decides there too. Attention
-# backends are gated by their row of attn_backends.py (attention_gate).
-NEEDS = {
-    "matmul:bf16": Need((8, 0), "bf16 tensor cores need sm_80+ (Ampere)"),
-    "matmul:tf32": Need((8, 0), "tf32 tensor cores need sm_80+ (Ampere)"),
-    "matmul:fp8_e4m3:tensorwise": Need((8, 9), "fp8 tensor cores need sm_89+ (Ada, Hopper)"),
-    "matmul:fp8_e5m2:tensorwise": Need((8, 9), "fp8 tensor cores need sm_89+ (Ada, Hopper)"),
-    "matmul:fp8_e4m3:rowwise": Need((8, 9), "fp8 tensor cores need sm_89+ (Ada, Hopper)"),
-    "matmul:mxfp8:block32": Need((10, 0), "MX block-scaled tensor cores need sm_100+ (Blackwell)"),
-    "matmul:mxfp4:block32": Need((10, 0), "fp4 tensor cores need sm_100+ (Blackwell)"),
-    "matmul:nvfp4:block16": Need((10, 0), "fp4 tensor cores need sm_100+ (Blackwell)"),
-}
-
-
-def gate(need: Need | None, device: Device) -> Verdict | None:
-    """The verdict reached without running anything, or None: run the probe."""
+def gate(item: str, device: Device) -> Verdict | None:
+    """The verdict reached without running anything (formats.NEEDS), or None: run the probe.
+    Attention backends are gated by their row of attn_backends.py (attention_gate)."""
     if device.capability is None:
         return Verdict("unavailable", NO_GPU)
-    if need is None or device.is_hip:
-        return None
-    if tuple(device.capability) < need.min_capability:
-        return Verdict("unsupported_hardware", f"{need.why}; this GPU is {device.arch} (not run)")
-    return None
+    why = formats.below_floor(item, device)
+    return Verdict("unsupported_hardware", f"{why}; this GPU is {device.arch} (not run)") if why else None
 
 
 def error_text(err: BaseException, warned=(), limit: int = 800) -> str:
@@ -119,7 +96,7 @@ def classify(outcome, warned=()) -> Verdict:
 
 def evaluate(item: str, device: Device, probe) -> Verdict:
     """Gate, then run `probe()` (returns Passed or raises) and classify what happened."""
-    verdict = gate(NEEDS.get(item), device)
+    verdict = gate(item, device)
     if verdict is not None:
         return verdict
     with warnings.catch_warnings(record=True) as caught:
