@@ -114,7 +114,7 @@ def test_formulas_match_torch_flop_counter_on_the_tiny_model():
     assert eager_attention == 2 * flops.step_flops(spec, batch, seq_len).attention
 
 
-DENSE_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma")
+DENSE_TYPES = [t for t, family in architecture.FAMILIES.items() if family.read is architecture.read_dense]
 
 
 @pytest.mark.parametrize("model_type", DENSE_TYPES)
@@ -132,8 +132,7 @@ def test_every_dense_model_type_matches_torch_flop_counter(model_type):
     assert eager_attention == 2 * flops.step_flops(spec, batch, seq_len).attention
 
 
-@pytest.mark.parametrize("preset", ["tiny-qwen3-moe", "tiny-gpt-oss", "tiny-gemma3", "tiny-qwen3-next",
-                                    "tiny-deepseek-v3", "tiny-granite-hybrid"])
+@pytest.mark.parametrize("preset", sorted(p for p in model.PRESETS if p.startswith("tiny") and p != "tiny"))
 def test_every_shipped_family_counts_its_weight_matmuls_as_torch_does(preset):
     # Weight matmuls (projections, MLPs, the top-k experts each token is routed to, routers,
     # lm_head) are mm/addmm; attention scores and the Gated DeltaNet fallback's chunks are bmm.

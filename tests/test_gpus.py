@@ -31,12 +31,34 @@ def test_unknown_gpu_gets_no_peak_and_a_warning(device):
     assert peak is None and source is None and "PEAK_TFLOPS" in warning
 
 
-@pytest.mark.parametrize("device", ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300",
-                                    "NVIDIA B300 SXM6 AC", "NVIDIA B200", "NVIDIA H100 PCIe",
-                                    "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"])
+def vendor_name(spec) -> str:
+    """A row's name as its driver would spell the device ('NVIDIA H200 SXM', 'AMD Instinct MI300X')."""
+    return f"{'AMD Instinct' if spec.name.startswith('MI') else 'NVIDIA'} {spec.name}"
+
+
+DEVICES = ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300", "NVIDIA B300 SXM6 AC",
+           "NVIDIA B200", "NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"]
+
+
+@pytest.mark.parametrize("device", DEVICES + [vendor_name(spec) for _, spec in gpus._TABLE])
 def test_no_device_name_matches_two_rows(device):
-    # Each name maps to its own row or to none, whatever the table's order.
+    # Each name maps to its own row or to none, whatever the table's order: the names drivers
+    # report (seen or published) and every row's own name, so a row added is checked at once.
     assert sum(bool(re.search(p, device.lower())) for p, _ in gpus._TABLE) <= 1
+
+
+@pytest.mark.parametrize("row", [spec for _, spec in gpus._TABLE], ids=lambda s: s.name)
+def test_every_row_finds_itself_by_its_own_name(row):
+    assert gpus.lookup(vendor_name(row)) == row and gpus.table_name(row.name) == row.name
+
+
+def test_a_new_row_is_checked_by_the_registry_not_a_list_in_a_test(monkeypatch):
+    # A copy of the table with one more GPU: the row checks above take it by its own name.
+    row = gpus.GPUSpec("X900", 3000, 6000, 12000, 200, 9.0, 1200, datasheet="NVIDIA X900 datasheet")
+    monkeypatch.setattr(gpus, "_TABLE", gpus._TABLE + [(r"(?<![a-z0-9])x900", row)])
+    test_every_row_finds_itself_by_its_own_name(row)
+    test_no_device_name_matches_two_rows(vendor_name(row))
+    test_every_row_cites_its_vendor_datasheet_and_the_mamf_figures_their_table()
 
 
 def test_the_h200_nvl_has_its_own_datasheet_figures_not_the_sxms():

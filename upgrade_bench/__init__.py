@@ -1,20 +1,16 @@
 """Shared pieces of the GPU-upgrade benchmark suite, in wings: one folder per part of the plan.
 
-Where to add something:
-  a model family        models/architecture.py (FAMILIES: a row and its reader)
-  a FLOP formula        models/flops.py
-  a GPU                 hardware/gpus.py (one row: peaks, HBM, bandwidth, link, published MAMF)
-  an attention backend  kernels/attn_backends.py (one table) and its call in kernels/attn_adapters.py
-  a record field        log/schema.py (FIELDS: every writer and reader checks against it)
-  a setting             training/variables.py (TRAINING_VARS) or the script's own VARS
+Where to add something (a model family, a GPU, a precision, an attention backend, a benchmark
+script, a record field, a setting): docs/layout.md, the one copy of each recipe.
 
 models/     what a model is (its layers, read from the HF config), what it costs in FLOPs, and
             building it (presets, weights, Liger, fast-kernel bindings)
-hardware/   the GPU table, the GPUs visible here (devices/), the stack's fingerprint, NVML
-            telemetry, capability probes
+hardware/   the GPU table, the formats' silicon floors, the training precisions, the GPUs
+            visible here (devices/), the stack's fingerprint, NVML telemetry
 kernels/    attention backends and their calls, isolated attention and linear-mixer timing,
             sustained kernel timing, the MAMF search
-training/   the DeepSpeed training step, peak memory, the step decomposition and its kernel
+capability/ check_capabilities.py's verdicts and probes, above the kernels they call
+training/   the one resolver of what a run runs, the DeepSpeed training step, low precision, peak memory, the step decomposition and its kernel
             classifier, DeepSpeed's JIT-built ops
 sweep/      run_sweep.sh and run_node.sh: planning without torch, child processes, the memory
             ceiling search, the text tables

@@ -3,8 +3,7 @@
 Every consumer reads this table: the training step (ATTN_BACKEND, its `auto` rule,
 transformers' attn_implementation), the kernel benchmark (BACKENDS, adapters, packed
 documents), check_capabilities (one attention item per kernel), the header (package
-versions) and install.sh (which package a GPU gets). Adding a backend is a row here, an
-adapter in attn_adapters.py when its API is new, and the README.
+versions) and install.sh (which package a GPU gets). Adding a backend: docs/layout.md.
 
 `auto` is a pure function of (device, installed backends, the model family's refusals), so
 it is testable without a GPU: the first row marked `auto` that runs on this device, is

@@ -5,9 +5,9 @@ benchmark and the report need it: one `Layer` per decoder layer, each a token mi
 causal attention, sliding-window attention, linear attention or a Mamba-2 SSM) and an MLP
 (dense, or a mixture of experts of which each token uses its top-k and the shared experts).
 
-`FAMILIES` maps a config's `model_type` to the function that reads it. Adding a family is a
-row there and, where its layers are new, a reader below; every consumer takes the spec. A
-model type with no row is refused by `describe`, in one line naming the counted families.
+`FAMILIES` maps a config's `model_type` to the function that reads it (adding a family:
+docs/layout.md); every consumer takes the spec. A model type with no row is refused by
+`describe`, in one line naming the counted families.
 
 Readers take a transformers config or a plain mapping (a config.json), so the report can
 describe a model without transformers; the layers they build, and how sizes are read, are
