@@ -15,7 +15,7 @@ def script_vars(name: str):
 def test_every_environment_variable_is_documented():
     tables = [variables.TRAINING_VARS, sweep_plan.VARS, node.VARS] + [
         script_vars(name) for name in ("bench_decompose.py", "bench_flash_attn.py", "bench_hbm.py",
-                                       "check_capabilities.py")]
+                                       "bench_comm.py", "check_capabilities.py")]
     missing = sorted({var.name for table in tables for var in table if f"| `{var.name}` |" not in CONFIGURATION})
     assert missing == []
 
@@ -52,6 +52,7 @@ def test_the_configuration_tables_say_what_help_says():
         "run_node.sh": node.VARS,
         "bench_flash_attn.py": script_vars("bench_flash_attn.py"),
         "bench_hbm.py": script_vars("bench_hbm.py"),
+        "bench_comm.py": script_vars("bench_comm.py"),
         "check_capabilities.py": script_vars("check_capabilities.py"),
     }
     for heading, table in expected.items():

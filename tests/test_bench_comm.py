@@ -1,0 +1,229 @@
+"""bench_comm.py and upgrade_bench.hardware.comm, on CPU.
+
+nccl-tests' byte counts and bus-bandwidth factors against hand-computed numbers; the script
+for real on two gloo ranks (two processes, a port the OS picked), every op, its records
+checked against the schema and its arithmetic by hand; bad input refused in one line before
+any process group; in this process on a world of one, a failed allocation, a failed
+collective and Ctrl-C as records and exit codes.
+"""
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import REPO, import_script, parse_jsonl, script_env
+from upgrade_bench.hardware import comm
+from upgrade_bench.interrupts import Interrupted
+from upgrade_bench.log import checks, records
+
+bench = import_script("bench_comm.py")
+MIB = 2**20
+# No sustained windows: a CPU's timings test the plumbing, not a link.
+CPU_TIMING = {"ITERS": "2", "WARMUP": "1", "WARMUP_MS": "0", "TIME_MS": "0"}
+
+
+# --- the formulas ------------------------------------------------------------------------------
+
+def test_sizes_are_nccl_tests_whole_array_each_ranks_part_rounded_to_16_bytes():
+    assert comm.op_bytes("all_reduce", 4 * MIB, 8) == 4_194_304        # the buffer itself
+    assert comm.part_bytes("all_gather", 4 * MIB, 8) == 524_288        # 4 MiB / 8
+    assert comm.op_bytes("all_to_all", 4 * MIB, 8) == 4_194_304
+    # 1 MiB over 3 ranks: 349525.33 bytes, down to 16 bytes: 349520, so S = 3 x 349520
+    assert comm.part_bytes("reduce_scatter", MIB, 3) == 349_520
+    assert comm.op_bytes("reduce_scatter", MIB, 3) == 1_048_560
+    assert comm.op_bytes("all_reduce", MIB, 3) == 1_048_576              # nothing to split
+    # what one rank holds: all_reduce in place; a gather's part in, the whole out; the reverse
+    assert comm.buffer_bytes("all_reduce", 8 * MIB, 4) == (8 * MIB, 0)
+    assert comm.buffer_bytes("all_gather", 8 * MIB, 4) == (2 * MIB, 8 * MIB)
+    assert comm.buffer_bytes("reduce_scatter", 8 * MIB, 4) == (8 * MIB, 2 * MIB)
+    assert comm.allocated_bytes("all_to_all", 8 * MIB, 4) == 16 * MIB
+    with pytest.raises(ValueError, match="'broadcast'"):
+        comm.part_bytes("broadcast", MIB, 2)
+
+
+def test_bus_bandwidth_by_nccl_tests_factors():
+    assert comm.bus_factor("all_reduce", 2) == 1.0 and comm.bus_factor("all_reduce", 8) == 1.75  # 2*7/8
+    assert [comm.bus_factor(op, 8) for op in ("all_gather", "reduce_scatter", "all_to_all")] == [0.875] * 3
+    assert comm.bus_factor("all_gather", 2) == 0.5
+    # 4 GiB all_reduce on 8 ranks in 20 ms: 4294967296 B / 0.02 s = 214.748 GB/s; x 1.75 = 375.81
+    alg = comm.algbw_gbps(comm.op_bytes("all_reduce", 4096 * MIB, 8), 20.0)
+    assert alg == pytest.approx(214.7483648) and comm.busbw_gbps("all_reduce", alg, 8) == pytest.approx(375.8096384)
+    # 1 GiB all_gather on 8 ranks in 3 ms: 357.914 GB/s algbw, x 7/8 = 313.175 busbw
+    alg = comm.algbw_gbps(comm.op_bytes("all_gather", 1024 * MIB, 8), 3.0)
+    assert comm.busbw_gbps("all_gather", alg, 8) == pytest.approx(313.1747563)
+    assert comm.algbw_gbps(MIB, 0.0) is None and comm.busbw_gbps("all_to_all", None, 8) is None
+
+
+def test_the_link_is_the_gpu_tables_one_direction_and_none_for_an_unknown_gpu():
+    assert comm.link_gbps("NVIDIA H200") == (450.0, "H200 SXM")    # NVLink 4: 900 duplex, 450 each way
+    assert comm.link_gbps("NVIDIA B200") == (900.0, "B200 SXM")
+    assert comm.link_gbps("NVIDIA H100 PCIe") == (None, None)      # no link figure in the table
+    assert comm.link_gbps(None) == (None, None)
+    assert comm.share_of_link(370.0, 450.0) == pytest.approx(0.8222222)
+    assert comm.share_of_link(370.0, None) is None and comm.share_of_link(None, 450.0) is None
+
+
+def test_multicast_goes_off_where_unset_and_a_users_own_setting_is_kept_with_a_warning():
+    environ = {"NCCL_DEBUG": "WARN", "PATH": "/bin"}
+    seen, warnings = comm.multicast_env(environ)
+    assert environ["NCCL_NVLS_ENABLE"] == "0" and environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+    assert seen == {"NCCL_DEBUG": "WARN", "NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1",
+                    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"} and warnings == []
+    seen, warnings = comm.multicast_env({"NCCL_NVLS_ENABLE": "1"})
+    assert seen["NCCL_NVLS_ENABLE"] == "1" and len(warnings) == 1 and warnings[0].startswith("NCCL_NVLS_ENABLE=1")
+
+
+def point(op, mib, busbw, status="ok"):
+    return {"op": op, "size_mib": mib, "busbw_gbps": busbw, "status": status, "ranks": 8, "share_of_link": None}
+
+
+def test_the_table_and_headline_take_each_ops_best_size_and_say_what_failed():
+    records_ = [point("all_to_all", 64, 300.0), point("all_reduce", 64, 350.0), point("all_reduce", 4096, 372.0),
+                point("all_gather", 4096, None, "oom")]
+    assert list(comm.best_by_op(records_)) == ["all_reduce", "all_to_all"]
+    table = comm.format_table(records_).splitlines()
+    assert table[2].split() == ["all_reduce", "350", "372"] and table[3].split() == ["all_gather", "-", "oom"]
+    best = comm.headline(records_, None, None).splitlines()[0]
+    assert best == "best all_reduce: busbw 372 GB/s at 4096 MiB on 8 ranks"
+    records_[2]["share_of_link"] = comm.share_of_link(372.0, 450.0)
+    assert comm.headline(records_, 450.0, "table:H200 SXM").splitlines()[0] == (
+        "best all_reduce: busbw 372 GB/s at 4096 MiB on 8 ranks, 82.7% of the 450 GB/s link per direction "
+        "(table:H200 SXM)")
+
+
+# --- two gloo ranks, for real ------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def two_ranks(env: dict) -> list:
+    """bench_comm.py as two ranks of a launcher would start them: [(exit code, stdout, stderr)]."""
+    port = str(free_port())
+    procs = [subprocess.Popen([sys.executable, str(REPO / "bench_comm.py")], cwd=REPO, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=script_env({**env, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r),
+                                              "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}))
+             for r in (0, 1)]
+    done = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        done.append((p.returncode, out, err))
+    return done
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("comm") / "comm.jsonl"
+    (code0, out0, err0), (code1, out1, err1) = two_ranks(
+        {**CPU_TIMING, "SIZES_MIB": "1 3 1048576", "OUTPUT": str(out), "NCCL_DEBUG": "WARN"})
+    return code0, parse_jsonl(out0), err0, code1, out1, err1, out
+
+
+def test_two_gloo_ranks_time_every_op_by_nccl_tests_arithmetic(run):
+    code0, recs, err0, code1, out1, err1, out = run
+    assert (code0, code1) == (0, 0), err0 + err1
+    assert out1 == "" and err1 == ""  # rank 0 writes and speaks
+    assert recs == parse_jsonl(out.read_text())  # stdout and OUTPUT: the same lines
+    assert all(checks.write_problem(r) is None for r in recs)
+    header, points = recs[0], recs[1:]
+    assert header["kind"] == "header" and header["comm_env"]["NCCL_NVLS_ENABLE"] == "0"
+    assert header["comm_env"]["NCCL_DEBUG"] == "WARN" and "TORCH_SYMM_MEM_DISABLE_MULTICAST" in header["comm_env"]
+    assert [(r["size_mib"], r["op"]) for r in points] == [(n, op) for n in (1, 3, 1048576) for op in comm.OPS]
+    for r in points[:8]:
+        assert r["status"] == "ok" and r["ranks"] == 2 and r["size_bytes"] == r["size_mib"] * MIB
+        assert r["iters"] == 2 and r["ms_min"] <= r["ms"] <= r["ms_max"]
+        # algbw = S / t; busbw = algbw x 2(n-1)/n = algbw for all_reduce, x (n-1)/n = algbw / 2 for the rest
+        assert r["algbw_gbps"] == pytest.approx(r["size_bytes"] / (r["ms"] / 1e3) / 1e9)
+        assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * (1.0 if r["op"] == "all_reduce" else 0.5))
+        assert r["share_of_link"] is None and r["link_gbps"] is None  # no GPU, no link figure
+    # 1 TiB cannot fit: a record per op, nothing allocated, nothing timed
+    assert all(r["status"] == "oom" and r["ms"] is None and "more than" in r["reason"] for r in points[8:])
+    progress = [line for line in err0.splitlines() if line.startswith("[")]
+    assert [line.split(":")[0] for line in progress] == ["[4/12] 1 MiB", "[8/12] 3 MiB", "[12/12] 1048576 MiB"]
+    assert "best all_reduce: busbw" in err0 and err0.count("warning: ") == 2  # no GPU; no link figure
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("env, says", [
+    ({}, "error: WORLD_SIZE=1: a collective needs two ranks or more; run it under a launcher"),
+    ({"WORLD_SIZE": "2", "RANK": "two"}, "error: RANK='two': expected a whole number >= 0"),
+    ({"WORLD_SIZE": "2", "OPS": "all_reduce broadcast"}, "error: OPS='all_reduce broadcast': expected a list of "
+                                                         "all_reduce|all_gather|reduce_scatter|all_to_all"),
+    ({"WORLD_SIZE": "2", "SIZES_MIB": "0"}, "error: SIZES_MIB='0': expected space- or comma-separated integers >= 1"),
+    ({"WORLD_SIZE": "2", "SIZES_MIB": "1048576"}, "error: SIZES_MIB=1048576: the inputs alone need 2048.0 GiB"),
+])
+def test_bad_input_is_one_line_and_exit_2_before_any_process_group(env, says, main_in_process, monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(torch.distributed, "init_process_group", lambda *a, **k: pytest.fail("started"))
+    code, recs, err = main_in_process(bench, env)
+    assert code == 2 and recs == [] and err.startswith(says) and err.count("\n") == 1, err
+
+
+def test_another_rank_says_nothing_of_the_bad_input_rank_0_reports(main_in_process, monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    code, recs, err = main_in_process(bench, {"WORLD_SIZE": "2", "RANK": "1", "OPS": "broadcast"})
+    assert (code, recs, err) == (2, [], "")
+
+
+# --- failures and Ctrl-C, in this process on a world of one ------------------------------------
+
+@pytest.fixture
+def world_of_one(monkeypatch, capsys):
+    """main() as rank 0 of 2, its process group a gloo world of one in this process (so every
+    collective returns at once), its records on pytest's stdout."""
+    real = torch.distributed.init_process_group
+
+    def init(*args, **kwargs):
+        real("gloo", store=torch.distributed.HashStore(), rank=0, world_size=1)
+    monkeypatch.setattr(torch.distributed, "init_process_group", init)
+    monkeypatch.setattr(records, "claim_stdout", lambda: sys.stdout)
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    yield
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
+def test_a_failed_allocation_is_a_record_and_a_failed_collective_the_last(world_of_one, main_in_process, monkeypatch):
+    real = comm.make_call
+
+    def make_call(op, size_bytes, ranks, device):
+        if op == "all_gather":
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        if op == "all_to_all" and size_bytes == 2 * MIB:
+            return lambda: (_ for _ in ()).throw(RuntimeError("NCCL error: remote process exited"))
+        return real(op, size_bytes, ranks, device)
+
+    monkeypatch.setattr(comm, "make_call", make_call)
+    code, recs, err = main_in_process(bench, {**CPU_TIMING, "WORLD_SIZE": "2", "SIZES_MIB": "1 2 4"})
+    points = [(r["size_mib"], r["op"], r["status"]) for r in recs[1:]]
+    assert code == 1 and points == [
+        (1, "all_reduce", "ok"), (1, "all_gather", "oom"), (1, "reduce_scatter", "ok"), (1, "all_to_all", "ok"),
+        (2, "all_reduce", "ok"), (2, "all_gather", "oom"), (2, "reduce_scatter", "ok"), (2, "all_to_all", "error")]
+    assert recs[-1]["reason"] == "RuntimeError: NCCL error: remote process exited" and recs[-1]["ms"] is None
+    assert "4 MiB" not in err  # nothing ran after the failed collective
+
+
+def test_ctrl_c_keeps_every_record_so_far_and_exits_130_in_one_line(world_of_one, main_in_process, monkeypatch):
+    real, seen = comm.measure, []
+
+    def measure(op, size_mib, b):
+        if len(seen) == 2:
+            raise Interrupted(signal.SIGINT)
+        seen.append(op)
+        return real(op, size_mib, b)
+
+    monkeypatch.setattr(comm, "measure", measure)
+    before = signal.getsignal(signal.SIGINT)
+    code, recs, err = main_in_process(bench, {**CPU_TIMING, "WORLD_SIZE": "2", "SIZES_MIB": "1"})
+    assert code == 130 and [r["op"] for r in recs[1:]] == ["all_reduce", "all_gather"]
+    assert err.splitlines()[-1] == "interrupted by SIGINT: every record so far is written"
+    assert signal.getsignal(signal.SIGINT) is before  # the handlers put back
