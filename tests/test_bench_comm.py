@@ -227,3 +227,36 @@ def test_ctrl_c_keeps_every_record_so_far_and_exits_130_in_one_line(world_of_one
     assert code == 130 and [r["op"] for r in recs[1:]] == ["all_reduce", "all_gather"]
     assert err.splitlines()[-1] == "interrupted by SIGINT: every record so far is written"
     assert signal.getsignal(signal.SIGINT) is before  # the handlers put back
+
+
+# --- the report: an Interconnect table per node -----------------------------------------------
+
+def rec(kind, run_id, gpu=None, **fields):
+    out = {"kind": kind, "schema": 1, "script": "bench_comm.py", "run_id": run_id, "time": 0.0, **fields}
+    return {**out, "hardware": {"gpu_name": gpu, "gpu_count": 8}, "config": {}} if kind == "header" else out
+
+
+def busbw(run_id, op, mib, gbps, ranks=8, link=450.0, status="ok"):
+    return rec("comm", run_id, op=op, size_mib=mib, size_bytes=mib * MIB, ranks=ranks, status=status,
+               busbw_gbps=gbps if status == "ok" else None, link_gbps=link)
+
+
+# Hand-made records (not measurements): an 8-GPU H200 node, and a B200 node at 2.0x its all_reduce
+# and 1.8x its all_gather at 4 GiB; the B200's 1 MiB point and the H200's 64 MiB one have no match.
+H200_NODE = [rec("header", "h", "NVIDIA H200"), busbw("h", "all_reduce", 64, 300.0),
+             busbw("h", "all_reduce", 4096, 370.0), busbw("h", "all_gather", 4096, 350.0),
+             busbw("h", "all_to_all", 4096, None, status="oom")]
+B200_NODE = [rec("header", "b", "NVIDIA B200"), busbw("b", "all_reduce", 1, 100.0, link=900.0),
+             busbw("b", "all_reduce", 4096, 740.0, link=900.0), busbw("b", "all_gather", 4096, 630.0, link=900.0)]
+
+
+def test_the_report_shows_each_nodes_best_busbw_and_its_share_of_the_link():
+    from upgrade_bench.report import comparisons, detail_tables, markdown, series
+    a = comparisons.analyse(series.load(H200_NODE + B200_NODE), baseline="H200 SXM")
+    table = detail_tables.interconnect_markdown(a).splitlines()
+    assert table[2] == ("| GPU | ranks | all_reduce GB/s | all_gather GB/s | reduce_scatter GB/s | all_to_all GB/s | "
+                        "link GB/s | all_reduce / link | source |")
+    assert table[4] == "| H200 SXM | 8 | 370.0 | 350.0 | - | - | 450.0 | 82.2% | measured, run h |"  # 370 / 450
+    assert table[5] == "| B200 SXM | 8 | 740.0 | 630.0 | - | - | 900.0 | 82.2% | measured, run b |"
+    assert "## Interconnect" in markdown.render(a)
+    assert detail_tables.interconnect_markdown(comparisons.analyse(series.load(H200_NODE[:1]))) == ""

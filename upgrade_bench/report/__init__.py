@@ -14,7 +14,8 @@ forecast_attention  the attention ratio's sources: isolated kernels measured on 
 forecasts     forecasts from measured series, the page's forecast block and the backtest
 words         a series and a comparison in words, shared by the page and the figures
 verdict_blocks  the verdict block of each comparison, which report.md opens with
-detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF, ...
+detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF,
+              memory bandwidth, interconnect, ...
 markdown      report.md and the terminal text, in order
 plotkit       the figures' shared look: colours, line styles, length axes, legends, saving
 comparison_figure  comparison-N.png, the guide's 2x2 plus $/token per comparison
