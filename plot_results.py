@@ -43,7 +43,8 @@ import sys
 from upgrade_bench.hardware import gpus
 from upgrade_bench.log import records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
-from upgrade_bench.report import comparisons, export, forecast_attention, forecasts, inputs, markdown, published, series
+from upgrade_bench.report import (comparisons, export, forecast_attention, forecast_comm, forecasts, inputs, markdown,
+                                  published, series)
 
 
 def parse_args(argv):
@@ -128,7 +129,8 @@ def add_forecasts(analysis, candidates: list, prices: dict) -> None:
             other = next((o for o in analysis.data.series if o.gpu == cand and
                           o.identity == s.identity and not o.reference), None)
             fc = forecasts.forecast_series(s, cand, prices, widen, other.points if other else None,
-                                           forecast_attention.measured_attention(analysis.data, s, cand, other))
+                                           forecast_attention.measured_attention(analysis.data, s, cand, other),
+                                           forecast_comm.measured_comm(analysis.data, s.gpu, cand))
             if fc.rows:
                 analysis.forecasts.append(fc)
 

@@ -229,7 +229,7 @@ def test_ctrl_c_keeps_every_record_so_far_and_exits_130_in_one_line(world_of_one
     assert signal.getsignal(signal.SIGINT) is before  # the handlers put back
 
 
-# --- the report: an Interconnect table per node -----------------------------------------------
+# --- the report: an Interconnect table per node, and the forecast's interconnect ratio ------------
 
 def rec(kind, run_id, gpu=None, **fields):
     out = {"kind": kind, "schema": 1, "script": "bench_comm.py", "run_id": run_id, "time": 0.0, **fields}
@@ -260,3 +260,48 @@ def test_the_report_shows_each_nodes_best_busbw_and_its_share_of_the_link():
     assert table[5] == "| B200 SXM | 8 | 740.0 | 630.0 | - | - | 900.0 | 82.2% | measured, run b |"
     assert "## Interconnect" in markdown.render(a)
     assert detail_tables.interconnect_markdown(comparisons.analyse(series.load(H200_NODE[:1]))) == ""
+
+
+def test_the_interconnect_ratio_is_measured_call_for_call_where_both_gpus_have_comm_records():
+    from upgrade_bench.report import forecast_comm, forecast_model, series
+    measured = forecast_comm.measured_comm(series.load(H200_NODE + B200_NODE), "H200 SXM", "B200 SXM")
+    assert (measured.mid, measured.low, measured.high) == (pytest.approx(1.9), pytest.approx(1.8), 2.0)
+    assert measured.source == ("bus bandwidth measured here on both GPUs (bench_comm.py: all_gather, all_reduce on 8 "
+                               "ranks, 2 op x size points of 64 MiB and up)")
+    assert forecast_comm.measured_comm(series.load(H200_NODE), "H200 SXM", "B200 SXM") is None
+    two_ranks_ = [r if r["kind"] == "header" else {**r, "ranks": 2} for r in B200_NODE]
+    assert forecast_comm.measured_comm(series.load(H200_NODE + two_ranks_), "H200 SXM", "B200 SXM") is None
+    h200, b200 = (comm.gpus.lookup(g) for g in ("NVIDIA H200", "NVIDIA B200"))
+    hw = forecast_model.hardware_ratios(h200, b200, measured)
+    assert hw["comm"] is measured and (hw["fixed"].low, hw["fixed"].high) == (1.0, 2.0)
+    assert hw["fixed"].source.endswith(f"up to the interconnect ratio ({measured.source})")
+    # a candidate node whose links measure slower (a degraded link): the fixed part may slow down too
+    slower = forecast_model.hardware_ratios(h200, b200, forecast_model.Ratio(0.5, 0.4, 0.6, "measured"))["fixed"]
+    assert (slower.mid, slower.low, slower.high) == (1.0, 0.4, 1.0)
+    datasheet = forecast_model.hardware_ratios(h200, b200)["fixed"].source
+    assert datasheet.endswith("up to the interconnect ratio (NVLink 1800 / 900 GB/s (datasheets))")
+
+
+def test_the_forecast_page_says_which_interconnect_ratio_it_used(tmp_path, monkeypatch):
+    import json
+
+    import plot_results
+    from upgrade_bench.report import figures
+    monkeypatch.setattr(figures, "write_all", lambda a, out_dir, opener=open: [])
+    # a 2-GPU H200 sweep: its length-independent time (host and exposed ZeRO communication) is `fixed`
+    sweep = [{"kind": "header", "schema": 1, "script": "benchmark.py", "run_id": "t", "time": 1.0,
+              "hardware": {"gpu_name": "NVIDIA H200", "gpu_count": 2, "hbm_gib": 141}, "attn_backend": "fa3",
+              "config": {"MODEL": "llama-3.1-8b", "ZERO_STAGE": 3, "world_size": 2}}]
+    sweep += [{"kind": "summary", "schema": 1, "script": "benchmark.py", "run_id": "t", "seq_len": n, "step_ms": ms,
+               "tflops_per_gpu": 100.0 * n / ms, "model_tflop_per_step": n / 10, "attn_flop_share": share,
+               "peak_mem_gib": 40.0, "batch_size": 1}
+              for n, ms, share in ((8192, 300.0, 0.1), (16384, 650.0, 0.18), (32768, 1500.0, 0.3))]
+
+    def page(*logs):
+        path = tmp_path / "in.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for one in logs for r in one))
+        assert plot_results.main([str(path), "--forecast", "B200", "--out", str(tmp_path / "out")]) == 0
+        return (tmp_path / "out" / "report.md").read_text()
+    assert "up to the interconnect ratio (bus bandwidth measured here on both GPUs (bench_comm.py" in \
+        page(sweep, H200_NODE, B200_NODE)
+    assert "up to the interconnect ratio (NVLink 1800 / 900 GB/s (datasheets))" in page(sweep, H200_NODE)

@@ -11,6 +11,7 @@ isolated_attention  isolated attention kernel lines per GPU and the best-backend
 published     the guide's published H200/B200 figures as records (results/reference/guide.jsonl)
 forecast_model  the forecast's pure model: a measured step's parts scaled by the GPUs' ratios
 forecast_attention  the attention ratio's sources: isolated kernels measured on both GPUs, else published
+forecast_comm  the interconnect ratio's source: bus bandwidth measured on both GPUs, else the datasheets'
 forecasts     forecasts from measured series, the page's forecast block and the backtest
 words         a series and a comparison in words, shared by the page and the figures
 verdict_blocks  the verdict block of each comparison, which report.md opens with

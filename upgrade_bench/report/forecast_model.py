@@ -52,9 +52,10 @@ def between(low: float, high: float, source: str) -> Ratio:
     return Ratio(math.sqrt(low * high), low, high, source)
 
 
-def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
+def hardware_ratios(base: GPUSpec, cand: GPUSpec, comm: Ratio | None = None) -> dict:
     """{bound: Ratio} from the GPU table alone: peak, HBM bandwidth, MAMF, interconnect (the
-    dense and attention ratios depend on the workload too: dense_ratio, attention_ratio)."""
+    dense and attention ratios depend on the workload too: dense_ratio, attention_ratio);
+    `comm`, the interconnect's measured on both GPUs (forecast_comm), replaces the datasheets'."""
     peak = cand.bf16 / base.bf16
     hbm = cand.hbm_tbps / base.hbm_tbps
     out = {"peak": Ratio.exact(peak, f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
@@ -66,15 +67,17 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec) -> dict:
                             f"TFLOPS (published), down to the HBM ratio")
     else:  # no published MAMF: the peak ratio, as far down as the HBM ratio
         out["gemm"] = between(hbm, peak, "MAMF unpublished: between the HBM and peak ratios")
-    if cand.link_gbps and base.link_gbps:
+    if comm:
+        out["comm"] = comm
+    elif cand.link_gbps and base.link_gbps:
         out["comm"] = Ratio.exact(cand.link_gbps / base.link_gbps,
                                   f"NVLink {cand.link_gbps:g} / {base.link_gbps:g} GB/s (datasheets)")
     else:
         out["comm"] = between(1.0, hbm, "interconnect unknown: between unchanged and the HBM ratio")
     out["other"] = out["hbm"]
     out["host"] = UNCHANGED
-    out["fixed"] = Ratio(1.0, 1.0, out["comm"].high, "host time and exposed communication: unchanged, "
-                         "up to the interconnect ratio")
+    out["fixed"] = Ratio(1.0, min(1.0, out["comm"].low), max(1.0, out["comm"].high), "host time and exposed "
+                         f"communication: unchanged, up to the interconnect ratio ({out['comm'].source})")
     return out
 
 

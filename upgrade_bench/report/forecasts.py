@@ -51,14 +51,15 @@ def series_parts(s: Series) -> dict:
 
 
 def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: float, checkpointed: bool,
-              base_backend: str | None, attention: tuple = ({}, "")) -> dict:
+              base_backend: str | None, attention: tuple = ({}, ""), comm=None) -> dict:
     """{bound: Ratio} for one length of a baseline's step split into `parts` ({bound: ms}):
     the GPU table's ratios, the dense part's by its own GEMM share (`dense_tflop`, the
     checkpoint recompute where `checkpointed`), attention from `attention` ({seq_len: Ratio},
     source) where measured on both GPUs, else the guide's published kernel figures where
-    the baseline trains with `base_backend` as the guide's did."""
+    the baseline trains with `base_backend` as the guide's did; the interconnect's `comm` where
+    measured on both GPUs (forecast_comm), else the datasheets'."""
     base_spec = gpus.lookup(base)
-    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand))
+    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand), comm)
     share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_bf16, checkpointed)
     table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
     return {**hw, "dense": forecast_model.dense_ratio(hw, share),
@@ -100,10 +101,10 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
 
 
 def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=None,
-                    attention: tuple = ({}, "")) -> SeriesForecast:
+                    attention: tuple = ({}, ""), comm=None) -> SeriesForecast:
     """The candidate's forecast at every length of a measured baseline series; `measured`:
     the candidate's own points of the same configuration, `attention`:
-    forecast_attention.measured_attention's."""
+    forecast_attention.measured_attention's, `comm`: forecast_comm.measured_comm's."""
     spec = gpus.lookup(cand)
     out = SeriesForecast(s, spec.name, widen=widen)
     cand_price = _price(prices, spec.name)
@@ -111,7 +112,7 @@ def forecast_series(s: Series, cand: str, prices: dict, widen: float, measured=N
     for n, (parts, how) in sorted(series_parts(s).items()):
         point = s.points[n]
         r = ratios_at(s.gpu, spec.name, n, parts, _tflop(point)[1], bool(s.config.get("GRAD_CHECKPOINT")),
-                      s.backend, attention)
+                      s.backend, attention, comm)
         for b in parts:
             out.ratio_sources.setdefault(b, {}).setdefault(r[b].source, {})[r[b].note] = None
         how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)
