@@ -185,6 +185,8 @@ def world_of_one(monkeypatch, capsys):
         real("gloo", store=torch.distributed.HashStore(), rank=0, world_size=1)
     monkeypatch.setattr(torch.distributed, "init_process_group", init)
     monkeypatch.setattr(records, "claim_stdout", lambda: sys.stdout)
+    for name, value in comm.MULTICAST_OFF.items():  # as the scripts set them, but undone after the test
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("LOCAL_RANK", "0")
     yield
@@ -305,3 +307,25 @@ def test_the_forecast_page_says_which_interconnect_ratio_it_used(tmp_path, monke
     assert "up to the interconnect ratio (bus bandwidth measured here on both GPUs (bench_comm.py" in \
         page(sweep, H200_NODE, B200_NODE)
     assert "up to the interconnect ratio (NVLink 1800 / 900 GB/s (datasheets))" in page(sweep, H200_NODE)
+
+
+# --- the yardstick: tools/comm_loop.py, the GPU machine's plain torch.distributed loop ----------
+
+def test_the_yardstick_counts_bytes_as_the_suite_does_by_its_own_arithmetic():
+    loop = import_script("tools/comm_loop.py")
+    for ranks in (2, 3, 8):
+        for op in comm.OPS:
+            size, inp, out = loop.nccl_tests_bytes(op, 5 * MIB, ranks)
+            assert size == comm.op_bytes(op, 5 * MIB, ranks) and (inp, out) == comm.buffer_bytes(op, 5 * MIB, ranks)
+    assert loop.bus_bandwidth("all_reduce", 100.0, 8) == 175.0 and loop.bus_bandwidth("all_to_all", 100.0, 8) == 87.5
+
+
+def test_the_yardstick_runs_every_op_and_prints_a_json_line_each(world_of_one, as_script, capsys):
+    loop = import_script("tools/comm_loop.py")
+    as_script("comm_loop.py", loop.VARS, {"SIZES_MIB": "1 2", "WARMUP": "1", "ITERS": "2"})
+    assert loop.main() == 0
+    lines = parse_jsonl(capsys.readouterr().out)
+    assert [(r["size_mib"], r["op"]) for r in lines] == [(n, op) for n in (1, 2) for op in comm.OPS]
+    for r in lines:  # a world of one: nothing crosses a link, so busbw is 0 whatever the time
+        assert r["ranks"] == 1 and r["size_bytes"] == r["size_mib"] * MIB and r["busbw_gbps"] == 0.0
+        assert r["algbw_gbps"] == pytest.approx(r["size_bytes"] / (r["ms"] / 1e3) / 1e9)
