@@ -124,6 +124,10 @@ def measure_all() -> int:
 
     stdout = records.claim_stdout()  # NCCL_DEBUG and the launcher print to stdout too
     on_gpu = device.type == "cuda"
+    if on_gpu:  # the events, the spin and all_gather_object's tensors go to the current device
+        import torch
+
+        torch.cuda.set_device(device)
     dist.init_process_group("nccl" if on_gpu else "gloo", device_id=device if on_gpu else None)
     hosts = [None] * dist.get_world_size()
     dist.all_gather_object(hosts, socket.gethostname())
