@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .. import faults
 from ..kernels import attn_bench, timing
-from ..numfmt import pct, sig
+from ..numfmt import best_by, grid, pct, sig
 from . import gpus, telemetry
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
@@ -259,35 +259,26 @@ def run_all(b: CommBench, write, out) -> list[dict]:
 
 def format_table(records: list) -> str:
     """op rows, size columns, busbw GB/s at the median call (or the status) in each cell."""
-    sizes = list(dict.fromkeys(r["size_mib"] for r in records))
-    cells = {(r["op"], r["size_mib"]): sig(r["busbw_gbps"]) if r["status"] == "ok" else r["status"]
+    cells = {(r["op"], f"{r['size_mib']} MiB"): sig(r["busbw_gbps"]) if r["status"] == "ok" else r["status"]
              for r in records}
-    ops = [op for op in OPS if any(r["op"] == op for r in records)]
-    width = {n: max(11, len(f"{n} MiB") + 2) for n in sizes}
-    lines = ["busbw GB/s (decimal, nccl-tests' convention) at the median call",
-             f"{'op':<15}" + "".join(f"{f'{n} MiB':>{width[n]}}" for n in sizes)]
-    lines += [f"{op:<15}" + "".join(f"{cells.get((op, n), '-'):>{width[n]}}" for n in sizes) for op in ops]
-    return "\n".join(lines)
+    return grid("busbw GB/s (decimal, nccl-tests' convention) at the median call", "op",
+                [op for op in OPS if any(r["op"] == op for r in records)],
+                list(dict.fromkeys(f"{r['size_mib']} MiB" for r in records)),
+                lambda op, size: cells.get((op, size), "-"), 15, 11)
 
 
 def best_by_op(records: list) -> dict:
     """{op: the `ok` record of highest busbw}, in OPS order: the run's headline, and the
     report's row of a node."""
-    best = {}
-    for r in records:
-        if r.get("status", "ok") == "ok" and r.get("busbw_gbps") is not None and (
-                r["op"] not in best or r["busbw_gbps"] > best[r["op"]]["busbw_gbps"]):
-            best[r["op"]] = r
-    return {op: best[op] for op in OPS if op in best}
+    return best_by(records, "busbw_gbps", OPS)
 
 
 def headline(records: list, link: float | None, source: str | None) -> str:
-    """Per op the best busbw, its size and its share of the link's one-direction figure."""
-    best = best_by_op(records)
-    if not best:
-        return "no point was measured"
-    lines = [f"best {op}: busbw {sig(r['busbw_gbps'])} GB/s at {r['size_mib']} MiB on {r['ranks']} ranks"
-             + (f", {pct(r['share_of_link'])} of the {sig(link)} GB/s link per direction ({source})"
-                if link and r.get("share_of_link") is not None else "") for op, r in best.items()]
-    return "\n".join(lines + ([] if link else ["share of the link: null (no link figure in the GPU table "
-                                               "for this device)"]))
+    """Per op the best busbw, its size and its share of the link's one-direction figure (none
+    without a link: the run's warning says why)."""
+    lines = []
+    for op, r in best_by_op(records).items():
+        share = f", {pct(r['share_of_link'])} of the {sig(link)} GB/s link per direction ({source})" if link else ""
+        lines.append(f"best {op}: busbw {sig(r['busbw_gbps'])} GB/s at {r['size_mib']} MiB on {r['ranks']} "
+                     f"ranks{share}")
+    return "\n".join(lines) or "no point was measured"

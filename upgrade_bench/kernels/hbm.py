@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from . import attn_bench, timing
 from .. import faults
 from ..hardware import gpus, telemetry
-from ..numfmt import pct, sig
+from ..numfmt import best_by, grid, pct, sig
 
 OPS = ("copy", "read", "write")
 MIB = 2**20
@@ -76,12 +76,7 @@ def share_of_datasheet(measured_gb_per_s: float | None, datasheet: float | None)
 def best_by_op(records: list) -> dict:
     """{op: the `ok` record of highest gb_per_s}, in OPS order: the run's headline, and the
     report's row of a GPU."""
-    best = {}
-    for r in records:
-        if r.get("status", "ok") == "ok" and r.get("gb_per_s") is not None and (
-                r["op"] not in best or r["gb_per_s"] > best[r["op"]]["gb_per_s"]):
-            best[r["op"]] = r
-    return {op: best[op] for op in OPS if op in best}
+    return best_by(records, "gb_per_s", OPS)
 
 
 def check_fits(sizes_mib: list, ops: list, capacity_bytes: int) -> None:
@@ -175,13 +170,11 @@ def run_all(b: HbmBench, writer, out) -> list[dict]:
 
 def format_table(records: list) -> str:
     """op rows, buffer-size columns, GB/s at the median call (or the status) in each cell."""
-    sizes = list(dict.fromkeys(r["buffer_mib"] for r in records))
-    cells = {(r["op"], r["buffer_mib"]): sig(r["gb_per_s"]) if r["status"] == "ok" else r["status"]
+    cells = {(r["op"], f"{r['buffer_mib']} MiB"): sig(r["gb_per_s"]) if r["status"] == "ok" else r["status"]
              for r in records}
-    ops = [op for op in OPS if any(r["op"] == op for r in records)]
-    lines = ["GB/s (decimal) at the median call", f"{'op':<6}" + "".join(f"{f'{n} MiB':>12}" for n in sizes)]
-    lines += [f"{op:<6}" + "".join(f"{cells.get((op, n), '-'):>12}" for n in sizes) for op in ops]
-    return "\n".join(lines)
+    return grid("GB/s (decimal) at the median call", "op", [op for op in OPS if any(r["op"] == op for r in records)],
+                list(dict.fromkeys(f"{r['buffer_mib']} MiB" for r in records)),
+                lambda op, size: cells.get((op, size), "-"), 6, 12)
 
 
 def headline(records: list, datasheet: float | None, source: str | None) -> str:
