@@ -24,14 +24,16 @@ every NCCL_ variable as the run saw it.
 
 Writes JSON lines: a `header`, then one `comm` record per size x op (status ok | oom | error:
 a size that does not fit is an oom record). Exit 1 if a point errored (a failed collective is
-the last point: the ranks may be out of step), 2 on bad input (one rank; the smallest size
-not fitting the device), 4 when a record cannot be written, 130 on Ctrl-C (143 on SIGTERM)
-with every record so far written.
+the last point: the ranks may be out of step), 2 on bad input (one rank; no rendezvous
+address, or none answering within 5 minutes; the smallest size not fitting the device: rank 0
+says what every rank finds, a rank without a GPU says so itself), 4 when a record cannot be
+written, 130 on Ctrl-C (143 on SIGTERM) with every record so far written.
 
     torchrun --nproc_per_node=8 bench_comm.py                      # every op, 1 MiB .. 4 GiB
     OPS=all_gather,reduce_scatter SIZES_MIB="64 1024" deepspeed --num_gpus=2 bench_comm.py
     SIZES_MIB="1 2" torchrun --nproc_per_node=2 bench_comm.py      # CPU: gloo, seconds
 """
+import datetime
 import os
 import signal
 import socket
@@ -45,6 +47,9 @@ from upgrade_bench.log import header, records
 from upgrade_bench.faults import BadInput, run_main
 
 SCRIPT = "bench_comm.py"
+# A rank that never joins, or a collective that never ends, is an error after this long, not
+# after torch's default (10 min for NCCL, 30 for gloo): the longest default call takes 20 ms.
+TIMEOUT_S = 300
 VARS = [
     settings.Var("OPS", "str_list", list(comm.OPS), "collectives to time: all_reduce, all_gather, "
                  "reduce_scatter, all_to_all"),
@@ -64,8 +69,8 @@ def validate(s: dict) -> None:
 
 
 def launched(environ) -> tuple[int, int, int]:
-    """(rank, ranks, local rank) as a launcher set them; BadInput for one rank or a value
-    that is no rank."""
+    """(rank, ranks, local rank) as a launcher set them; BadInput for one rank, a value that
+    is no rank, or no rendezvous address."""
     got = {}
     for name, default in (("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
         raw = environ.get(name) or default
@@ -77,6 +82,10 @@ def launched(environ) -> tuple[int, int, int]:
                        f"launcher, one rank per GPU: torchrun --nproc_per_node=N {SCRIPT}")
     if got["RANK"] >= got["WORLD_SIZE"]:
         raise BadInput(f"RANK={got['RANK']}: expected below WORLD_SIZE={got['WORLD_SIZE']}")
+    port = environ.get("MASTER_PORT", "")
+    if not environ.get("MASTER_ADDR") or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"MASTER_ADDR={environ.get('MASTER_ADDR', '')!r}, MASTER_PORT={port!r}: expected rank 0's "
+                       f"host and a port from 1 to 65535, as a launcher sets them")
     return got["RANK"], got["WORLD_SIZE"], got["LOCAL_RANK"]
 
 
@@ -90,34 +99,37 @@ def check_fits(sizes_mib: list, ops: list, ranks: int, capacity_bytes: int) -> N
         raise BadInput(f"SIZES_MIB={smallest}: {problem}")
 
 
-def prepare(environ) -> tuple:
-    """(settings, rank, ranks, local rank, device, capacity of one rank): everything checked
-    before a process group starts; BadInput otherwise."""
-    s = settings.load(VARS, __doc__)
-    validate(s)
-    rank, ranks, local_rank = launched(environ)
+def rank_device(rank: int, local_rank: int, ranks: int) -> tuple:
+    """(this rank's device, what one rank's buffers must fit in); BadInput, naming the rank,
+    where the host has no GPU for it: only the ranks past the GPUs find that."""
     import torch
 
-    if torch.cuda.is_available():
-        if local_rank >= torch.cuda.device_count():
-            raise BadInput(f"LOCAL_RANK={local_rank}: this host has {torch.cuda.device_count()} GPU(s) "
-                           f"visible; one rank per GPU")
-        device = torch.device("cuda", local_rank)
-        capacity = attn_bench.memory_bytes(device)
-    else:  # CPU ranks share the host's RAM
-        device = torch.device("cpu")
-        capacity = attn_bench.memory_bytes(device) // ranks
-    check_fits(s["SIZES_MIB"], s["OPS"], ranks, capacity)
-    return s, rank, ranks, local_rank, device, capacity
+    if not torch.cuda.is_available():  # CPU ranks share the host's RAM
+        return torch.device("cpu"), attn_bench.memory_bytes(torch.device("cpu")) // ranks
+    if local_rank >= torch.cuda.device_count():
+        raise BadInput(f"rank {rank}: LOCAL_RANK={local_rank}: this host has {torch.cuda.device_count()} GPU(s) "
+                       f"visible; one rank per GPU")
+    device = torch.device("cuda", local_rank)
+    return device, attn_bench.memory_bytes(device)
 
 
 def measure_all() -> int:
-    """The run once the settings are checked; every rank calls it."""
+    """The run; every rank calls it. Bad input every rank finds alike (the settings, the
+    launch, the sizes) rank 0 alone says; the others end with exit 2 quietly."""
     try:
-        s, rank, ranks, local_rank, device, capacity = prepare(os.environ)
+        s = settings.load(VARS, __doc__)
+        validate(s)
+        rank, ranks, local_rank = launched(os.environ)
     except BadInput:
         if not rank_zero(os.environ):
-            return faults.EXIT_BAD_INPUT  # every rank finds the same bad input: rank 0 alone says it
+            return faults.EXIT_BAD_INPUT
+        raise
+    device, capacity = rank_device(rank, local_rank, ranks)
+    try:
+        check_fits(s["SIZES_MIB"], s["OPS"], ranks, capacity)
+    except BadInput:
+        if rank:
+            return faults.EXIT_BAD_INPUT
         raise
     comm_env, warnings = comm.multicast_env(os.environ)  # before the process group starts
     import torch.distributed as dist
@@ -128,7 +140,12 @@ def measure_all() -> int:
         import torch
 
         torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if on_gpu else "gloo", device_id=device if on_gpu else None)
+    try:
+        dist.init_process_group("nccl" if on_gpu else "gloo", device_id=device if on_gpu else None,
+                                timeout=datetime.timedelta(seconds=TIMEOUT_S))
+    except dist.DistError as err:  # the rendezvous: no rank 0 at that address, a port taken, a rank that never came
+        raise BadInput(f"rank {rank}: the process group did not start at MASTER_ADDR={os.environ['MASTER_ADDR']} "
+                       f"MASTER_PORT={os.environ['MASTER_PORT']}: {str(err).splitlines()[0]}") from None
     hosts = [None] * dist.get_world_size()
     dist.all_gather_object(hosts, socket.gethostname())
     gpu_name = fingerprint.gpu_name()

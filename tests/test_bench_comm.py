@@ -157,10 +157,13 @@ def test_two_gloo_ranks_time_every_op_by_nccl_tests_arithmetic(run):
     ({"WORLD_SIZE": "2", "OPS": "all_reduce broadcast"}, "error: OPS='all_reduce broadcast': expected a list of "
                                                          "all_reduce|all_gather|reduce_scatter|all_to_all"),
     ({"WORLD_SIZE": "2", "SIZES_MIB": "0"}, "error: SIZES_MIB='0': expected space- or comma-separated integers >= 1"),
-    ({"WORLD_SIZE": "2", "SIZES_MIB": "1048576"}, "error: SIZES_MIB=1048576: the inputs alone need 2048.0 GiB"),
+    ({"WORLD_SIZE": "2", "MASTER_PORT": "29500"}, "error: MASTER_ADDR='', MASTER_PORT='29500': expected rank 0's host"),
+    ({"WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "70000"}, "error: MASTER_ADDR='h', MASTER_PORT='70000'"),
+    ({"WORLD_SIZE": "2", "SIZES_MIB": "1048576", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"},
+     "error: SIZES_MIB=1048576: the inputs alone need 2048.0 GiB"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_process_group(env, says, main_in_process, monkeypatch):
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(torch.distributed, "init_process_group", lambda *a, **k: pytest.fail("started"))
     code, recs, err = main_in_process(bench, env)
@@ -189,6 +192,8 @@ def world_of_one(monkeypatch, capsys):
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")  # read by nothing: the process group is this one
+    monkeypatch.setenv("MASTER_PORT", "29500")
     yield
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
