@@ -178,18 +178,18 @@ def point_fields(op: str, size_mib: int, b: CommBench) -> dict:
 
 def measure(op: str, size_mib: int, b: CommBench) -> dict:
     """The fields of one point's record, the same on every rank; a collective. A size that
-    cannot fit is `oom` without allocating; an allocation that fails on any rank makes the
-    point `oom` or `error` on all. A collective that raises is not caught here (run_all)."""
+    cannot fit is `oom` without allocating (past a CPU's RAM that would be the OOM killer); a
+    size that does not fit or fails to allocate on any rank makes the point `oom` or `error`
+    on all. A collective that raises is not caught here (run_all)."""
     asked = size_mib * MIB
     fields = point_fields(op, size_mib, b)
     problem = attn_bench.too_big(allocated_bytes(op, asked, b.ranks), b.capacity_bytes)
-    if problem:  # the same on every rank: not allocated, past a CPU's RAM that would be the OOM killer
-        return {**fields, "status": "oom", "reason": problem}
-    call, local = None, {"status": "ok", "reason": None}
-    try:
-        call = make_call(op, asked, b.ranks, b.device)
-    except Exception as err:
-        local = faults.point_status(err)
+    call, local = None, {"status": "oom" if problem else "ok", "reason": problem}
+    if not problem:
+        try:
+            call = make_call(op, asked, b.ranks, b.device)
+        except Exception as err:
+            local = faults.point_status(err)
     worst = STATUS_CODES[int(over_ranks([STATUS_CODES.index(local["status"])], b.device, "max")[0])]
     if worst != "ok":
         call = None
