@@ -46,8 +46,8 @@ import sys
 from upgrade_bench.hardware import gpus
 from upgrade_bench.log import records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
-from upgrade_bench.report import (backtest, calibration, comparisons, export, forecast_attention, forecasts, inputs,
-                                  markdown, published, published_pairs, series)
+from upgrade_bench.report import (backtest, calibration, comparisons, export, forecast_attention, forecast_comm,
+                                  forecasts, inputs, markdown, published, published_pairs, series)
 
 
 def parse_args(argv):
@@ -163,7 +163,8 @@ def add_forecasts(analysis, candidates: list, prices: dict, calibration: dict) -
             other = next((o for o in analysis.data.series if o.gpu == cand and
                           o.identity == s.identity and not o.reference), None)
             fc = forecasts.forecast_series(s, cand, prices, calibration, other,
-                                           forecast_attention.measured_attention(analysis.data, s, cand, other))
+                                           forecast_attention.measured_attention(analysis.data, s, cand, other),
+                                           forecast_comm.measured_comm(analysis.data, s.gpu, cand))
             if fc.rows:
                 analysis.forecasts.append(fc)
                 made += 1

@@ -16,7 +16,8 @@ def test_the_plan_and_its_estimate_before_anything_runs(tmp_path, as_script, cap
               {"MODEL": "tiny", "SEQLENS": "64 128", "DRY_RUN": "1", "NODE_OUT": str(tmp_path / "node")})
     assert faults.run_main(node.main) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[node]")]
-    assert [line.split(":")[0] for line in lines[:-1]] == [f"[node] {i}. {n}" for i, n in enumerate(node.STEPS, 1)]
+    planned = [n for n in node.STEPS if n != "comm"]  # no GPU: no link to measure
+    assert [line.split(":")[0] for line in lines[:-1]] == [f"[node] {i}. {n}" for i, n in enumerate(planned, 1)]
     assert lines[-1].startswith("[node] estimated ") and "no GPU (a CPU try-out)" in lines[-1]
     assert not (tmp_path / "node").exists()  # a dry run writes nothing
 
@@ -47,12 +48,18 @@ def test_estimates_by_hand_on_an_h200():
     assert steps["sweep"].estimate_s == pytest.approx(start + 12 * step_s, abs=0.05)
     assert steps["decomposition"].estimate_s == pytest.approx(start + 15 * step_s, abs=0.05)
     assert steps["sweep"].env == {"OUT": "o/sweep.jsonl", "RESUME": "1"}
-    assert list(steps) == list(node.STEPS)
+    assert list(steps) == [n for n in node.STEPS if n != "comm"]  # one GPU: bench_comm.py would refuse it
     # bench_hbm.py after mamf-finder.py, its records in the node's folder, its constant estimate
     assert (steps["hbm"].argv[1:], steps["hbm"].env) == ([str(REPO / "bench_hbm.py")], {"OUTPUT": "o/hbm.jsonl"})
     assert steps["hbm"].estimate_s == node.HBM_S and list(steps).index("hbm") == list(steps).index("mamf") + 1
     assert [st.name for st in node.plan({**s, "SKIP": ["mamf", "sweep"]}, train, spec, 1, 989.0, "python", "fa3")] == \
         ["capabilities", "hbm", "attention", "decomposition"]
+    # on two GPUs bench_comm.py after bench_hbm.py, under the decomposition's launcher
+    two = {st.name: st for st in node.plan(s, train, spec, 2, 989.0, "python", "fa3")}
+    assert list(two) == list(node.STEPS) and two["comm"].estimate_s == node.COMM_S
+    assert two["comm"].argv == two["decomposition"].argv[:-1] + [str(REPO / "bench_comm.py")]
+    assert two["comm"].argv[:5] == ["python", "-m", "deepspeed.launcher.runner", "--num_gpus", "2"]
+    assert two["comm"].env == {"OUTPUT": "o/comm.jsonl"}
     # a backend that compiles in the first step (flex: 80 s) replaces the 10 s of it, per process
     flex = {st.name: st for st in node.plan(s, train, spec, 1, 989.0, "python", "flex")}
     assert flex["sweep"].estimate_s - steps["sweep"].estimate_s == pytest.approx(80 - 10)

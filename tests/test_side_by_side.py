@@ -1,6 +1,7 @@
 """tools/side_by_side.sh, the suite next to the guide's scripts: what it gives each side, checked
 with `true` standing in for Python (the runs themselves need a GPU; results/ holds them)."""
 import json
+import os
 
 from conftest import REPO, run_proc
 
@@ -51,8 +52,26 @@ def test_the_hbm_comparison_runs_the_suite_then_its_do_bench_yardstick_on_the_sa
     assert [line.split(" >> ")[0].split()[-1] for line in lines] == ["bench_hbm.py", "tools/hbm_do_bench.py"] * 2
 
 
+def test_the_comm_comparison_runs_the_suite_then_its_plain_loop_on_every_gpu_asked(tmp_path):
+    env = {"DRY_RUN": "1", "OUT": str(tmp_path / "out"), "REPEAT": "1", "GPUS": "4", "COMM_SIZES_MIB": "64 4096"}
+    proc = run_proc(["bash", SCRIPT, "comm"], env, timeout=60)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 2, proc.stderr
+    assert all("SIZES_MIB=64\\ 4096 " in line and " deepspeed --num_gpus=4 " in line for line in lines)
+    assert [line.split(" >> ")[0].split()[-1] for line in lines] == ["bench_comm.py", "tools/comm_loop.py"]
+    proc = run_proc(["bash", SCRIPT, "comm"], {**env, "GPUS": "1"}, timeout=60)
+    assert proc.returncode == 2 and proc.stderr == ("error: GPUS='1': the comm comparison needs 2 GPUs or more "
+                                                    "(one rank has no link)\n")
+
+
 def test_only_the_comparisons_with_the_guides_scripts_need_them(tmp_path):
     env = {"OUT": str(tmp_path / "out"), "REF": str(tmp_path / "nowhere"), "PYTHON": "true", "REPEAT": "1"}
     assert run_proc(["bash", SCRIPT, "hbm"], env, timeout=60).returncode == 0
+    launcher = tmp_path / "bin" / "deepspeed"  # stands in for the launcher, as `true` does for Python
+    launcher.parent.mkdir()
+    launcher.write_text("#!/bin/sh\nexit 0\n")
+    launcher.chmod(0o755)
+    path = f"{launcher.parent}{os.pathsep}{os.environ['PATH']}"
+    assert run_proc(["bash", SCRIPT, "comm"], {**env, "GPUS": "2", "PATH": path}, timeout=60).returncode == 0
     proc = run_proc(["bash", SCRIPT, "hbm", "mamf"], env, timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith(f"error: REF='{tmp_path / 'nowhere'}': no such folder")

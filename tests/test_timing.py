@@ -25,3 +25,34 @@ def test_cpu_timing_runs_before_every_call_and_counts_as_asked():
                                          before=lambda: calls.append("before"), time_ms=10_000)
     assert calls == ["before", "fn"] * 5
     assert len(times) == 3 and info["warmup_iters"] == 2 and "no GPU" in info["timing"]
+
+
+class FakeEvent:
+    """torch.cuda.Event without a GPU: each record() a millisecond later."""
+    clock = 0.0
+
+    def __init__(self, enable_timing=True):
+        self.at = None
+
+    def record(self):
+        FakeEvent.clock += 1.0
+        self.at = FakeEvent.clock
+
+    def elapsed_time(self, end):
+        return end.at - self.at
+
+
+def test_a_collectives_counts_come_from_the_probe_every_rank_agreed_on(monkeypatch):
+    # This rank's probe says 1 ms a call; another rank's said 10 ms: with `agree` (the ranks'
+    # max), every rank fills the 100 ms windows with 10 calls each, not its own 100.
+    import torch
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(timing, "sync", lambda device: None)
+    monkeypatch.setattr(timing, "_host_and_gpu_ms", lambda fn, before, device, calls: (0.01, 1.0))
+    calls = []
+    own = timing.time_iterations(lambda: calls.append(1), "cuda", iters=3, warmup=1, warmup_ms=100, time_ms=100)
+    assert (len(own[0]), own[1]["warmup_iters"]) == (100, 100)
+    agreed = timing.time_iterations(lambda: calls.append(1), "cuda", iters=3, warmup=1, warmup_ms=100,
+                                    time_ms=100, agree=lambda values: [max(v, w) for v, w in zip(values, [0.02, 10.0])])
+    assert (len(agreed[0]), agreed[1]["warmup_iters"], agreed[1]["gpu_ms_per_call"]) == (10, 10, 10.0)
+    assert len(calls) == 200 + 20

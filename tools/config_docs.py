@@ -35,6 +35,7 @@ def sections() -> dict:
         "run_node.sh": node.VARS,
         "bench_flash_attn.py": script_vars("bench_flash_attn.py"),
         "bench_hbm.py": script_vars("bench_hbm.py"),
+        "bench_comm.py": script_vars("bench_comm.py"),
         "check_capabilities.py": script_vars("check_capabilities.py"),
     }
 

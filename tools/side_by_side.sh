@@ -10,6 +10,7 @@
 # The yardsticks are read from REF and never copied into the project.
 #
 #   tools/side_by_side.sh attention mamf hbm                 # the kernel comparisons, 1 GPU
+#   GPUS=8 tools/side_by_side.sh comm                        # the collectives, every GPU of the node
 #   GPUS=2 SEQLENS="8192 32768" tools/side_by_side.sh training
 #   DRY_RUN=1 tools/side_by_side.sh training decomposition   # print the commands, run nothing
 #
@@ -17,6 +18,9 @@
 #   attention      bench_flash_attn.py (fa4, sdpa-cudnn) vs attention_do_bench_probe.py, per SEQLENS
 #   mamf           mamf-finder.py vs guide_mamf_finder.py on MAMF_SHAPES
 #   hbm            bench_hbm.py vs tools/hbm_do_bench.py on HBM_SIZES_MIB (the guide has no such script)
+#   comm           bench_comm.py vs tools/comm_loop.py (a plain torch.distributed loop timed with CUDA
+#                  events, nccl-tests' way) on COMM_SIZES_MIB, both on GPUS ranks (2 or more); both keep
+#                  NVLink multicast off (NCCL_NVLS_ENABLE=0 and the others, set in their own process)
 #   training       run_sweep.sh vs guide_benchmark.py at each of SEQLENS (a fresh process each)
 #   decomposition  bench_decompose.py vs guide_bench_decompose.py at each of SEQLENS
 # The training settings (MODEL, NUM_LAYERS, ZERO_STAGE, GRAD_CHECKPOINT, OFFLOAD_OPTIMIZER,
@@ -28,7 +32,7 @@
 #
 # Variables: OUT (out/side-by-side-<time>), REF (../shared/reference), REPEAT (2), GPUS (1),
 # SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), HBM_SIZES_MIB ("512 2048 8192"),
-# PYTHON (python3), DRY_RUN (0).
+# COMM_SIZES_MIB ("1 4 16 64 256 1024 4096"), PYTHON (python3), DRY_RUN (0).
 # Exit: 0 when every run ended with 0, 1 otherwise (each run's exit code is in the log),
 # 2 on bad input.
 set -u
@@ -40,6 +44,7 @@ GPUS=${GPUS:-1}
 SEQLENS=${SEQLENS:-8192 32768}
 MAMF_SHAPES=${MAMF_SHAPES:---m 1024 5632 --n 1536 4096 --k 13312 16640}
 HBM_SIZES_MIB=${HBM_SIZES_MIB:-512 2048 8192}
+COMM_SIZES_MIB=${COMM_SIZES_MIB:-1 4 16 64 256 1024 4096}
 PYTHON=${PYTHON:-python3}
 DRY_RUN=${DRY_RUN:-0}
 MODEL=${MODEL:-llama-3.1-8b}
@@ -50,13 +55,16 @@ TRAINING="MODEL=$MODEL NUM_LAYERS=$NUM_LAYERS ZERO_STAGE=${ZERO_STAGE:-2} GRAD_C
 export CUBLAS_WORKSPACE_CONFIG=:4096:8  # the guide scripts' own default, set for both sides
 
 fail() { echo "error: $*" >&2; exit 2; }
-COMPARISONS="attention mamf hbm training decomposition"
+COMPARISONS="attention mamf hbm comm training decomposition"
 [ $# -gt 0 ] || fail "name at least one comparison: $COMPARISONS (see the top of $0)"
 for c in "$@"; do
   case " $COMPARISONS " in *" $c "*) ;; *) fail "comparison '$c': not one of $COMPARISONS";; esac
 done
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || fail "REPEAT='$REPEAT': a whole number >= 1"
 [[ $GPUS =~ ^[1-9][0-9]*$ ]] || fail "GPUS='$GPUS': a whole number >= 1"
+for c in "$@"; do
+  [ "$c" != comm ] || [ "$GPUS" -ge 2 ] || fail "GPUS='$GPUS': the comm comparison needs 2 GPUs or more (one rank has no link)"
+done
 [[ $NUM_LAYERS =~ ^[1-9][0-9]*$ ]] || fail "NUM_LAYERS='$NUM_LAYERS': a whole number >= 1"
 [ -f "configs/$MODEL.json" ] || fail "MODEL='$MODEL': no configs/$MODEL.json for the guide's scripts (CFG_DIR)"
 # The model's config.json cut to NUM_LAYERS (the guide's bench_decompose.py has no cut of its
@@ -84,7 +92,7 @@ b = TRAINING.get(sys.argv[1])
 print("ATTN=" + b.hf_name if b else "not one of auto " + " ".join(TRAINING))
 sys.exit(0 if b else 2)' "$ATTN_BACKEND") || fail "ATTN_BACKEND='$ATTN_BACKEND': $GUIDE_ATTN"
 fi
-needs_ref=0; for c in "$@"; do [ "$c" = hbm ] || needs_ref=1; done  # hbm's yardstick is tools/hbm_do_bench.py
+needs_ref=0; for c in "$@"; do case $c in hbm|comm) ;; *) needs_ref=1;; esac; done  # their yardsticks are in tools/
 [ "$DRY_RUN" = 1 ] || [ $needs_ref = 0 ] || [ -d "$REF" ] || fail "REF='$REF': no such folder (the guide's scripts, ../shared/reference)"
 
 CFG_DIR=$OUT/cfg
@@ -133,6 +141,11 @@ for c in "$@"; do
       hbm)
         step hbm_suite /dev/null "$note" "SIZES_MIB=$HBM_SIZES_MIB" "OUTPUT=$OUT/hbm_suite.jsonl" -- "$PYTHON" bench_hbm.py
         step hbm_do_bench "$OUT/hbm_do_bench.jsonl" "SIZES_MIB=$HBM_SIZES_MIB" -- "$PYTHON" tools/hbm_do_bench.py ;;
+      comm)
+        # shellcheck disable=SC2086  # LAUNCH is words
+        step comm_suite /dev/null "$note" "SIZES_MIB=$COMM_SIZES_MIB" "OUTPUT=$OUT/comm_suite.jsonl" -- $LAUNCH bench_comm.py
+        # shellcheck disable=SC2086
+        step comm_loop "$OUT/comm_loop.jsonl" "SIZES_MIB=$COMM_SIZES_MIB" -- $LAUNCH tools/comm_loop.py ;;
       training)
         # shellcheck disable=SC2086  # TRAINING is words
         step training_suite /dev/null "$note" $TRAINING "ATTN_BACKEND=$ATTN_BACKEND" "SEQLENS=$SEQLENS" "GPUS=$GPUS" \

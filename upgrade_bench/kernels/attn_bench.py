@@ -204,8 +204,9 @@ class Progress:
             return None
         return points_s(self.work[self.n:], self.floor_s, self.calls, self.best_tflops)
 
-    def point(self, text: str, tflops: float | None = None) -> None:
-        self.n += 1
+    def point(self, text: str, tflops: float | None = None, points: int = 1) -> None:
+        """A line for the next `points` points (bench_comm's: every op of one size)."""
+        self.n += points
         self.best_tflops = max(self.best_tflops, tflops or 0.0)
         elapsed = time.monotonic() - self.started
         self.out.write(f"[{self.n}/{len(self.work)}] {text}  ({fmt_s(elapsed)} in, "

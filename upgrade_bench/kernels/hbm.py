@@ -22,7 +22,7 @@ from . import attn_bench, timing
 from .. import faults
 from ..hardware import telemetry
 from ..hardware.bandwidth import OPS, best_by_op, datasheet_gb_per_s, gb_per_s, share_of_datasheet
-from ..numfmt import pct, sig
+from ..numfmt import grid, pct, sig
 
 MIB = 2**20
 # float32 elements: torch's reduction and fill kernels load and store them vectorised. The
@@ -145,13 +145,11 @@ def run_all(b: HbmBench, writer, out) -> list[dict]:
 
 def format_table(records: list) -> str:
     """op rows, buffer-size columns, GB/s at the median call (or the status) in each cell."""
-    sizes = list(dict.fromkeys(r["buffer_mib"] for r in records))
-    cells = {(r["op"], r["buffer_mib"]): sig(r["gb_per_s"]) if r["status"] == "ok" else r["status"]
+    cells = {(r["op"], f"{r['buffer_mib']} MiB"): sig(r["gb_per_s"]) if r["status"] == "ok" else r["status"]
              for r in records}
-    ops = [op for op in OPS if any(r["op"] == op for r in records)]
-    lines = ["GB/s (decimal) at the median call", f"{'op':<6}" + "".join(f"{f'{n} MiB':>12}" for n in sizes)]
-    lines += [f"{op:<6}" + "".join(f"{cells.get((op, n), '-'):>12}" for n in sizes) for op in ops]
-    return "\n".join(lines)
+    return grid("GB/s (decimal) at the median call", "op", [op for op in OPS if any(r["op"] == op for r in records)],
+                list(dict.fromkeys(f"{r['buffer_mib']} MiB" for r in records)),
+                lambda op, size: cells.get((op, size), "-"), 6, 12)
 
 
 def headline(records: list, datasheet: float | None, source: str | None) -> str:

@@ -88,7 +88,7 @@ def _host_and_gpu_ms(fn, before, device, calls: int) -> tuple[float, float]:
 
 
 def time_iterations(fn, device, iters: int, warmup: int, before=None, host_ahead: bool = True,
-                    warmup_ms: float = 0.0, time_ms: float = 0.0) -> tuple[list[float], dict]:
+                    warmup_ms: float = 0.0, time_ms: float = 0.0, agree=None) -> tuple[list[float], dict]:
     """(milliseconds of each timed call of fn(), how they were timed).
 
     At least `warmup` untimed calls, then at least `iters` timed ones, all queued back to
@@ -102,6 +102,8 @@ def time_iterations(fn, device, iters: int, warmup: int, before=None, host_ahead
     counts stay as given and one spin before the queue holds the GPU until every call is
     queued, so the events time GPU work, never a GPU waiting for the host; the warm-up
     calls after it bring the clock back to its sustained level. host_ahead=False is the published mamf-finder's loop exactly.
+    `agree` ([host_ms, gpu_ms] -> the same on every rank) is for a collective: every rank must
+    run the same calls, so the figures that set the counts and the spin are agreed first.
     """
     import torch
 
@@ -123,6 +125,8 @@ def time_iterations(fn, device, iters: int, warmup: int, before=None, host_ahead
     info = {"timing": "back-to-back", "flush_mib": FLUSH_BYTES // 2**20 if before else 0, "spin_ms": 0.0}
     if host_ahead:
         host_ms, gpu_ms = _host_and_gpu_ms(fn, before, device, max(1, min(3, warmup)))
+        if agree:
+            host_ms, gpu_ms = agree([host_ms, gpu_ms])
         if host_ms < gpu_ms:  # a host-bound kernel cannot keep the GPU loaded: counts as given
             warmup, iters = calls_for(warmup, warmup_ms, gpu_ms), calls_for(iters, time_ms, gpu_ms)
         info.update(host_ms_per_call=host_ms, gpu_ms_per_call=gpu_ms,

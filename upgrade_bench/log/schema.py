@@ -98,6 +98,7 @@ KINDS = {  # kind: (who writes it, when)
     "matmul": "mamf-finder.py, one per shape measured",
     "mamf": "mamf-finder.py, last: the best shape, also after an interrupt",
     "hbm": "bench_hbm.py, one per op x buffer size: sustained device-memory bandwidth",
+    "comm": "bench_comm.py, one per op x size: a collective's sustained algorithm and bus bandwidth",
     "capability": "check_capabilities.py, one per item",
 }
 
@@ -148,6 +149,8 @@ out                          text          the sweep's records file (run_sweep.s
 log                          text          the sweep's benchmark log (run_sweep.sh)
 skipped_seq_lens             list          lengths already done in OUT, not run again (run_sweep.sh)
 steps                        list          the steps planned (run_node.sh)
+comm_env                     object        NCCL_ and multicast variables as the collectives ran (bench_comm.py)
+comm_env.*                   text          a variable's value
 """),
     "step": {**pick(POINT, "seq_len"), **table("""
 step            size          index of the step, warm-up included
@@ -234,7 +237,7 @@ config               object        the configuration searched
 config.*             setting       a setting
 """),
     "node_step": table("""
-step        text          `capabilities`, `mamf`, `hbm`, `attention`, `sweep` or `decomposition`
+step        text          `capabilities`, `mamf`, `hbm`, `comm`, `attention`, `sweep` or `decomposition`
 argv        list          its command
 env         object        the variables it was given
 exit_code   integer       how it ended
@@ -344,6 +347,21 @@ gb_per_s            non-negative  bytes_moved at the median call, decimal GB/s (
 datasheet_gb_per_s  positive      the GPU table's HBM bandwidth, decimal GB/s (null: not in the table)
 share_of_datasheet  non-negative  gb_per_s over datasheet_gb_per_s
 """), **TIMING, **TELEMETRY},
+    "comm": {**table("""
+op             text          `all_reduce`, `all_gather`, `reduce_scatter` or `all_to_all`
+status         text          `ok`, `oom` or `error`
+reason         text          why it is not `ok`
+size_mib       count         the size asked (SIZES_MIB)
+size_bytes     count         bytes of one call as nccl-tests counts them: all_reduce's buffer, all_gather's output, reduce_scatter's input, all_to_all's send buffer (each rank's part rounded down to 16 bytes)
+ranks          count         ranks (GPUs) in the collective
+ms             non-negative  median call time, each call's the mean over ranks
+ms_min         non-negative  fastest call
+ms_max         non-negative  slowest call
+algbw_gbps     non-negative  size_bytes at the median call, decimal GB/s (nccl-tests' algbw)
+busbw_gbps     non-negative  algbw x 2(n-1)/n (all_reduce) or (n-1)/n (the others): nccl-tests' bus bandwidth
+link_gbps      positive      the GPU table's link bandwidth in one direction (half the duplex figure), decimal GB/s (null: none in the table, or ranks on several hosts)
+share_of_link  non-negative  busbw_gbps over link_gbps
+"""), **TIMING, **TELEMETRY},
     "capability": table("""
 item      text          what is asked: `matmul:bf16`, `attention:fa3`, ...
 category  text          `dtype`, `attention`, `memory` or `interconnect`
@@ -354,7 +372,8 @@ probe_s   non-negative  how long the item took
 """),
 }
 REQUIRED = {"summary": ("seq_len",), "decomposition": ("seq_len",), "attention": ("backend",),
-            "hbm": ("op", "buffer_mib", "status"), "capability": ("item", "status")}
+            "hbm": ("op", "buffer_mib", "status"), "comm": ("op", "size_mib", "ranks", "status"),
+            "capability": ("item", "status")}
 
 
 def markdown() -> str:

@@ -14,11 +14,13 @@ forecast_model  the forecast's pure model: a measured step's parts scaled by the
 forecast_attention  the attention ratio's sources: isolated kernels measured on both GPUs, else published
 calibration   kinds of workload (attention- or dense-bound, precision) and each kind's range widening
 forecasts     forecasts from measured series and the page's forecast block
+forecast_comm  the interconnect ratio's source: bus bandwidth measured on both GPUs, else the datasheets'
 backtest      every published pair forecast from its baseline alone, leave one pair out, per kind
 words         a series and a comparison in words, shared by the page and the figures
 answer        the first screen: a sentence per baseline, candidate and regime, before any table
 verdict_blocks  the verdict block of each comparison, which follows the answer
-detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF, ...
+detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF,
+              memory bandwidth, interconnect, ...
 markdown      report.md and the terminal text, in order
 plotkit       the figures' shared look: colours, line styles, length axes, legends, saving
 comparison_figure  comparison-N.png, the guide's 2x2 plus $/token per comparison

@@ -1,8 +1,7 @@
 """The tables after the verdicts: the guide's details per comparison (speedup, MFU, the
 identity check, memory), then memory and capacity, the step decomposition, isolated
-attention, MAMF, memory bandwidth, telemetry, capabilities and the series read."""
-from ..hardware import gpus
-from ..hardware import bandwidth
+attention, MAMF, memory bandwidth, interconnect, telemetry, capabilities and the series read."""
+from ..hardware import bandwidth, collectives, gpus
 from .capability_table import capability_table
 from .comparisons import Analysis, Comparison
 from .decompositions import decomposed, decomposition_parts
@@ -127,6 +126,34 @@ def bandwidth_markdown(a: Analysis) -> str:
     return ("Decimal GB/s at the median call, the best of each op over a run's buffer sizes; the forecast "
             "scales other kernels by the datasheets' ratio, not by these.\n\n" + md_table(
                 ["GPU"] + [f"{op} GB/s" for op in bandwidth.OPS] + ["datasheet TB/s", "copy / datasheet", "source"],
+                rows))
+
+
+def interconnect_markdown(a: Analysis) -> str:
+    """Per GPU and run (bench_comm.py: one node), each op's best bus bandwidth over the run's
+    sizes, its ranks, the link figure it was set against and the best all_reduce's share of
+    it: a row never takes one op from one run and another from the next."""
+    rows = []
+    for g in a.order:
+        by_run = {}
+        for r, reference in a.data.gpus[g].comm:
+            by_run.setdefault((provenance(reference) or MEASURED, r.get("run_id")), []).append(r)
+        for (source, run_id), recs in by_run.items():
+            best = collectives.best_by_op(recs)
+            if best:
+                link = next((r["link_gbps"] for r in recs if r.get("link_gbps")), None)
+                reduce = best["all_reduce"]["busbw_gbps"] if "all_reduce" in best else None
+                rows.append([g, "/".join(sorted({str(r.get("ranks")) for r in best.values()}))]
+                            + [fmt(best[op]["busbw_gbps"]) if op in best else "-" for op in collectives.OPS]
+                            + [fmt(link), fmt(collectives.share_of_link(reduce, link), "pct"),
+                               f"{source}, run {run_id}" if run_id else source])
+    if not rows:
+        return ""
+    return ("Bus bandwidth by nccl-tests' convention (decimal GB/s at the median call), the best of each op over "
+            "a run's sizes; link: the GPU table's figure in one direction (half the datasheet's duplex; none for "
+            "ranks on several hosts). The forecast scales exposed communication by these where both GPUs have "
+            "them (the same op, ranks and size, 64 MiB and up), else by the datasheets' link ratio.\n\n" + md_table(
+                ["GPU", "ranks"] + [f"{op} GB/s" for op in collectives.OPS] + ["link GB/s", "all_reduce / link", "source"],
                 rows))
 
 

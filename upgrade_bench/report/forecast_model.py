@@ -57,11 +57,12 @@ def mamf_of(spec: GPUSpec, precision: str = "bf16") -> float | None:
     return {"bf16": spec.mamf_bf16, "fp8": spec.mamf_fp8}.get(precision)
 
 
-def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16") -> dict:
+def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm: Ratio | None = None) -> dict:
     """{bound: Ratio} from the GPU table alone: peak and MAMF of the training precision, HBM
     bandwidth, interconnect (the dense and attention ratios depend on the workload too:
     dense_ratio, attention_ratio). Attention's own peak ratio stays bf16: FP8 recipes
-    (Transformer Engine's, torchao's) keep the attention kernels in bf16."""
+    (Transformer Engine's, torchao's) keep the attention kernels in bf16. `comm`, the
+    interconnect's measured on both GPUs (forecast_comm), replaces the datasheets'."""
     what, base_peak, cand_peak = precision, base.peak_tflops(precision), cand.peak_tflops(precision)
     if not (base_peak and cand_peak):  # a precision one of them lacks: its bf16 peak
         what, base_peak, cand_peak = "bf16", base.bf16, cand.bf16
@@ -78,15 +79,17 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16") -> di
                             f"TFLOPS (published), down to the HBM ratio")
     else:  # no published MAMF: the peak ratio, as far down as the HBM ratio
         out["gemm"] = between(hbm, out["peak"].mid, f"{precision} MAMF unpublished: between the HBM and peak ratios")
-    if cand.link_gbps and base.link_gbps:
+    if comm:
+        out["comm"] = comm
+    elif cand.link_gbps and base.link_gbps:
         out["comm"] = Ratio.exact(cand.link_gbps / base.link_gbps,
                                   f"NVLink {cand.link_gbps:g} / {base.link_gbps:g} GB/s (datasheets)")
     else:
         out["comm"] = between(1.0, hbm, "interconnect unknown: between unchanged and the HBM ratio")
     out["other"] = out["hbm"]
     out["host"] = UNCHANGED
-    out["fixed"] = Ratio(1.0, 1.0, out["comm"].high, "host time and exposed communication: unchanged, "
-                         "up to the interconnect ratio")
+    out["fixed"] = Ratio(1.0, min(1.0, out["comm"].low), max(1.0, out["comm"].high), "host time and exposed "
+                         f"communication: unchanged, up to the interconnect ratio ({out['comm'].source})")
     return out
 
 

@@ -49,14 +49,16 @@ def series_parts(s: Series) -> dict:
 
 
 def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: float, checkpointed: bool,
-              base_backend: str | None, attention: tuple = ({}, ""), precision: str = "bf16") -> dict:
+              base_backend: str | None, attention: tuple = ({}, ""), precision: str = "bf16",
+              comm=None) -> dict:
     """{bound: Ratio} for one length of a baseline's step split into `parts` ({bound: ms}):
     the GPU table's ratios, the dense part's by its own GEMM share (`dense_tflop`, the
     checkpoint recompute where `checkpointed`), attention from `attention` ({seq_len: Ratio},
     source) where measured on both GPUs, else the guide's published kernel figures where
-    the baseline trains with `base_backend` as the guide's did; peaks and MAMF of `precision`."""
+    the baseline trains with `base_backend` as the guide's did; peaks and MAMF of `precision`;
+    the interconnect's `comm` where measured on both GPUs (forecast_comm), else the datasheets'."""
     base_spec = gpus.lookup(base)
-    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand), precision)
+    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand), precision, comm)
     share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), forecast_model.mamf_of(base_spec, precision),
                                       checkpointed)
     table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
@@ -102,11 +104,11 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
 
 
 def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, measured: Series | None = None,
-                    attention: tuple = ({}, "")) -> SeriesForecast:
+                    attention: tuple = ({}, ""), comm=None) -> SeriesForecast:
     """The candidate's forecast at every length of a measured baseline series; `calibrations`:
     calibration.calibration's {kind: Calibration}; `measured`: the candidate's own series of
     this configuration (up to --ignore-config keys, named), `attention`:
-    forecast_attention.measured_attention's."""
+    forecast_attention.measured_attention's, `comm`: forecast_comm.measured_comm's."""
     spec = gpus.lookup(cand)
     precision = calibration.precision_of(s.config)
     out = SeriesForecast(s, spec.name, prices=(_price(prices, s.gpu), _price(prices, spec.name)), hbm_gib=spec.hbm_gib)
@@ -118,7 +120,7 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
     for n, (parts, how) in sorted(series_parts(s).items()):
         point = s.points[n]
         r = ratios_at(s.gpu, spec.name, n, parts, tflop_of(point)[1], bool(s.config.get("GRAD_CHECKPOINT")),
-                      s.backend, attention, precision)
+                      s.backend, attention, precision, comm)
         for b in parts:
             out.ratio_sources.setdefault(b, {}).setdefault(r[b].source, {})[r[b].note] = None
         how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)

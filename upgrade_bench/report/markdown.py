@@ -110,6 +110,7 @@ def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
                 ("Isolated attention kernels", detail_tables.attention_markdown(a)),
                 ("MAMF (maximum achievable matmul FLOPS)", detail_tables.mamf_markdown(a)),
                 ("Memory bandwidth (HBM)", detail_tables.bandwidth_markdown(a)),
+                ("Interconnect", detail_tables.interconnect_markdown(a)),
                 ("Telemetry", detail_tables.telemetry_markdown(a))]
     for heading, text in sections:
         if text:

@@ -81,6 +81,7 @@ class Gpu:
     capacity: list = field(default_factory=list)       # (run identity or None, reference, record)
     attention: list = field(default_factory=list)      # (record, reference)
     hbm: list = field(default_factory=list)            # (bench_hbm record, reference)
+    comm: list = field(default_factory=list)           # (bench_comm record, reference)
 
 
 @dataclass
@@ -196,6 +197,7 @@ GPU_KINDS = {
     "capability": _add_capability,
     "attention": lambda gpu, r, reference, _: gpu.attention.append((r, reference)),
     "hbm": lambda gpu, r, reference, _: gpu.hbm.append((r, reference)),
+    "comm": lambda gpu, r, reference, _: gpu.comm.append((r, reference)),
 }
 KINDS_READ = ("header", *POINT_KINDS, *GPU_KINDS)  # inputs.read drops the others as it reads
 

@@ -1,6 +1,7 @@
 """run_node.sh: everything the decision page reads, measured on the node it runs on, into one
-folder to copy: capabilities, MAMF, HBM bandwidth, the model's own attention layers, the
-sequence-length sweep and the step decomposition at the guide's lengths.
+folder to copy: capabilities, MAMF, HBM bandwidth, the collectives' bus bandwidth (on two GPUs
+or more), the model's own attention layers, the sequence-length sweep and the step
+decomposition at the guide's lengths.
 
 It prints its plan with an estimated wall time and GPU-hours before anything starts, a line
 as each step starts and ends, and writes `node.jsonl` (a `header`, then a `node_step` record
@@ -30,7 +31,7 @@ from ..paths import REPO
 from ..log.records import RecordWriter
 
 SCRIPT = "run_node.sh"
-STEPS = ("capabilities", "mamf", "hbm", "attention", "sweep", "decomposition")
+STEPS = ("capabilities", "mamf", "hbm", "comm", "attention", "sweep", "decomposition")
 VARS = [
     settings.Var("NODE_OUT", "str", "out/node", "the folder every log of the node goes to (one to copy)"),
     settings.Var("SKIP", "str_list", [], "steps to leave out: " + " ".join(STEPS)),
@@ -53,6 +54,9 @@ START_S_PER_BPARAM = 10.0
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate
 HBM_S = 25.0                # bench_hbm.py's defaults: 20 s and 17 s (results/h200-hbm-6/pipeline.log)
+# bench_comm.py's defaults, not yet timed on a node: 28 points of 1.5 s windows (42 s), and the
+# launcher, torch and NCCL's first connections before them (the decomposition's start, ~20 s).
+COMM_S = 60.0
 
 
 @dataclass
@@ -113,6 +117,8 @@ def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python:
         Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / "mamf.jsonl")], {},
              MAMF_S, "mamf.jsonl"),
         Step("hbm", [python, str(REPO / "bench_hbm.py")], {"OUTPUT": str(out / "hbm.jsonl")}, HBM_S, "hbm.jsonl"),
+        Step("comm", launcher + [str(REPO / "bench_comm.py")], {"OUTPUT": str(out / "comm.jsonl")}, COMM_S,
+             "comm.jsonl"),
         Step("attention", [python, str(REPO / "bench_flash_attn.py")],
              {**base, "SEQLENS": " ".join(map(str, s["ATTN_SEQLENS"])), "OUTPUT": str(out / "attention.jsonl")},
              attention_s(spec, s["ATTN_SEQLENS"], peak), "attention.jsonl"),
@@ -124,7 +130,8 @@ def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python:
              {**base, "SEQ_LEN": " ".join(map(str, s["DECOMPOSE_SEQLENS"])), "OUTPUT": str(out / "decompose.jsonl")},
              points_s(s["DECOMPOSE_SEQLENS"], 2 + 10 + 3, True), "decompose.jsonl"),
     ]
-    return [st for st in steps if st.name not in s["SKIP"]]
+    # one GPU has no link to measure (bench_comm.py refuses one rank)
+    return [st for st in steps if st.name not in s["SKIP"] and (st.name != "comm" or gpu_count >= 2)]
 
 
 def train_lengths(s: dict, train: dict) -> list:
