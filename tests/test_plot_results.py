@@ -1259,3 +1259,28 @@ def test_an_ascii_terminal_and_a_non_ascii_gpu_name_print_without_a_traceback(tm
                           encoding="ascii", errors="strict", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "\\u2603" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_what_a_format_buys_pairs_each_low_precision_with_the_bf16_run_of_its_configuration():
+    from upgrade_bench.report import formats
+
+    h = "NVIDIA H200"
+    log = [header("bf16", h, config={"SEQ_LEN": [8192]}),
+           summary("bf16", 8192, 400.0, H200_PEAK, step_ms=300.0, loss_mean=11.90),
+           header("fp8", h, config={"SEQ_LEN": [8192], "PRECISION": "fp8-tensorwise"}),
+           summary("fp8", 8192, 480.0, H200_PEAK, step_ms=250.0, loss_mean=11.93, low_precision_flop_share=0.6),
+           # another configuration (ZeRO-2): its fp8 pairs with its own bf16 run, never the ZeRO-3 one
+           header("z2", h, config={"SEQ_LEN": [8192], "PRECISION": "fp8-rowwise", "ZERO_STAGE": 2}),
+           summary("z2", 8192, 470.0, H200_PEAK, step_ms=260.0, loss_mean=12.40),
+           header("z2-bf16", h, config={"SEQ_LEN": [8192], "ZERO_STAGE": 2}),
+           summary("z2-bf16", 8192, 410.0, H200_PEAK, step_ms=290.0, loss_mean=11.90),
+           # a ZeRO-1 fp8 run has no bf16 sibling: no row
+           header("z1", h, config={"SEQ_LEN": [8192], "PRECISION": "fp8-rowwise", "ZERO_STAGE": 1}),
+           summary("z1", 8192, 470.0, H200_PEAK, step_ms=250.0, loss_mean=11.90)]
+    data = series.load(log)
+    rows = [line for line in formats.format_markdown(data.series).splitlines() if line.startswith("| H200")]
+    assert sorted(rows) == ["| H200 SXM | fp8-rowwise | 8K | 1.12x | - | 80.0 / 80.0 | 0.5 (departs) |",
+                            "| H200 SXM | fp8-tensorwise | 8K | 1.20x | 60.0% | 80.0 / 80.0 | 0.03 |"]
+    labels = sorted(s.label for s in data.series)
+    assert any("bf16" in label for label in labels) and any("fp8-tensorwise" in label for label in labels)
+    assert formats.format_markdown(series.load(log[:2]).series) == ""  # bf16 alone: nothing to say

@@ -19,6 +19,7 @@ backtest      every published pair forecast from its baseline alone, leave one p
 words         a series and a comparison in words, shared by the page and the figures
 answer        the first screen: a sentence per baseline, candidate and regime, before any table
 verdict_blocks  the verdict block of each comparison, which follows the answer
+formats       what a number format buys on one GPU: a low precision beside bf16, same configuration
 detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF,
               memory bandwidth, interconnect, ...
 markdown      report.md and the terminal text, in order

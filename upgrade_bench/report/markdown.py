@@ -5,7 +5,7 @@ The page opens with the prices and the answer (answer.py: a sentence per baselin
 and regime), then the forecasts, one verdict block per comparison, the series that pair with
 nothing and why, then the figures and the detailed tables.
 """
-from . import detail_tables
+from . import detail_tables, formats
 from .answer import answer_markdown
 from .comparisons import Analysis
 from .forecasts import forecast_markdown
@@ -105,6 +105,7 @@ def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
     sections = [("Series", detail_tables.series_markdown(a) if a.data.series else ""),
                 ("Attention share per workload", workload_markdown(a.data.series)),
                 ("Capabilities", detail_tables.capability_markdown(a)),
+                ("What the number format buys", formats.format_markdown(a.data.series)),
                 ("Peak memory vs sequence length", detail_tables.memory_markdown(a)),
                 ("Step decomposition", detail_tables.decomposition_markdown(a)),
                 ("Isolated attention kernels", detail_tables.attention_markdown(a)),

@@ -21,7 +21,7 @@ GUIDE_LABEL = "guide's published"
 MEASURED = "measured"
 # What the report shows of a header; the rest (clocks, hostnames, ...) is dropped as read.
 HEADER_FIELDS = ("run_id", "reference", "config", "attn_backend", "peak_tflops", "notes", "num_layers",
-                 "layer_mix", "mixer_kernels")
+                 "layer_mix", "mixer_kernels", "model_cut")
 
 
 @dataclass
@@ -35,6 +35,7 @@ class Run:
     notes: str
     layer_mix: dict | None = None  # {mixer kind: layers} (architecture.ModelSpec.mix)
     fallbacks: tuple = ()          # fast kernels that ran as transformers' torch fallback
+    model_cut: str | None = None   # '4 of 48 layers, 64 of 512 experts' (model.Cut.label)
 
 
 @dataclass
@@ -58,8 +59,10 @@ class Series:
 
     def settings(self, key: str) -> list:
         """Its values of a config key: the configuration's, or under --ignore-config those of
-        its runs; [] where no run recorded the key."""
-        return list(self.ignored.get(key, [])) or ([self.config[key]] if key in self.config else [])
+        its runs; a key a config records only off its default (PRECISION, NUM_EXPERTS, ...:
+        log/runs.IDENTITY_DEFAULTS) reads as that default; else [] where no run recorded it."""
+        found = list(self.ignored.get(key, [])) or ([self.config[key]] if key in self.config else [])
+        return found or ([runs.IDENTITY_DEFAULTS[key]] if key in runs.IDENTITY_DEFAULTS else [])
 
     @property
     def is_sweep(self) -> bool:
@@ -258,7 +261,8 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
         notes = h.get("notes") or run_config.get("NOTES") or ""
         s.runs[run] = Run(run[0], run[1], run_config, (h.get("hardware") or {}).get("gpu_count"),
                           h.get("num_layers"), notes if isinstance(notes, str) else str(notes),
-                          h.get("layer_mix"), fallbacks_of(h.get("mixer_kernels")))
+                          h.get("layer_mix"), fallbacks_of(h.get("mixer_kernels")),
+                          h.get("model_cut") if isinstance(h.get("model_cut"), str) else None)
     return s
 
 
@@ -298,6 +302,8 @@ def config_phrase(key: str, value) -> str:
                "PACKED_DOC_LEN": "unpacked" if none else f"docs of {value}",
                "BATCH_SIZE": f"batch {value}",
                "WARMUP_STEPS": f"{value} warm-up",
+               "PRECISION": str(value),
+               "NUM_EXPERTS": "all experts" if none else f"{value} experts",
                # Recorded only when set (log/runs.training_config).
                "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}
     return phrases.get(key, f"{key}={_short(value)}")

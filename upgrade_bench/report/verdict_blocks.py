@@ -173,6 +173,11 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
     mismatch = identity_note(c)
     if mismatch:
         out += [f"> {mismatch}", ""]
+    precisions = (b.settings("PRECISION"), o.settings("PRECISION"))
+    if precisions[0] != precisions[1]:
+        out += [f"> **Precisions differ** ({', '.join(precisions[0])} vs {', '.join(precisions[1])}, paired as asked "
+                f"with --ignore-config PRECISION): each GPU trains in its own number format; the model work per token "
+                f"is the same, so the speedup and the call stand, for these formats, not for the same one on both.", ""]
     if c.stack:
         out += ["> **Software stacks differ** (the stack alone moves results by double-digit percent): "
                 + stack_words(c.stack), ""]

@@ -5,7 +5,7 @@ from .series import Series, _short, config_phrase
 from .text import md_text
 
 # The settings that shape the workload, in the words of a verdict block.
-WORKLOAD_KEYS = ("ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER", "PACKED_DOC_LEN",
+WORKLOAD_KEYS = ("PRECISION", "ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER", "PACKED_DOC_LEN",
                  "BATCH_SIZE", "WARMUP_STEPS", "PYTORCH_CUDA_ALLOC_CONF")
 SHOWN_KEYS = ("world_size", "MODEL", "NUM_LAYERS", "ATTN_BACKEND") + WORKLOAD_KEYS
 MOST_RUNS_NAMED = 3
@@ -55,7 +55,9 @@ def series_words(s: Series, also_in: dict) -> dict:
     layers = sorted({r.num_layers for r in runs if r.num_layers})
     model = ", ".join(map(str, s.settings("MODEL"))) or "model not recorded"
     cut = [v for v in s.settings("NUM_LAYERS") if v not in (0, "0")]
-    layer_words = _phrases(s, "NUM_LAYERS") if cut or not layers else f"all {' / '.join(map(str, layers))} layers"
+    cuts = sorted({r.model_cut for r in runs if r.model_cut})  # '4 of 48 layers, 64 of 512 experts'
+    layer_words = (" / ".join(cuts) if cuts else _phrases(s, "NUM_LAYERS") if cut or not layers
+                   else f"all {' / '.join(map(str, layers))} layers")
     others = [config_phrase(k, s.config[k]) for k in sorted(s.config)
               if k not in SHOWN_KEYS and not (k == "MEM_DEBUG" and not s.config[k])]
     notes = list(dict.fromkeys(r.notes for r in runs if r.notes))
