@@ -71,6 +71,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
                  hfu=flops.peak_share(hfu_tflops, rc.peak_tflops),
                  tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
+                 gemm_tflop_per_step=step_flops.gemm_hardware / 1e12,
                  # the last step's, like the loss: STEPS >= 1, so it was a timed one
                  **peaks, loss=loss_value, loss_mean=sum(losses) / len(losses),
                  **engine.precision_fields(rc, step_flops.model, tokens),

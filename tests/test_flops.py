@@ -153,3 +153,14 @@ def test_every_shipped_family_counts_its_weight_matmuls_as_torch_does(preset):
         # transformers' torch SSD scan is elementwise products, sums and cumsums: the counter
         # sees none of it, so its bmm is the attention layer's full s x s scores and values
         assert counted["aten.bmm"] == 2 * flops.step_flops(spec, batch, seq_len).attention
+
+
+def test_the_weight_matmuls_recompute_is_counted_apart_for_the_forecast():
+    # Llama-3.1-8B at 8K, checkpointed: each layer's forward again, 2 FLOPs per layer weight and
+    # token (lm_head is not recomputed), plus a third of attention's fwd+bwd
+    step = flops.step_flops(LLAMA_8B, 1, 8192, grad_checkpoint=True)
+    layer_params = LLAMA_8B.active_params - LLAMA_8B.lm_head_params
+    assert step.dense_recompute == 2 * layer_params * 8192
+    assert step.gemm_hardware == 6 * LLAMA_8B.active_params * 8192 + 2 * layer_params * 8192
+    assert step.recompute == step.dense_recompute + step.attention / 3
+    assert step.gemm_hardware / step.dense == pytest.approx(1.31, abs=0.005)  # the forecast's 4/3 estimate, made exact

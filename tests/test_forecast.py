@@ -86,22 +86,22 @@ def test_the_sweep_split_is_numpys_least_squares():
 def test_a_decomposition_gives_its_parts_and_its_idle_time_as_host():
     guide = next(r for r in published.guide_reference_records()
                  if r["kind"] == "decomposition" and r["run_id"] == "guide-h200-decompose")
-    parts = forecast_model.decomposition_parts(guide)
+    parts = forecast_model.bound_parts(guide)
     assert parts == pytest.approx({"attention": 52.776558133248 / 447 * 1e3, "dense": 368.868971249664 / 463 * 1e3})
     suite = {"buckets": {"attention": {"ms": 10.0}, "gemm": {"ms": 50.0}, "other": {"ms": 30.0},
                          "linear_mixer": {"ms": 5.0}, "comm": {"ms": 2.0}}, "wall_step_ms": 120.0}
-    assert forecast_model.decomposition_parts(suite) == {"attention": 10.0, "gemm": 50.0, "other": 35.0,
+    assert forecast_model.bound_parts(suite) == {"attention": 10.0, "gemm": 50.0, "other": 35.0,
                                                    "comm": 2.0, "host": 23.0}
     # bench_decompose's record: each bucket's share of the wall (gaps included) and its own
     # kernel time; the kernels are the parts and the gaps host time, which does not speed up
     measured = {"wall_step_ms": 299.0, "buckets": {
         "attention": {"ms": 29.4, "kernel_ms_per_step": 27.7}, "gemm": {"ms": 175.0, "kernel_ms_per_step": 165.0},
         "other": {"ms": 94.6, "kernel_ms_per_step": 89.2}, "linear_mixer": {"ms": 0.0, "kernel_ms_per_step": 0.0}}}
-    assert forecast_model.decomposition_parts(measured) == pytest.approx(
+    assert forecast_model.bound_parts(measured) == pytest.approx(
         {"attention": 27.7, "gemm": 165.0, "other": 89.2, "host": 299.0 - 27.7 - 165.0 - 89.2})
     # kernels on concurrent streams summing past the wall: the wall's split it is
     measured["buckets"]["gemm"]["kernel_ms_per_step"] = 200.0
-    assert forecast_model.decomposition_parts(measured) == pytest.approx({"attention": 29.4, "gemm": 175.0, "other": 94.6})
+    assert forecast_model.bound_parts(measured) == pytest.approx({"attention": 29.4, "gemm": 175.0, "other": 94.6})
 
 
 def test_the_backtest_of_the_guides_pairs():
@@ -359,3 +359,12 @@ def test_precision_sets_the_kind_and_the_ratios_and_a_log_without_it_is_bf16():
         (made[precision],) = forecasts.forecast_series(s, "B200 SXM", {}, cal).rows
     assert made["fp8"].calibration == cal["dense-bound, fp8"] and made[None].calibration == cal["dense-bound, bf16"]
     assert made["fp8"].forecast.step_ms != made[None].forecast.step_ms
+
+
+def test_the_gemms_work_is_the_summarys_exact_count_where_it_has_one():
+    from upgrade_bench.report import forecasts
+
+    summary = {"model_tflop_per_step": 10.0, "attn_flop_share": 0.2}
+    assert forecasts.gemm_tflop(summary, True) == (8.0, True)  # the dense part; the recompute estimated later
+    assert forecasts.gemm_tflop({**summary, "gemm_tflop_per_step": 10.5}, True) == (10.5, False)
+    assert forecast_model.gemm_share(8.0, 20.0, 1000.0, True) == pytest.approx(8.0 * 8 / 6 / 1000 * 1e3 / 20)

@@ -5,7 +5,7 @@ required, and what each means. The one home of that knowledge:
   the wrong type, before anything is written: a programming error a test catches;
 - every reader (the report, report/inputs.py; the sweep's resume, records.read_log) skips a
   record whose declared fields have the wrong type or an impossible value, with the reason
-  (a list for a run_id once crashed RESUME with an unhashable type), and ignores fields it
+  (a log from anywhere may hold a list where a run_id goes), and ignores fields it
   does not know (logs of other versions); log/checks.py holds both checks;
 - docs/records.md's field tables are `markdown()` (tests/test_readme.py checks them).
 
@@ -173,6 +173,7 @@ hfu                   non-negative  hardware FLOPs utilisation: recompute counte
 tokens_per_s_per_gpu  positive      throughput at the median step
 attn_flop_share       share         attention's share of the model FLOPs
 model_tflop_per_step  non-negative  model TFLOP per GPU per step
+gemm_tflop_per_step   non-negative  what the weight matmuls execute per GPU per step: their model TFLOP and their checkpoint recompute
 loss                  number        the last step's loss
 loss_mean             number        the mean loss over the timed steps (a low precision's numerics beside bf16's)
 low_precision_flop_share  share     share of the model FLOPs in low-precision GEMMs (0 in bf16)

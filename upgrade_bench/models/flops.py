@@ -95,6 +95,12 @@ class StepFlops:
     attention: float  # quadratic attention: full and windowed
     linear: float     # linear-attention and Mamba-2 mixers' conv and state
     recompute: float  # extra forward of checkpointed layers: in HFU only
+    dense_recompute: float = 0.0  # the weight matmuls' part of it
+
+    @property
+    def gemm_hardware(self) -> float:
+        """What the weight matmuls execute: their model FLOPs and their checkpoint recompute."""
+        return self.dense + self.dense_recompute
 
     @property
     def model(self) -> float:
@@ -122,13 +128,13 @@ def step_flops(spec: ModelSpec, batch: int, seq_len: int, doc_len: int = 0,
             attn += attention_layer_flops(m, attention_pairs(batch, seq_len, doc_len, m.window))
         elif m.kind in LINEAR_MIXERS:
             linear += linear_mixer_flops(m, tokens)
-    recompute = 0.0
+    dense_recompute = mixer_recompute = 0.0
     if grad_checkpoint:
         # Checkpointing re-runs each decoder layer's forward (not lm_head): 2 FLOPs per active
         # layer parameter per token plus the mixers' forward, a third of their fwd+bwd.
-        layer_params = spec.active_params - spec.lm_head_params
-        recompute = 2.0 * layer_params * tokens + (attn + linear) / 3.0
-    return StepFlops(dense, attn, linear, recompute)
+        dense_recompute = 2.0 * (spec.active_params - spec.lm_head_params) * tokens
+        mixer_recompute = (attn + linear) / 3.0
+    return StepFlops(dense, attn, linear, dense_recompute + mixer_recompute, dense_recompute)
 
 
 def tflops(flops: float, ms: float) -> float:

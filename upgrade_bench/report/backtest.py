@@ -62,7 +62,7 @@ def forecast_run(run: dict, cand: str) -> dict:
             out["tflops_per_gpu", n] = (*forecasts.tflops_range(point["model_tflop_per_step"], f),
                                         point["tflops_per_gpu"], how, point.get("attn_flop_share"))
     for n, dec in run["decomposition"].items():
-        parts = forecast_model.decomposition_parts(dec)
+        parts = forecast_model.bound_parts(dec)
         r = forecasts.ratios_at(base, cand, n, parts, (dec.get("everything_else") or {}).get("tflop") or 0.0,
                                 checkpointed, backend, precision=precision)
         share = ratio(dec["buckets"]["attention"]["tflop"], dec["total"]["tflop"])

@@ -94,9 +94,9 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
 
 
 # Activation checkpointing runs each layer's forward again: 2 more FLOPs per matmul parameter
-# per token on top of the 6 of fwd+bwd (flops.step_flops counts it exactly from the model;
-# the forecast has only the summary's FLOP count, so it takes the lm_head, not recomputed, as
-# recomputed too: 4/3 where Llama-3.1-8B's exact factor is 1.31).
+# per token on top of the 6 of fwd+bwd. A summary's gemm_tflop_per_step counts it exactly; for
+# one without (published figures, older logs) the lm_head, not recomputed, is taken as
+# recomputed too: 4/3 where Llama-3.1-8B's exact factor is 1.31.
 CHECKPOINT_DENSE_HARDWARE_PER_MODEL = 8 / 6
 
 
@@ -217,7 +217,7 @@ def sweep_parts(split: tuple, attention_tflop: float, dense_tflop: float, sharde
     return {"attention": a * attention_tflop, "dense": d * dense_tflop, ("fixed" if sharded else "host"): h}
 
 
-def decomposition_parts(dec: dict) -> dict:
+def bound_parts(dec: dict) -> dict:
     """{bound: ms} of a decomposition record: its kernel buckets on one clock; the wall time
     beyond the kernels (host work, launch gaps) as host. A bucket's `ms` is its share of the
     wall time, idle gaps included (bench_decompose splits the wall by kernel time); where

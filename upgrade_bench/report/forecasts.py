@@ -26,10 +26,18 @@ def tflop_of(summary: dict) -> tuple[float, float] | None:
     return total * share, total * (1 - share)
 
 
+def gemm_tflop(summary: dict, checkpointed: bool) -> tuple[float, bool]:
+    """(the weight matmuls' TFLOP of one step, whether the recompute is still to be added): the
+    summary's exact `gemm_tflop_per_step` where it has one, else its dense model TFLOP, to which
+    forecast_model.gemm_share adds an estimate of the recompute where the run checkpointed."""
+    exact = summary.get("gemm_tflop_per_step")
+    return (exact, False) if exact else (tflop_of(summary)[1], checkpointed)
+
+
 def series_parts(s: Series) -> dict:
     """{seq_len: ({bound: ms} summing to the measured step, how it was split)}."""
     tflop = {n: tflop_of(p) for n, p in s.points.items()}
-    decs = {n: forecast_model.decomposition_parts(d) for n, d in s.decompositions.items()}
+    decs = {n: forecast_model.bound_parts(d) for n, d in s.decompositions.items()}
     decs = {n: p for n, p in decs.items() if p and n in tflop and tflop[n]}
     usable = [(n, tflop[n], p["step_ms"]) for n, p in sorted(s.points.items()) if tflop[n] and p.get("step_ms")]
     split = forecast_model.fit_split([(a, d, t) for _, (a, d), t in usable])
@@ -119,8 +127,8 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
     base_price, cand_price = out.prices
     for n, (parts, how) in sorted(series_parts(s).items()):
         point = s.points[n]
-        r = ratios_at(s.gpu, spec.name, n, parts, tflop_of(point)[1], bool(s.config.get("GRAD_CHECKPOINT")),
-                      s.backend, attention, precision, comm)
+        gemm, checkpointed = gemm_tflop(point, bool(s.config.get("GRAD_CHECKPOINT")))
+        r = ratios_at(s.gpu, spec.name, n, parts, gemm, checkpointed, s.backend, attention, precision, comm)
         for b in parts:
             out.ratio_sources.setdefault(b, {}).setdefault(r[b].source, {})[r[b].note] = None
         how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)

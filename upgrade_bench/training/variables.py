@@ -44,7 +44,7 @@ TRAINING_VARS = [
         choices=("auto", *TRAINING)),
     Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "
         "inside each sequence (0 = one dense sequence; else at least 2)", min=0),
-    # At least 1: a peak of 1e-300 TFLOPS made an MFU of 1e295.
+    # At least 1 TFLOPS: no accelerator peaks lower, and a near-zero peak makes MFU any number at all.
     Var("PEAK_TFLOPS", "float", 0.0, "peak dense TFLOPS per GPU for MFU (0 = from the GPU table)",
         min=1, max=1e6, zero_means_unset=True),
     Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
