@@ -28,6 +28,10 @@ among it), 4 when a record cannot be written (a full disk).
     BACKENDS=all SEQLENS=32768 python bench_flash_attn.py        # every kernel that runs here
     PACKED_DOC_LEN=8192 SEQLENS="32768 131072" python bench_flash_attn.py
 """
+from upgrade_bench.faults import require
+
+require("bench_flash_attn.py", "torch", "transformers")  # python3 without .venv: one line, before any work
+
 import sys
 
 from upgrade_bench.kernels import attn_backends, attn_bench, attn_kernels, linear_kernels, timing
