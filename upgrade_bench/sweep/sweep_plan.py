@@ -282,7 +282,9 @@ class Plan:
         return env, argv, node_lines
 
 
-def load_settings(argv, doc: str) -> dict:
+def load_settings(argv, doc: str, known=()) -> dict:
+    """The sweep's and benchmark.py's settings; BadInput for an argument, a bad value or a
+    misspelt name (`known`: a parent's settings, see settings.misspelt)."""
     if any(a in ("-h", "--help") for a in argv):
         settings.print_help(settings.help_text(VARS + PASSED, doc))
     if argv:
@@ -293,7 +295,7 @@ def load_settings(argv, doc: str) -> dict:
             raise BadInput(f"{name} is set: the sweep sets it per process; use "
                            f"{'SEQLENS' if name == 'SEQ_LEN' else 'OUT'} instead")
     s = settings.parse(VARS + PASSED)
-    settings.warn_misspelt(VARS + PASSED)
+    settings.check_misspelt(VARS + PASSED, known=known)
     check_capacity_bounds(s)
     return s
 
