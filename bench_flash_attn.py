@@ -72,7 +72,7 @@ VARS = [
 ]
 
 
-def validate(s: dict, registry: dict) -> None:
+def validate(s: dict, registry: dict = REGISTRY) -> None:
     """Cross-variable rules settings.Var cannot express; raises BadInput."""
     names = s["BACKENDS"]
     if names not in (["auto"], ["all"]) and (not names or any(n not in registry for n in names)):

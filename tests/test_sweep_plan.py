@@ -92,6 +92,16 @@ def test_resume_skips_summaries_of_the_same_run_identity():
     assert sweep_plan.process_plan([1, 2], reuse=False) == [[1], [2]]
 
 
+def test_with_decompose_a_point_is_done_only_with_its_decomposition():
+    # run_node's decomposition step is a sweep with DECOMPOSE=N, which the run identity ignores:
+    # 128 stopped between its summary and its decomposition, or a sweep without DECOMPOSE ran it
+    recs = [{"kind": "header", "run_id": "a", "config": {"MODEL": "m", "DECOMPOSE": 3}},
+            {"kind": "summary", "run_id": "a", "seq_len": 64}, {"kind": "decomposition", "run_id": "a", "seq_len": 64},
+            {"kind": "summary", "run_id": "a", "seq_len": 128}]
+    assert set(sweep_plan.done_summaries(recs, {"MODEL": "m"}, [64, 128])) == {64, 128}
+    assert set(sweep_plan.done_summaries(recs, {"MODEL": "m"}, [64, 128], decomposed=True)) == {64}
+
+
 def test_output_file_naming(tmp_path):
     names = ["nvidia-h200_fa4_20260101-000000.jsonl", "nvidia-h200_fa4_20260102-000000.jsonl",
              "nvidia-b200_fa4_20260103-000000.jsonl"]

@@ -91,9 +91,13 @@ def run_main(main, *args) -> int:
 
 def interrupted(signum: int) -> int:
     """Say in one line that `signum` stopped the script; the exit code a shell would report."""
-    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-    sys.stderr.write(f"stopped by {name}: what was written is kept\n")
+    sys.stderr.write(f"stopped by {signal_name(signum)}: what was written is kept\n")
     return exit_for_signal(signum)
+
+
+def signal_name(signum: int | None) -> str:
+    """'Ctrl-C' for SIGINT (and for none: what a KeyboardInterrupt without a handler was), else 'SIGTERM'."""
+    return "Ctrl-C" if signum in (None, signal.SIGINT) else signal.Signals(signum).name
 
 
 # The import names of the packages of the project's environment (install.sh's .venv) that a
