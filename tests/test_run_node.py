@@ -142,6 +142,8 @@ def test_a_node_out_that_cannot_be_written_is_refused_before_anything(bad_out, i
     ({"SKIP": "mamff"}, "error: SKIP='mamff': 'mamff' is no step; expected names among capabilities mamf"),
     ({"SKIP": " ".join(node_plan.STEPS)}, "error: SKIP='capabilities mamf hbm attention sweep decomposition': every"),
     ({"FIND_MAX_SEQLEN": "1"}, "error: FIND_MAX_SEQLEN=1: the node runs the sweep"),
+    ({"OUT": "night.jsonl"}, "error: OUT is set: run_node.sh sets it per step"),  # was silently replaced
+    ({"RESUME": "0"}, "error: RESUME is set: run_node.sh sets it per step"),
     ({"BACKENDS": "fa9"}, "error: BACKENDS='fa9': expected auto, all or a list of"),  # attention's, not after 3 steps
 ])
 def test_a_misspelt_or_unknown_setting_stops_the_node_before_any_work(tmp_path, in_process, env, line):

@@ -46,6 +46,8 @@ VARS = [
                  "32K shows the attention-bound side)", min=1),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
+# The sweep's settings each training step sets itself (SEQLENS: from the node's, DECOMPOSE_SEQLENS).
+SET_PER_STEP = ("OUT", "RESUME")
 # A step stopped by Ctrl-C or SIGTERM gets this long to stop its own processes (a sweep: its
 # launcher on other nodes, then its ranks) before the node kills what is left of it.
 STEP_GRACE_S = child_process.PDSH_GRACE_S + 3 * child_process.KILL_GRACE_S
@@ -84,6 +86,10 @@ def load(argv) -> tuple[dict, dict, dict]:
     settings.check_misspelt(every)
     node_plan.check_skip(s["SKIP"])
     check_out(os.environ)
+    for name in SET_PER_STEP:  # else silently replaced by the node's own
+        if os.environ.get(name):
+            raise BadInput(f"{name} is set: run_node.sh sets it per step (the sweep's records go to NODE_OUT, "
+                           f"which a rerun resumes); use NODE_OUT, and another one for a fresh run")
     train = sweep_plan.load_settings([], sweep_plan.__doc__, known=names)
     if train["FIND_MAX_SEQLEN"]:
         raise BadInput("FIND_MAX_SEQLEN=1: the node runs the sweep; run ./run_sweep.sh alone for the "
