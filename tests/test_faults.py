@@ -1,4 +1,5 @@
 """upgrade_bench.faults: how a failure becomes one line and the exit code a sweep reads."""
+import os
 import signal
 import subprocess
 import sys
@@ -80,3 +81,18 @@ def test_an_interrupt_is_one_line_and_128_plus_the_signal(signum, line, capsys):
 
     assert faults.run_main(main) == 128 + signum
     assert capsys.readouterr().err == f"{line}: what was written is kept\n"
+
+
+@pytest.mark.parametrize("script", ["run_node.sh", "run_sweep.sh"])
+def test_a_shell_script_on_a_python_without_the_projects_packages_says_so_before_any_work(script, tmp_path):
+    # PYTHON (or the python3 they fall back on without .venv) lacking the stack: one line
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("MODEL", "OUT", "NODE_OUT", "DRY_RUN")}
+    proc = subprocess.run([str(REPO / script)], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**env, "PYTHON": str(python), "MODEL": "tiny", "OUT": str(tmp_path / "o.jsonl")
+                               if script == "run_sweep.sh" else ""})
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr.count("\n") == 1 and f"then ./{script} again: it picks .venv/bin/python" in proc.stderr
+    assert sorted(tmp_path.iterdir()) == [python]

@@ -259,6 +259,7 @@ def test_dry_run_multi_node_prints_the_launcher_command_and_runs_nothing(environ
     ({"OUTPUT": "x.jsonl"}, "OUT"),
     ({"FIND_MAX_SEQLEN": "1", "MAX_SEQLEN_LIMIT": "1"}, "MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP (8192) or the "
                                                         "smallest SEQLENS (8192)"),
+    ({"FIND_MAX_SEQLEN": "1", "DECOMPOSE": "3"}, "DECOMPOSE=3 with FIND_MAX_SEQLEN=1: a capacity probe"),
     ({"HOSTFILE": "/nonexistent/hosts"}, "HOSTFILE"),
     ({"HOSTFILE": "HOSTS"}, "HOSTFILE='HOSTS'"),
     ({"BENCHMARK": "nope.py"}, "BENCHMARK"),
