@@ -8,7 +8,8 @@ the allocator cached for the lengths before it in the same process (REUSE_PROCES
 them all in one and pays start-up, 70-120 s on an 8B model, once). A point that fails (OOM,
 crash, or no summary within POINT_TIMEOUT: its process group is killed) gets an `error`
 record and the sweep goes on with the next length. An existing OUT (or RESUME=1) skips
-lengths that already have a `summary` of the same run identity (upgrade_bench/log/runs.py);
+lengths that already have a `summary` of the same run identity (upgrade_bench/log/runs.py),
+and with DECOMPOSE its `decomposition` too;
 Ctrl-C or SIGTERM stops cleanly and keeps what was done. Progress and the final table go to stderr, the records to stdout
 and the file, the benchmark's own log to <file>.log.
 

@@ -37,8 +37,8 @@ VARS = [
     Var("GPUS", "int", 0, "GPUs per node (0 = all visible; 1 without a GPU: CPU ranks)", min=0, max=1024),
     Var("OUT", "str", "", "results file, or a folder for <gpu>_<backend>_<time>.jsonl "
         f"(default results/, {CPU_OUT}/ without a GPU); an existing file resumes"),
-    Var("RESUME", "bool", False, "skip lengths with a summary of the same config in OUT "
-        "(default: the newest <gpu>_<backend>_*.jsonl of the default folder)"),
+    Var("RESUME", "bool", False, "skip lengths with a summary of the same config in OUT (and its "
+        "decomposition, with DECOMPOSE) (default: the newest <gpu>_<backend>_*.jsonl of the default folder)"),
     # A length's peak memory depends on the allocator's history: on an H200, the guide's
     # long-context config after shorter lengths in the same process reserved 2.3 GiB more at
     # 32K and 14.7 GiB more at 128K than the guide's script in a fresh process
