@@ -37,15 +37,13 @@ def _compared(kept: dict) -> dict:
 
 
 def identity_difference(recorded: dict | None, asked: dict, ignore=()) -> str | None:
-    """The first setting by which the run `recorded` describes is not the run `asked` for, as
-    "KEY=<recorded> there, <asked> asked" (unset: a setting one of them lacks); None when
-    run_identity makes them one run."""
+    """The settings by which the run `recorded` describes is not the run `asked` for, each as
+    "KEY=<recorded> there, <asked> asked" (unset: a setting one of them lacks), joined by "; ";
+    None when run_identity makes them one run."""
     there, here = (_compared(run_identity(c, ignore)[0]) for c in (recorded, asked))
-    for key in sorted(set(there) | set(here)):
-        a, b = (json.dumps(side.get(key), default=str) if key in side else "unset" for side in (there, here))
-        if a != b:
-            return f"{key}={a} there, {b} asked"
-    return None
+    shown = {key: [json.dumps(side[key], default=str) if key in side else "unset" for side in (there, here)]
+             for key in sorted(set(there) | set(here))}
+    return "; ".join(f"{key}={a} there, {b} asked" for key, (a, b) in shown.items() if a != b) or None
 
 
 def with_headers(records) -> list[tuple[dict, dict | None]]:

@@ -220,7 +220,7 @@ def resume(steps: list, out: Path) -> None:
 
 def folder_conflict(steps: list, out: Path) -> str | None:
     """Where the folder holds records of another configuration than this request's: the file
-    and the first setting that differs; None when everything in it is of this request."""
+    and the settings that differ; None when everything in it is of this request."""
     by_name = {st.name: st for st in steps}
     for r in node_records(out):
         st = by_name.get(r.get("step"))
