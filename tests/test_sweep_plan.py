@@ -281,6 +281,16 @@ def test_bad_input_is_one_line_before_anything_starts(environ, tmp_path, env, na
     assert list(tmp_path.iterdir()) == [tmp_path / "FILE", tmp_path / "HOSTS"]
 
 
+def test_a_config_no_model_has_is_one_line_before_any_process(environ, tmp_path):
+    # issue 38: a million layers printed nothing for minutes (each layer tested against the list)
+    import json
+
+    config = {**json.loads((REPO / "configs" / "tiny.json").read_text()), "num_hidden_layers": 10**6}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(BadInput, match=r"^MODEL='.*': num_hidden_layers=1000000: no model has more than 4096 layers$"):
+        plan_of(environ, MODEL=tmp_path, OUT=tmp_path / "o.jsonl", DRY_RUN=1)
+
+
 def test_gpus_above_what_this_node_sees(environ, tmp_path):
     environ.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))] * 2)
     with pytest.raises(BadInput, match="GPUS=8: only 2 GPU"):
