@@ -222,7 +222,8 @@ def test_steps_run_in_turn_and_a_failure_is_a_record_and_the_last_line_says_what
     again[2].identity = {"gpu_name": "NVIDIA H200", "gpu_count": 8}
     node_plan.resume(again, out)
     assert [st.finished for st in again] == [True, False, False]
-    assert node_plan.folder_conflict(again, out) == 'node.jsonl (hbm): gpu_count=0 there, 8 asked'
+    assert node_plan.folder_conflict(again, out) == ('node.jsonl (hbm): gpu_count=0 there, 8 asked; gpu_name=null '
+                                                     'there, "NVIDIA H200" asked')
 
 
 def test_a_step_sees_neither_the_node_commands_settings_nor_anothers():
