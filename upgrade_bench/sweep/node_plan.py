@@ -13,7 +13,6 @@ The decomposition step is a sweep of DECOMPOSE_SEQLENS with DECOMPOSE=N: the swe
 settings (Liger included) and identity, each length in a process of its own, a point that
 does not fit a recorded error; RESUME counts a point of it done only with its decomposition.
 """
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,19 +165,20 @@ def plan(s: dict, train: dict, out: Path, python: str, children: dict, environ, 
                           "OUTPUT": str(out / OUTPUTS["attention"])}}
     asked = {name: {**machine, **child_identity(children[name], step_environ(environ, name, env, own))}
              for name, env in envs.items()}
+    attention = Step("attention", [python, str(REPO / "bench_flash_attn.py")], envs["attention"],
+                     OUTPUTS["attention"], asked["attention"], attention_lengths, attention_lengths)
     steps = [
         Step("capabilities", [python, str(REPO / "check_capabilities.py")], envs["capabilities"],
              OUTPUTS["capabilities"], asked["capabilities"], estimate_s=CAPABILITIES_S),
         Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / OUTPUTS["mamf"])], {},
              OUTPUTS["mamf"], dict(machine), estimate_s=MAMF_S),
         Step("hbm", [python, str(REPO / "bench_hbm.py")], envs["hbm"], OUTPUTS["hbm"], asked["hbm"], estimate_s=HBM_S),
-        Step("attention", [python, str(REPO / "bench_flash_attn.py")], envs["attention"], OUTPUTS["attention"],
-             asked["attention"], attention_lengths, attention_lengths),
+        attention,
         sweep,
         decomposition,
     ]
     resume(steps, out)
-    steps[3].estimate_s = attention_s(spec, steps[3].todo, resolved.peak_tflops) if steps[3].todo else 0.0
+    attention.estimate_s = attention_s(spec, attention.todo, resolved.peak_tflops) if attention.todo else 0.0
     return steps
 
 
@@ -197,10 +197,6 @@ def node_records(out: Path) -> list:
     return [r for r in read_log(str(out / "node.jsonl"), "NODE_OUT's node.jsonl") if r.get("kind") == "node_step"]
 
 
-def same(a: dict, b: dict) -> bool:
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
-
-
 def resume(steps: list, out: Path) -> None:
     """Mark what earlier runs on the folder did of each step without lengths, and what they
     measured of attention: a run of the same identity that ended with exit 0, its file still
@@ -209,7 +205,7 @@ def resume(steps: list, out: Path) -> None:
     for st in steps:
         if st.name in TRAINING_STEPS or not (out / st.output).exists():
             continue
-        ours = [r for r in ended if r.get("step") == st.name and same(r["identity"], st.identity)]
+        ours = [r for r in ended if r.get("step") == st.name and identity_difference(r["identity"], st.identity) is None]
         if st.lengths is None:
             st.done = bool(ours)
             st.estimate_s = 0.0 if st.done else st.estimate_s
