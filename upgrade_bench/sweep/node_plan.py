@@ -205,7 +205,8 @@ def resume(steps: list, out: Path) -> None:
     for st in steps:
         if st.name in TRAINING_STEPS or not (out / st.output).exists():
             continue
-        ours = [r for r in ended if r.get("step") == st.name and identity_difference(r["identity"], st.identity) is None]
+        ours = [r for r in ended
+                if r.get("step") == st.name and identity_difference(r["identity"], st.identity) is None]
         if st.lengths is None:
             st.done = bool(ours)
             st.estimate_s = 0.0 if st.done else st.estimate_s
