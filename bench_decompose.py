@@ -18,6 +18,10 @@ no Liger.
     USE_LIGER=1 NUM_LAYERS=8 ATTN_BACKEND=fa4 python bench_decompose.py   # one GPU
     MODEL=tiny SEQ_LEN=256 TIME_STEPS=2 PROFILE_STEPS=1 python bench_decompose.py   # CPU
 """
+from upgrade_bench.faults import TRAINING_STACK, require
+
+require("bench_decompose.py", *TRAINING_STACK)  # python3 without .venv: one line, before any work
+
 from upgrade_bench.training import decompose_step, engine, memory, variables
 from upgrade_bench import settings
 from upgrade_bench.kernels import timing

@@ -28,6 +28,10 @@ among it), 4 when a record cannot be written (a full disk).
     BACKENDS=all SEQLENS=32768 python bench_flash_attn.py        # every kernel that runs here
     PACKED_DOC_LEN=8192 SEQLENS="32768 131072" python bench_flash_attn.py
 """
+from upgrade_bench.faults import require
+
+require("bench_flash_attn.py", "torch", "transformers")  # python3 without .venv: one line, before any work
+
 import sys
 
 from upgrade_bench.kernels import attn_backends, attn_bench, attn_kernels, linear_kernels, timing
@@ -68,7 +72,7 @@ VARS = [
 ]
 
 
-def validate(s: dict, registry: dict) -> None:
+def validate(s: dict, registry: dict = REGISTRY) -> None:
     """Cross-variable rules settings.Var cannot express; raises BadInput."""
     names = s["BACKENDS"]
     if names not in (["auto"], ["all"]) and (not names or any(n not in registry for n in names)):

@@ -23,6 +23,10 @@ cannot be written (a full disk).
     OPS=copy SIZES_MIB="1024 4096" python bench_hbm.py
     SIZES_MIB="1 2" python bench_hbm.py                  # CPU, seconds
 """
+from upgrade_bench.faults import require
+
+require("bench_hbm.py", "torch")  # python3 without .venv: one line, before any work
+
 import sys
 
 from upgrade_bench import faults, settings

@@ -13,6 +13,10 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
     MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
 """
 
+from upgrade_bench.faults import TRAINING_STACK, require
+
+require("benchmark.py", *TRAINING_STACK)  # python3 without .venv: one line, before any work
+
 from upgrade_bench.training import decompose_step, engine, memory, variables
 from upgrade_bench.models import flops
 from upgrade_bench.hardware import telemetry

@@ -22,6 +22,10 @@ Two nodes' logs side by side: python plot_results.py caps_h200.jsonl caps_b200.j
     python check_capabilities.py
     OUTPUT=results/caps_h200.jsonl CAPACITY_LOG=results/sweep_h200.jsonl python check_capabilities.py
 """
+from upgrade_bench.faults import require
+
+require("check_capabilities.py", "torch")  # python3 without .venv: one line, before any work
+
 import os
 import sys
 import time

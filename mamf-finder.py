@@ -25,6 +25,10 @@ import time
 
 _T0 = time.monotonic()  # the wall clock of the run starts before torch is imported
 
+from upgrade_bench.faults import require
+
+require("mamf-finder.py", "torch")  # python3 without .venv: one line, before any work
+
 import argparse
 import math
 import sys

@@ -35,6 +35,10 @@ lines, two files claiming one published run with other figures, a log of a newer
 --price or --baseline for a GPU the logs lack, or (--strict-stack) measured series whose
 software stacks differ. Malformed lines and records are skipped and counted.
 """
+from upgrade_bench.faults import require
+
+require("plot_results.py", "matplotlib")  # python3 without .venv: one line, before any work
+
 import argparse
 import csv
 import io

@@ -149,6 +149,85 @@ def records(path) -> list[dict]:
     return recs
 
 
+FAKE_BENCHMARK = r'''
+"""Fake benchmark.py: the records and exit codes run_sweep reads, none of the work.
+FAKE_OOM_ABOVE=N / FAKE_OOM_AT=N: oom error record, exit 3. DECOMPOSE=N: a decomposition record
+after each summary. FAKE_CRASH_AT=N: traceback on
+stderr, exit 1, no record. FAKE_HANG_AT=N: start a grandchild `sleep`, write its pid to
+FAKE_PID_FILE (whole: the test may read it at any moment), hang. FAKE_PEAK="a b":
+peak_mem_gib = a + b * seq_len. FAKE_HBM: the header's hardware.hbm_gib; FAKE_CONFIG: its
+config (JSON). FAKE_RUNS: one line per process (its SEQ_LEN). FAKE_REJECT=1: refuse the
+configuration as benchmark.py does (one line, exit 2). FAKE_WARN: a start-up warning. A record that cannot be appended to
+OUTPUT ends it as in benchmark.py (one line, exit 4); FAKE_DISK_BYTES: OUTPUT's folder is a
+disk of that size (where no small tmpfs can be mounted)."""
+import errno, json, os, subprocess, sys, time, uuid
+from upgrade_bench.log.records import append_line
+
+env = os.environ
+run_id, out = uuid.uuid4().hex[:8], env.get("OUTPUT", "")
+seq_lens = [int(x) for x in env["SEQ_LEN"].split()]
+steps, warmup = int(env.get("STEPS", "10")), int(env.get("WARMUP_STEPS", "2"))
+
+def write(kind, **fields):
+    if env.get("RANK", "0") != "0":  # as benchmark.py: rank 0 writes
+        return
+    line = json.dumps({"kind": kind, "schema": 1, "script": "benchmark.py", "run_id": run_id, **fields})
+    print(line, flush=True)
+    if not out:
+        return
+    try:
+        used = sum(e.stat().st_size for e in os.scandir(os.path.dirname(out)))
+        if env.get("FAKE_DISK_BYTES") and used + len(line) + 1 > int(env["FAKE_DISK_BYTES"]):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        append_line(out, line + "\n")
+    except OSError as err:
+        sys.stderr.write(f"error: cannot append to {out} ({err.strerror}): stopped\n")
+        sys.exit(4)
+
+if env.get("FAKE_RUNS"):
+    with open(env["FAKE_RUNS"], "a") as f:
+        f.write(env["SEQ_LEN"] + "\n")
+print("[INFO] [launch.py] a log line that is not a record", flush=True)
+if env.get("FAKE_WARN"):
+    sys.stderr.write(f"warning: {env['FAKE_WARN']}\n")
+if env.get("FAKE_REJECT"):
+    sys.stderr.write("error: ZERO_STAGE=5: expected an integer >= 0 and <= 3\n")
+    sys.exit(2)
+hbm = float(env["FAKE_HBM"]) if env.get("FAKE_HBM") else None
+config = json.loads(env.get("FAKE_CONFIG") or '{"MODEL": "fake"}')
+write("header", config={**config, "SEQ_LEN": seq_lens}, hardware={"hbm_gib": hbm})
+a, b = [float(x) for x in env["FAKE_PEAK"].split()] if env.get("FAKE_PEAK") else (None, None)
+for s in seq_lens:
+    if env.get("FAKE_HANG_AT") == str(s):
+        child = subprocess.Popen(["sleep", "600"])
+        with open(env["FAKE_PID_FILE"] + ".part", "w") as f:
+            f.write(str(child.pid))
+        os.rename(env["FAKE_PID_FILE"] + ".part", env["FAKE_PID_FILE"])  # whole, or not there
+        time.sleep(600)
+    if env.get("FAKE_CRASH_AT") == str(s):
+        sys.stderr.write("Traceback (most recent call last):\nRuntimeError: fake NCCL failure\n")
+        sys.exit(1)
+    if (env.get("FAKE_OOM_ABOVE") and s > int(env["FAKE_OOM_ABOVE"])) or env.get("FAKE_OOM_AT") == str(s):
+        write("error", error="oom", message="CUDA out of memory (fake)", seq_len=s)
+        sys.exit(3)
+    peak = None if a is None else a + b * s
+    for i in range(warmup + steps):
+        write("step", seq_len=s, step=i, warmup=i < warmup, step_ms=10.0, peak_mem_gib=peak)
+    write("summary", seq_len=s, steps=steps, step_ms=10.0, tflops_per_gpu=s / 100, mfu=0.5,
+          peak_mem_gib=peak)
+    if int(env.get("DECOMPOSE") or 0):
+        write("decomposition", seq_len=s, profile_steps=int(env["DECOMPOSE"]), wall_step_ms=10.0)
+'''
+
+
+@pytest.fixture
+def fake(tmp_path):
+    """FAKE_BENCHMARK as a file, for run_sweep.sh's BENCHMARK."""
+    path = tmp_path / "fake_benchmark.py"
+    path.write_text(FAKE_BENCHMARK)
+    return path
+
+
 # Real runs of benchmark.py, each read by tests of test_benchmark.py and test_run_sweep.py (an
 # xdist_group of the fixture's name keeps them on the worker that made it).
 

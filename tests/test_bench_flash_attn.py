@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import import_script, run_proc
+from conftest import REPO, import_script, run_proc
 from upgrade_bench.kernels import attn_bench
 from upgrade_bench import faults
 from upgrade_bench.hardware import fingerprint
@@ -356,6 +356,17 @@ def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
     with pytest.raises(faults.BadInput, match=r"^MODEL='/nonexistent': not a preset .*; or set NHEADS, "
                                               r"NHEADS_KV and HEAD_DIM$"):
         bench.layer_shapes({"MODEL": "/nonexistent", "NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0,
+                            "SEQLENS": [64], "BATCH": 1, "CAUSAL": True, "PACKED_DOC_LEN": 0})
+
+
+def test_a_config_no_model_has_is_one_line(tmp_path):
+    # issue 38: a million layers printed nothing for minutes
+    import json
+
+    config = {**json.loads((REPO / "configs" / "tiny.json").read_text()), "num_hidden_layers": 10**6}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(faults.BadInput, match="num_hidden_layers=1000000: no model has more than 4096 layers"):
+        bench.layer_shapes({"MODEL": str(tmp_path), "NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0,
                             "SEQLENS": [64], "BATCH": 1, "CAUSAL": True, "PACKED_DOC_LEN": 0})
 
 

@@ -6,6 +6,8 @@ code), its records checked against the schema; bad input refused before any work
 cannot fit and an op that raises are records, not crashes; the report's bandwidth table.
 """
 import json
+import signal
+import time
 
 import pytest
 import torch
@@ -223,3 +225,20 @@ def test_the_report_shows_each_gpus_best_bandwidth_and_its_share_of_the_datashee
     assert table[6].startswith(f"| no GPU | {best['copy']['gb_per_s']:.1f} |")
     assert table[6].endswith(f"| - | - | measured, run {cpu_run[0]['run_id']} |")
     assert "## Memory bandwidth (HBM)" in markdown.render(a)
+
+
+def test_ctrl_c_ends_a_real_run_with_130_and_one_line_and_whole_records(start_proc, tmp_path):
+    # issue 38: a KeyboardInterrupt traceback and exit -2. 100000 copies of 64 MiB: minutes,
+    # stopped in the first point once the header is in the file
+    out = tmp_path / "hbm.jsonl"
+    proc = start_proc("bench_hbm.py", {**CPU_TIMING, "SIZES_MIB": "64", "OPS": "copy", "ITERS": "100000",
+                                       "OUTPUT": str(out)}, cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    while not (out.exists() and out.read_text().endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.splitlines()[-1] == "stopped by Ctrl-C: what was written is kept"
+    recs, skipped = read_lines(out.read_text().splitlines())
+    assert skipped == 0 and [r["kind"] for r in recs] == ["header"]

@@ -304,36 +304,42 @@ def test_a_model_that_cannot_fit_this_machine_is_refused_before_it_starts(as_scr
     assert err.out == "" and "needs at least 120 GiB" in err.err and len(err.err.strip().splitlines()) == 1
 
 
-def test_a_lock_no_build_holds_is_stale_and_named(tmp_path):
-    # a build killed mid-way (SIGKILL) leaves <root>/<py>_cpu/<op>/lock; every later run waited on it
+def test_a_lock_no_build_holds_is_stale_at_any_age_and_a_held_one_is_live(tmp_path):
+    # a build killed mid-way (SIGKILL) leaves <root>/<py>_cpu/<op>/lock; every later run waited
+    # on it: for ten minutes by the age rule, for good while anything compiled on the machine
+    import os
+
     from upgrade_bench.training import extensions
 
     lock = tmp_path / "py311_cpu" / "deepspeed_shm_comm" / "lock"
     lock.parent.mkdir(parents=True)
     lock.write_text("")
     now = lock.stat().st_mtime
-    assert extensions.stale_locks(tmp_path, now + 60, building=False) == []      # a build takes a minute
-    assert extensions.stale_locks(tmp_path, now + 3600, building=True) == []     # a compiler runs: live
-    assert extensions.stale_locks(tmp_path, now + 3600, building=False) == [(lock, 3600)]
-    assert extensions.stale_locks(tmp_path / "none", now, building=False) == []
+    assert extensions.stale_locks(tmp_path, now + 1, extensions.open_here()) == [(lock, 1)]  # killed a second ago
+    fd = os.open(lock, os.O_RDONLY)  # as torch's FileBaton holds it while it builds
+    try:
+        assert extensions.stale_locks(tmp_path, now + 3600, extensions.open_here()) == []
+    finally:
+        os.close(fd)
+    # on a network filesystem another node's build cannot be seen: a build's time is trusted
+    assert extensions.stale_locks(tmp_path, now + 60, set(), network=lambda lock: True) == []
+    assert extensions.stale_locks(tmp_path, now + 3600, set(), network=lambda lock: True) == [(lock, 3600)]
+    assert extensions.stale_locks(tmp_path / "none", now, set()) == []
+    assert extensions.filesystem_type(tmp_path) not in extensions.NETWORK_FS | {""}
 
 
 def test_a_stale_lock_stops_the_run_before_its_header(as_script, capsys, monkeypatch, tmp_path):
-    import os
-
     from upgrade_bench.training import extensions
 
     lock = tmp_path / "py311_cpu" / "cpu_adam" / "lock"
     lock.parent.mkdir(parents=True)
-    lock.write_text("")
-    os.utime(lock, (lock.stat().st_atime - 7200, lock.stat().st_mtime - 7200))  # two hours ago
+    lock.write_text("")  # killed just now: no build holds it
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
-    # other tests may be compiling on this machine right now; this one is about the lock
-    monkeypatch.setattr(extensions, "compiler_running", lambda: False)
+    monkeypatch.setattr(extensions, "RECHECK_S", 0)
     as_script("benchmark.py", benchmark.VARS, TINY_FAST)
     assert faults.run_main(benchmark.main) == 2
     err = capsys.readouterr()
-    assert err.out == "" and f"a stale build lock at {lock} (120 min old" in err.err
+    assert err.out == "" and f"a stale build lock at {lock} (0 min old, and no process holds it" in err.err
     assert f"rm {lock}" in err.err and len(err.err.strip().splitlines()) == 1
 
 

@@ -1,10 +1,16 @@
 """upgrade_bench.faults: how a failure becomes one line and the exit code a sweep reads."""
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 import torch
 
-from conftest import import_script
+from conftest import REPO, import_script
 from upgrade_bench import faults
 from upgrade_bench.faults import BadInput
+from upgrade_bench.interrupts import Interrupted
 
 
 def test_run_main_makes_a_write_failure_one_line_and_exit_4(capsys):
@@ -51,3 +57,42 @@ def test_a_bad_flag_is_one_line_and_exit_2(script, argv, capsys):
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert err.startswith("error: ") and err.endswith("(see --help)\n")
+
+
+SCRIPTS = ["benchmark.py", "bench_decompose.py", "bench_flash_attn.py", "bench_hbm.py", "check_capabilities.py",
+           "mamf-finder.py", "plot_results.py"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_python_without_the_projects_packages_is_told_the_way_in_one_line(script):
+    # `python -S` leaves site-packages out: a Python without torch, deepspeed or matplotlib,
+    # as `python3 script` is outside the venv install.sh made
+    proc = subprocess.run([sys.executable, "-S", str(REPO / script), "--help"], capture_output=True, text=True,
+                          timeout=60, cwd=REPO)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "./install.sh" in proc.stderr and f".venv/bin/python {script}" in proc.stderr
+
+
+@pytest.mark.parametrize("signum, line", [(signal.SIGINT, "stopped by Ctrl-C"), (signal.SIGTERM, "stopped by SIGTERM")])
+def test_an_interrupt_is_one_line_and_128_plus_the_signal(signum, line, capsys):
+    def main():
+        raise Interrupted(signum) if signum == signal.SIGTERM else KeyboardInterrupt
+
+    assert faults.run_main(main) == 128 + signum
+    assert capsys.readouterr().err == f"{line}: what was written is kept\n"
+
+
+@pytest.mark.parametrize("script", ["run_node.sh", "run_sweep.sh"])
+def test_a_shell_script_on_a_python_without_the_projects_packages_says_so_before_any_work(script, tmp_path):
+    # PYTHON (or the python3 they fall back on without .venv) lacking the stack: one line
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("MODEL", "OUT", "NODE_OUT", "DRY_RUN")}
+    proc = subprocess.run([str(REPO / script)], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**env, "PYTHON": str(python), "MODEL": "tiny", "OUT": str(tmp_path / "o.jsonl")
+                               if script == "run_sweep.sh" else ""})
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr.count("\n") == 1 and f"then ./{script} again: it picks .venv/bin/python" in proc.stderr
+    assert sorted(tmp_path.iterdir()) == [python]

@@ -1,100 +1,410 @@
-"""run_node.sh: the node's plan and estimate before anything starts, each step's record,
-resume by marker, and a failed step that does not stop the next."""
+"""run_node.sh: the node's plan and estimate before anything starts, every bad input refused
+before it, each step's record, resume by identity (the tiny preset for real: a killed sweep,
+longer SEQLENS, changed ATTN_SEQLENS, another model), what a rerun leaves missing, and a stop
+that takes the step's processes with it."""
+import json
 import os
+import signal
 import sys
+import threading
+import time
 
 import pytest
 
-from conftest import REPO, SWEEP_CLEARED, run_proc
-from upgrade_bench import faults
-from upgrade_bench.models import flops, model
-from upgrade_bench.sweep import node, sweep_plan
+from conftest import REPO, SWEEP_CLEARED, import_script, mount_tmpfs, records, run_proc, unmount
+from upgrade_bench import faults, settings
+from upgrade_bench.hardware import devices
+from upgrade_bench.log.records import RecordWriter
+from upgrade_bench.models import flops
+from upgrade_bench.sweep import node, node_plan, sweep_plan
+from upgrade_bench.training import resolver, variables
+
+RUN_NODE = REPO / "run_node.sh"
+CHILDREN = {name: import_script(script) for name, script in node_plan.CHILDREN.items()}
+EVERY = node.suite_vars(CHILDREN)
+# What a node test's process reads: set by the test, nothing leaks in from this environment.
+NODE_CLEARED = SWEEP_CLEARED | {v.name for v in EVERY}
+# bench_flash_attn.py without sustained windows: a CPU's timings test the plumbing
+CPU_TIMING = {"ITERS": "3", "WARMUP": "1", "WARMUP_MS": "0", "TIME_MS": "0"}
+TINY = {"MODEL": "tiny", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0", "STEPS": "2",
+        "WARMUP_STEPS": "1"}
 
 
-def test_the_plan_and_its_estimate_before_anything_runs(tmp_path, as_script, capsys):
-    as_script("run_node.sh", node.VARS + sweep_plan.VARS + sweep_plan.PASSED,
-              {"MODEL": "tiny", "SEQLENS": "64 128", "DRY_RUN": "1", "NODE_OUT": str(tmp_path / "node")})
-    assert faults.run_main(node.main) == 0
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[node]")]
-    planned = [n for n in node.STEPS if n != "comm"]  # no GPU: no link to measure
-    assert [line.split(":")[0] for line in lines[:-1]] == [f"[node] {i}. {n}" for i, n in enumerate(planned, 1)]
+@pytest.fixture
+def in_process(as_script, capsys, monkeypatch):
+    """main(**env) -> (exit code, stderr lines): run_node.sh's main here, on no GPU."""
+    monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])
+
+    def main(**env):
+        for name in NODE_CLEARED:
+            monkeypatch.delenv(name, raising=False)
+        as_script("run_node.sh", EVERY, {k: str(v) for k, v in env.items()})
+        code = faults.run_main(node.main)
+        return code, capsys.readouterr().err.splitlines()
+    return main
+
+
+def node_env(**extra) -> dict:
+    return {"PYTHON": sys.executable, **{k: str(v) for k, v in extra.items()}}
+
+
+@pytest.fixture
+def planned(as_script, monkeypatch):
+    """planned(out, **env) -> {step name: node_plan.Step}: the plan run_node.sh makes of `env` here."""
+    monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])
+
+    def plan(out, **env):
+        for name in NODE_CLEARED:
+            monkeypatch.delenv(name, raising=False)
+        as_script("run_node.sh", EVERY, {k: str(v) for k, v in env.items()})
+        s, train, children = node.load([])
+        return {st.name: st for st in node_plan.plan(s, train, out, sys.executable, children, os.environ, OWN)}
+    return plan
+
+
+OWN = {v.name for v in node.VARS}
+
+
+# --------------------------------------------------------------- the plan, and what it refuses
+
+def test_the_plan_says_which_lengths_each_step_covers_and_runs_nothing(tmp_path, in_process):
+    code, err = in_process(**TINY, SEQLENS="64 128", ATTN_SEQLENS="32", DECOMPOSE_SEQLENS="64", DRY_RUN=1,
+                           NODE_OUT=tmp_path / "node")
+    assert code == 0, err
+    lines = [line for line in err if line.startswith("[node] ")]
+    assert lines[0] == "[node] training (sweep, decomposition): tiny, all 2 layers, attention sdpa, Liger off, 1 rank(s)"
+    steps = lines[1:-1]
+    assert [line.split(":")[0] for line in steps] == [
+        "[node] 1. capabilities", "[node] 2. mamf", "[node] 3. hbm", "[node] 4. attention at 32",
+        "[node] 5. sweep at 64 128", "[node] 6. decomposition at 64"]
+    # the decomposition is a sweep of its lengths with the sweep's settings, profiled (DECOMPOSE)
+    assert steps[5].endswith(f"OUT={tmp_path}/node/decompose.jsonl RESUME=1 SEQLENS=64 DECOMPOSE=3 bash "
+                             f"{REPO}/run_sweep.sh")
     assert lines[-1].startswith("[node] estimated ") and "no GPU (a CPU try-out)" in lines[-1]
     assert not (tmp_path / "node").exists()  # a dry run writes nothing
 
 
-def test_a_model_that_is_no_model_is_refused_before_the_plan(as_script, capsys):
-    as_script("run_node.sh", node.VARS + sweep_plan.VARS + sweep_plan.PASSED, {"MODEL": "llama3", "DRY_RUN": "1"})
-    assert faults.run_main(node.main) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: MODEL='llama3': not a preset") and "[node]" not in err
+def test_a_model_that_is_no_model_is_refused_before_the_plan(in_process):
+    code, err = in_process(MODEL="llama3", DRY_RUN=1)
+    assert code == 2 and err[0].startswith("error: MODEL='llama3': not a preset") and len(err) == 1
 
 
-def test_estimates_by_hand_on_an_h200():
-    spec = model.spec(model.load_config("llama-3.1-8b", 8))
-    train = {"MODEL": "llama-3.1-8b", "NUM_LAYERS": 8, "SEQLENS": [8192], "GRAD_CHECKPOINT": False,
-             "WARMUP_STEPS": 2, "STEPS": 10}
-    s = {"NODE_OUT": "o", "SKIP": [], "ATTN_SEQLENS": [8192, 32768], "DECOMPOSE_SEQLENS": [8192]}
-    steps = {st.name: st for st in node.plan(s, train, spec, 1, 989.0, "python", "fa3")}
+@pytest.mark.parametrize("changes, problem", [
+    ({"num_hidden_layers": 10**6}, "no model has more than 4096 layers"),
+    ({"hidden_size": 10**200}, "expected an integer from 1 to 2147483647"),
+    ({"model_type": "mistral", "sliding_window": 10**20}, "sliding_window=100000000000000000000"),
+    ({"hidden_size": 2**20, "intermediate_size": 2**24, "head_dim": 2**18}, "parameters: sizes no model has"),
+])
+def test_a_config_no_model_has_is_one_line_before_the_plan(tmp_path, in_process, changes, problem):
+    config = {**json.loads((REPO / "configs" / "tiny.json").read_text()), **changes}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, err = in_process(MODEL=tmp_path, DRY_RUN=1)
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"error: MODEL='{tmp_path}'") and problem in err[0]
+
+
+@pytest.mark.parametrize("lengths", [{"SEQLENS": "64"}, {"DECOMPOSE_SEQLENS": "64"}, {"ATTN_SEQLENS": "64"}])
+def test_packed_documents_as_long_as_any_steps_length_are_refused_by_the_plan(in_process, lengths):
+    code, err = in_process(**{"SEQLENS": "128", "DECOMPOSE_SEQLENS": "128", "ATTN_SEQLENS": "128", **lengths},
+                           MODEL="tiny", PACKED_DOC_LEN=64, DRY_RUN=1)
+    assert code == 2 and len(err) == 1 and "PACKED_DOC_LEN=64: must be shorter than every" in err[0], err
+
+
+@pytest.fixture
+def bad_out(request, tmp_path):
+    """A NODE_OUT no node can write in (issue 38: each was a traceback after the plan)."""
+    (tmp_path / "file").write_text("")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    if request.param != "read-only":
+        yield {"file": tmp_path / "file", "null": "/dev/null", "proc": "/proc/node", "long": "x" * 5000,
+               "loop": tmp_path / "loop" / "node", "empty": ""}[request.param]
+        return
+    (tmp_path / "ro").mkdir()
+    if not mount_tmpfs(tmp_path / "ro", "ro,size=4k"):
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        yield tmp_path / "ro" / "node"
+    finally:
+        unmount(tmp_path / "ro")
+
+
+@pytest.mark.parametrize("bad_out", ["file", "null", "proc", "read-only", "long", "loop", "empty"], indirect=True)
+def test_a_node_out_that_cannot_be_written_is_refused_before_anything(bad_out, in_process, tmp_path):
+    before = sorted(tmp_path.rglob("*"))
+    code, err = in_process(MODEL="tiny", NODE_OUT=bad_out, SKIP="capabilities mamf hbm attention", DRY_RUN=0)
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: NODE_OUT="), err
+    assert sorted(tmp_path.rglob("*")) == before and not os.path.exists("x" * 255)
+
+
+@pytest.mark.parametrize("env, line", [
+    ({"DRYRUN": "1"}, "error: DRYRUN is not a setting of this script: did you mean DRY_RUN?"),
+    ({"MODLE": "tiny"}, "error: MODLE is not a setting of this script: did you mean MODEL?"),
+    ({"ITER": "3"}, "error: ITER is not a setting of this script: did you mean ITERS?"),  # a step script's
+    ({"SKIP": "mamff"}, "error: SKIP='mamff': 'mamff' is no step; expected names among capabilities mamf"),
+    ({"SKIP": " ".join(node_plan.STEPS)}, f"error: SKIP='{' '.join(node_plan.STEPS)}': every"),
+    ({"FIND_MAX_SEQLEN": "1"}, "error: FIND_MAX_SEQLEN=1: the node runs the sweep"),
+    ({"OUT": "night.jsonl"}, "error: OUT is set: run_node.sh sets it per step"),  # was silently replaced
+    ({"RESUME": "0"}, "error: RESUME is set: run_node.sh sets it per step"),
+    ({"BACKENDS": "fa9"}, "error: BACKENDS='fa9': expected auto, all or a list of"),  # attention's, not after 3 steps
+])
+def test_a_misspelt_or_unknown_setting_stops_the_node_before_any_work(tmp_path, in_process, env, line):
+    code, err = in_process(MODEL="tiny", NODE_OUT=tmp_path / "node", **env)
+    assert code == 2 and len(err) == 1 and err[0].startswith(line), err
+    assert not (tmp_path / "node").exists()
+
+
+def test_no_step_script_takes_another_scripts_setting_for_a_misspelling_of_its_own():
+    # every script gets its parent's environment, and its siblings' settings with it
+    every = {v.name: "1" for v in EVERY}
+    tables = {**{name: m.VARS for name, m in CHILDREN.items()}, "benchmark.py": variables.TRAINING_VARS,
+              "run_sweep.sh": sweep_plan.VARS + sweep_plan.PASSED, "run_node.sh": node.VARS}
+    for name, table in tables.items():
+        environ = {k: v for k, v in every.items() if k not in ("SEQ_LEN", "SEQLENS")}  # each parent sets its own
+        assert settings.misspelt(table, environ) == [], name
+
+
+def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
+    monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))])
+    monkeypatch.setattr(resolver, "liger_model_types", lambda: frozenset({"llama"}))  # installed, as on the node
+    for name in NODE_CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    as_script("run_node.sh", EVERY, {"MODEL": "llama-3.1-8b", "NUM_LAYERS": "8", "SEQLENS": "8192 32768",
+                                     "ATTN_SEQLENS": "8192 32768", "DECOMPOSE_SEQLENS": "8192", "ZERO_STAGE": "2",
+                                     "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0",
+                                     "ATTN_BACKEND": "sdpa", "DRY_RUN": "1"})
+    s, train, children = node.load([])
+    steps = {st.name: st for st in node_plan.plan(s, train, tmp_path, "python", children, os.environ,
+                                                  {v.name for v in node.VARS})}
+    spec = steps["sweep"].sweep.resolved.cut.counted
     # Llama's one layer kind (32 heads of 128), causal: fwd 2*s^2*H*d, bwd 5*s^2*H*d, fwd_bwd
     # 7*s^2*H*d FLOPs; each point 0.7 s of windows and 7 calls (1 + 1 warm-up + 5) at half the
     # peak, for two backends, after a 28 s start.
     calls_s = sum(7 * k * n * n * 32 * 128 / (0.5 * 989e12) for n in (8192, 32768) for k in (2, 5, 7))
     assert steps["attention"].estimate_s == pytest.approx(28 + 2 * (6 * 0.7 + calls_s))
-    step_s = node.training_step_s(spec, 8192, 989.0, False)
-    assert step_s == flops.step_flops(spec, 1, 8192).hardware / (989e12 * 0.35)
+    step_s = {n: node_plan.training_step_s(spec, n, 989.0, False) for n in (8192, 32768)}
+    assert step_s[8192] == flops.step_flops(spec, 1, 8192).hardware / (989e12 * 0.35)
     # start-up: 20 s, 10 s per billion weights (8 layers of the 8B: 2.80B with both embeddings),
-    # and a 10 s first step
+    # and a 10 s first step, per process: a length each, as in the sweep
     start = 20 + 10 * 2.80 + 10
-    assert steps["sweep"].estimate_s == pytest.approx(start + 12 * step_s, abs=0.05)
-    assert steps["decomposition"].estimate_s == pytest.approx(start + 15 * step_s, abs=0.05)
-    assert steps["sweep"].env == {"OUT": "o/sweep.jsonl", "RESUME": "1"}
-    assert list(steps) == [n for n in node.STEPS if n != "comm"]  # one GPU: bench_comm.py would refuse it
-    # bench_hbm.py after mamf-finder.py, its records in the node's folder, its constant estimate
-    assert (steps["hbm"].argv[1:], steps["hbm"].env) == ([str(REPO / "bench_hbm.py")], {"OUTPUT": "o/hbm.jsonl"})
-    assert steps["hbm"].estimate_s == node.HBM_S and list(steps).index("hbm") == list(steps).index("mamf") + 1
-    assert [st.name for st in node.plan({**s, "SKIP": ["mamf", "sweep"]}, train, spec, 1, 989.0, "python", "fa3")] == \
-        ["capabilities", "hbm", "attention", "decomposition"]
-    # on two GPUs bench_comm.py after bench_hbm.py, under the decomposition's launcher
-    two = {st.name: st for st in node.plan(s, train, spec, 2, 989.0, "python", "fa3")}
-    assert list(two) == list(node.STEPS) and two["comm"].estimate_s == node.COMM_S
-    assert two["comm"].argv == two["decomposition"].argv[:-1] + [str(REPO / "bench_comm.py")]
-    assert two["comm"].argv[:5] == ["python", "-m", "deepspeed.launcher.runner", "--num_gpus", "2"]
-    assert two["comm"].env == {"OUTPUT": "o/comm.jsonl"}
+    assert steps["sweep"].estimate_s == pytest.approx(2 * start + 12 * sum(step_s.values()), abs=0.1)
+    # the decomposition: the sweep's process and steps at its length, and DECOMPOSE=3 profiled ones
+    assert steps["decomposition"].estimate_s == pytest.approx(start + 15 * step_s[8192], abs=0.05)
+    # issue 38: the decomposition ran Liger off where the sweep ran it on, and did not fit at 32K
+    assert steps["sweep"].sweep.resolved.use_liger and steps["decomposition"].sweep.resolved.use_liger
+    assert steps["hbm"].estimate_s == node_plan.HBM_S
+    assert list(steps) == [n for n in node_plan.STEPS if n != "comm"]  # one GPU: bench_comm.py would refuse it
+    # on two GPUs bench_comm.py after bench_hbm.py, under the DeepSpeed launcher, its records in the folder
+    monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))] * 2)
+    two = {st.name: st for st in node_plan.plan(s, train, tmp_path, "python", children, os.environ,
+                                                {v.name for v in node.VARS})}
+    assert list(two) == list(node_plan.STEPS) and two["comm"].estimate_s == node_plan.COMM_S
+    assert two["comm"].argv == ["python", "-m", "deepspeed.launcher.runner", "--num_gpus", "2", str(REPO / "bench_comm.py")]
+    assert two["comm"].env == {"OUTPUT": str(tmp_path / "comm.jsonl")}
     # a backend that compiles in the first step (flex: 80 s) replaces the 10 s of it, per process
-    flex = {st.name: st for st in node.plan(s, train, spec, 1, 989.0, "python", "flex")}
-    assert flex["sweep"].estimate_s - steps["sweep"].estimate_s == pytest.approx(80 - 10)
+    flex = node_plan.start_s(spec, "flex") - node_plan.start_s(spec, "sdpa")
+    assert flex == pytest.approx(80 - 10)
 
 
-def test_steps_run_in_turn_a_failure_is_a_record_and_a_rerun_skips_what_is_done(tmp_path):
+# --------------------------------------------------------------- steps, records, resume
+
+def test_steps_run_in_turn_and_a_failure_is_a_record_and_the_last_line_says_what_is_missing(tmp_path, capsys):
     out = tmp_path / "node"
     out.mkdir()
-    from upgrade_bench.log.records import RecordWriter, read_lines
 
     def step(name, code):
-        return node.Step(name, [sys.executable, "-c", f"import sys; sys.stderr.write('{name}\\n'); sys.exit({code})"],
-                         {}, 1.0, f"{name}.jsonl")
+        (out / f"{name}.jsonl").write_text("")
+        return node_plan.Step(name, [sys.executable, "-c", f"import sys; sys.stderr.write('{name}\\n'); "
+                                                           f"sys.exit({code})"],
+                              {}, f"{name}.jsonl", {"gpu_name": None, "gpu_count": 0}, estimate_s=1.0)
 
-    said = []
     writer = RecordWriter("run_node.sh", str(out / "node.jsonl"))
-    assert node.run([step("capabilities", 0), step("mamf", 1), step("attention", 0)], out, writer, said.append) == 1
+    signals = node.Signals()
+    steps = [step("capabilities", 0), step("mamf", 1), step("hbm", 0)]
+    assert node.run(steps, out, writer, signals, set()) == faults.EXIT_ERROR
     assert (out / "mamf.log").read_text() == "mamf\n"
-    records = read_lines((out / "node.jsonl").read_text().splitlines())[0]
-    assert [(r["step"], r["exit_code"]) for r in records] == [("capabilities", 0), ("mamf", 1), ("attention", 0)]
-    assert sorted(p.name for p in out.glob(".done-*")) == [".done-attention", ".done-capabilities"]
-    said.clear()
-    assert node.run([step("capabilities", 0), step("mamf", 0), step("attention", 0)], out, writer, said.append) == 0
-    assert said[0] == "[node] 1/3 capabilities: done in an earlier run, skipped"
-    assert said[1].startswith("[node] 2/3 mamf: starting") and said[-1].endswith("skipped")
+    recs = records(out / "node.jsonl")
+    assert [(r["step"], r["exit_code"], r["identity"]) for r in recs] == [
+        (n, c, {"gpu_name": None, "gpu_count": 0}) for n, c in (("capabilities", 0), ("mamf", 1), ("hbm", 0))]
+    assert capsys.readouterr().err.splitlines()[-1].startswith("[node] 2 of 3 steps complete; missing: mamf (exit 1);")
+    # a rerun: only what did not end with exit 0 (and only of the same identity)
+    again = [step("capabilities", 0), step("mamf", 0), step("hbm", 0)]
+    again[2].identity = {"gpu_name": "NVIDIA H200", "gpu_count": 8}
+    node_plan.resume(again, out)
+    assert [st.finished for st in again] == [True, False, False]
+    assert node_plan.folder_conflict(again, out) == ('node.jsonl (hbm): gpu_count=0 there, 8 asked; gpu_name=null '
+                                                     'there, "NVIDIA H200" asked')
 
 
 def test_a_step_sees_neither_the_node_commands_settings_nor_anothers():
     environ = {"NODE_OUT": "o", "SKIP": "", "SEQLENS": "8192", "GPUS": "1", "MODEL": "tiny", "PATH": "/bin"}
-    decomposition = node.Step("decomposition", ["x"], {"SEQ_LEN": "8192"}, None, "d.jsonl")
-    sweep = node.Step("sweep", ["x"], {"OUT": "s.jsonl"}, None, "s.jsonl")
-    # bench_decompose.py given SEQLENS warned "did you mean SEQ_LEN?" (an H200 node run)
-    assert node.step_environ(environ, decomposition) == {"MODEL": "tiny", "PATH": "/bin", "SEQ_LEN": "8192"}
-    assert node.step_environ(environ, sweep) == {"SEQLENS": "8192", "GPUS": "1", "MODEL": "tiny",
-                                                 "PATH": "/bin", "OUT": "s.jsonl"}
+    own = {v.name for v in node.VARS}
+    # bench_flash_attn.py has a SEQLENS of its own; the sweep's is not it
+    assert node_plan.step_environ(environ, "attention", {"SEQLENS": "8192"}, own) == {
+        "MODEL": "tiny", "PATH": "/bin", "SEQLENS": "8192"}
+    assert node_plan.step_environ(environ, "decomposition", {"OUT": "d.jsonl"}, own) == {
+        "SEQLENS": "8192", "GPUS": "1", "MODEL": "tiny", "PATH": "/bin", "OUT": "d.jsonl"}
+
+
+def seed(out, sweep, points: dict) -> None:
+    """Records as an earlier node left them, of `sweep`'s plan: {file: [(kind, seq_len)]} after
+    a benchmark header of its config (a killed step leaves what it had written)."""
+    out.mkdir(exist_ok=True)
+    for name, written in points.items():
+        writer = RecordWriter("benchmark.py", str(out / name), stream=open(os.devnull, "w"))
+        writer.write("header", config=sweep.config, attn_backend=sweep.backend)
+        for kind, seq_len in written:
+            writer.write(kind, seq_len=seq_len)
+
+
+def test_a_rerun_measures_only_the_attention_lengths_no_earlier_run_did(tmp_path, in_process, planned):
+    out = tmp_path / "node"
+    env = {**TINY, **CPU_TIMING, "NODE_OUT": out, "SKIP": "capabilities mamf hbm sweep decomposition"}
+    # an earlier node's attention step at 32, as it left the folder: its records, its node_step record
+    attention = planned(out, **env, ATTN_SEQLENS="32", DRY_RUN=1)["attention"]
+    RecordWriter("bench_flash_attn.py", str(out / "attention.jsonl"), stream=open(os.devnull, "w")).write(
+        "attention", backend="sdpa-flash", seq_len=32, status="ok")
+    RecordWriter("run_node.sh", str(out / "node.jsonl"), stream=open(os.devnull, "w")).write(
+        "node_step", step="attention", argv=attention.argv, env=attention.run_env(), exit_code=0, estimate_s=None,
+        wall_s=6.0, output="attention.jsonl", identity=attention.identity, seq_lens=[32])
+    # issue 38: a changed ATTN_SEQLENS was "done in an earlier run, skipped"
+    code, err = in_process(**env, ATTN_SEQLENS="32 48", PYTHON=sys.executable)
+    assert code == 0, err[-30:]
+    assert "[node] 1/1 attention at 32 48 (32 done in an earlier run; 48 to run): starting (~?)" in err
+    header, *measured = records(out / "attention.jsonl")[1:]
+    assert {r["seq_len"] for r in measured} == {48}  # bench_flash_attn.py, for real
+    steps = [r for r in records(out / "node.jsonl") if r["kind"] == "node_step"]
+    assert [(r["step"], r["seq_lens"], r["exit_code"]) for r in steps] == [("attention", [32], 0), ("attention", [48], 0)]
+    # the real run's header is of this request, and of no other model's
+    assert node_plan.header_difference(attention, header) is None
+    other = planned(out, **{**env, "MODEL": "tiny-gemma3"}, ATTN_SEQLENS="32", DRY_RUN=1)["attention"]
+    assert node_plan.header_difference(other, header) == 'MODEL="tiny" there, "tiny-gemma3" asked'
+    code, err = in_process(**{**env, "MODEL": "tiny-gemma3"}, ATTN_SEQLENS="32", DRY_RUN=1)
+    assert code == 2 and err == [f"error: NODE_OUT='{out}' holds another configuration's records (node.jsonl "
+                                 f'(attention): MODEL="tiny" there, "tiny-gemma3" asked): give this run a NODE_OUT '
+                                 f"of its own; the folder's own configuration resumes it"]
+
+
+def test_a_rerun_measures_only_the_points_the_folder_lacks_of_this_request(tmp_path, in_process, planned):
+    out = tmp_path / "node"
+    env = {**TINY, "GPUS": "1", "REUSE_PROCESS": "1", "NODE_OUT": out, "SKIP": "capabilities mamf hbm attention",
+           "DECOMPOSE_SEQLENS": "64"}
+    # the sweep step killed during 96, the decomposition done (as the node's steps leave them)
+    earlier = planned(out, **env, SEQLENS="64 96", DRY_RUN=1)
+    seed(out, earlier["sweep"].sweep, {"sweep.jsonl": [("summary", 64)],
+                                        "decompose.jsonl": [("summary", 64), ("decomposition", 64)]})
+    before = (out / "decompose.jsonl").read_text()
+    # issue 38: a longer SEQLENS skipped the sweep step and never measured the new length
+    code, err = in_process(**env, SEQLENS="32 64 96", PYTHON=sys.executable)
+    assert code == 0, err[-30:]
+    said = [line for line in err if line.startswith("[node] ")]
+    assert "[node] 1. sweep at 32 64 96 (64 done in an earlier run; 32 96 to run): " in "\n".join(said)
+    assert "[node] 2. decomposition at 64: done in an earlier run, skipped" in said
+    assert said[-1] == f"[node] 2 of 2 steps done; the folder to copy: {out}"
+    sweep = records(out / "sweep.jsonl")
+    ran = [r["config"]["SEQ_LEN"] for r in sweep if r["kind"] == "header" and r["script"] == "benchmark.py"
+           and r.get("model_cut")]  # the real ones, not the seed
+    assert ran == [[32, 96]]  # one process (REUSE_PROCESS=1), 64 not again
+    assert sorted(r["seq_len"] for r in sweep if r["kind"] == "summary") == [32, 64, 96]
+    assert (out / "decompose.jsonl").read_text() == before
+    # the real benchmark's header is of this request (RESUME's test), and of no other model's
+    [real] = [r for r in sweep if r["kind"] == "header" and r["script"] == "benchmark.py" and r.get("model_cut")]
+    assert node_plan.header_difference(earlier["sweep"], real) is None
+    other = planned(out, **{**env, "MODEL": "tiny-gemma3"}, SEQLENS="64", DRY_RUN=1)["sweep"]
+    assert node_plan.header_difference(other, real) == 'MODEL="tiny" there, "tiny-gemma3" asked'
+    code, err = in_process(**{**env, "MODEL": "tiny-gemma3"}, SEQLENS="64", DRY_RUN=1)
+    assert code == 2 and len(err) == 1 and 'MODEL="tiny" there, "tiny-gemma3" asked' in err[0], err
+
+
+@pytest.mark.parametrize("change, named", [({"ZERO_STAGE": "3"}, "ZERO_STAGE=2 there, 3 asked"),
+                                           ({"GRAD_CHECKPOINT": "1"}, "GRAD_CHECKPOINT=false there, true asked"),
+                                           ({"NUM_LAYERS": "1"}, "NUM_LAYERS=0 there, 1 asked"),
+                                           ({"ATTN_BACKEND": "eager"}, 'attn_backend="sdpa" there, "eager" asked')])
+def test_a_folder_of_another_configuration_is_refused_naming_the_difference(tmp_path, in_process, planned,
+                                                                          change, named):
+    out = tmp_path / "node"
+    env = {**TINY, "NODE_OUT": out, "SEQLENS": "64", "DRY_RUN": 1}
+    seed(out, planned(out, **env)["sweep"].sweep, {"sweep.jsonl": [("summary", 64)]})
+    code, err = in_process(**env)
+    assert code == 0 and "[node] 5. sweep at 64: done in an earlier run, skipped" in err  # its own: resumed
+    code, err = in_process(**{**env, **change})
+    assert code == 2 and len(err) == 1 and f"(sweep.jsonl: {named})" in err[0], err
+
+
+def test_a_point_that_does_not_fit_is_recorded_and_the_last_line_names_it(tmp_path, fake, planned, in_process):
+    # issue 38: the decomposition ran out of memory at 32K where the sweep fitted, and the node
+    # ended "5 of 6 steps done"; a point that still does not fit is an error record, named last
+    out = tmp_path / "node"
+    env = dict(BENCHMARK=fake, MODEL="tiny", NODE_OUT=out, DECOMPOSE_SEQLENS="64 128",
+               SKIP="capabilities mamf hbm attention sweep")
+    config = planned(out, **env)["decomposition"].sweep.config  # the fake's header: what was planned
+    code, err = in_process(**env, FAKE_OOM_AT=128, FAKE_CONFIG=json.dumps(config), PYTHON=sys.executable)
+    assert code == 1, err[-30:]
+    assert err[-1].startswith(
+        "[node] 0 of 1 steps complete; missing: decomposition at 128 (oom); the folder to copy: ")
+    decomposed = records(out / "decompose.jsonl")
+    assert [r["seq_len"] for r in decomposed if r["kind"] == "decomposition"] == [64]
+    assert [(r["error"], r["seq_len"]) for r in decomposed if r["kind"] == "error"] == [("oom", 128)]
+    assert [h["config"]["SEQ_LEN"] for h in decomposed if h["kind"] == "header" and h["script"] == "benchmark.py"] == [
+        [64], [128]]  # a process per length, as the sweep's
+
+
+HANGS = """import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "600"])
+with open(sys.argv[1] + ".part", "w") as f:
+    f.write(str(child.pid))
+os.rename(sys.argv[1] + ".part", sys.argv[1])
+time.sleep(600)
+"""
+
+
+def test_ctrl_c_stops_the_steps_processes_records_it_and_says_so(tmp_path, capsys):
+    # in this process: the node's own handler, a step whose process started one of its own
+    pid_file = tmp_path / "pid"
+    st = node_plan.Step("hbm", [sys.executable, "-c", HANGS, str(pid_file)], {}, "hbm.jsonl", {"gpu_count": 0})
+    writer = RecordWriter("run_node.sh", str(tmp_path / "node.jsonl"), stream=open(os.devnull, "w"))
+
+    def interrupt():
+        while not pid_file.exists():
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    signals = node.Signals()
+    signals.install()
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        assert node.run([st], tmp_path, writer, signals, set()) == 130
+    finally:
+        signals.restore()
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "[node] stopped by Ctrl-C during hbm: what was written is kept; run again with the same NODE_OUT to resume")
+    grandchild = int(pid_file.read_text())
+    assert not os.path.exists(f"/proc/{grandchild}") or open(f"/proc/{grandchild}/stat").read().split()[2] == "Z"
+    [step] = records(tmp_path / "node.jsonl")
+    assert (step["step"], step["exit_code"]) == ("hbm", -signal.SIGTERM)
+
+
+def test_sigterm_ends_the_node_and_its_steps_processes_with_one_line(tmp_path, fake, in_process):
+    # issue 38: SIGTERM to run_node left its sweep and benchmark running and writing into the folder
+    out, pid_file = tmp_path / "node", tmp_path / "pid"
+
+    def scancel():
+        while not pid_file.exists():  # the sweep's benchmark is at its second length
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=scancel, daemon=True).start()
+    code, err = in_process(BENCHMARK=fake, MODEL="tiny", NODE_OUT=out, SEQLENS="64 128", FAKE_HANG_AT=128,
+                           FAKE_PID_FILE=pid_file, SKIP="capabilities mamf hbm attention decomposition",
+                           PYTHON=sys.executable)
+    assert code == 143, err[-30:]
+    assert err[-1] == ("[node] stopped by SIGTERM during sweep: what was written is kept; run again with the same "
+                       "NODE_OUT to resume")
+    hung = int(pid_file.read_text())  # the benchmark's own child: nothing of the step is left
+    assert not os.path.exists(f"/proc/{hung}") or open(f"/proc/{hung}/stat").read().split()[2] == "Z"
+    [step] = [r for r in records(out / "node.jsonl") if r["kind"] == "node_step"]
+    assert (step["step"], step["exit_code"]) == ("sweep", 143)  # the sweep stopped its benchmark itself
+    sweep = records(out / "sweep.jsonl")
+    assert [r["seq_len"] for r in sweep if r["kind"] == "summary"] == [64]
+    assert [r for r in sweep if r["kind"] == "sweep"][0]["interrupted"] is True
 
 
 def test_the_slurm_batch_script_runs_run_node_sh_on_the_allocation(tmp_path):

@@ -39,3 +39,15 @@ def test_resume_skips_a_point_only_of_the_same_resolved_backend():
     point = {"kind": "summary", "run_id": "a", "seq_len": 8192}
     assert done_summaries([header, point], config, [8192], "fa3") == {8192: point}
     assert done_summaries([header, point], config, [8192], "fa4") == {}  # auto picks FA4 on this node
+
+
+def test_the_difference_between_two_runs_names_each_setting_they_differ_in():
+    from upgrade_bench.log.runs import identity_difference
+
+    config = {"MODEL": "tiny", "ZERO_STAGE": 2, "WARMUP_STEPS": 2, "SEQ_LEN": [64], "STEPS": 10}
+    assert identity_difference(config, {**config, "SEQ_LEN": [128], "STEPS": 3, "WARMUP_STEPS": 1}) is None
+    assert identity_difference(config, {**config, "MODEL": "tiny-gemma3"}) == 'MODEL="tiny" there, "tiny-gemma3" asked'
+    assert identity_difference(config, {**config, "NUM_LAYERS": 8}) == "NUM_LAYERS=unset there, 8 asked"
+    assert identity_difference(config, {**config, "ZERO_STAGE": 3}, ignore={"ZERO_STAGE"}) is None
+    assert identity_difference(config, {**config, "ZERO_STAGE": 3, "MODEL": "x"}) == (
+        'MODEL="tiny" there, "x" asked; ZERO_STAGE=2 there, 3 asked')

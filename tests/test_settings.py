@@ -160,14 +160,19 @@ def test_a_peak_of_minus_zero_is_the_unset_zero():
     assert value == 0.0 and str(value) == "0.0"
 
 
-def test_a_misspelt_variable_gets_a_warning_naming_the_real_one():
+def test_a_misspelt_variable_stops_the_script_naming_the_real_one():
     from upgrade_bench.sweep import sweep_plan
 
     environ = {"SEQLEN": "8192", "PATH": "/bin", "HOME": "/root", "MODEL_DIR": "/m", "ZERO_STAGES": "2",
                "SEQ_LEN": "64"}
     sweep = settings.misspelt(sweep_plan.VARS + sweep_plan.PASSED, environ)
-    assert sweep == ["SEQLEN is not a setting of this script and is ignored: did you mean SEQLENS?",
-                     "SEQ_LEN is not a setting of this script and is ignored: did you mean SEQLENS?",
-                     "ZERO_STAGES is not a setting of this script and is ignored: did you mean ZERO_STAGE?"]
+    assert sweep == ["SEQLEN is not a setting of this script: did you mean SEQLENS?",
+                     "SEQ_LEN is not a setting of this script: did you mean SEQLENS?",
+                     "ZERO_STAGES is not a setting of this script: did you mean ZERO_STAGE?"]
     bench = settings.misspelt(TRAINING_VARS, environ)
     assert [w.split()[0] for w in bench] == ["SEQLEN", "ZERO_STAGES"]  # SEQ_LEN is its own
+    # issue 38: MODLE=tiny warned, then the default 8B trained; a parent's own setting is no misspelling
+    with pytest.raises(BadInput) as stop:
+        settings.check_misspelt(TRAINING_VARS, {"MODLE": "tiny", "SEQLENS": "64"}, known={"SEQLENS"})
+    assert str(stop.value) == ("MODLE is not a setting of this script: did you mean MODEL? Nothing ran: fix or "
+                               "unset it (a misspelt setting would be ignored)")

@@ -92,6 +92,16 @@ def test_resume_skips_summaries_of_the_same_run_identity():
     assert sweep_plan.process_plan([1, 2], reuse=False) == [[1], [2]]
 
 
+def test_with_decompose_a_point_is_done_only_with_its_decomposition():
+    # run_node's decomposition step is a sweep with DECOMPOSE=N, which the run identity ignores:
+    # 128 stopped between its summary and its decomposition, or a sweep without DECOMPOSE ran it
+    recs = [{"kind": "header", "run_id": "a", "config": {"MODEL": "m", "DECOMPOSE": 3}},
+            {"kind": "summary", "run_id": "a", "seq_len": 64}, {"kind": "decomposition", "run_id": "a", "seq_len": 64},
+            {"kind": "summary", "run_id": "a", "seq_len": 128}]
+    assert set(sweep_plan.done_summaries(recs, {"MODEL": "m"}, [64, 128])) == {64, 128}
+    assert set(sweep_plan.done_summaries(recs, {"MODEL": "m"}, [64, 128], decomposed=True)) == {64}
+
+
 def test_output_file_naming(tmp_path):
     names = ["nvidia-h200_fa4_20260101-000000.jsonl", "nvidia-h200_fa4_20260102-000000.jsonl",
              "nvidia-b200_fa4_20260103-000000.jsonl"]
@@ -249,6 +259,7 @@ def test_dry_run_multi_node_prints_the_launcher_command_and_runs_nothing(environ
     ({"OUTPUT": "x.jsonl"}, "OUT"),
     ({"FIND_MAX_SEQLEN": "1", "MAX_SEQLEN_LIMIT": "1"}, "MAX_SEQLEN_LIMIT=1: below SEQLEN_STEP (8192) or the "
                                                         "smallest SEQLENS (8192)"),
+    ({"FIND_MAX_SEQLEN": "1", "DECOMPOSE": "3"}, "DECOMPOSE=3 with FIND_MAX_SEQLEN=1: a capacity probe"),
     ({"HOSTFILE": "/nonexistent/hosts"}, "HOSTFILE"),
     ({"HOSTFILE": "HOSTS"}, "HOSTFILE='HOSTS'"),
     ({"BENCHMARK": "nope.py"}, "BENCHMARK"),
@@ -268,6 +279,16 @@ def test_bad_input_is_one_line_before_anything_starts(environ, tmp_path, env, na
                                                           for k, v in env.items()}})
     assert names in str(err.value) and "\n" not in str(err.value)
     assert list(tmp_path.iterdir()) == [tmp_path / "FILE", tmp_path / "HOSTS"]
+
+
+def test_a_config_no_model_has_is_one_line_before_any_process(environ, tmp_path):
+    # issue 38: a million layers printed nothing for minutes (each layer tested against the list)
+    import json
+
+    config = {**json.loads((REPO / "configs" / "tiny.json").read_text()), "num_hidden_layers": 10**6}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(BadInput, match=r"^MODEL='.*': num_hidden_layers=1000000: no model has more than 4096 layers$"):
+        plan_of(environ, MODEL=tmp_path, OUT=tmp_path / "o.jsonl", DRY_RUN=1)
 
 
 def test_gpus_above_what_this_node_sees(environ, tmp_path):

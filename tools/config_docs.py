@@ -4,7 +4,6 @@
 changing one (`.venv/bin/python tools/config_docs.py`); tests/test_readme.py checks the page
 against the same tables.
 """
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,10 +14,9 @@ PAGE = REPO / "docs" / "configuration.md"
 
 def script_vars(name: str) -> list:
     """A top-level script's VARS, its main() not run."""
-    spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), REPO / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.VARS
+    from upgrade_bench.settings import script_module
+
+    return script_module(name).VARS
 
 
 def sections() -> dict:

@@ -3,7 +3,7 @@
 The exit codes are the contract with run_sweep.sh: 3 = out of memory (the point is
 recorded as `oom` and the sweep goes on), 2 = bad input (nothing ran), 4 = a record could
 not be written (a full disk: the sweep stops, as no later point could be kept either),
-1 = anything else.
+128 + the signal = stopped by Ctrl-C (130) or SIGTERM (143), 1 = anything else.
 
 Bad input is found in many places (a setting, a flag, a model config, an attention
 backend, a log to read) and is always raised as BadInput; every script's `__main__` runs
@@ -12,6 +12,7 @@ on stderr and the exit code. A script with flags parses them with Parser, whose 
 errors are BadInput too.
 """
 import argparse
+import importlib.util
 import signal
 import sys
 
@@ -74,7 +75,9 @@ def stop(err: BadInput | WriteFailed) -> int:
 
 def run_main(main, *args) -> int:
     """A script's main(*args). Bad input ends it before any work; a record that cannot be
-    written ends it too, as measuring on is pointless when the results cannot be kept."""
+    written ends it too, as measuring on is pointless when the results cannot be kept; Ctrl-C
+    (or a SIGTERM a script turned into interrupts.Interrupted) ends it with one line, not a
+    KeyboardInterrupt traceback: every record is written whole, so what was written is kept."""
     for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii and a note in Greek: no traceback
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -82,6 +85,38 @@ def run_main(main, *args) -> int:
         return main(*args)
     except (BadInput, WriteFailed) as err:
         return stop(err)
+    except KeyboardInterrupt as err:
+        return interrupted(getattr(err, "signum", signal.SIGINT))
+
+
+def interrupted(signum: int) -> int:
+    """Say in one line that `signum` stopped the script; the exit code a shell would report."""
+    sys.stderr.write(f"stopped by {signal_name(signum)}: what was written is kept\n")
+    return exit_for_signal(signum)
+
+
+def signal_name(signum: int | None) -> str:
+    """'Ctrl-C' for SIGINT (and for none: what a KeyboardInterrupt without a handler was), else 'SIGTERM'."""
+    return "Ctrl-C" if signum in (None, signal.SIGINT) else signal.Signals(signum).name
+
+
+# The import names of the packages of the project's environment (install.sh's .venv) that a
+# script needs before its work: torch for every measurement, deepspeed and transformers for a
+# training step, matplotlib for the report's figures.
+TRAINING_STACK = ("torch", "deepspeed", "transformers")
+
+
+def require(script: str, *modules: str) -> None:
+    """Exit 2 with one line when this interpreter lacks one of `modules`: `python3 script`
+    without the project's environment, told how to get it before any work, not a
+    ModuleNotFoundError traceback once the work reaches the import (find_spec imports nothing)."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    then = (f"./{script} again: it picks .venv/bin/python (or $PYTHON)" if script.endswith(".sh")
+            else f".venv/bin/python {script}")
+    sys.exit(stop(BadInput(f"{sys.executable} has no {' or '.join(missing)}: not the project's Python. "
+                           f"Run ./install.sh once (it makes .venv), then {then}")))
 
 
 def is_oom(err: BaseException) -> bool:

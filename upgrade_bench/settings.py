@@ -2,10 +2,12 @@
 
 A script lists its `Var`s, calls `load(VARS, __doc__)`, and gets a plain dict. Any bad
 value raises faults.BadInput naming the variable, the value and what is allowed, before a
-model or a GPU is touched (the script's run_main makes it one line and exit 2). `--help`
-prints the table.
+model or a GPU is touched (the script's run_main makes it one line and exit 2), and so does
+a variable that looks like a setting but is none (MODLE for MODEL): a warning scrolled by
+while the default 8B trained for an hour. `--help` prints the table.
 """
 import difflib
+import importlib.util
 import math
 import os
 import re
@@ -14,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from .faults import BadInput
 from .log.records import output_problem
+from .paths import REPO
 
 # Exactly what --help and the README name ("0 or 1"): a "yes" or "on" is refused, not guessed.
 _TRUE = {"1"}
@@ -156,8 +159,9 @@ def print_help(text: str) -> None:
     sys.exit(0)
 
 
-def load(variables, doc: str, argv=None) -> dict:
-    """Entry point for scripts: --help, then parse; BadInput on an argument or a value."""
+def load(variables, doc: str, argv=None, known=()) -> dict:
+    """Entry point for scripts: --help, then parse; BadInput on an argument, a value or a
+    misspelt setting (`known`: further names that are settings, see check_misspelt)."""
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         print_help(help_text(variables, doc))
@@ -170,28 +174,41 @@ def load(variables, doc: str, argv=None) -> dict:
     for var in variables:
         if var.kind == "output" and values[var.name]:
             check_output(var.name, values[var.name])
-    warn_misspelt(variables)
+    check_misspelt(variables, known=known)
     return values
 
 
-def misspelt(variables, environ=None) -> list[str]:
-    """Warnings for environment variables that look like a setting of `variables` but are
-    none (SEQLEN for SEQ_LEN): set, they would be silently ignored."""
+def misspelt(variables, environ=None, known=()) -> list[str]:
+    """Environment variables that look like a setting of `variables` but are none (SEQLEN for
+    SEQ_LEN): set, they would be silently ignored. Names in `known` are settings of the
+    script's parent or of a sibling it passes its environment to (run_node.sh's, say), never
+    misspellings."""
     environ = os.environ if environ is None else environ
     names = [v.name for v in variables]
     out = []
     for key in sorted(environ):
-        if key in names:
+        if key in names or key in known:
             continue
         match = difflib.get_close_matches(key, names, n=1, cutoff=0.8)
         if match:
-            out.append(f"{key} is not a setting of this script and is ignored: did you mean {match[0]}?")
+            out.append(f"{key} is not a setting of this script: did you mean {match[0]}?")
     return out
 
 
-def warn_misspelt(variables, environ=None) -> None:
-    for line in misspelt(variables, environ):
-        sys.stderr.write(f"warning: {line}\n")
+def check_misspelt(variables, environ=None, known=()) -> None:
+    """BadInput, before any work, when a variable looks like a misspelt setting."""
+    lines = misspelt(variables, environ, known)
+    if lines:
+        raise BadInput("; ".join(lines) + " Nothing ran: fix or unset it (a misspelt setting would be ignored)")
+
+
+def script_module(name: str):
+    """A top-level script of the repository as a module, its main() not run: its VARS (and
+    validate), for a parent that passes its environment on to it (run_node.sh) and the docs."""
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), REPO / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # torch seeds are unsigned 64-bit, and the scripts seed with SEED + seq_len: a SEED below 2^63

@@ -106,8 +106,13 @@ def folder_problem(path: str) -> str | None:
     """Why files cannot be created in folder `path` (made first if missing), or None: a
     temporary file in its nearest existing ancestor, removed at once; makes nothing."""
     parent = os.path.abspath(path)
+    problem = length_problem(parent)
+    if problem:
+        return problem
     while not os.path.lexists(parent):
         parent = os.path.dirname(parent)
+    if os.path.islink(parent) and not os.path.exists(parent):
+        return f"{parent} is a symbolic link that leads nowhere (a loop, or a target that is gone)"
     if not os.path.isdir(parent):
         return f"{parent} is a file, not a folder"
     try:
@@ -115,6 +120,19 @@ def folder_problem(path: str) -> str | None:
             pass
     except OSError as err:
         return f"no file can be created in {parent}: {err.strerror or err}"
+    return None
+
+
+def length_problem(path: str) -> str | None:
+    """A path longer than the system allows, or with a name longer than a folder may hold
+    (both in bytes): a path that merely does not exist yet would make mkdir fail later."""
+    name_max = os.pathconf("/", "PC_NAME_MAX")
+    path_max = os.pathconf("/", "PC_PATH_MAX")
+    if len(os.fsencode(path)) >= path_max:
+        return f"the path is {len(os.fsencode(path))} bytes long; a path here has fewer than {path_max}"
+    longest = max(os.fsencode(path).split(b"/"), key=len)
+    if len(longest) > name_max:
+        return f"a name in it is {len(longest)} bytes long; a file name here has at most {name_max}"
     return None
 
 

@@ -26,10 +26,24 @@ def run_identity(config: dict | None, ignore=()) -> tuple[dict, str]:
     (1 or 2 warm-up steps measure the same steady state; a capacity probe's cold step does
     not)."""
     kept = {k: v for k, v in sorted((config or {}).items()) if k not in NOT_IDENTITY and k not in ignore}
+    return kept, json.dumps(_compared(kept), sort_keys=True, default=str)
+
+
+def _compared(kept: dict) -> dict:
     compared = {k: v for k, v in kept.items() if k != "ATTN_BACKEND"}
     if "WARMUP_STEPS" in compared:
         compared["WARMUP_STEPS"] = "warm" if compared["WARMUP_STEPS"] else "cold"
-    return kept, json.dumps(compared, sort_keys=True, default=str)
+    return compared
+
+
+def identity_difference(recorded: dict | None, asked: dict, ignore=()) -> str | None:
+    """The settings by which the run `recorded` describes is not the run `asked` for, each as
+    "KEY=<recorded> there, <asked> asked" (unset: a setting one of them lacks), joined by "; ";
+    None when run_identity makes them one run."""
+    there, here = (_compared(run_identity(c, ignore)[0]) for c in (recorded, asked))
+    shown = {key: [json.dumps(side[key], default=str) if key in side else "unset" for side in (there, here)]
+             for key in sorted(set(there) | set(here))}
+    return "; ".join(f"{key}={a} there, {b} asked" for key, (a, b) in shown.items() if a != b) or None
 
 
 def with_headers(records) -> list[tuple[dict, dict | None]]:

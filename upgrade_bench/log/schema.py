@@ -245,6 +245,9 @@ exit_code   integer       how it ended
 estimate_s  non-negative  the plan's estimate
 wall_s      non-negative  how long it took
 output      text          its records file, in the node's folder
+identity    object        what it measures, as a rerun on the folder compares it: the GPU, and the step's resolved settings
+identity.*  any           a part of that
+seq_lens    list          the lengths it was to measure (null: a step without lengths)
 """),
     "attention": {**table("""
 backend      text          the attention backend

@@ -143,9 +143,9 @@ def _wait_until(done, timeout_s: float) -> bool:
     return True
 
 
-def stop_group(proc, multi_node: bool) -> None:
+def stop_group(proc, multi_node: bool, grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM the process group of `proc` (launcher, ranks and anything they started),
-    then SIGKILL what is left after a grace period: no orphan keeps holding GPU memory."""
+    then SIGKILL what is left after `grace_s`: no orphan keeps holding GPU memory."""
     # A second Ctrl-C (or scancel's SIGTERM) must not cut this short and leave ranks behind.
     with ignored():
         if multi_node and proc.poll() is None:  # its handler pkills the ranks on other nodes
@@ -156,7 +156,7 @@ def stop_group(proc, multi_node: bool) -> None:
                 os.killpg(proc.pid, sig)
             except ProcessLookupError:
                 break
-            if _wait_until(lambda: _group_gone(proc), KILL_GRACE_S):
+            if _wait_until(lambda: _group_gone(proc), grace_s):
                 break
         proc.wait()
 

@@ -3,214 +3,179 @@ folder to copy: capabilities, MAMF, HBM bandwidth, the collectives' bus bandwidt
 or more), the model's own attention layers, the sequence-length sweep and the step
 decomposition at the guide's lengths.
 
-It prints its plan with an estimated wall time and GPU-hours before anything starts, a line
-as each step starts and ends, and writes `node.jsonl` (a `header`, then a `node_step` record
-per step: its command, exit code, estimate and wall time). A step that ended with exit 0
-leaves a marker and is skipped when the command runs again on the same folder; the sweep
-step resumes point by point (RESUME=1). A failed step is a record and the next one runs.
-The estimate is rough and says what it rests on: per-step constants and, for the training
-steps, the FLOP count at an assumed MFU.
+It prints its plan (the lengths each step covers, what is left, an estimated wall time and
+GPU-hours) before anything starts, a line as each step starts and ends, and writes
+`node.jsonl` (a `header`, then a `node_step` record per step: its command, identity, lengths,
+exit code, estimate and wall time). The training settings are the sweep's (MODEL, NUM_LAYERS,
+SEQLENS, ...: ./run_sweep.sh --help); the decomposition is a sweep of DECOMPOSE_SEQLENS with
+the same settings (Liger included) and DECOMPOSE=3 profiled steps per point, each length in
+a process of its own.
+
+NODE_OUT holds one configuration. Run the command again on it and it resumes: only what the
+folder's records lack of this request runs (the sweep and the decomposition point by point,
+attention by length, the other steps if no earlier run of them ended with exit 0), so one more
+length measures only that length. Another model, cut, training setting, attention backend or
+GPU is refused in one line naming the difference, before anything runs: give it a NODE_OUT of
+its own. A failed step or point is a record and the next one runs; the last line says what
+is missing (exit 1 then). Ctrl-C or SIGTERM stops the step running and its processes, keeps
+what was written, and exits 130 or 143. The estimate is rough and says what it rests on:
+per-step constants and, for the training steps, the FLOP count at an assumed MFU.
 """
 import os
-import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..models import flops, layers, model
-from ..kernels import attn_backends, attn_bench
+from .. import faults, settings
+from ..faults import BadInput
 from ..hardware import devices
+from ..interrupts import Signals, ignored
 from ..log import header
-from .. import settings
-from . import sweep_plan
-from ..faults import EXIT_ERROR, BadInput
+from ..log.records import RecordWriter, folder_problem
 from ..numfmt import fmt_s
-from ..paths import REPO
-from ..log.records import RecordWriter
+from . import child_process, node_plan, sweep_plan
+from .node_plan import STEPS
 
 SCRIPT = "run_node.sh"
-STEPS = ("capabilities", "mamf", "hbm", "comm", "attention", "sweep", "decomposition")
 VARS = [
-    settings.Var("NODE_OUT", "str", "out/node", "the folder every log of the node goes to (one to copy)"),
+    settings.Var("NODE_OUT", "str", "out/node", "the folder every log of the node goes to (one to copy); "
+                 "a rerun resumes it, another configuration is refused"),
     settings.Var("SKIP", "str_list", [], "steps to leave out: " + " ".join(STEPS)),
     settings.Var("ATTN_SEQLENS", "int_list", [8192, 32768], "isolated-attention lengths", min=1),
     settings.Var("DECOMPOSE_SEQLENS", "int_list", [8192, 32768], "decomposition lengths (the guide's: 8K; "
                  "32K shows the attention-bound side)", min=1),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
-# Rough costs behind the estimate, from the node command's run on one H200
-# (results/h200-families-3/node/node.jsonl: each step's estimate and wall time):
-CAPABILITIES_S = 25.0       # check_capabilities.py's probes: 23 s
-MAMF_S = 45.0               # mamf-finder.py's default search: 42 s (41 s on another H200)
-ATTENTION_START_S = 28.0    # bench_flash_attn.py up to its first point: imports, each backend's check
-ATTENTION_BACKENDS = 2      # its default: the kernel training picks here, and cuDNN SDPA
-ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on the H200's 989 peak
-# A training process before its first step: imports, model build, DeepSpeed init; it grows with
-# the model (an 8B on 2 GPUs took 70-120 s a point; the 2-layer cut of it, 1.5B, about 20 s).
-START_S = 20.0
-START_S_PER_BPARAM = 10.0
-FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
-ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate
-HBM_S = 25.0                # bench_hbm.py's defaults: 20 s and 17 s (results/h200-hbm-6/pipeline.log)
-# bench_comm.py's defaults, not yet timed on a node: 28 points of 1.5 s windows (42 s), and the
-# launcher, torch and NCCL's first connections before them (the decomposition's start, ~20 s).
-COMM_S = 60.0
+# The sweep's settings each training step sets itself (SEQLENS: from the node's, DECOMPOSE_SEQLENS).
+SET_PER_STEP = ("OUT", "RESUME")
+# A step stopped by Ctrl-C or SIGTERM gets this long to stop its own processes (a sweep: its
+# launcher on other nodes, then its ranks) before the node kills what is left of it.
+STEP_GRACE_S = child_process.PDSH_GRACE_S + 3 * child_process.KILL_GRACE_S
 
 
-@dataclass
-class Step:
-    name: str
-    argv: list
-    env: dict
-    estimate_s: float | None
-    output: str
+def say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
-def start_s(spec, backend: str) -> float:
-    """A training process's start-up and first step, by the model's size (all its weights) and
-    what the attention backend compiles there (FlexAttention: over a minute cold)."""
-    first_step = max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
-    return START_S + START_S_PER_BPARAM * spec.total_params / 1e9 + first_step
+def suite_vars(children: dict) -> list:
+    """Every setting the node's environment may carry: its own, the sweep's and benchmark.py's,
+    and those of the step scripts it passes its environment on to."""
+    tables = [VARS, sweep_plan.VARS, sweep_plan.PASSED] + [m.VARS for m in children.values()]
+    return list({v.name: v for table in tables for v in table}.values())
 
 
-def attention_s(spec, lengths: list, peak_tflops: float | None) -> float | None:
-    """bench_flash_attn.py with its default backends and timing over the model's quadratic
-    layers at `lengths`, each point its floors and calls at ATTENTION_MFU of the peak (the
-    linear mixers' FLA kernels are not in it); None without a peak (a CPU)."""
-    if not peak_tflops:
-        return None
-    work = [flops.attention_kernel_flops(1, n, m.heads, m.qk_head_dim, pass_=p, window=m.window,
-                                         v_head_dim=m.v_head_dim)
-            for m in spec.distinct_mixers() if m.kind in layers.QUADRATIC
-            for n in lengths for p in attn_bench.PASSES] * ATTENTION_BACKENDS
-    floor_s, calls = attn_bench.floor_and_calls(attn_bench.TIMING_DEFAULTS)
-    return ATTENTION_START_S + attn_bench.points_s(work, floor_s, calls, ATTENTION_MFU * peak_tflops)
+def check_out(environ) -> None:
+    """BadInput unless NODE_OUT is a folder the node can make and write in (before the plan)."""
+    raw = environ.get("NODE_OUT")
+    if raw is not None and not raw.strip():
+        raise BadInput(f"NODE_OUT={raw!r}: expected a folder (unset it for out/node)")
+    path = raw or VARS[0].default
+    problem = folder_problem(path)
+    if problem:
+        raise BadInput(f"NODE_OUT={path!r}: cannot write there ({problem})")
 
 
-def training_step_s(spec, seq_len: int, peak_tflops: float | None, grad_checkpoint: bool) -> float | None:
-    """One fwd+bwd+step at ASSUMED_MFU of the peak; None without a peak (a CPU)."""
-    if not peak_tflops:
-        return None
-    work = flops.step_flops(spec, 1, seq_len, grad_checkpoint=grad_checkpoint).hardware
-    return work / (peak_tflops * 1e12 * ASSUMED_MFU)
-
-
-def plan(s: dict, train: dict, spec, gpu_count: int, peak: float | None, python: str, backend: str) -> list:
-    """The steps, in order, with their commands and estimates (`backend`: what training uses)."""
-    out = Path(s["NODE_OUT"])
-    base = {"MODEL": train["MODEL"], "NUM_LAYERS": str(train["NUM_LAYERS"])}
-    step_s = {n: training_step_s(spec, n, peak, train["GRAD_CHECKPOINT"])
-              for n in set(train_lengths(s, train)) | set(s["DECOMPOSE_SEQLENS"])}
-
-    def points_s(lengths, steps_per_point, one_process):
-        if any(step_s[n] is None for n in lengths):
-            return None
-        starts = len(sweep_plan.process_plan(lengths, one_process))
-        return starts * start_s(spec, backend) + sum(steps_per_point * step_s[n] for n in lengths)
-
-    launcher = [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(gpu_count)] if gpu_count > 1 else [python]
-    steps = [
-        Step("capabilities", [python, str(REPO / "check_capabilities.py")],
-             {"OUTPUT": str(out / "capabilities.jsonl")}, CAPABILITIES_S, "capabilities.jsonl"),
-        Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / "mamf.jsonl")], {},
-             MAMF_S, "mamf.jsonl"),
-        Step("hbm", [python, str(REPO / "bench_hbm.py")], {"OUTPUT": str(out / "hbm.jsonl")}, HBM_S, "hbm.jsonl"),
-        Step("comm", launcher + [str(REPO / "bench_comm.py")], {"OUTPUT": str(out / "comm.jsonl")}, COMM_S,
-             "comm.jsonl"),
-        Step("attention", [python, str(REPO / "bench_flash_attn.py")],
-             {**base, "SEQLENS": " ".join(map(str, s["ATTN_SEQLENS"])), "OUTPUT": str(out / "attention.jsonl")},
-             attention_s(spec, s["ATTN_SEQLENS"], peak), "attention.jsonl"),
-        Step("sweep", ["bash", str(REPO / "run_sweep.sh")],
-             {"OUT": str(out / "sweep.jsonl"), "RESUME": "1"},
-             points_s(train_lengths(s, train), train["WARMUP_STEPS"] + train["STEPS"],
-                      train.get("REUSE_PROCESS", False)), "sweep.jsonl"),
-        Step("decomposition", launcher + [str(REPO / "bench_decompose.py")],
-             {**base, "SEQ_LEN": " ".join(map(str, s["DECOMPOSE_SEQLENS"])), "OUTPUT": str(out / "decompose.jsonl")},
-             points_s(s["DECOMPOSE_SEQLENS"], 2 + 10 + 3, True), "decompose.jsonl"),
-    ]
-    # one GPU has no link to measure (bench_comm.py refuses one rank)
-    return [st for st in steps if st.name not in s["SKIP"] and (st.name != "comm" or gpu_count >= 2)]
-
-
-def train_lengths(s: dict, train: dict) -> list:
-    return train.get("SEQLENS") or [8192]
-
-
-def plan_text(steps: list, gpu_count: int) -> str:
-    known = [st.estimate_s for st in steps if st.estimate_s is not None]
-    total = sum(known)
-    lines = [f"[node] {i}. {st.name}: ~{fmt_s(st.estimate_s)}  {shlex.join(st.argv)}"
-             for i, st in enumerate(steps, 1)]
-    unknown = "" if len(known) == len(steps) else " (steps marked ? have no estimate here: no GPU peak)"
-    hours = (f"{total * gpu_count / 3600:.2f} GPU-hours on {gpu_count} GPU(s)" if gpu_count
-             else "no GPU (a CPU try-out)")
-    lines.append(f"[node] estimated {fmt_s(total)} of wall time at least, {hours}{unknown}")
-    return "\n".join(lines)
-
-
-def step_environ(environ, st: Step) -> dict:
-    """What a step's process sees: this command's environment less its own settings, and but
-    for the sweep less the sweep's (a bench_decompose.py given SEQLENS would warn of it as a
-    misspelling of its SEQ_LEN), plus the step's own variables."""
-    own = {v.name for v in VARS}
-    inherited = {k: v for k, v in environ.items() if k not in own}
-    if st.name != "sweep":
-        inherited = sweep_plan.without_sweep_settings(inherited)
-    return {**inherited, **st.env}
-
-
-def marker(out: Path, name: str) -> Path:
-    return out / f".done-{name}"
-
-
-def run(steps: list, out: Path, writer, say) -> int:
-    """Each step in turn; returns the number that failed."""
-    failed = 0
-    for i, st in enumerate(steps, 1):
-        if marker(out, st.name).exists():
-            say(f"[node] {i}/{len(steps)} {st.name}: done in an earlier run, skipped")
-            continue
-        say(f"[node] {i}/{len(steps)} {st.name}: starting (~{fmt_s(st.estimate_s)})")
-        started = time.monotonic()
-        with open(out / f"{st.name}.log", "ab") as log:
-            code = subprocess.run(st.argv, env=step_environ(os.environ, st), stdout=subprocess.DEVNULL,
-                                  stderr=log).returncode
-        wall = time.monotonic() - started
-        writer.write("node_step", step=st.name, argv=st.argv, env=st.env, exit_code=code,
-                     estimate_s=st.estimate_s, wall_s=wall, output=st.output)
-        say(f"[node] {i}/{len(steps)} {st.name}: exit {code} after {fmt_s(wall)} "
-            f"(estimated {fmt_s(st.estimate_s)}); its terminal is {out / (st.name + '.log')}")
-        if code == 0:
-            marker(out, st.name).write_text("")
-        else:
-            failed += 1
-    return failed
+def load(argv) -> tuple[dict, dict, dict]:
+    """(the node's settings, the sweep's, the step scripts as modules); BadInput on any bad
+    or misspelt setting, before anything runs."""
+    children = {name: settings.script_module(script) for name, script in node_plan.CHILDREN.items()}
+    every = suite_vars(children)
+    names = {v.name for v in every}
+    s = settings.load(VARS, __doc__, argv, known=names)
+    settings.check_misspelt(every)
+    node_plan.check_skip(s["SKIP"])
+    check_out(os.environ)
+    for name in SET_PER_STEP:  # else silently replaced by the node's own
+        if os.environ.get(name):
+            raise BadInput(f"{name} is set: run_node.sh sets it per step (the sweep's records go to NODE_OUT, "
+                           f"which a rerun resumes); use NODE_OUT, and another one for a fresh run")
+    train = sweep_plan.load_settings([], sweep_plan.__doc__, known=names)
+    if train["FIND_MAX_SEQLEN"]:
+        raise BadInput("FIND_MAX_SEQLEN=1: the node runs the sweep; run ./run_sweep.sh alone for the "
+                       "capacity search")
+    return s, train, children
 
 
 def main(argv=None) -> int:
-    s = settings.load(VARS, __doc__, sys.argv[1:] if argv is None else argv)
-    train = sweep_plan.load_settings([], sweep_plan.__doc__)
-    problem = model.cheap_problem(train["MODEL"])
-    if problem:
-        raise BadInput(problem)
-    seen = devices.visible_gpus()
-    gpu_count = train["GPUS"] or len(seen)
-    training = {**{v.name: train[v.name] for v in sweep_plan.PASSED}, "SEQ_LEN": train_lengths(s, train)}
-    resolved = sweep_plan.resolve_training(training, seen[0] if seen else None, max(gpu_count, 1),
-                                           model.cheap_config(train["MODEL"]) or model.load_config(train["MODEL"]))
+    faults.require(SCRIPT, *faults.TRAINING_STACK)
+    s, train, children = load(sys.argv[1:] if argv is None else argv)
+    out = Path(os.path.abspath(s["NODE_OUT"]))
     python = os.environ.get("PYTHON") or sys.executable
-    steps = plan(s, train, resolved.cut.counted, gpu_count, resolved.peak_tflops, python, resolved.backend)
-    say = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
-    say(plan_text(steps, gpu_count))
+    own = {v.name for v in VARS}
+    steps = node_plan.plan(s, train, out, python, children, os.environ, own)
+    conflict = node_plan.folder_conflict(steps, out)
+    if conflict:
+        raise BadInput(f"NODE_OUT={s['NODE_OUT']!r} holds another configuration's records ({conflict}): give "
+                       f"this run a NODE_OUT of its own; the folder's own configuration resumes it")
+    steps = [st for st in steps if st.name not in s["SKIP"]]
+    say(node_plan.plan_text(steps, train["GPUS"] or len(devices.visible_gpus())))
     if s["DRY_RUN"]:
         return 0
-    out = Path(s["NODE_OUT"])
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise BadInput(f"NODE_OUT={s['NODE_OUT']!r}: cannot make it ({err.strerror or err})") from None
     writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
     writer.write("header", **header.fields({**s, **{k: train[k] for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
                                            "", [], steps=[st.name for st in steps]))
-    failed = run(steps, out, writer, say)
-    say(f"[node] {len(steps) - failed} of {len(steps)} steps done; the folder to copy: {out}")
-    return EXIT_ERROR if failed else 0
+    signals = Signals()
+    signals.install()
+    try:
+        return run(steps, out, writer, signals, own)
+    finally:
+        signals.restore()
+
+
+def run(steps: list, out: Path, writer, signals, own: set) -> int:
+    """Each step in turn, what an earlier run did skipped; the exit code: 0 when nothing is
+    missing, 1 when something is (the last line says what), 128 + a signal that stopped it."""
+    missing = {}
+    for i, st in enumerate(steps, 1):
+        try:
+            missing[st.name] = run_step(st, f"[node] {i}/{len(steps)}", out, writer, signals, own)
+        except KeyboardInterrupt:
+            say(f"[node] stopped by {faults.signal_name(signals.received)} during {st.name}: what was "
+                f"written is kept; run again with the same NODE_OUT to resume")
+            return signals.exit_code()
+    complete = sum(1 for st in steps if not missing[st.name])
+    lacking = [phrase for st in steps for phrase in missing[st.name]]
+    if not lacking:
+        say(f"[node] {complete} of {len(steps)} steps done; the folder to copy: {out}")
+        return 0
+    say(f"[node] {complete} of {len(steps)} steps complete; missing: {', '.join(lacking)}; the folder to "
+        f"copy: {out} (run again with the same NODE_OUT to retry what is missing)")
+    return faults.EXIT_ERROR
+
+
+def run_step(st, prefix: str, out: Path, writer, signals, own: set) -> list:
+    """Run one step unless an earlier run did it all; what it leaves missing."""
+    if st.finished:
+        say(f"{prefix} {st.name}{node_plan.covers(st)}: done in an earlier run, skipped")
+        return []
+    say(f"{prefix} {st.name}{node_plan.covers(st)}: starting (~{fmt_s(st.estimate_s)})")
+    env = st.run_env()
+    started = time.monotonic()
+    with open(out / f"{st.name}.log", "ab") as log:
+        proc = subprocess.Popen(st.argv, env=node_plan.step_environ(os.environ, st.name, env, own),
+                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:  # the step's own processes first: none writes on after us
+            child_process.stop_group(proc, False, STEP_GRACE_S)
+            with ignored():
+                record(writer, st, env, proc.returncode, time.monotonic() - started)
+            raise
+    wall = time.monotonic() - started
+    with signals.hold():
+        record(writer, st, env, code, wall)
+    say(f"{prefix} {st.name}: exit {code} after {fmt_s(wall)} (estimated {fmt_s(st.estimate_s)}); its "
+        f"terminal is {out / (st.name + '.log')}")
+    return node_plan.missing(st, code, out)
+
+
+def record(writer, st, env: dict, code: int | None, wall_s: float) -> None:
+    writer.write("node_step", step=st.name, argv=st.argv, env=env, exit_code=code, estimate_s=st.estimate_s,
+                 wall_s=wall_s, output=st.output, identity=st.identity,
+                 seq_lens=st.todo if st.name == "attention" else st.lengths)

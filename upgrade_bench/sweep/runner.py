@@ -8,7 +8,8 @@ the allocator cached for the lengths before it in the same process (REUSE_PROCES
 them all in one and pays start-up, 70-120 s on an 8B model, once). A point that fails (OOM,
 crash, or no summary within POINT_TIMEOUT: its process group is killed) gets an `error`
 record and the sweep goes on with the next length. An existing OUT (or RESUME=1) skips
-lengths that already have a `summary` of the same run identity (upgrade_bench/log/runs.py);
+lengths that already have a `summary` of the same run identity (upgrade_bench/log/runs.py),
+and with DECOMPOSE its `decomposition` too;
 Ctrl-C or SIGTERM stops cleanly and keeps what was done. Progress and the final table go to stderr, the records to stdout
 and the file, the benchmark's own log to <file>.log.
 
@@ -44,7 +45,7 @@ from ..numfmt import sig
 from ..paths import REPO
 from ..log.records import RecordWriter, claim_stdout
 from .sweep_capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
-from .sweep_plan import VARS, Plan, done_summaries, dry_run, existing_records, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line
+from .sweep_plan import VARS, Plan, already_done, dry_run, existing_records, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line
 from ..numfmt import fmt_s
 from .sweep_tables import capacity_table, sweep_table
 
@@ -256,11 +257,12 @@ def execute(s: dict, stdout) -> int:
     """Plan the sweep, then run it, or write its commands to `stdout` (DRY_RUN); the exit code."""
     plan = prepare(s)
     previous = existing_records(plan.out)
-    done = {} if s["FIND_MAX_SEQLEN"] else done_summaries(previous, plan.config, s["SEQLENS"], plan.backend)
+    done = already_done(plan, previous)
     todo = pending(s["SEQLENS"], done)
     if s["DRY_RUN"]:
         dry_run(plan, todo, stdout)
         return 0
+    faults.require(SCRIPT, *faults.TRAINING_STACK)  # its processes' Python is this one
     signals = Signals()
     signals.install()  # scancel / kill: the same clean stop as Ctrl-C
     try:

@@ -37,8 +37,8 @@ VARS = [
     Var("GPUS", "int", 0, "GPUs per node (0 = all visible; 1 without a GPU: CPU ranks)", min=0, max=1024),
     Var("OUT", "str", "", "results file, or a folder for <gpu>_<backend>_<time>.jsonl "
         f"(default results/, {CPU_OUT}/ without a GPU); an existing file resumes"),
-    Var("RESUME", "bool", False, "skip lengths with a summary of the same config in OUT "
-        "(default: the newest <gpu>_<backend>_*.jsonl of the default folder)"),
+    Var("RESUME", "bool", False, "skip lengths with a summary of the same config in OUT (and its "
+        "decomposition, with DECOMPOSE) (default: the newest <gpu>_<backend>_*.jsonl of the default folder)"),
     # A length's peak memory depends on the allocator's history: on an H200, the guide's
     # long-context config after shorter lengths in the same process reserved 2.3 GiB more at
     # 32K and 14.7 GiB more at 128K than the guide's script in a fresh process
@@ -221,14 +221,33 @@ def shell_line(env: dict, argv: list[str]) -> str:
     return " ".join(unset + assign + [shlex.quote(a) for a in argv])
 
 
-def done_summaries(records: list[dict], config: dict, seq_lens: list[int], backend: str | None = None) -> dict[int, dict]:
+def done_summaries(records: list[dict], config: dict, seq_lens: list[int], backend: str | None = None,
+                   decomposed: bool = False) -> dict[int, dict]:
     """seq_len -> summary already in the file for a run of this config and resolved attention
-    backend, of the lengths asked for: RESUME skips these."""
+    backend, of the lengths asked for: RESUME skips these. With `decomposed` (DECOMPOSE asked)
+    a point is done only with its `decomposition` too: the run identity leaves DECOMPOSE out,
+    so a summary alone (a sweep without it, a process stopped between the two) does not do."""
     key = run_identity(config)[1]
-    return {r["seq_len"]: r for r, header in with_headers(records)
-            if r.get("kind") == "summary" and r.get("seq_len") in seq_lens and header
-            and run_identity(header.get("config"))[1] == key
-            and (backend is None or header.get("attn_backend") in (None, backend))}
+
+    def ours(header) -> bool:
+        return bool(header) and run_identity(header.get("config"))[1] == key and (
+            backend is None or header.get("attn_backend") in (None, backend))
+
+    pairs = with_headers(records)
+    done = {r["seq_len"]: r for r, header in pairs
+            if r.get("kind") == "summary" and r.get("seq_len") in seq_lens and ours(header)}
+    if decomposed:
+        split = {r.get("seq_len") for r, header in pairs if r.get("kind") == "decomposition" and ours(header)}
+        done = {n: r for n, r in done.items() if n in split}
+    return done
+
+
+def already_done(plan: "Plan", previous: list[dict]) -> dict[int, dict]:
+    """seq_len -> summary of the points of this sweep that OUT's records (`previous`) hold:
+    what RESUME skips, and what run_node.sh counts as done."""
+    if plan.s["FIND_MAX_SEQLEN"]:
+        return {}
+    return done_summaries(previous, plan.config, plan.s["SEQLENS"], plan.backend, plan.s["DECOMPOSE"] > 0)
 
 
 def pending(seq_lens: list[int], done) -> list[int]:
@@ -282,7 +301,9 @@ class Plan:
         return env, argv, node_lines
 
 
-def load_settings(argv, doc: str) -> dict:
+def load_settings(argv, doc: str, known=()) -> dict:
+    """The sweep's and benchmark.py's settings; BadInput for an argument, a bad value or a
+    misspelt name (`known`: a parent's settings, see settings.misspelt)."""
     if any(a in ("-h", "--help") for a in argv):
         settings.print_help(settings.help_text(VARS + PASSED, doc))
     if argv:
@@ -293,13 +314,17 @@ def load_settings(argv, doc: str) -> dict:
             raise BadInput(f"{name} is set: the sweep sets it per process; use "
                            f"{'SEQLENS' if name == 'SEQ_LEN' else 'OUT'} instead")
     s = settings.parse(VARS + PASSED)
-    settings.warn_misspelt(VARS + PASSED)
+    settings.check_misspelt(VARS + PASSED, known=known)
     check_capacity_bounds(s)
     return s
 
 
 def check_capacity_bounds(s: dict) -> None:
-    """BadInput when FIND_MAX_SEQLEN has nothing to search: a limit below where it starts."""
+    """BadInput when FIND_MAX_SEQLEN has nothing to search (a limit below where it starts) or
+    is asked for what its one-step probes cannot give."""
+    if s["FIND_MAX_SEQLEN"] and s["DECOMPOSE"]:
+        raise BadInput(f"DECOMPOSE={s['DECOMPOSE']} with FIND_MAX_SEQLEN=1: a capacity probe times one step "
+                       f"and writes no point to decompose; decompose a sweep's points (FIND_MAX_SEQLEN=0)")
     limit, step, first = s["MAX_SEQLEN_LIMIT"], s["SEQLEN_STEP"], min(s["SEQLENS"])
     if s["FIND_MAX_SEQLEN"] and limit < max(step, first):
         raise BadInput(f"MAX_SEQLEN_LIMIT={limit}: below SEQLEN_STEP ({step}) or the "

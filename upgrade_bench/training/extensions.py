@@ -3,9 +3,15 @@
 torch builds a C++/CUDA extension (DeepSpeed's CPU Adam, its shared-memory comm op) under
 TORCH_EXTENSIONS_DIR, holding a `lock` file in the op's folder while it builds; every other
 process that needs the op waits for the file to go, without a word and without a limit. A
-build killed mid-way (SIGKILL, a timeout) leaves the file forever: every later run, and a
-sweep at every point, waits out its POINT_TIMEOUT. A lock is stale when it is older than a
-build takes here and no compiler runs on this machine; the run then stops with the path.
+build killed mid-way (SIGKILL, a timeout, Ctrl-C on a sweep) leaves the file forever: every
+later run, and a sweep at every point, waits out its POINT_TIMEOUT.
+
+The builder (torch's FileBaton) keeps the lock open for the whole build, so on a local disk a
+lock no process holds open is stale at any age: the run stops at once, with the path. (An
+age rule alone trusted a lock killed minutes ago, and "no compiler runs here" was false
+whenever anything compiled, Triton's launcher stubs included: the run then waited for good.)
+On a network filesystem the builder may be another node's, which this machine cannot see:
+there a lock is stale only past the time a build takes.
 """
 import os
 import time
@@ -13,7 +19,11 @@ from pathlib import Path
 
 # No op of DeepSpeed's takes this long to build on a 2-core machine (CPU Adam: about a minute).
 STALE_AFTER_S = 600
-COMPILERS = ("ninja", "cc1plus", "cc1", "nvcc", "cicc", "ptxas", "c++", "g++", "gcc", "clang", "clang++", "ld")
+# Filesystems another machine may be building on (a shared home or cluster scratch).
+NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph",
+                        "fuse.sshfs", "fuse.glusterfs", "glusterfs", "afs", "pvfs2", "orangefs", "wekafs"})
+# A builder closes its lock just before removing it: a lock seen unheld is looked at again after this.
+RECHECK_S = 0.5
 
 
 def build_root() -> Path:
@@ -24,34 +34,59 @@ def build_root() -> Path:
     return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
 
 
-def compiler_running() -> bool:
-    """Whether any compiler or build tool runs on this machine now (from /proc)."""
-    for comm in Path("/proc").glob("[0-9]*/comm"):
-        try:
-            if comm.read_text().strip() in COMPILERS:
-                return True
-        except OSError:  # the process ended while we looked
-            continue
-    return False
-
-
 def build_locks(root: Path) -> list:
     """The lock files of the ops under `root` (<root>/<op>/lock or <root>/<python_device>/<op>/lock)."""
+    if not root.is_dir():
+        return []
     return sorted(set(root.glob("*/lock")) | set(root.glob("*/*/lock")))
 
 
-def stale_locks(root: Path, now: float, building: bool, stale_after_s: float = STALE_AFTER_S) -> list:
-    """[(lock path, age in s)] of build locks under `root` no live build holds: none while a
-    compiler runs (`building`), else those older than `stale_after_s`."""
-    if building or not root.is_dir():
-        return []
+def open_here() -> set:
+    """The real paths of every file a process of this machine holds open (from /proc; the
+    processes whose descriptors this user may not read are left out)."""
+    held = set()
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            held.add(os.readlink(fd))
+        except OSError:  # another user's process, or one that ended while we looked
+            continue
+    return held
+
+
+def filesystem_type(path: Path) -> str:
+    """The type of the filesystem `path` lies on (the longest mount point of /proc/mounts above it)."""
+    real, best, kind = os.path.realpath(path), "", ""
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return ""
+    for line in mounts:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        point = parts[1].replace("\\040", " ")
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+            best, kind = point, parts[2]
+    return kind
+
+
+def is_stale(held: bool, network: bool, age_s: float, stale_after_s: float = STALE_AFTER_S) -> bool:
+    """Whether no build holds a lock: a process here holds it open while it builds; on a network
+    filesystem a builder elsewhere is trusted for as long as a build takes."""
+    if held:
+        return False
+    return age_s > stale_after_s if network else True
+
+
+def stale_locks(root: Path, now: float, held: set, network=lambda lock: False) -> list:
+    """[(lock path, age in s)] of the build locks under `root` no build holds (`held`: open_here())."""
     found = []
     for lock in build_locks(root):
         try:
             age = now - lock.stat().st_mtime
-        except OSError:
+        except OSError:  # removed by its builder meanwhile
             continue
-        if age > stale_after_s:
+        if is_stale(os.path.realpath(lock) in held, network(lock), age):
             found.append((lock, age))
     return found
 
@@ -59,22 +94,24 @@ def stale_locks(root: Path, now: float, building: bool, stale_after_s: float = S
 def stale_lock_problem() -> str | None:
     """The one line a run stops with when a killed build's lock would make it wait forever."""
     root = build_root()
-    found = stale_locks(root, time.time(), compiler_running())
+    network = lambda lock: filesystem_type(lock) in NETWORK_FS  # noqa: E731
+    found = stale_locks(root, time.time(), open_here(), network)
+    if found:  # not a build that was just ending: still there, still unheld, a moment later
+        time.sleep(RECHECK_S)
+        found = stale_locks(root, time.time(), open_here(), network)
     if not found:
         return None
     lock, age = found[0]
-    return (f"a stale build lock at {lock} ({age / 60:.0f} min old, and no compiler runs here: a build "
-            f"of this op was killed); every run that needs the op would wait on it forever. Remove it "
+    return (f"a stale build lock at {lock} ({age / 60:.0f} min old, and no process holds it: a build of "
+            f"this op was killed); every run that needs the op would wait on it forever. Remove it "
             f"(rm {lock}) and run again, or set TORCH_EXTENSIONS_DIR to a folder of this run's own")
 
 
 def waiting_notice() -> str | None:
     """A line for the terminal when a live build holds a lock this run will wait on."""
-    root = build_root()
-    if not root.is_dir() or not compiler_running():
+    held = open_here()
+    live = [lock for lock in build_locks(build_root()) if os.path.realpath(lock) in held]
+    if not live:
         return None
-    locks = build_locks(root)
-    if not locks:
-        return None
-    return (f"waiting for another process's build of {locks[0].parent.name} ({locks[0]}): "
+    return (f"waiting for another process's build of {live[0].parent.name} ({live[0]}): "
             f"the first build of a DeepSpeed op takes about a minute")

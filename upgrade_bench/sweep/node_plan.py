@@ -1,0 +1,318 @@
+"""run_node.sh's plan: its steps and their commands, what the node's folder already holds of
+this request, and the estimate of what is left. Nothing here starts a process.
+
+Every step has an identity: the machine (GPU name and count), and what the step measures as
+its script resolves it (the training steps: the sweep's resolved run identity, log/runs.py,
+and attention backend; the others: their own settings). A step is done only where its
+records answer this identity: the sweep and the decomposition by point (sweep_plan.
+already_done, RESUME's own test), attention by length, the other steps by a `node_step`
+record of a run that ended with exit 0. Records of another identity in the folder are
+refused (folder_conflict), never mixed with this request's.
+
+The decomposition step is a sweep of DECOMPOSE_SEQLENS with DECOMPOSE=N: the sweep's plan,
+settings (Liger included) and identity, each length in a process of its own, a point that
+does not fit a recorded error; RESUME counts a point of it done only with its decomposition.
+"""
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..faults import BadInput
+from ..hardware import devices
+from ..kernels import attn_backends, attn_bench, timing
+from ..log.records import read_log
+from ..log.runs import identity_difference, run_identity, with_headers
+from ..models import flops, layers
+from ..numfmt import fmt_s
+from ..paths import REPO
+from . import sweep_plan
+
+STEPS = ("capabilities", "mamf", "hbm", "comm", "attention", "sweep", "decomposition")
+TRAINING_STEPS = ("sweep", "decomposition")
+# The scripts whose settings a step passes on from the node's environment (mamf-finder.py
+# takes flags, and the training steps are run_sweep.sh's).
+CHILDREN = {"capabilities": "check_capabilities.py", "hbm": "bench_hbm.py", "comm": "bench_comm.py",
+            "attention": "bench_flash_attn.py"}
+OUTPUTS = {"capabilities": "capabilities.jsonl", "mamf": "mamf.jsonl", "hbm": "hbm.jsonl", "comm": "comm.jsonl",
+           "attention": "attention.jsonl", "sweep": "sweep.jsonl", "decomposition": "decompose.jsonl"}
+# A kernel benchmark's timing window changes how precisely a point is timed, not what it measures.
+TIMING = frozenset(v.name for v in timing.window_vars(attn_bench.TIMING_DEFAULTS, ""))
+# bench_flash_attn.py records the heads it resolved from MODEL where these were 0 (unset).
+HEAD_SETTINGS = ("NHEADS", "NHEADS_KV", "HEAD_DIM")
+DECOMPOSE_STEPS = 3  # profiled steps per point: bench_decompose.py's PROFILE_STEPS
+
+# Rough costs behind the estimate, from the node command's run on one H200
+# (results/h200-families-3/node/node.jsonl: each step's estimate and wall time):
+CAPABILITIES_S = 25.0       # check_capabilities.py's probes: 23 s
+MAMF_S = 45.0               # mamf-finder.py's default search: 42 s (41 s on another H200)
+ATTENTION_START_S = 28.0    # bench_flash_attn.py up to its first point: imports, each backend's check
+ATTENTION_BACKENDS = 2      # its default: the kernel training picks here, and cuDNN SDPA
+ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on the H200's 989 peak
+# A training process before its first step: imports, model build, DeepSpeed init; it grows with
+# the model (an 8B on 2 GPUs took 70-120 s a point; the 2-layer cut of it, 1.5B, about 20 s).
+START_S = 20.0
+START_S_PER_BPARAM = 10.0
+FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
+ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
+HBM_S = 25.0                # bench_hbm.py's defaults: 20 s and 17 s (results/h200-hbm-6/pipeline.log)
+# bench_comm.py's defaults, not yet timed on a node: 28 points of 1.5 s windows (42 s), and the
+# launcher, torch and NCCL's first connections before them (a training process's start, ~20 s).
+COMM_S = 60.0
+
+
+@dataclass
+class Step:
+    name: str
+    argv: list
+    env: dict                       # what it gets on top of the node's environment
+    output: str                     # its records file, in the node's folder
+    identity: dict                  # what it measures, as compared with the folder's records
+    lengths: list | None = None     # the lengths it covers (None: a step without lengths)
+    todo: list | None = None        # of those, the ones still to run
+    done: bool = False              # a step without lengths: done in an earlier run
+    estimate_s: float | None = None  # of what is left to run
+    sweep: sweep_plan.Plan | None = field(default=None, repr=False)  # a training step's sweep
+
+    @property
+    def finished(self) -> bool:
+        return self.done if self.lengths is None else not self.todo
+
+    def run_env(self) -> dict:
+        """`env` as this run gives it: attention only the lengths no earlier run measured (a
+        training step's sweep skips its points itself, RESUME=1, and shows them in its table)."""
+        if self.name == "attention":
+            return {**self.env, "SEQLENS": " ".join(map(str, self.todo))}
+        return dict(self.env)
+
+
+def start_s(spec, backend: str) -> float:
+    """A training process's start-up and first step, by the model's size (all its weights) and
+    what the attention backend compiles there (FlexAttention: over a minute cold)."""
+    first_step = max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
+    return START_S + START_S_PER_BPARAM * spec.total_params / 1e9 + first_step
+
+
+def attention_s(spec, lengths: list, peak_tflops: float | None) -> float | None:
+    """bench_flash_attn.py with its default backends and timing over the model's quadratic
+    layers at `lengths`, each point its floors and calls at ATTENTION_MFU of the peak (the
+    linear mixers' FLA kernels are not in it); None without a peak (a CPU) or a model."""
+    if not peak_tflops or spec is None:
+        return None
+    work = [flops.attention_kernel_flops(1, n, m.heads, m.qk_head_dim, pass_=p, window=m.window,
+                                         v_head_dim=m.v_head_dim)
+            for m in spec.distinct_mixers() if m.kind in layers.QUADRATIC
+            for n in lengths for p in attn_bench.PASSES] * ATTENTION_BACKENDS
+    floor_s, calls = attn_bench.floor_and_calls(attn_bench.TIMING_DEFAULTS)
+    return ATTENTION_START_S + attn_bench.points_s(work, floor_s, calls, ATTENTION_MFU * peak_tflops)
+
+
+def training_step_s(spec, seq_len: int, peak_tflops: float | None, grad_checkpoint: bool) -> float | None:
+    """One fwd+bwd+step at ASSUMED_MFU of the peak; None without a peak (a CPU)."""
+    if not peak_tflops:
+        return None
+    work = flops.step_flops(spec, 1, seq_len, grad_checkpoint=grad_checkpoint).hardware
+    return work / (peak_tflops * 1e12 * ASSUMED_MFU)
+
+
+def points_s(plan: sweep_plan.Plan, lengths: list) -> float | None:
+    """A sweep of `plan` over `lengths`: each process's start-up, then every point's warm-up,
+    timed and (DECOMPOSE) profiled steps; None without a peak or a model."""
+    s, r = plan.s, plan.resolved
+    if r.cut is None or not r.peak_tflops:
+        return None
+    steps = s["WARMUP_STEPS"] + s["STEPS"] + s["DECOMPOSE"]
+    starts = len(sweep_plan.process_plan(lengths, s["REUSE_PROCESS"]))
+    return starts * start_s(r.cut.counted, r.backend) + sum(
+        steps * training_step_s(r.cut.counted, n, r.peak_tflops, s["GRAD_CHECKPOINT"]) for n in lengths)
+
+
+def training_step(name: str, train: dict, out: Path, lengths: list, decompose: int, dry_run: bool,
+                  machine: dict, environ) -> Step:
+    """The sweep or the decomposition step: run_sweep.sh on `lengths`, planned by the sweep's own
+    planner (sweep_plan.prepare: its checks, resolution and RESUME), what is left and its estimate."""
+    env = {"OUT": str(out / OUTPUTS[name]), "RESUME": "1", "SEQLENS": " ".join(map(str, lengths))}
+    if decompose:
+        env["DECOMPOSE"] = str(decompose)
+    plan = sweep_plan.prepare({**train, "SEQLENS": lengths, "OUT": env["OUT"], "RESUME": True,
+                               "DECOMPOSE": decompose or train["DECOMPOSE"], "DRY_RUN": dry_run}, environ)
+    todo = sweep_plan.pending(lengths, sweep_plan.already_done(plan, sweep_plan.existing_records(plan.out)))
+    identity = {**machine, **run_identity(plan.config)[0], "attn_backend": plan.backend}
+    return Step(name, ["bash", str(REPO / "run_sweep.sh")], env, OUTPUTS[name], identity, sorted(set(lengths)),
+                todo, estimate_s=points_s(plan, todo), sweep=plan)
+
+
+def child_identity(module, env: dict) -> dict:
+    """A step script's settings as it will parse them from `env` (BadInput now, not after the
+    steps before it ran), less what does not change what it measures."""
+    from .. import settings
+
+    parsed = settings.parse(module.VARS, env)
+    getattr(module, "validate", lambda s: None)(parsed)
+    return run_identity(parsed, ignore=TIMING)[0]
+
+
+def plan(s: dict, train: dict, out: Path, python: str, children: dict, environ, own: set) -> list:
+    """Every step, in order, with its command, identity, what is left of it and its estimate
+    (SKIP's steps too: the folder must not hold another configuration of them either);
+    `children`: the step scripts as modules (settings.script_module); `own`: the node's settings."""
+    seen = devices.visible_gpus(environ)
+    machine = {"gpu_name": seen[0].name if seen else None, "gpu_count": len(seen)}
+    train_lengths = sorted(set(train["SEQLENS"]))
+    sweep = training_step("sweep", train, out, train_lengths, 0, s["DRY_RUN"], machine, environ)
+    decomposition = training_step("decomposition", train, out, sorted(set(s["DECOMPOSE_SEQLENS"])),
+                                  train["DECOMPOSE"] or DECOMPOSE_STEPS, s["DRY_RUN"], machine, environ)
+    resolved = sweep.sweep.resolved
+    spec = resolved.cut.counted if resolved.cut else None
+    attention_lengths = sorted(set(s["ATTN_SEQLENS"]))
+    envs = {"capabilities": {"OUTPUT": str(out / OUTPUTS["capabilities"])},
+            "hbm": {"OUTPUT": str(out / OUTPUTS["hbm"])}, "comm": {"OUTPUT": str(out / OUTPUTS["comm"])},
+            "attention": {"MODEL": train["MODEL"], "SEQLENS": " ".join(map(str, attention_lengths)),
+                          "OUTPUT": str(out / OUTPUTS["attention"])}}
+    asked = {name: {**machine, **child_identity(children[name], step_environ(environ, name, env, own))}
+             for name, env in envs.items()}
+    attention = Step("attention", [python, str(REPO / "bench_flash_attn.py")], envs["attention"],
+                     OUTPUTS["attention"], asked["attention"], attention_lengths, attention_lengths)
+    steps = [
+        Step("capabilities", [python, str(REPO / "check_capabilities.py")], envs["capabilities"],
+             OUTPUTS["capabilities"], asked["capabilities"], estimate_s=CAPABILITIES_S),
+        Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / OUTPUTS["mamf"])], {},
+             OUTPUTS["mamf"], dict(machine), estimate_s=MAMF_S),
+        Step("hbm", [python, str(REPO / "bench_hbm.py")], envs["hbm"], OUTPUTS["hbm"], asked["hbm"], estimate_s=HBM_S),
+        # one GPU has no link to measure (bench_comm.py refuses one rank): the step is planned on 2+
+        *([Step("comm", [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(machine["gpu_count"]),
+                         str(REPO / "bench_comm.py")], envs["comm"], OUTPUTS["comm"], asked["comm"],
+                estimate_s=COMM_S)] if machine["gpu_count"] >= 2 else []),
+        attention,
+        sweep,
+        decomposition,
+    ]
+    resume(steps, out)
+    attention.estimate_s = attention_s(spec, attention.todo, resolved.peak_tflops) if attention.todo else 0.0
+    return steps
+
+
+def step_environ(environ, name: str, env: dict, own: set) -> dict:
+    """What a step's process sees: the node's environment less the node's `own` settings, and
+    but for the training steps less the sweep's (bench_flash_attn.py has a SEQLENS of its
+    own), plus the step's own variables."""
+    inherited = {k: v for k, v in environ.items() if k not in own}
+    if name not in TRAINING_STEPS:
+        inherited = sweep_plan.without_sweep_settings(inherited)
+    return {**inherited, **env}
+
+
+def node_records(out: Path) -> list:
+    """The `node_step` records of the folder's node.jsonl (none where there is none yet)."""
+    return [r for r in read_log(str(out / "node.jsonl"), "NODE_OUT's node.jsonl") if r.get("kind") == "node_step"]
+
+
+def resume(steps: list, out: Path) -> None:
+    """Mark what earlier runs on the folder did of each step without lengths, and what they
+    measured of attention: a run of the same identity that ended with exit 0, its file still
+    there. (The training steps' points were read from their files by their sweep's plan.)"""
+    ended = [r for r in node_records(out) if r.get("exit_code") == 0 and isinstance(r.get("identity"), dict)]
+    for st in steps:
+        if st.name in TRAINING_STEPS or not (out / st.output).exists():
+            continue
+        ours = [r for r in ended
+                if r.get("step") == st.name and identity_difference(r["identity"], st.identity) is None]
+        if st.lengths is None:
+            st.done = bool(ours)
+            st.estimate_s = 0.0 if st.done else st.estimate_s
+        else:
+            measured = {n for r in ours for n in (r.get("seq_lens") or [])}
+            st.todo = [n for n in st.lengths if n not in measured]
+
+
+def folder_conflict(steps: list, out: Path) -> str | None:
+    """Where the folder holds records of another configuration than this request's: the file
+    and the settings that differ; None when everything in it is of this request."""
+    by_name = {st.name: st for st in steps}
+    for r in node_records(out):
+        st = by_name.get(r.get("step"))
+        if st and isinstance(r.get("identity"), dict):
+            difference = identity_difference(r["identity"], st.identity)
+            if difference:
+                return f"node.jsonl ({st.name}): {difference}"
+    for st in steps:
+        path = out / st.output
+        if st.name not in TRAINING_STEPS + ("attention",) or not path.is_file():
+            continue
+        for header in (h for h in read_log(str(path), f"NODE_OUT's {st.output}")
+                       if h.get("kind") == "header" and h.get("script") != "run_sweep.sh"):
+            difference = header_difference(st, header)
+            if difference:
+                return f"{st.output}: {difference}"
+    return None
+
+
+def header_difference(st: Step, header: dict) -> str | None:
+    """How a header in a step's file differs from what the step asks (None: the same)."""
+    config = header.get("config") if isinstance(header.get("config"), dict) else {}
+    if st.name == "attention":
+        asked = {k: v for k, v in st.identity.items() if k not in ("gpu_name", "gpu_count")}
+        unset = {k for k in HEAD_SETTINGS if not asked.get(k)}
+        return identity_difference(config, asked, ignore=TIMING | unset)
+    if not header.get("attn_backend"):  # a header from before the field: its config alone
+        return identity_difference(config, st.sweep.config)
+    return identity_difference({**config, "attn_backend": header["attn_backend"]},
+                               {**st.sweep.config, "attn_backend": st.sweep.backend})
+
+
+def missing(st: Step, exit_code: int | None, out: Path) -> list:
+    """What a step that ran (exit `exit_code`) left unmeasured, each as a phrase: its points
+    without a summary (with the reason its records give), a length, or the step itself."""
+    if st.name in TRAINING_STEPS:
+        records = sweep_plan.existing_records(st.sweep.out)
+        left = sweep_plan.pending(st.lengths, sweep_plan.already_done(st.sweep, records))
+        why = {r.get("seq_len"): r.get("error") for r, _ in with_headers(records) if r.get("kind") == "error"}
+        return [f"{st.name} at {n} ({why.get(n) or 'not run'})" for n in left]
+    if exit_code == 0:
+        return []
+    what = f"{st.name} at {' '.join(map(str, st.todo))}" if st.lengths is not None else st.name
+    return [f"{what} (exit {exit_code})"]
+
+
+def plan_text(steps: list, gpu_count: int) -> str:
+    """The plan: each step with the lengths it covers, what an earlier run did of it, its
+    estimate and command; then the total."""
+    lines, total, unknown = [], 0.0, False
+    training = next((st.sweep.resolved for st in steps if st.sweep), None)
+    if training:
+        cut = training.cut.label() if training.cut else "its config not at hand yet"
+        lines.append(f"[node] training (sweep, decomposition): {training.settings['MODEL']}, {cut}, attention "
+                     f"{training.backend}, Liger {'on' if training.use_liger else 'off'}, {training.world_size} "
+                     f"rank(s)")
+    for i, st in enumerate(steps, 1):
+        if st.finished:
+            lines.append(f"[node] {i}. {st.name}{covers(st)}: done in an earlier run, skipped")
+            continue
+        if st.estimate_s is None:
+            unknown = True
+        total += st.estimate_s or 0.0
+        lines.append(f"[node] {i}. {st.name}{covers(st)}: ~{fmt_s(st.estimate_s)}  "
+                     f"{sweep_plan.shell_line(st.run_env(), st.argv)}")
+    hours = (f"{total * gpu_count / 3600:.2f} GPU-hours on {gpu_count} GPU(s)" if gpu_count
+             else "no GPU (a CPU try-out)")
+    note = " (steps marked ? have no estimate here: no GPU peak)" if unknown else ""
+    lines.append(f"[node] estimated {fmt_s(total)} of wall time at least, {hours}{note}")
+    return "\n".join(lines)
+
+
+def covers(st: Step) -> str:
+    """' at 8192 32768' (and, resumed, which of them were done), or '' for a step without lengths."""
+    if st.lengths is None:
+        return ""
+    text = " at " + " ".join(map(str, st.lengths))
+    done = [n for n in st.lengths if n not in st.todo]
+    if done and st.todo:
+        text += f" ({' '.join(map(str, done))} done in an earlier run; {' '.join(map(str, st.todo))} to run)"
+    return text
+
+
+def check_skip(skip: list) -> None:
+    unknown = [name for name in skip if name not in STEPS]
+    if unknown:
+        raise BadInput(f"SKIP={' '.join(skip)!r}: {unknown[0]!r} is no step; expected names among "
+                       f"{' '.join(STEPS)}")
+    if set(STEPS) <= set(skip):
+        raise BadInput(f"SKIP={' '.join(skip)!r}: every step is left out, so nothing would run")
