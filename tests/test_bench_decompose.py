@@ -298,14 +298,15 @@ def test_linear_mixer_and_moe_routing_kernels_have_their_own_bucket_and_part():
 
 
 def test_a_low_precision_has_its_gemms_and_its_casts_apart():
-    # One profiled step, wall 100 ms: a float8 GEMM 30 ms and a bf16 one 20 ms (gemm), the
+    # One profiled step, wall 100 ms: float8 GEMMs 30 ms and a bf16 one 20 ms (gemm), the
     # converted linears' fused amax/cast 10 ms and an elementwise kernel 40 ms (other); the
     # converted linears did 3 of the step's 5 dense TFLOP.
     kernel_us = {
-        "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1_cublas": 30_000.0,
-        "nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNN": 20_000.0,
-        "triton_red_fused_abs_amax_0": 6_000.0,
-        "triton_poi_fused__to_copy_clamp_div_mul_reciprocal_1": 4_000.0,
+        "nvjet_sm90_qqtst_192x192_128x4_1x2_h_bz_coopB_TNN": 20_000.0,  # names of an H200's fp8 step
+        "nvjet_sm90_qrtst_128x160_128x5_2x1_v_bz_coopA_algo2_TNT": 10_000.0,
+        "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT": 20_000.0,
+        "triton_red_fused_abs_max_view_0": 6_000.0,
+        "triton_poi_fused__scaled_mm__to_copy_clamp_clone_mul_reciprocal_t_view_3": 4_000.0,
         "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>": 40_000.0,
     }
     step = StepFlops(dense=5e12, attention=0.0, linear=0.0, recompute=0.0)

@@ -34,7 +34,7 @@ def test_deepspeed_gets_the_guides_zero_settings_at_every_stage():
 
 
 def test_packed_batch_positions_and_labels():
-    batch = engine.make_batch(2, 10, 4, 50, torch.device("cpu"), torch.Generator().manual_seed(0))
+    batch = engine.make_batch(2, 10, 4, (0, 50), torch.device("cpu"), torch.Generator().manual_seed(0))
     assert batch["position_ids"][0].tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
     # the first token of documents 2 and 3 is never predicted from the previous document
     assert (batch["labels"][:, [4, 8]] == -100).all()
@@ -42,9 +42,13 @@ def test_packed_batch_positions_and_labels():
     assert batch["use_cache"] is False and int(batch["input_ids"].max()) < 50
 
 
-def test_token_limit_stays_below_special_tokens():
-    assert engine.token_limit(model.load_config("llama-3.1-8b")) == 128000
-    assert engine.token_limit(model.load_config("tiny")) == 1000
+def test_random_tokens_stay_clear_of_the_special_tokens_at_either_end():
+    assert engine.token_range(model.load_config("llama-3.1-8b")) == (0, 128000)  # bos 128000, eos 128001
+    assert engine.token_range(model.load_config("tiny")) == (0, 1000)
+    # DeepSeek-V3: bos 0, eos 1; a ceiling at the first special id drew no token (an H200 run failed)
+    assert engine.token_range(model.load_config("deepseek-v3")) == (2, 129280)
+    assert engine.token_range(model.load_config("gemma-3-12b")) == (3, 262208)  # pad 0, eos 1, bos 2: not only 0s
+    assert engine.token_range(model.load_config("gpt-oss-20b")) == (0, 199999)  # pad 199999, eos 200002
 
 
 def test_the_start_line_says_what_a_compiling_backends_first_step_costs():

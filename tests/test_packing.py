@@ -17,7 +17,7 @@ def setup(doc_len):
     torch.manual_seed(0)
     net = transformers.AutoModelForCausalLM.from_config(model.load_config("tiny"), attn_implementation="sdpa")
     net.eval()
-    batch = engine.make_batch(1, 96, doc_len, 1000, torch.device("cpu"), torch.Generator().manual_seed(1))
+    batch = engine.make_batch(1, 96, doc_len, (0, 1000), torch.device("cpu"), torch.Generator().manual_seed(1))
     changed = {**batch, "input_ids": batch["input_ids"].clone()}
     changed["input_ids"][0, 5] = (changed["input_ids"][0, 5] + 1) % 1000  # a token of document 1
     return net, batch, changed

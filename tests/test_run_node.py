@@ -182,9 +182,9 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     assert steps["attention"].estimate_s == pytest.approx(28 + 2 * (6 * 0.7 + calls_s))
     step_s = {n: node_plan.training_step_s(spec, n, 989.0, False) for n in (8192, 32768)}
     assert step_s[8192] == flops.step_flops(spec, 1, 8192).hardware / (989e12 * 0.35)
-    # start-up: 20 s, 10 s per billion weights (8 layers of the 8B: 2.80B with both embeddings),
-    # and a 10 s first step, per process: a length each, as in the sweep
-    start = 20 + 10 * 2.80 + 10
+    # start-up: 20 s, 1.5 s per billion weights with the optimizer on the GPU (8 layers of the 8B:
+    # 2.80B with both embeddings), and a 10 s first step, per process: a length each, as in the sweep
+    start = 20 + 1.5 * 2.80 + 10
     assert steps["sweep"].estimate_s == pytest.approx(2 * start + 12 * sum(step_s.values()), abs=0.1)
     # the decomposition: the sweep's process and steps at its length, and DECOMPOSE=3 profiled ones
     assert steps["decomposition"].estimate_s == pytest.approx(start + 15 * step_s[8192], abs=0.05)
@@ -200,6 +200,8 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     assert two["comm"].argv == ["python", "-m", "deepspeed.launcher.runner", "--num_gpus", "2", str(REPO / "bench_comm.py")]
     assert two["comm"].env == {"OUTPUT": str(tmp_path / "comm.jsonl")}
     # a backend that compiles in the first step (flex: 80 s) replaces the 10 s of it, per process
+    # the optimizer on the host: DeepSpeed's CPU Adam pins its state, 10 s per billion weights
+    assert node_plan.start_s(spec, "sdpa", True) - node_plan.start_s(spec, "sdpa") == pytest.approx(8.5 * spec.total_params / 1e9)
     flex = node_plan.start_s(spec, "flex") - node_plan.start_s(spec, "sdpa")
     assert flex == pytest.approx(80 - 10)
 

@@ -40,20 +40,24 @@ TIMING = frozenset(v.name for v in timing.window_vars(attn_bench.TIMING_DEFAULTS
 HEAD_SETTINGS = ("NHEADS", "NHEADS_KV", "HEAD_DIM")
 DECOMPOSE_STEPS = 3  # profiled steps per point: bench_decompose.py's PROFILE_STEPS
 
-# Rough costs behind the estimate, from the node command's run on one H200
-# (results/h200-families-3/node/node.jsonl: each step's estimate and wall time):
-CAPABILITIES_S = 25.0       # check_capabilities.py's probes: 23 s
-MAMF_S = 45.0               # mamf-finder.py's default search: 42 s (41 s on another H200)
+# Rough costs behind the estimate, from the node command's runs on one H200
+# (results/h200-families-3/node/node.jsonl and results/h200-precision-7/node/node.jsonl: each
+# step's estimate and wall time):
+CAPABILITIES_S = 28.0       # check_capabilities.py's probes: 23 s, 31 s
+MAMF_S = 45.0               # mamf-finder.py's default search: 42 s, 41 s, 38 s
 ATTENTION_START_S = 28.0    # bench_flash_attn.py up to its first point: imports, each backend's check
 ATTENTION_BACKENDS = 2      # its default: the kernel training picks here, and cuDNN SDPA
 ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on the H200's 989 peak
-# A training process before its first step: imports, model build, DeepSpeed init; it grows with
-# the model (an 8B on 2 GPUs took 70-120 s a point; the 2-layer cut of it, 1.5B, about 20 s).
+# A training process before its first step: imports, model build, DeepSpeed init. It grows with
+# the model where the optimizer lives on the host (DeepSpeed's CPU Adam pins its state: an 8B on
+# 2 GPUs, ZeRO-3 and offload, took 70-120 s a point) and barely without (the 8-layer cut of the
+# 8B, 2.8B weights, ZeRO-2 on the GPU: 24 s a process, results/h200-precision-7/node/sweep.log).
 START_S = 20.0
-START_S_PER_BPARAM = 10.0
+START_S_PER_BPARAM = 1.5
+START_S_PER_BPARAM_OFFLOAD = 10.0
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
-HBM_S = 25.0                # bench_hbm.py's defaults: 20 s and 17 s (results/h200-hbm-6/pipeline.log)
+HBM_S = 18.0                # bench_hbm.py's defaults: 20 s, 17 s and 16 s (results/h200-hbm-6, h200-precision-7)
 # bench_comm.py's defaults, not yet timed on a node: 28 points of 1.5 s windows (42 s), and the
 # launcher, torch and NCCL's first connections before them (a training process's start, ~20 s).
 COMM_S = 60.0
@@ -84,11 +88,13 @@ class Step:
         return dict(self.env)
 
 
-def start_s(spec, backend: str) -> float:
-    """A training process's start-up and first step, by the model's size (all its weights) and
-    what the attention backend compiles there (FlexAttention: over a minute cold)."""
+def start_s(spec, backend: str, offload: bool = False) -> float:
+    """A training process's start-up and first step, by the model's size (all its weights),
+    where its optimizer lives, and what the attention backend compiles there (FlexAttention:
+    over a minute cold)."""
     first_step = max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
-    return START_S + START_S_PER_BPARAM * spec.total_params / 1e9 + first_step
+    per_bparam = START_S_PER_BPARAM_OFFLOAD if offload else START_S_PER_BPARAM
+    return START_S + per_bparam * spec.total_params / 1e9 + first_step
 
 
 def attention_s(spec, lengths: list, peak_tflops: float | None) -> float | None:
@@ -121,7 +127,7 @@ def points_s(plan: sweep_plan.Plan, lengths: list) -> float | None:
         return None
     steps = s["WARMUP_STEPS"] + s["STEPS"] + s["DECOMPOSE"]
     starts = len(sweep_plan.process_plan(lengths, s["REUSE_PROCESS"]))
-    return starts * start_s(r.cut.counted, r.backend) + sum(
+    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"]) + sum(
         steps * training_step_s(r.cut.counted, n, r.peak_tflops, s["GRAD_CHECKPOINT"]) for n in lengths)
 
 

@@ -64,6 +64,19 @@ RULES = (
           "_scaled_dot_product_flash_attention_for_cpu; FlexAttention's inductor kernels "
           "triton_tem_fused_flex_attention_0, ..._backward_1, triton_per_fused_flex_attention_backward_0, "
           "seen on an H200)", r"attention|sdpa"),
+    # Only PRECISION's converted linears are compiled (training/low_precision.py; FlexAttention's
+    # inductor kernels matched attention above): their fused kernels are its amax, scale and cast,
+    # named after the ops they fuse, the GEMM they feed among them (triton_poi_fused__scaled_mm_
+    # _to_copy_clamp_..., triton_red_fused_abs_max_...: an H200's): before any GEMM rule.
+    _rule("other", "a low precision's amax / scale / cast: inductor kernels of the converted linears "
+          "(triton_poi_fused_*, triton_red_fused_*, triton_per_fused_*); on CPU aten::amax",
+          r"^triton_(poi|red|per)_fused|^aten::amax$", part=PRECISION_CAST),
+    # Before the other gemm rules: the same libraries' float8 kernels name their element types
+    # (cuBLASLt's nvjet kernels as q/r: nvjet_sm90_qqtst_* for e4m3 x e4m3, nvjet_sm90_qrtst_*
+    # with an e5m2 gradient, seen on an H200 beside the bf16 nvjet_sm90_tst_*).
+    _rule("gemm", "float8 GEMMs (cuBLASLt's nvjet_sm90_qqtst_* / qrtst_*, *_e4m3* / *_e5m2*, CUTLASS's "
+          "f8f8bf16 row-wise; on CPU aten::_scaled_mm)", r"nvjet_sm\d+_[qr][qr]|e4m3|e5m2|f8f8|float_e[45]m|"
+          r"^aten::_scaled_mm$", part=LOW_PRECISION_GEMM),
     # Before gemm and the Triton rule: FLA's kernels are Triton, Mamba's name a "bmm" of chunks.
     _rule("linear_mixer", "flash-linear-attention Gated DeltaNet (chunk_gated_delta_rule_*, "
           "chunk_scaled_dot_kkt_*, solve_tril, recompute_w_u_*, prepare_wy_repr_*, chunk_fwd/bwd_kernel_*, "
@@ -73,9 +86,6 @@ RULES = (
     _rule("linear_mixer", "Mamba-2 SSD / selective scan (_chunk_scan_*, _chunk_state_*, "
           "_state_passing_*, _bmm_chunk_*, selective_scan)",
           r"_chunk_scan|_chunk_state|_state_passing|_bmm_chunk|selective_scan"),
-    # Before the other gemm rules: the same libraries' float8 kernels name their element types.
-    _rule("gemm", "float8 GEMMs (cuBLASLt's *_e4m3* / *_e5m2*, CUTLASS's f8f8bf16 row-wise, "
-          "torch._scaled_mm)", r"e4m3|e5m2|f8f8|float_e[45]m|_scaled_mm|fp8", part=LOW_PRECISION_GEMM),
     _rule("gemm", "cuBLAS / cuBLASLt (sm90_xmma_gemm_*, ampere_*gemm*, nvjet_*, gemv, splitKreduce)",
           r"gemm|gemv|nvjet|cublas|xmma"),
     _rule("gemm", "CUTLASS (cutlass::Kernel2<cutlass_80_tensorop_*>, cutlass::device_kernel<...>)",
@@ -89,11 +99,6 @@ RULES = (
     # is this scatter-add: on the H200 it was 5.6% of gpt-oss's 8K step. A dense step has none.
     _rule("other", "token permutation backward (indexing_backward_kernel)", r"indexing_backward",
           part=MOE_ROUTING),
-    # Only PRECISION's converted linears are compiled (training/low_precision.py; FlexAttention's
-    # inductor kernels matched attention above): their fused kernels are its amax, scale and cast.
-    _rule("other", "a low precision's amax / scale / cast: inductor kernels of the converted linears "
-          "(triton_poi_fused_*, triton_red_fused_*, triton_per_fused_*); on CPU aten::amax", r"^triton_(poi|red|per)_fused|^aten::amax$",
-          part=PRECISION_CAST),
     _rule("other", "ATen native CUDA kernels (elementwise, reductions, copies, softmax, embedding)",
           r"at::native::|at_cuda_detail|\bcub::|elementwise|reduce_kernel"),
     _rule("other", "Triton: Liger (_rms_norm_*, _swiglu_*, _triton_rope, liger_cross_entropy) and "

@@ -110,14 +110,20 @@ def build_engine(rc: RunConfig, mark=None):
     return engine, keep_alive
 
 
-def token_limit(hf_config) -> int:
-    """Random tokens stay below the special-token range (Llama-3's starts at bos=128000)."""
-    ids = [getattr(hf_config, name, None) for name in ("bos_token_id", "eos_token_id")]
-    ids = [i for x in ids for i in (x if isinstance(x, list) else [x]) if isinstance(i, int)]
-    return min([hf_config.vocab_size] + ids)
+def token_range(hf_config) -> tuple[int, int]:
+    """[low, high) of the random tokens: clear of the special tokens at either end of the
+    vocabulary. Llama-3's start at bos=128000 of 128,256, below them; DeepSeek-V3's (bos 0,
+    eos 1) and Gemma 3's (pad 0, eos 1, bos 2) sit at the bottom, above them (a ceiling at the
+    first special id drew no token at all there, or only 0)."""
+    vocab = hf_config.vocab_size
+    ids = [getattr(hf_config, name, None) for name in ("bos_token_id", "eos_token_id", "pad_token_id")]
+    ids = [i for x in ids for i in (x if isinstance(x, list) else [x]) if isinstance(i, int) and 0 <= i < vocab]
+    low = max([i + 1 for i in ids if i < vocab // 2], default=0)
+    high = min([i for i in ids if i >= vocab // 2], default=vocab)
+    return low, high
 
 
-def make_batch(batch: int, seq_len: int, doc_len: int, vocab_limit: int, device, generator) -> dict:
+def make_batch(batch: int, seq_len: int, doc_len: int, tokens: tuple, device, generator) -> dict:
     """Random tokens; with doc_len, documents packed into each sequence.
 
     Packed documents are told apart by position_ids that restart at 0: transformers' flash
@@ -127,7 +133,7 @@ def make_batch(batch: int, seq_len: int, doc_len: int, vocab_limit: int, device,
     """
     import torch
 
-    ids = torch.randint(0, vocab_limit, (batch, seq_len), generator=generator).to(device)
+    ids = torch.randint(*tokens, (batch, seq_len), generator=generator).to(device)
     labels = ids.clone()
     positions = torch.cat([torch.arange(n) for n in flops.doc_lengths(seq_len, doc_len)])
     if doc_len:
@@ -150,7 +156,7 @@ def prepare_point(rc: RunConfig, seq_len: int):
 
     s = rc.settings
     generator = torch.Generator().manual_seed(s["SEED"] + seq_len)
-    batch = make_batch(s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"], token_limit(rc.hf_config),
+    batch = make_batch(s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"], token_range(rc.hf_config),
                        rc.device, generator)
     memory.reset_point_counters(rc.device)
     return batch, flops.step_flops(rc.spec, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
