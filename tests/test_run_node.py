@@ -15,9 +15,9 @@ from conftest import REPO, SWEEP_CLEARED, import_script, mount_tmpfs, records, r
 from upgrade_bench import faults, settings
 from upgrade_bench.hardware import devices
 from upgrade_bench.log.records import RecordWriter
-from upgrade_bench.models import flops
+from upgrade_bench.models import flops, model
 from upgrade_bench.sweep import node, node_plan, sweep_plan
-from upgrade_bench.training import resolver, variables
+from upgrade_bench.training import low_precision, resolver, variables
 
 RUN_NODE = REPO / "run_node.sh"
 CHILDREN = {name: import_script(script) for name, script in node_plan.CHILDREN.items()}
@@ -429,3 +429,9 @@ def test_the_slurm_batch_script_runs_run_node_sh_on_the_allocation(tmp_path):
     hostfile = tmp_path / "run_node-hostfile.42"
     assert (result.returncode, result.stdout) == (3, f"GPUS=4 MASTER_ADDR=gpu01 HOSTFILE={hostfile}\n"), result.stderr
     assert hostfile.read_text() == "gpu01 slots=4\ngpu02 slots=4\n"
+
+
+def test_a_low_precision_adds_its_compile_to_each_process_first_step():
+    spec = model.spec(model.load_config("tiny"))
+    assert node_plan.start_s(spec, "sdpa", low_precision=True) - node_plan.start_s(spec, "sdpa") == \
+        low_precision.FIRST_STEP_S == 18.0  # three linear shapes compiled: 17-18 s on an H200

@@ -24,6 +24,7 @@ from ..log.runs import identity_difference, run_identity, with_headers
 from ..models import flops, layers
 from ..numfmt import fmt_s
 from ..paths import REPO
+from ..training import low_precision as low_precision_step
 from . import sweep_plan
 
 STEPS = ("capabilities", "mamf", "hbm", "comm", "attention", "sweep", "decomposition")
@@ -88,11 +89,12 @@ class Step:
         return dict(self.env)
 
 
-def start_s(spec, backend: str, offload: bool = False) -> float:
+def start_s(spec, backend: str, offload: bool = False, low_precision: bool = False) -> float:
     """A training process's start-up and first step, by the model's size (all its weights),
-    where its optimizer lives, and what the attention backend compiles there (FlexAttention:
-    over a minute cold)."""
-    first_step = max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
+    where its optimizer lives, and what the attention backend (FlexAttention: over a minute
+    cold) and a low precision's compiled linears compile there."""
+    first_step = (max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
+                  + (low_precision_step.FIRST_STEP_S if low_precision else 0.0))
     per_bparam = START_S_PER_BPARAM_OFFLOAD if offload else START_S_PER_BPARAM
     return START_S + per_bparam * spec.total_params / 1e9 + first_step
 
@@ -127,7 +129,7 @@ def points_s(plan: sweep_plan.Plan, lengths: list) -> float | None:
         return None
     steps = s["WARMUP_STEPS"] + s["STEPS"] + s["DECOMPOSE"]
     starts = len(sweep_plan.process_plan(lengths, s["REUSE_PROCESS"]))
-    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"]) + sum(
+    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"], r.precision.low) + sum(
         steps * training_step_s(r.cut.counted, n, r.peak_tflops, s["GRAD_CHECKPOINT"]) for n in lengths)
 
 
