@@ -303,7 +303,8 @@ def config_phrase(key: str, value) -> str:
                "BATCH_SIZE": f"batch {value}",
                "WARMUP_STEPS": f"{value} warm-up",
                "PRECISION": str(value),
-               "NUM_EXPERTS": "all experts" if none else f"{value} experts",
+               # the model's own experts (or a dense model's none): nothing to say
+               "NUM_EXPERTS": "" if none else f"{value} experts",
                # Recorded only when set (log/runs.training_config).
                "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}
     return phrases.get(key, f"{key}={_short(value)}")
@@ -322,8 +323,9 @@ def labels(members: list) -> dict:
                if len({json.dumps(s.settings(k), default=str) for s in members}) > 1]
     out = {}
     for s in members:
-        phrases = [" / ".join(config_phrase(k, v) for v in s.settings(k)) or config_phrase(k, None)
-                   for k in varying]
+        phrases = [" / ".join(filter(None, (config_phrase(k, v) for v in s.settings(k)))) if s.settings(k)
+                   else config_phrase(k, None) for k in varying]
+        phrases = [p for p in phrases if p]
         tag = provenance(s.reference)
         out[id(s)] = f"{s.gpu} {s.backend}" + (": " + ", ".join(phrases) if phrases else "") \
             + (f" ({tag})" if tag else "")
