@@ -10,7 +10,7 @@ from upgrade_bench import settings
 from upgrade_bench.faults import BadInput
 from upgrade_bench.hardware import precisions
 from upgrade_bench.hardware.fingerprint import Device
-from upgrade_bench.models import flops, model
+from upgrade_bench.models import cuts, flops, model
 from upgrade_bench.training import resolver, variables
 
 CPU = resolver.Machine(Device(None), None, 1, frozenset({"sdpa", "eager"}), None)
@@ -65,27 +65,27 @@ def test_liger_types_are_read_from_its_source_without_importing_it():
     ("tiny-qwen3-moe", 4, "num_experts"), ("tiny-qwen3-next", 2, "num_experts"),
     ("tiny-deepseek-v3", 4, "n_routed_experts"), ("tiny-gpt-oss", 2, "num_local_experts")])
 def test_the_expert_cut_keeps_the_flops_per_token_and_cuts_the_memory(preset, experts, field):
-    full = model.cut(model.load_config(preset))
-    cut = model.cut(model.load_config(preset), 0, experts, preset)
+    full = cuts.cut(model.load_config(preset))
+    cut = cuts.cut(model.load_config(preset), 0, experts, preset)
     assert cut.fields == {field: experts} and getattr(cut.config, field) == experts
     assert cut.counted == full.counted  # the count: every routed expert, as the full model's token sees it
     assert flops.step_flops(cut.counted, 1, 64).model == flops.step_flops(full.counted, 1, 64).model
     assert cut.built.total_params < full.built.total_params
     per_expert = 3 * cut.built.hidden * next(ly.mlp for ly in full.full.layers if ly.mlp.experts).active_params
-    assert model.experts_of(cut.built) == experts and per_expert  # the experts the model is built with
+    assert cuts.experts_of(cut.built) == experts and per_expert  # the experts the model is built with
     assert cut.label() == f"all {len(full.full.layers)} layers, {experts} of 8 experts"
-    assert model.cut(json.loads(model.PRESETS[preset].read_text()), 0, experts, preset).built == cut.built
+    assert cuts.cut(json.loads(model.PRESETS[preset].read_text()), 0, experts, preset).built == cut.built
 
 
 def test_the_expert_cut_keeps_deepseeks_dense_layers_and_the_shared_experts():
-    full = model.cut(model.load_config("deepseek-v3"))
-    cut = model.cut(model.load_config("deepseek-v3"), 4, 16, "deepseek-v3")
+    full = cuts.cut(model.load_config("deepseek-v3"))
+    cut = cuts.cut(model.load_config("deepseek-v3"), 4, 16, "deepseek-v3")
     assert cut.label() == "4 of 61 layers, 16 of 256 experts"
     layers = cut.built.layers
     assert [ly.mlp.experts for ly in layers] == [0, 0, 0, 16]  # first_k_dense_replace = 3 dense layers kept
     assert layers[3].mlp.top_k == full.full.layers[3].mlp.top_k == 8
     # a token's work: top-8 routed + the shared expert, as in the full model, whatever N
-    assert cut.counted.active_params == model.cut(model.load_config("deepseek-v3"), 4).counted.active_params
+    assert cut.counted.active_params == cuts.cut(model.load_config("deepseek-v3"), 4).counted.active_params
 
 
 @pytest.mark.parametrize("preset, experts, problem", [

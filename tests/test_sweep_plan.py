@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO, SWEEP_CLEARED, run_proc
 from upgrade_bench.hardware import devices
-from upgrade_bench.sweep import sweep_plan
+from upgrade_bench.sweep import launch, sweep_plan
 from upgrade_bench.faults import BadInput
 
 
@@ -40,36 +40,36 @@ def dry_run(environ, **env) -> list[str]:
 
 def test_launch_commands():
     py, script = "/venv/bin/python", "/repo/benchmark.py"
-    assert sweep_plan.launch_argv(py, script, 1, "", "", None, None) == [py, "-u", script]
-    assert sweep_plan.launch_argv(py, script, 2, "", "", 12345, None) == [
+    assert launch.launch_argv(py, script, 1, "", "", None, None) == [py, "-u", script]
+    assert launch.launch_argv(py, script, 2, "", "", 12345, None) == [
         py, "-u", "-m", "deepspeed.launcher.runner", "--num_gpus", "2", "--master_port", "12345", script]
-    assert sweep_plan.launch_argv(py, script, 0, "/h", "n1", None, None) == [
+    assert launch.launch_argv(py, script, 0, "/h", "n1", None, None) == [
         py, "-u", "-m", "deepspeed.launcher.runner", "--hostfile", "/h", "--master_addr", "n1", script]
-    assert sweep_plan.launch_argv(py, script, 2, "", "", 1, "localhost:2,3")[4:6] == ["--include", "localhost:2,3"]
+    assert launch.launch_argv(py, script, 2, "", "", 1, "localhost:2,3")[4:6] == ["--include", "localhost:2,3"]
 
 
 def test_visible_devices_go_to_include_not_num_gpus():
-    assert sweep_plan.select_devices(None, 2) == (None, None)
-    assert sweep_plan.select_devices("2,3,5", 2) == ("localhost:2,3", "")
-    assert sweep_plan.select_devices("0,1", 8) == (None, None)  # DRY_RUN GPUS=8 on a 2-GPU node
-    assert sweep_plan.select_devices("GPU-abc,GPU-def", 1) == (None, "GPU-abc")
+    assert launch.select_devices(None, 2) == (None, None)
+    assert launch.select_devices("2,3,5", 2) == ("localhost:2,3", "")
+    assert launch.select_devices("0,1", 8) == (None, None)  # DRY_RUN GPUS=8 on a 2-GPU node
+    assert launch.select_devices("GPU-abc,GPU-def", 1) == (None, "GPU-abc")
     with pytest.raises(ValueError, match="indices"):
-        sweep_plan.select_devices("GPU-abc,GPU-def", 2)
+        launch.select_devices("GPU-abc,GPU-def", 2)
 
 
 def test_hostfile_parsing():
-    assert sweep_plan.parse_hostfile("# nodes\nn1 slots=8\n\nn2 slots = 4 # spare\n") == [("n1", 8), ("n2", 4)]
+    assert launch.parse_hostfile("# nodes\nn1 slots=8\n\nn2 slots = 4 # spare\n") == [("n1", 8), ("n2", 4)]
     for bad in ("n1", "n1 slots=0", "n1 gpus=8", ""):
         with pytest.raises(ValueError):
-            sweep_plan.parse_hostfile(bad)
+            launch.parse_hostfile(bad)
 
 
 def test_gpus_above_visible_is_refused_only_where_it_can_be_checked():
-    assert "only 2 GPU" in sweep_plan.gpus_problem(8, 2, dry_run=False, multi_node=False)
-    assert sweep_plan.gpus_problem(8, 2, dry_run=True, multi_node=False) is None
-    assert sweep_plan.gpus_problem(8, 2, dry_run=False, multi_node=True) is None
-    assert sweep_plan.gpus_problem(2, 0, dry_run=False, multi_node=False) is None  # CPU ranks
-    assert sweep_plan.gpus_problem(2, 2, dry_run=False, multi_node=False) is None
+    assert "only 2 GPU" in launch.gpus_problem(8, 2, dry_run=False, multi_node=False)
+    assert launch.gpus_problem(8, 2, dry_run=True, multi_node=False) is None
+    assert launch.gpus_problem(8, 2, dry_run=False, multi_node=True) is None
+    assert launch.gpus_problem(2, 0, dry_run=False, multi_node=False) is None  # CPU ranks
+    assert launch.gpus_problem(2, 2, dry_run=False, multi_node=False) is None
 
 
 def test_resume_skips_summaries_of_the_same_run_identity():

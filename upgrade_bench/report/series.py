@@ -35,7 +35,7 @@ class Run:
     notes: str
     layer_mix: dict | None = None  # {mixer kind: layers} (architecture.ModelSpec.mix)
     fallbacks: tuple = ()          # fast kernels that ran as transformers' torch fallback
-    model_cut: str | None = None   # '4 of 48 layers, 64 of 512 experts' (model.Cut.label)
+    model_cut: str | None = None   # '4 of 48 layers, 64 of 512 experts' (models/cuts.Cut.label)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from ..hardware import devices
 from ..training import resolver, variables
 from ..models import model
 from .. import settings
+from . import launch
 from .child_process import free_port
 from ..faults import BadInput
 from ..hardware.fingerprint import Device
@@ -96,74 +97,6 @@ def resolve_out(out: str, results_dir: str, gpu: str, backend: str, stamp: str, 
     ours = sorted(n for n in existing if n.startswith(prefix) and n.endswith(".jsonl"))
     name = ours[-1] if resume and ours else f"{prefix}{stamp}.jsonl"
     return os.path.abspath(os.path.join(folder, name))
-
-
-def parse_hostfile(text: str) -> list[tuple[str, int]]:
-    """[(host, slots)] from DeepSpeed's hostfile format; ValueError names the bad line."""
-    hosts = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        match = re.fullmatch(r"(\S+)\s+slots\s*=\s*(\d+)", line)
-        if not match or int(match.group(2)) < 1:
-            raise ValueError(f"line {number} {raw.strip()!r}: expected 'hostname slots=N'")
-        hosts.append((match.group(1), int(match.group(2))))
-    if not hosts:
-        raise ValueError("no hosts in it")
-    return hosts
-
-
-def gpus_problem(requested: int, visible: int, dry_run: bool, multi_node: bool) -> str | None:
-    """GPUS above what this node sees; only checkable for a real run on this node."""
-    if dry_run or multi_node or visible == 0 or requested <= visible:
-        return None  # visible 0: no GPU, the launcher runs CPU ranks (gloo)
-    return f"GPUS={requested}: only {visible} GPU(s) visible on this node"
-
-
-def launch_argv(python: str, script: str, gpus: int, hostfile: str, master_addr: str,
-                master_port: int | None, include: str | None) -> list[str]:
-    """The command of one benchmark process: `deepspeed [--hostfile H --master_addr A]
-    --num_gpus N [--master_port P] benchmark.py`, with the launcher run as a module of this
-    interpreter (the venv's) rather than whichever `deepspeed` is first on PATH.
-
-    One GPU on one node needs no launcher: benchmark.py makes a world of one itself.
-    """
-    if not hostfile and gpus == 1:
-        return [python, "-u", script]
-    argv = [python, "-u", "-m", "deepspeed.launcher.runner"]
-    if hostfile:
-        argv += ["--hostfile", hostfile]
-        if master_addr:
-            argv += ["--master_addr", master_addr]
-    if include:
-        argv += ["--include", include]
-    elif gpus:
-        argv += ["--num_gpus", str(gpus)]
-    if master_port:
-        argv += ["--master_port", str(master_port)]
-    return argv + [script]
-
-
-def select_devices(visible: str | None, gpus: int) -> tuple[str | None, str | None]:
-    """(launcher --include, child CUDA_VISIBLE_DEVICES) honouring the user's
-    CUDA_VISIBLE_DEVICES on one node.
-
-    The launcher given --num_gpus N drops CUDA_VISIBLE_DEVICES and takes GPUs 0..N-1, so
-    the chosen GPUs go to --include instead and the child's variable is removed ("").
-    With one GPU (no launcher) the variable is kept, cut to its first entry. Fewer entries
-    than GPUs (a DRY_RUN for a bigger node): --num_gpus as asked.
-    """
-    entries = [e.strip() for e in (visible or "").split(",") if e.strip()]
-    if len(entries) < max(gpus, 1):
-        return None, None
-    entries = entries[:gpus]
-    if gpus == 1:
-        return None, entries[0]
-    if not all(e.isdigit() for e in entries):
-        raise ValueError(f"CUDA_VISIBLE_DEVICES={visible!r}: the DeepSpeed launcher takes GPU "
-                         f"indices, not UUIDs")
-    return "localhost:" + ",".join(entries), ""
 
 
 def process_env(seq_lens: list[int], output: str, probe: bool) -> dict:
@@ -270,7 +203,7 @@ class Plan:
     gpus: int
     hostfile: str
     multi_node: bool
-    devices: tuple  # select_devices()
+    devices: tuple  # launch.select_devices()
     config: dict  # what a benchmark header of this sweep says, JSON round-tripped
     hardware: dict
     resolved: resolver.Resolved  # what each benchmark process will run (the same resolver's answer)
@@ -295,7 +228,7 @@ class Plan:
         if child_visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = child_visible
         port = free_port() if self.picks_port() else self.s["MASTER_PORT"] or None
-        argv = launch_argv(self.python, str(REPO / self.s["BENCHMARK"]), self.gpus, self.hostfile,
+        argv = launch.launch_argv(self.python, str(REPO / self.s["BENCHMARK"]), self.gpus, self.hostfile,
                            self.s["MASTER_ADDR"], port, include)
         node_lines = node_env_lines(os.environ, env, user_ds_env()) if self.multi_node else []
         return env, argv, node_lines
@@ -339,7 +272,7 @@ def prepare(s: dict, environ=os.environ) -> Plan:
         if not os.path.isfile(hostfile):
             raise BadInput(f"HOSTFILE={s['HOSTFILE']!r}: no such file")
         try:
-            hosts = parse_hostfile(Path(hostfile).read_text())
+            hosts = launch.parse_hostfile(Path(hostfile).read_text())
         except ValueError as err:
             raise BadInput(f"HOSTFILE={s['HOSTFILE']!r}: {err}") from None
     if not (REPO / s["BENCHMARK"]).is_file():
@@ -353,7 +286,7 @@ def prepare(s: dict, environ=os.environ) -> Plan:
 
     seen = devices.visible_gpus(environ)
     first = seen[0] if seen else None
-    problem = gpus_problem(s["GPUS"], len(seen), s["DRY_RUN"], bool(hostfile))
+    problem = launch.gpus_problem(s["GPUS"], len(seen), s["DRY_RUN"], bool(hostfile))
     if problem:
         raise BadInput(problem)
     per_node = s["GPUS"] or (0 if hostfile else max(len(seen), 1))
@@ -362,7 +295,7 @@ def prepare(s: dict, environ=os.environ) -> Plan:
     else:
         world = per_node
     try:
-        selected = (None, None) if hostfile else select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node)
+        selected = (None, None) if hostfile else launch.select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node)
     except ValueError as err:
         raise BadInput(str(err)) from None
     training = {v.name: s[v.name] for v in PASSED}

@@ -19,7 +19,7 @@ from ..hardware import gpus, precisions
 from ..hardware.fingerprint import Device, package_version
 from ..kernels import attn_backends
 from ..log.runs import training_config
-from ..models import architecture, model
+from ..models import architecture, cuts, model
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Resolved:
     """What will run."""
     settings: dict
     world_size: int
-    cut: model.Cut | None        # the model and its cut; None: its config is not at hand (a hub id not cached)
+    cut: cuts.Cut | None        # the model and its cut; None: its config is not at hand (a hub id not cached)
     use_liger: bool
     backend: str
     backend_why: str
@@ -94,7 +94,7 @@ def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> R
     warnings = []
     cut = None
     if model_config is not None:
-        cut = model.cut(model_config, settings["NUM_LAYERS"], settings["NUM_EXPERTS"], settings["MODEL"])
+        cut = cuts.cut(model_config, settings["NUM_LAYERS"], settings["NUM_EXPERTS"], settings["MODEL"])
         if cut.note:
             warnings.append(cut.note)
     else:
