@@ -72,14 +72,14 @@ done
 # MLPs on every layer.
 CUT_CONFIG=$(python3 -c 'import json, sys
 from upgrade_bench.faults import BadInput
-from upgrade_bench.models import architecture, model
+from upgrade_bench.models import architecture, cuts, layers
 config = json.load(open(sys.argv[1]))
 try:
     full = architecture.describe(config)
-    if full.moe or any(ly.mixer.kind != architecture.FULL or ly.mixer.qk_head_dim != ly.mixer.v_head_dim
+    if full.moe or any(ly.mixer.kind != layers.FULL or ly.mixer.qk_head_dim != ly.mixer.v_head_dim
                        for ly in full.layers):
         sys.exit("the guide\x27s scripts count dense decoders only (Llama-like); no side by side for it")
-    config.update(model.cut_fields(full, config.get("layer_types"), int(sys.argv[2])))
+    config = cuts.cut(config, int(sys.argv[2])).config
 except BadInput as err:
     sys.exit(str(err))
 print(json.dumps(config, indent=2))' "configs/$MODEL.json" "$NUM_LAYERS" 2>&1) || fail "MODEL='$MODEL': $CUT_CONFIG"
