@@ -265,13 +265,6 @@ def resolve_weights(requested: str, model: str) -> tuple[str, Path | None]:
     return ("pretrained", path) if path else ("random", None)
 
 
-def liger_model_types() -> set:
-    """The model types the installed liger-kernel has kernels for."""
-    from liger_kernel.transformers.monkey_patch import MODEL_TYPE_TO_APPLY_LIGER_FN
-
-    return set(MODEL_TYPE_TO_APPLY_LIGER_FN)
-
-
 def resolve_liger(requested: str, has_gpu: bool, installed: bool, model_type: str = "",
                   supported: set | None = None) -> tuple[bool, list[str]]:
     """(Liger on, warnings) for USE_LIGER on a machine and model; BadInput where it cannot run.

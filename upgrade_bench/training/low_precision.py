@@ -15,14 +15,14 @@ import dataclasses
 
 from ..hardware.precisions import Precision
 
-# torchao's float8 performance tables (torchao/float8/README.md, "Performance", H100): below
-# these sizes a converted linear ran slower than bf16, the casts costing more than the GEMM
-# saves. (out features N, in features K) as torchao's own auto filter reads them.
 # What a run's first step spends on it (the start line, run_node's estimate): compiling the
 # converted linears of 8 layers of Llama-3.1-8B, three shapes, took 17-18 s of each process's
 # first step on an H200 (torch 2.11, torchao 0.17: results/h200-precision-7/fp8_tensorwise.log).
 FIRST_STEP = "torch.compile builds the converted linears' kernels (17-18 s on an H200)"
 FIRST_STEP_S = 18.0
+# torchao's float8 performance tables (torchao/float8/README.md, "Performance", H100): below
+# these sizes a converted linear ran slower than bf16, the casts costing more than the GEMM
+# saves. (out features N, in features K) as torchao's own auto filter reads them.
 TENSORWISE_SKIP = "K <= 4096 and N <= 1024"
 ROWWISE_SKIP = "N <= 2048, K <= 1024, or N <= 4096 and K <= 2048"
 

@@ -78,10 +78,6 @@ class Resolved:
     peak_source: str | None
     warnings: tuple
 
-    @property
-    def model_type(self) -> str | None:
-        return self.cut.full.family if self.cut else None
-
     def config(self, alloc_conf: str = "") -> dict:
         """The header's `config`: the settings as resolved here, a run's identity."""
         return training_config(self.settings, self.use_liger, self.world_size, alloc_conf)
