@@ -59,8 +59,7 @@ def tflops_stats(times_ms, flops: float) -> dict:
 def published_mamf(device_name: str | None, dtype: str) -> float | None:
     """The guide's measured MAMF for this GPU and dtype, for comparison (bf16 and fp8 only)."""
     spec = gpus.lookup(device_name)
-    key = PEAK_KEY[dtype]
-    return None if spec is None else {"bf16": spec.mamf_bf16, "fp8": spec.mamf_fp8}.get(key)
+    return None if spec is None else spec.mamf_tflops(PEAK_KEY[dtype])
 
 
 def warmup_seconds(requested: float, budget_s: float | None, on_gpu: bool) -> float:

@@ -52,11 +52,6 @@ def between(low: float, high: float, source: str) -> Ratio:
     return Ratio(math.sqrt(low * high), low, high, source)
 
 
-def mamf_of(spec: GPUSpec, precision: str = "bf16") -> float | None:
-    """The GPU table's published MAMF of a precision (bf16 or fp8), or None."""
-    return {"bf16": spec.mamf_bf16, "fp8": spec.mamf_fp8}.get(precision)
-
-
 def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm: Ratio | None = None) -> dict:
     """{bound: Ratio} from the GPU table alone: peak and MAMF of the training precision, HBM
     bandwidth, interconnect (the dense and attention ratios depend on the workload too:
@@ -71,7 +66,7 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
            "attention_peak": Ratio.exact(cand.bf16 / base.bf16,
                                          f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
            "hbm": Ratio.exact(hbm, f"HBM {cand.hbm_tbps:g} / {base.hbm_tbps:g} TB/s (datasheets)")}
-    base_mamf, cand_mamf = mamf_of(base, precision), mamf_of(cand, precision)
+    base_mamf, cand_mamf = base.mamf_tflops(precision), cand.mamf_tflops(precision)
     if base_mamf and cand_mamf:
         # GEMMs of micro-batch 1 run below MAMF, partly bandwidth-bound: as slow as the HBM ratio
         mamf = cand_mamf / base_mamf

@@ -67,7 +67,7 @@ def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: floa
     the interconnect's `comm` where measured on both GPUs (forecast_comm), else the datasheets'."""
     base_spec = gpus.lookup(base)
     hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand), precision, comm)
-    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), forecast_model.mamf_of(base_spec, precision),
+    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_tflops(precision),
                                       checkpointed)
     table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
     return {**hw, "dense": forecast_model.dense_ratio(hw, share),
