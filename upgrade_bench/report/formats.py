@@ -5,8 +5,6 @@ the step, peak memory, and the loss next to bf16's, a format whose loss departs 
 A purchase pairs series of one precision (comparisons.py); this table is the other question,
 what the format does for this workload on a GPU one has.
 """
-import json
-
 from ..log import runs
 from .series import Series, seq_label
 from .tables import fmt, md_table
@@ -23,7 +21,7 @@ def low_precision_pairs(series: list) -> list:
     differ in PRECISION alone."""
     def key(s: Series) -> tuple:
         config = {k: v for k, v in s.config.items() if k != "PRECISION"}
-        return s.gpu, s.backend, json.dumps(runs.run_identity(config)[1])
+        return s.gpu, s.backend, runs.run_identity(config)[1]
 
     measured = [s for s in series if s.is_sweep and not s.reference]
     bf16 = {key(s): s for s in measured if s.settings("PRECISION") == ["bf16"]}
