@@ -4,6 +4,7 @@ import io
 import json
 import sys
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -326,6 +327,20 @@ def test_a_lock_no_build_holds_is_stale_at_any_age_and_a_held_one_is_live(tmp_pa
     assert extensions.stale_locks(tmp_path, now + 3600, set(), network=lambda lock: True) == [(lock, 3600)]
     assert extensions.stale_locks(tmp_path / "none", now, set()) == []
     assert extensions.filesystem_type(tmp_path) not in extensions.NETWORK_FS | {""}
+
+
+def test_where_the_adam_op_is_built_is_found_without_torch(tmp_path):
+    from upgrade_bench.training import extensions
+
+    assert extensions.cache_root({"TORCH_EXTENSIONS_DIR": "/x/ext"}) == Path("/x/ext")
+    assert extensions.cache_root({"XDG_CACHE_HOME": "/c"}) == Path("/c/torch_extensions")
+    assert extensions.cache_root({}) == Path.home() / ".cache" / "torch_extensions"
+    assert not extensions.is_built("fused_adam", tmp_path)
+    (tmp_path / "py312_cu130" / "fused_adam").mkdir(parents=True)  # torch's default cache: a folder per version
+    (tmp_path / "py312_cu130" / "fused_adam" / "lock").touch()  # a build under way is not a build
+    assert not extensions.is_built("fused_adam", tmp_path)
+    (tmp_path / "py312_cu130" / "fused_adam" / "fused_adam.so").touch()
+    assert extensions.is_built("fused_adam", tmp_path) and not extensions.is_built("cpu_adam", tmp_path)
 
 
 def test_a_stale_lock_stops_the_run_before_its_header(as_script, capsys, monkeypatch, tmp_path):

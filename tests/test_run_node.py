@@ -167,6 +167,7 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     monkeypatch.setattr(resolver, "liger_model_types", lambda: frozenset({"llama"}))  # installed, as on the node
     for name in NODE_CLEARED:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))  # nothing built yet
     as_script("run_node.sh", EVERY, {"MODEL": "llama-3.1-8b", "NUM_LAYERS": "8", "SEQLENS": "8192 32768",
                                      "ATTN_SEQLENS": "8192 32768", "DECOMPOSE_SEQLENS": "8192", "ZERO_STAGE": "2",
                                      "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0",
@@ -184,10 +185,19 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     assert step_s[8192] == flops.step_flops(spec, 1, 8192).hardware / (989e12 * 0.35)
     # start-up: 20 s, 1.5 s per billion weights with the optimizer on the GPU (8 layers of the 8B:
     # 2.80B with both embeddings), and a 10 s first step, per process: a length each, as in the sweep
+    # per process: a length each, as in the sweep; its first process builds fused Adam (35 s)
     start = 20 + 1.5 * 2.80 + 10
-    assert steps["sweep"].estimate_s == pytest.approx(2 * start + 12 * sum(step_s.values()), abs=0.1)
+    assert steps["sweep"].estimate_s == pytest.approx(35 + 2 * start + 12 * sum(step_s.values()), abs=0.1)
     # the decomposition: the sweep's process and steps at its length, and DECOMPOSE=3 profiled ones
     assert steps["decomposition"].estimate_s == pytest.approx(start + 15 * step_s[8192], abs=0.05)
+    # once built (torch's layout: the op's folder holding its library), no step pays for it;
+    # a skipped sweep leaves the build to the decomposition
+    replan = lambda skip=(): {st.name: st for st in node_plan.plan(  # noqa: E731
+        {**s, "SKIP": list(skip)}, train, tmp_path, "python", children, os.environ, {v.name for v in node.VARS})}
+    assert replan(["sweep"])["decomposition"].estimate_s == pytest.approx(35 + start + 15 * step_s[8192], abs=0.05)
+    (tmp_path / "ext" / "fused_adam").mkdir(parents=True)
+    (tmp_path / "ext" / "fused_adam" / "fused_adam.so").touch()
+    assert replan()["sweep"].estimate_s == pytest.approx(2 * start + 12 * sum(step_s.values()), abs=0.1)
     # issue 38: the decomposition ran Liger off where the sweep ran it on, and did not fit at 32K
     assert steps["sweep"].sweep.resolved.use_liger and steps["decomposition"].sweep.resolved.use_liger
     assert steps["hbm"].estimate_s == node_plan.HBM_S

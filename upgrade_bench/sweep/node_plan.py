@@ -24,7 +24,7 @@ from ..log.runs import identity_difference, run_identity, with_headers
 from ..models import flops, layers
 from ..numfmt import fmt_s
 from ..paths import REPO
-from ..training import low_precision as low_precision_step
+from ..training import extensions, low_precision as low_precision_step
 from . import sweep_plan
 
 STEPS = ("capabilities", "mamf", "hbm", "comm", "attention", "sweep", "decomposition")
@@ -56,6 +56,10 @@ ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on t
 START_S = 20.0
 START_S_PER_BPARAM = 1.5
 START_S_PER_BPARAM_OFFLOAD = 10.0
+# DeepSpeed's Adam op, JIT-built by the first training process of a node where no earlier run
+# built it (install.sh builds none): fused Adam took 34 s on the H200's 16 cores
+# (results/h200-precision-7/progress.log, "prebuild").
+ADAM_BUILD_S = 35.0
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
 HBM_S = 18.0                # bench_hbm.py's defaults: 20 s, 17 s and 16 s (results/h200-hbm-6, h200-precision-7)
@@ -195,7 +199,20 @@ def plan(s: dict, train: dict, out: Path, python: str, children: dict, environ, 
     ]
     resume(steps, out)
     attention.estimate_s = attention_s(spec, attention.todo, resolved.peak_tflops) if attention.todo else 0.0
+    add_adam_build(steps, s["SKIP"], train, environ)
     return steps
+
+
+def add_adam_build(steps: list, skip: list, train: dict, environ) -> None:
+    """The Adam op's build, to the estimate of the first training step that will run points (its
+    first process builds it), where no earlier run left it built."""
+    op = extensions.ADAM_OP[bool(train["OFFLOAD_OPTIMIZER"])]
+    if extensions.is_built(op, extensions.cache_root(environ)):
+        return
+    first = next((st for st in steps if st.name in TRAINING_STEPS and st.name not in skip and st.todo
+                  and st.estimate_s is not None), None)
+    if first:
+        first.estimate_s += ADAM_BUILD_S
 
 
 def step_environ(environ, name: str, env: dict, own: set) -> dict:

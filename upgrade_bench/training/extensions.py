@@ -24,6 +24,9 @@ NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs"
                         "fuse.sshfs", "fuse.glusterfs", "glusterfs", "afs", "pvfs2", "orangefs", "wekafs"})
 # A builder closes its lock just before removing it: a lock seen unheld is looked at again after this.
 RECHECK_S = 0.5
+# DeepSpeed's Adam by where the optimizer lives, as torch names the op's build folder (engine.py
+# asks for fused Adam, a CUDA op, on the GPU and CPU Adam where the optimizer is offloaded).
+ADAM_OP = {False: "fused_adam", True: "cpu_adam"}
 
 
 def build_root() -> Path:
@@ -32,6 +35,22 @@ def build_root() -> Path:
     from torch.utils.cpp_extension import get_default_build_root
 
     return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+
+
+def cache_root(environ) -> Path:
+    """build_root() without importing torch: TORCH_EXTENSIONS_DIR, else torch's default cache,
+    ~/.cache/torch_extensions (under XDG_CACHE_HOME where set), which then holds one folder per
+    Python and CUDA version (py312_cu130/) with the ops in it."""
+    if environ.get("TORCH_EXTENSIONS_DIR"):
+        return Path(environ["TORCH_EXTENSIONS_DIR"])
+    cache = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "torch_extensions"
+
+
+def is_built(op: str, root: Path) -> bool:
+    """Whether a finished build of `op` lies under `root`: its library, <op>/<op>.so, there or one
+    folder down (the per-version folder of torch's default cache)."""
+    return any(root.glob(f"{op}/{op}.so")) or any(root.glob(f"*/{op}/{op}.so"))
 
 
 def build_locks(root: Path) -> list:
