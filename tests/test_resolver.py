@@ -16,7 +16,8 @@ from upgrade_bench.training import resolver, variables
 CPU = resolver.Machine(Device(None), None, 1, frozenset({"sdpa", "eager"}), None)
 # An H200 with every backend installed and a liger-kernel that patches some families only.
 LIGER = frozenset({"llama", "qwen3_moe", "qwen3_next", "gemma3_text", "gpt_oss"})
-H200 = resolver.Machine(Device((9, 0)), "NVIDIA H200", 8, frozenset({"fa3", "fa4", "sdpa", "eager", "flex"}), LIGER)
+H200 = resolver.Machine(Device((9, 0)), "NVIDIA H200", 8, frozenset({"fa3", "fa4", "sdpa", "eager", "flex"}), LIGER,
+                        frozenset({"qwen3_moe", "qwen3_next"}))
 
 
 def training(**env) -> dict:
@@ -30,6 +31,7 @@ def fields(r: resolver.Resolved) -> dict:
     # where transformers' config says `linear_attention`; the layers they make are the specs')
     return {"config": r.config(), "backend": (r.backend, r.backend_why), "liger": r.use_liger,
             "precision": r.precision.name, "peak": (r.peak_tflops, r.peak_source), "warnings": r.warnings,
+            "liger_moe": r.liger_moe,
             "cut": (cut.label(), sorted(cut.fields), cut.counted, cut.built)}
 
 
@@ -57,6 +59,29 @@ def test_liger_types_are_read_from_its_source_without_importing_it():
     source = 'import torch\nX = {"no": 1}\nMODEL_TYPE_TO_APPLY_LIGER_FN = {\n  "llama": f,\n  "qwen3": g,\n}\n'
     assert resolver.liger_types_in(source) == {"llama", "qwen3"}
     assert resolver.liger_types_in("MODEL_TYPE_TO_APPLY_LIGER_FN = dict()") == frozenset()
+
+
+def test_which_families_get_ligers_fused_moe_is_read_from_its_source():
+    # liger-kernel 0.8.5's shape: the apply function swaps the experts class when `swiglu`, whose
+    # default decides (model.apply_liger calls it with its defaults); gpt-oss's defaults to False.
+    source = """
+def apply_qwen3_moe(rope=True, swiglu: bool = True, model=None):
+    if swiglu:
+        modeling.Qwen3MoeExperts = LigerExperts
+def apply_gpt_oss(*, swiglu: bool = False):
+    if swiglu:
+        modeling.GptOssExperts = LigerExperts
+def apply_llama(swiglu: bool = True):
+    modeling.LlamaMLP = LigerSwiGLUMLP
+MODEL_TYPE_TO_APPLY_LIGER_FN = {"qwen3_moe": apply_qwen3_moe, "gpt_oss": apply_gpt_oss, "llama": apply_llama}
+"""
+    assert resolver.liger_fused_moe_types_in(source) == {"qwen3_moe"}
+    assert resolver.liger_fused_moe_types_in("x = 1") == frozenset()
+    moe = dict(MODEL="tiny-qwen3-moe", NUM_LAYERS=1)
+    assert resolver.resolve(training(**moe), H200, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
+    assert not resolver.resolve(training(**moe, USE_LIGER=0), H200, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
+    assert not resolver.resolve(training(MODEL="tiny-gpt-oss"), H200, model.cheap_config("tiny-gpt-oss"), [64]).liger_moe
+    assert not resolver.resolve(training(**moe), CPU, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
 
 
 # ---------------------------------------------------------------- the expert cut

@@ -216,6 +216,35 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     assert flex == pytest.approx(80 - 10)
 
 
+def test_ligers_fused_moe_tuning_is_in_the_estimate(as_script, monkeypatch, tmp_path):
+    # results/h200-moe-8/: Qwen3-30B-A3B's first step spent 194 s in Liger's MoE autotune at 128
+    # experts (nothing compiled), 31 s at 32 (compiled): 90 s once, 0.8 s per expert per process
+    monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))])
+    monkeypatch.setattr(resolver, "liger_model_types", lambda: frozenset({"qwen3_moe"}))
+    for name in NODE_CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "ext" / "fused_adam").mkdir(parents=True)
+    (tmp_path / "ext" / "fused_adam" / "fused_adam.so").touch()  # built: only the MoE's costs differ
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+
+    def sweep_s(moe_types, experts):
+        monkeypatch.setattr(resolver, "liger_moe_types", lambda: moe_types)
+        as_script("run_node.sh", EVERY, {"MODEL": "qwen3-30b-a3b", "NUM_LAYERS": "4", "NUM_EXPERTS": str(experts),
+                                         "SEQLENS": "8192 32768", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0",
+                                         "GRAD_CHECKPOINT": "0", "ATTN_BACKEND": "sdpa", "DRY_RUN": "1"})
+        s, train, children = node.load([])
+        steps = {st.name: st for st in node_plan.plan(s, train, tmp_path / "node", "python", children, os.environ, OWN)}
+        return steps["sweep"].estimate_s, steps["decomposition"].estimate_s
+
+    plain, plain_decomposition = sweep_s(frozenset(), 128)
+    fused, fused_decomposition = sweep_s(frozenset({"qwen3_moe"}), 128)
+    assert fused - plain == pytest.approx(90 + 2 * 0.8 * 128)  # two processes, one length each
+    assert fused_decomposition - plain_decomposition == pytest.approx(2 * 0.8 * 128)  # compiled by the sweep
+    cut, _ = sweep_s(frozenset({"qwen3_moe"}), 32)
+    plain_cut, _ = sweep_s(frozenset(), 32)
+    assert cut - plain_cut == pytest.approx(90 + 2 * 0.8 * 32)
+
+
 # --------------------------------------------------------------- steps, records, resume
 
 def test_steps_run_in_turn_and_a_failure_is_a_record_and_the_last_line_says_what_is_missing(tmp_path, capsys):

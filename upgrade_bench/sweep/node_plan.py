@@ -21,7 +21,7 @@ from ..hardware import devices
 from ..kernels import attn_backends, attn_bench, timing
 from ..log.records import read_log
 from ..log.runs import identity_difference, run_identity, with_headers
-from ..models import flops, layers
+from ..models import cuts, flops, layers
 from ..numfmt import fmt_s
 from ..paths import REPO
 from ..training import extensions, low_precision as low_precision_step
@@ -60,6 +60,13 @@ START_S_PER_BPARAM_OFFLOAD = 10.0
 # built it (install.sh builds none): fused Adam took 34 s on the H200's 16 cores
 # (results/h200-precision-7/progress.log, "prebuild").
 ADAM_BUILD_S = 35.0
+# Liger's fused MoE (resolver.Resolved.liger_moe) autotunes its seven Triton kernels over 16-32
+# configurations each in a process's first step. On the H200 (results/h200-moe-8/, Triton's own
+# timings): Qwen3-30B-A3B's 128 experts 194 s with nothing compiled, its 32 experts 31 s with the
+# kernels compiled by the run before. So a compile, once per node (Triton's cache keeps it), and
+# benchmarking that grows with the experts, in every process.
+LIGER_MOE_COMPILE_S = 90.0
+LIGER_MOE_S_PER_EXPERT = 0.8
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
 HBM_S = 18.0                # bench_hbm.py's defaults: 20 s, 17 s and 16 s (results/h200-hbm-6, h200-precision-7)
@@ -93,12 +100,15 @@ class Step:
         return dict(self.env)
 
 
-def start_s(spec, backend: str, offload: bool = False, low_precision: bool = False) -> float:
+def start_s(spec, backend: str, offload: bool = False, low_precision: bool = False,
+            liger_moe_experts: int = 0) -> float:
     """A training process's start-up and first step, by the model's size (all its weights),
     where its optimizer lives, and what the attention backend (FlexAttention: over a minute
-    cold) and a low precision's compiled linears compile there."""
+    cold), a low precision's compiled linears and Liger's fused MoE (over the experts built,
+    0 where it does not run) compile or tune there."""
     first_step = (max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
-                  + (low_precision_step.FIRST_STEP_S if low_precision else 0.0))
+                  + (low_precision_step.FIRST_STEP_S if low_precision else 0.0)
+                  + LIGER_MOE_S_PER_EXPERT * liger_moe_experts)
     per_bparam = START_S_PER_BPARAM_OFFLOAD if offload else START_S_PER_BPARAM
     return START_S + per_bparam * spec.total_params / 1e9 + first_step
 
@@ -133,7 +143,8 @@ def points_s(plan: sweep_plan.Plan, lengths: list) -> float | None:
         return None
     steps = s["WARMUP_STEPS"] + s["STEPS"] + s["DECOMPOSE"]
     starts = len(sweep_plan.process_plan(lengths, s["REUSE_PROCESS"]))
-    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"], r.precision.low) + sum(
+    experts = cuts.experts_of(r.cut.built) if r.liger_moe else 0
+    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"], r.precision.low, experts) + sum(
         steps * training_step_s(r.cut.counted, n, r.peak_tflops, s["GRAD_CHECKPOINT"]) for n in lengths)
 
 
@@ -199,20 +210,21 @@ def plan(s: dict, train: dict, out: Path, python: str, children: dict, environ, 
     ]
     resume(steps, out)
     attention.estimate_s = attention_s(spec, attention.todo, resolved.peak_tflops) if attention.todo else 0.0
-    add_adam_build(steps, s["SKIP"], train, environ)
+    add_first_process_costs(steps, s["SKIP"], train, resolved.liger_moe, environ)
     return steps
 
 
-def add_adam_build(steps: list, skip: list, train: dict, environ) -> None:
-    """The Adam op's build, to the estimate of the first training step that will run points (its
-    first process builds it), where no earlier run left it built."""
+def add_first_process_costs(steps: list, skip: list, train: dict, liger_moe: bool, environ) -> None:
+    """What the node's first training process builds once for the rest, to the estimate of the
+    first training step that will run points: the Adam op where no earlier run left it built,
+    and Liger's fused MoE kernels (Triton's cache is not looked into: counted every run)."""
     op = extensions.ADAM_OP[bool(train["OFFLOAD_OPTIMIZER"])]
-    if extensions.is_built(op, extensions.cache_root(environ)):
-        return
+    once = (0.0 if extensions.is_built(op, extensions.cache_root(environ)) else ADAM_BUILD_S) + \
+        (LIGER_MOE_COMPILE_S if liger_moe else 0.0)
     first = next((st for st in steps if st.name in TRAINING_STEPS and st.name not in skip and st.todo
                   and st.estimate_s is not None), None)
     if first:
-        first.estimate_s += ADAM_BUILD_S
+        first.estimate_s += once
 
 
 def step_environ(environ, name: str, env: dict, own: set) -> dict:

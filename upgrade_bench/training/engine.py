@@ -257,7 +257,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         eng, _keep_alive = build_engine(rc, debug.mark if debug else None)
         say_rank0(rc, started_text(time.monotonic() - started, s["SEQ_LEN"], rc.backend,
                                      rc.precision.low and rc.device.type == "cuda",
-                                     any(v != model.TORCH_FALLBACK for v in (rc.mixer_kernels or {}).values())))
+                                     any(v != model.TORCH_FALLBACK for v in (rc.mixer_kernels or {}).values()),
+                                     rc.resolved.liger_moe))
         for earlier_points, seq_len in enumerate(s["SEQ_LEN"]):
             run_point(eng, rc, writer, seq_len, earlier_points, debug)
     except WriteFailed:
@@ -286,16 +287,20 @@ OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint ac
 # on first use (Qwen3-Next's Gated DeltaNet took minutes on a fresh H200, results/h200-families-2/).
 MIXER_FIRST_STEP = ("the linear mixers' Triton kernels compile and autotune (minutes on a cold cache; "
                     "TRITON_CACHE_DIR kept across runs saves it)")
+# Liger's fused MoE tunes its seven Triton kernels over 16-32 configurations each, in every process
+# (Qwen3-30B-A3B's 128 experts: 194 s on an H200, 31 s for 32 with the kernels compiled, results/h200-moe-8/).
+LIGER_MOE_FIRST_STEP = "Liger's fused MoE autotunes its Triton kernels (minutes with many experts)"
 
 
 def started_text(startup_s: float, seq_lens: list, backend: str, compiles_precision: bool = False,
-                 compiles_mixers: bool = False) -> str:
+                 compiles_mixers: bool = False, tunes_liger_moe: bool = False) -> str:
     """The line between start-up and the first step: what it took, what comes, and what the
-    attention backend's, the precision's and the linear mixers' first step at each length
-    spends compiling (a minute of silence otherwise looks like a hang)."""
+    attention backend's, the precision's, the linear mixers' and Liger's fused MoE's first step
+    spends compiling or tuning (a minute of silence otherwise looks like a hang)."""
     first_step = "; ".join(filter(None, [attn_backends.BACKENDS[backend].first_step,
                                          low_precision.FIRST_STEP if compiles_precision else "",
-                                         MIXER_FIRST_STEP if compiles_mixers else ""]))
+                                         MIXER_FIRST_STEP if compiles_mixers else "",
+                                         LIGER_MOE_FIRST_STEP if tunes_liger_moe else ""]))
     return (f"start-up done in {startup_s:.0f} s; measuring seq_len {' '.join(map(str, seq_lens))}"
             + (f"; in each first step {first_step}" if first_step else ""))
 

@@ -30,12 +30,12 @@ class Machine:
     world_size: int
     installed_backends: frozenset  # attention backends that import here (attn_backends.installed)
     liger_types: frozenset | None  # model types the installed liger-kernel patches; None: not installed
+    liger_moe_types: frozenset = frozenset()  # of those, the ones whose experts it swaps for its fused MoE
 
 
-def liger_model_types() -> frozenset | None:
-    """The model types the installed liger-kernel patches, read from its monkey_patch module's
-    MODEL_TYPE_TO_APPLY_LIGER_FN without importing it (that would import torch and Triton);
-    None when liger-kernel is not installed."""
+def liger_source() -> str | None:
+    """The installed liger-kernel's monkey_patch module as text, read without importing it (that
+    would import torch and Triton): '' where it cannot be found, None where not installed."""
     if package_version("liger-kernel") is None:
         return None
     try:
@@ -43,9 +43,21 @@ def liger_model_types() -> frozenset | None:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.origin:
-        return frozenset()
+        return ""
     with open(spec.origin, encoding="utf-8") as f:
-        return liger_types_in(f.read())
+        return f.read()
+
+
+def liger_model_types() -> frozenset | None:
+    """The model types the installed liger-kernel patches (MODEL_TYPE_TO_APPLY_LIGER_FN's keys);
+    None when liger-kernel is not installed."""
+    source = liger_source()
+    return None if source is None else liger_types_in(source)
+
+
+def liger_moe_types() -> frozenset:
+    """The model types whose experts the installed liger-kernel swaps for its fused MoE."""
+    return liger_fused_moe_types_in(liger_source() or "")
 
 
 def liger_types_in(source: str) -> frozenset:
@@ -58,10 +70,32 @@ def liger_types_in(source: str) -> frozenset:
     return frozenset()
 
 
+def liger_fused_moe_types_in(source: str) -> frozenset:
+    """The keys of MODEL_TYPE_TO_APPLY_LIGER_FN whose apply function, called with its defaults as
+    model.apply_liger calls it, swaps the experts for LigerExperts: it names LigerExperts and its
+    `swiglu` argument defaults to True (gpt-oss's defaults to False: its experts stay)."""
+    tree = ast.parse(source)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    swaps = set()
+    for name, fn in functions.items():
+        args = fn.args.args[len(fn.args.args) - len(fn.args.defaults):] + fn.args.kwonlyargs
+        defaults = fn.args.defaults + list(fn.args.kw_defaults)
+        swiglu = next((d for a, d in zip(args, defaults) if a.arg == "swiglu"), None)
+        if (isinstance(swiglu, ast.Constant) and swiglu.value is True
+                and any(getattr(n, "id", None) == "LigerExperts" for n in ast.walk(fn))):
+            swaps.add(name)
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                and any(getattr(t, "id", None) == "MODEL_TYPE_TO_APPLY_LIGER_FN" for t in node.targets)):
+            return frozenset(k.value for k, v in zip(node.value.keys, node.value.values)
+                             if isinstance(k, ast.Constant) and getattr(v, "id", None) in swaps)
+    return frozenset()
+
+
 def machine_for(device: Device, gpu_name: str | None, world_size: int, requested_backend: str) -> Machine:
     """The Machine of a device as NVML or torch describes it, with this host's packages."""
     return Machine(device, gpu_name, world_size, frozenset(attn_backends.installed(requested_backend)),
-                   liger_model_types())
+                   liger_model_types(), liger_moe_types())
 
 
 @dataclass(frozen=True)
@@ -77,6 +111,7 @@ class Resolved:
     peak_tflops: float | None
     peak_source: str | None
     warnings: tuple
+    liger_moe: bool = False     # Liger's fused MoE runs the experts: its Triton kernels autotune in the first step
 
     def config(self, alloc_conf: str = "") -> dict:
         """The header's `config`: the settings as resolved here, a run's identity."""
@@ -109,8 +144,9 @@ def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> R
     peak, source, peak_warning = gpus.resolve_peak(machine.gpu_name, "bf16", settings["PEAK_TFLOPS"])
     if peak_warning:
         warnings.append(peak_warning)
+    liger_moe = bool(use_liger and cut and cut.counted.moe and model_type in machine.liger_moe_types)
     return Resolved(settings, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
-                    tuple(warnings))
+                    tuple(warnings), liger_moe)
 
 
 def check_packing(doc_len: int, seq_lens: list, backend: str) -> None:
