@@ -3,7 +3,10 @@
 
 No DeepSpeed and none of the suite's training code: a transformers causal LM from the
 model's config.json (cut to NUM_LAYERS), random bf16 weights on the GPU, fused AdamW on the
-bf16 parameters, random tokens, fwd + bwd + step timed with CUDA syncs around each step. For
+bf16 parameters (MASTER=bf16) or, as DeepSpeed's bf16 mode does, on fp32 master copies whose
+update is copied back into the bf16 weights (MASTER=fp32: the same optimizer work as the
+suite's step, so only the precision differs), random tokens, fwd + bwd + step timed with CUDA
+syncs around each step. For
 a float8 RECIPE, torchao's own `convert_to_float8_training` with its own size filter
 (`_auto_filter_for_recipe`, lm_head left out) and each converted module compiled alone, as
 torchao's README advises for speed. ATTN (transformers' attn_implementation) and LIGER=1
@@ -33,6 +36,8 @@ VARS = [
     settings.Var("WARMUP_STEPS", "int", 2, "untimed steps first (the compile happens in the first)", min=1, max=100),
     settings.Var("ATTN", "str", "sdpa", "transformers' attn_implementation"),
     settings.Var("LIGER", "bool", False, "liger-kernel's patch of the model family first"),
+    settings.Var("MASTER", "choice", "bf16", "where AdamW updates: the bf16 weights, or fp32 master "
+                 "copies as DeepSpeed's bf16 mode", choices=("bf16", "fp32")),
 ]
 
 
@@ -68,13 +73,37 @@ def build(s: dict, recipe: str):
     return net, config, converted
 
 
+def optimizer(net, master: str):
+    """(step, zero_grad) of fused AdamW on `net`'s bf16 weights, or on fp32 master copies of them
+    (each step takes the bf16 gradients to fp32, updates the masters, copies them back)."""
+    import torch
+
+    params = [p for p in net.parameters() if p.requires_grad]
+    if master == "bf16":
+        opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
+        return opt.step, lambda: opt.zero_grad(set_to_none=True)
+    masters = [p.detach().float() for p in params]
+    opt = torch.optim.AdamW(masters, lr=1e-5, fused=True)
+
+    def step():
+        for p, m in zip(params, masters):
+            m.grad = p.grad.float()
+        opt.step()
+        torch._foreach_copy_([p.data for p in params], masters)
+
+    def zero_grad():
+        for p, m in zip(params, masters):
+            p.grad, m.grad = None, None
+    return step, zero_grad
+
+
 def main() -> int:
     s = settings.load(VARS, __doc__)
     import torch
 
     for recipe in s["RECIPES"]:
         net, config, converted = build(s, recipe)
-        opt = torch.optim.AdamW(net.parameters(), lr=1e-5, fused=True)
+        step_optimizer, zero_grad = optimizer(net, s["MASTER"])
         for seq_len in s["SEQLENS"]:
             gen = torch.Generator().manual_seed(seq_len)
             ids = torch.randint(0, min(config.vocab_size, 128000), (1, seq_len), generator=gen).cuda()
@@ -85,8 +114,8 @@ def main() -> int:
                 start = time.perf_counter()
                 loss = net(input_ids=ids, labels=ids, use_cache=False).loss
                 loss.backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
+                step_optimizer()
+                zero_grad()
                 value = loss.item()
                 torch.cuda.synchronize()
                 if step >= s["WARMUP_STEPS"]:
@@ -95,13 +124,13 @@ def main() -> int:
                 elif step == 0:
                     first_ms = (time.perf_counter() - start) * 1e3  # the compile, for a float8 recipe
             print(json.dumps({"tool": "fp8_torch_step", "recipe": recipe, "seq_len": seq_len,
-                              "num_layers": s["NUM_LAYERS"], "attn": s["ATTN"], "liger": s["LIGER"],
+                              "num_layers": s["NUM_LAYERS"], "attn": s["ATTN"], "liger": s["LIGER"], "master": s["MASTER"],
                               "converted_linears": converted, "step_ms": statistics.median(times),
                               "step_ms_min": min(times), "step_ms_max": max(times), "steps": len(times),
                               "first_step_ms": first_ms, "loss_mean": statistics.fmean(losses),
                               "peak_mem_gib": torch.cuda.max_memory_reserved() / 2**30,
                               "torch": torch.__version__}), flush=True)
-        del net, opt
+        del net, step_optimizer, zero_grad
         torch.cuda.empty_cache()
     return 0
 
