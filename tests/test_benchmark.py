@@ -2,6 +2,7 @@
 real run shows, and its main in this process for how bad input and a failing point end a run."""
 import io
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -330,17 +331,30 @@ def test_a_lock_no_build_holds_is_stale_at_any_age_and_a_held_one_is_live(tmp_pa
 
 
 def test_where_the_adam_op_is_built_is_found_without_torch(tmp_path):
+    from torch.utils.cpp_extension import get_default_build_root
+
     from upgrade_bench.training import extensions
 
     assert extensions.cache_root({"TORCH_EXTENSIONS_DIR": "/x/ext"}) == Path("/x/ext")
-    assert extensions.cache_root({"XDG_CACHE_HOME": "/c"}) == Path("/c/torch_extensions")
-    assert extensions.cache_root({}) == Path.home() / ".cache" / "torch_extensions"
-    assert not extensions.is_built("fused_adam", tmp_path)
-    (tmp_path / "py312_cu130" / "fused_adam").mkdir(parents=True)  # torch's default cache: a folder per version
-    (tmp_path / "py312_cu130" / "fused_adam" / "lock").touch()  # a build under way is not a build
-    assert not extensions.is_built("fused_adam", tmp_path)
-    (tmp_path / "py312_cu130" / "fused_adam" / "fused_adam.so").touch()
-    assert extensions.is_built("fused_adam", tmp_path) and not extensions.is_built("cpu_adam", tmp_path)
+    # torch's default: its cache, then a folder for this Python and torch's CUDA build (CPU here)
+    accelerator = f"cu{torch.version.cuda.replace('.', '')}" if torch.version.cuda else "cpu"
+    here = f"py{sys.version_info.major}{sys.version_info.minor}{sys.abiflags}_{accelerator}"
+    assert extensions.cache_root(dict(os.environ, TORCH_EXTENSIONS_DIR="x")) == Path("x")
+    environ = {k: v for k, v in os.environ.items() if k != "TORCH_EXTENSIONS_DIR"}
+    assert Path(os.path.realpath(extensions.cache_root(environ))) == Path(get_default_build_root()) / here
+    assert extensions.version_folder("cuda: Optional[str] = '13.0'\nhip = None\n", (3, 12), "") == "py312_cu130"
+    assert extensions.version_folder("cuda = '12.8'\nhip: Optional[str] = '6.4.1'\n", (3, 11), "") == "py311_rocm641"
+    # a build for another Python or CUDA is not this one's
+    cache = {"XDG_CACHE_HOME": str(tmp_path)}
+    for folder in ("py27_cu100", here):
+        (tmp_path / "torch_extensions" / folder / "fused_adam").mkdir(parents=True)
+    assert not extensions.is_built("fused_adam", extensions.cache_root(cache))
+    (tmp_path / "torch_extensions" / "py27_cu100" / "fused_adam" / "fused_adam.so").touch()
+    assert not extensions.is_built("fused_adam", extensions.cache_root(cache))
+    (tmp_path / "torch_extensions" / here / "fused_adam" / "fused_adam.so").touch()
+    assert extensions.is_built("fused_adam", extensions.cache_root(cache))
+    assert not extensions.is_built("cpu_adam", extensions.cache_root(cache))
+    assert extensions.adam_op(True) == "cpu_adam" and extensions.adam_op(False) == "fused_adam"
 
 
 def test_a_stale_lock_stops_the_run_before_its_header(as_script, capsys, monkeypatch, tmp_path):

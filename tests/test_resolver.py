@@ -77,10 +77,18 @@ MODEL_TYPE_TO_APPLY_LIGER_FN = {"qwen3_moe": apply_qwen3_moe, "gpt_oss": apply_g
 """
     assert resolver.liger_fused_moe_types_in(source) == {"qwen3_moe"}
     assert resolver.liger_fused_moe_types_in("x = 1") == frozenset()
+    # positional-only arguments shift which default is swiglu's; an attribute names the class too
+    odd = """
+def a(x=1, /, swiglu=True):
+    m.Experts = swiglu_mod.LigerExperts
+def b(x=True, /, swiglu=False):
+    m.Experts = LigerExperts
+MODEL_TYPE_TO_APPLY_LIGER_FN = {"a": a, "b": b}
+"""
+    assert resolver.liger_fused_moe_types_in(odd) == {"a"}
     moe = dict(MODEL="tiny-qwen3-moe", NUM_LAYERS=1)
     assert resolver.resolve(training(**moe), H200, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
     assert not resolver.resolve(training(**moe, USE_LIGER=0), H200, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
-    assert not resolver.resolve(training(MODEL="tiny-gpt-oss"), H200, model.cheap_config("tiny-gpt-oss"), [64]).liger_moe
     assert not resolver.resolve(training(**moe), CPU, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
 
 

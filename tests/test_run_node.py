@@ -164,7 +164,7 @@ def test_no_step_script_takes_another_scripts_setting_for_a_misspelling_of_its_o
 
 def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))])
-    monkeypatch.setattr(resolver, "liger_model_types", lambda: frozenset({"llama"}))  # installed, as on the node
+    monkeypatch.setattr(resolver, "liger_source", lambda: LIGER_SOURCE)  # installed, as on the node
     for name in NODE_CLEARED:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))  # nothing built yet
@@ -185,7 +185,7 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     assert step_s[8192] == flops.step_flops(spec, 1, 8192).hardware / (989e12 * 0.35)
     # start-up: 20 s, 1.5 s per billion weights with the optimizer on the GPU (8 layers of the 8B:
     # 2.80B with both embeddings), and a 10 s first step, per process: a length each, as in the sweep
-    # per process: a length each, as in the sweep; its first process builds fused Adam (35 s)
+    # its first process builds fused Adam (35 s)
     start = 20 + 1.5 * 2.80 + 10
     assert steps["sweep"].estimate_s == pytest.approx(35 + 2 * start + 12 * sum(step_s.values()), abs=0.1)
     # the decomposition: the sweep's process and steps at its length, and DECOMPOSE=3 profiled ones
@@ -198,6 +198,14 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     (tmp_path / "ext" / "fused_adam").mkdir(parents=True)
     (tmp_path / "ext" / "fused_adam" / "fused_adam.so").touch()
     assert replan()["sweep"].estimate_s == pytest.approx(2 * start + 12 * sum(step_s.values()), abs=0.1)
+    # the optimizer offloaded needs CPU Adam, a build of its own
+    offloaded = lambda: {st.name: st for st in node_plan.plan(  # noqa: E731
+        s, {**train, "OFFLOAD_OPTIMIZER": True}, tmp_path, "python", children, os.environ,
+        {v.name for v in node.VARS})}["sweep"].estimate_s
+    unbuilt = offloaded()
+    (tmp_path / "ext" / "cpu_adam").mkdir()
+    (tmp_path / "ext" / "cpu_adam" / "cpu_adam.so").touch()
+    assert unbuilt - offloaded() == pytest.approx(35)
     # issue 38: the decomposition ran Liger off where the sweep ran it on, and did not fit at 32K
     assert steps["sweep"].sweep.resolved.use_liger and steps["decomposition"].sweep.resolved.use_liger
     assert steps["hbm"].estimate_s == node_plan.HBM_S
@@ -216,19 +224,28 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     assert flex == pytest.approx(80 - 10)
 
 
+# liger-kernel's patch table as the resolver reads it: Llama's kernels; Qwen3-MoE's experts swapped
+LIGER_SOURCE = """
+def llama(swiglu=True):
+    pass
+def qwen3_moe(swiglu=True):
+    modeling.Qwen3MoeExperts = LigerExperts
+MODEL_TYPE_TO_APPLY_LIGER_FN = {"llama": llama, "qwen3_moe": qwen3_moe}
+"""
+
+
 def test_ligers_fused_moe_tuning_is_in_the_estimate(as_script, monkeypatch, tmp_path):
-    # results/h200-moe-8/: Qwen3-30B-A3B's first step spent 194 s in Liger's MoE autotune at 128
-    # experts (nothing compiled), 31 s at 32 (compiled): 90 s once, 0.8 s per expert per process
+    # results/h200-moe-8/: Liger's MoE autotune took 194 s with nothing compiled, 31 s compiled,
+    # whatever the experts: a compile once per node (160 s), 31 s in every process
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))])
-    monkeypatch.setattr(resolver, "liger_model_types", lambda: frozenset({"qwen3_moe"}))
     for name in NODE_CLEARED:
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "ext" / "fused_adam").mkdir(parents=True)
     (tmp_path / "ext" / "fused_adam" / "fused_adam.so").touch()  # built: only the MoE's costs differ
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
 
-    def sweep_s(moe_types, experts):
-        monkeypatch.setattr(resolver, "liger_moe_types", lambda: moe_types)
+    def estimates(source, experts):
+        monkeypatch.setattr(resolver, "liger_source", lambda: source)
         as_script("run_node.sh", EVERY, {"MODEL": "qwen3-30b-a3b", "NUM_LAYERS": "4", "NUM_EXPERTS": str(experts),
                                          "SEQLENS": "8192 32768", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0",
                                          "GRAD_CHECKPOINT": "0", "ATTN_BACKEND": "sdpa", "DRY_RUN": "1"})
@@ -236,13 +253,12 @@ def test_ligers_fused_moe_tuning_is_in_the_estimate(as_script, monkeypatch, tmp_
         steps = {st.name: st for st in node_plan.plan(s, train, tmp_path / "node", "python", children, os.environ, OWN)}
         return steps["sweep"].estimate_s, steps["decomposition"].estimate_s
 
-    plain, plain_decomposition = sweep_s(frozenset(), 128)
-    fused, fused_decomposition = sweep_s(frozenset({"qwen3_moe"}), 128)
-    assert fused - plain == pytest.approx(90 + 2 * 0.8 * 128)  # two processes, one length each
-    assert fused_decomposition - plain_decomposition == pytest.approx(2 * 0.8 * 128)  # compiled by the sweep
-    cut, _ = sweep_s(frozenset({"qwen3_moe"}), 32)
-    plain_cut, _ = sweep_s(frozenset(), 32)
-    assert cut - plain_cut == pytest.approx(90 + 2 * 0.8 * 32)
+    kernels_only = LIGER_SOURCE.replace("modeling.Qwen3MoeExperts = LigerExperts", "pass")
+    for experts in (128, 32):
+        plain, plain_decomposition = estimates(kernels_only, experts)
+        fused, fused_decomposition = estimates(LIGER_SOURCE, experts)
+        assert fused - plain == pytest.approx(160 + 2 * 31)  # two processes, one length each
+        assert fused_decomposition - plain_decomposition == pytest.approx(2 * 31)  # compiled by the sweep
 
 
 # --------------------------------------------------------------- steps, records, resume

@@ -2,12 +2,11 @@
 """A yardstick for PRECISION: a plain-torch training step with torchao's float8 linears.
 
 No DeepSpeed and none of the suite's training code: a transformers causal LM from the
-model's config.json (cut to NUM_LAYERS), random bf16 weights on the GPU, fused AdamW on the
-bf16 parameters (MASTER=bf16) or, as DeepSpeed's bf16 mode does, on fp32 master copies whose
-update is copied back into the bf16 weights (MASTER=fp32: the same optimizer work as the
-suite's step, so only the precision differs), random tokens, fwd + bwd + step timed with CUDA
-syncs around each step. For
-a float8 RECIPE, torchao's own `convert_to_float8_training` with its own size filter
+model's config.json (cut to NUM_LAYERS), random bf16 weights on the GPU, fused AdamW on
+fp32 master copies whose update is copied back into the bf16 weights, as DeepSpeed's bf16 mode
+does (MASTER=fp32, the default: the suite's optimizer work, so only the precision differs), or
+on the bf16 weights themselves (MASTER=bf16), random tokens, fwd + bwd + step timed with CUDA
+syncs around each step. For a float8 RECIPE, torchao's own `convert_to_float8_training` with its own size filter
 (`_auto_filter_for_recipe`, lm_head left out) and each converted module compiled alone, as
 torchao's README advises for speed. ATTN (transformers' attn_implementation) and LIGER=1
 (liger-kernel's patch for the family) match the suite's run being compared; the suite's
@@ -36,8 +35,9 @@ VARS = [
     settings.Var("WARMUP_STEPS", "int", 2, "untimed steps first (the compile happens in the first)", min=1, max=100),
     settings.Var("ATTN", "str", "sdpa", "transformers' attn_implementation"),
     settings.Var("LIGER", "bool", False, "liger-kernel's patch of the model family first"),
-    settings.Var("MASTER", "choice", "bf16", "where AdamW updates: the bf16 weights, or fp32 master "
-                 "copies as DeepSpeed's bf16 mode", choices=("bf16", "fp32")),
+    settings.Var("MASTER", "choice", "fp32", "where AdamW updates: fp32 master copies as DeepSpeed's "
+                 "bf16 mode (the suite's optimizer work), or the bf16 weights (this tool's lines before the "
+                 "option, which have no `master` field)", choices=("fp32", "bf16")),
 ]
 
 

@@ -5,9 +5,11 @@ header says exactly which versions ran. Nothing here may fail a run: a probe tha
 answer records null.
 """
 import importlib.metadata as md
+import importlib.util
 import os
 import platform
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import devices
 from .devices.gpu import ask
@@ -23,6 +25,21 @@ def package_version(dist: str) -> str | None:
     try:
         return md.version(dist)
     except md.PackageNotFoundError:
+        return None
+
+
+def installed_file(package: str, relative: str) -> str | None:
+    """The text of a file of an installed top-level package (`relative` to its folder), found
+    and read without importing the package; None where the package or the file is missing."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    try:
+        return (Path(spec.origin).parent / relative).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
 
 

@@ -21,7 +21,7 @@ from ..hardware import devices
 from ..kernels import attn_backends, attn_bench, timing
 from ..log.records import read_log
 from ..log.runs import identity_difference, run_identity, with_headers
-from ..models import cuts, flops, layers
+from ..models import flops, layers
 from ..numfmt import fmt_s
 from ..paths import REPO
 from ..training import extensions, low_precision as low_precision_step
@@ -60,13 +60,13 @@ START_S_PER_BPARAM_OFFLOAD = 10.0
 # built it (install.sh builds none): fused Adam took 34 s on the H200's 16 cores
 # (results/h200-precision-7/progress.log, "prebuild").
 ADAM_BUILD_S = 35.0
-# Liger's fused MoE (resolver.Resolved.liger_moe) autotunes its seven Triton kernels over 16-32
-# configurations each in a process's first step. On the H200 (results/h200-moe-8/, Triton's own
-# timings): Qwen3-30B-A3B's 128 experts 194 s with nothing compiled, its 32 experts 31 s with the
-# kernels compiled by the run before. So a compile, once per node (Triton's cache keeps it), and
-# benchmarking that grows with the experts, in every process.
-LIGER_MOE_COMPILE_S = 90.0
-LIGER_MOE_S_PER_EXPERT = 0.8
+# Liger's fused MoE (resolver.Resolved.liger_moe) autotunes its Triton kernels (seven, over 16 to
+# 40 configurations each) in each process's first step. On the H200 (results/h200-moe-8/, Triton's
+# own timings): 194 s with nothing compiled (Qwen3-30B-A3B, 128 experts), 31 s with the kernels
+# compiled by the run before (32 experts): about 0.13 s a configuration, whatever the experts. So a
+# compile once per node (Triton's cache keeps it) and the tuning in every process.
+LIGER_MOE_COMPILE_S = 160.0
+LIGER_MOE_TUNE_S = 31.0
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
 HBM_S = 18.0                # bench_hbm.py's defaults: 20 s, 17 s and 16 s (results/h200-hbm-6, h200-precision-7)
@@ -101,14 +101,13 @@ class Step:
 
 
 def start_s(spec, backend: str, offload: bool = False, low_precision: bool = False,
-            liger_moe_experts: int = 0) -> float:
+            liger_moe: bool = False) -> float:
     """A training process's start-up and first step, by the model's size (all its weights),
     where its optimizer lives, and what the attention backend (FlexAttention: over a minute
-    cold), a low precision's compiled linears and Liger's fused MoE (over the experts built,
-    0 where it does not run) compile or tune there."""
+    cold), a low precision's compiled linears and Liger's fused MoE compile or tune there."""
     first_step = (max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
                   + (low_precision_step.FIRST_STEP_S if low_precision else 0.0)
-                  + LIGER_MOE_S_PER_EXPERT * liger_moe_experts)
+                  + (LIGER_MOE_TUNE_S if liger_moe else 0.0))
     per_bparam = START_S_PER_BPARAM_OFFLOAD if offload else START_S_PER_BPARAM
     return START_S + per_bparam * spec.total_params / 1e9 + first_step
 
@@ -143,8 +142,7 @@ def points_s(plan: sweep_plan.Plan, lengths: list) -> float | None:
         return None
     steps = s["WARMUP_STEPS"] + s["STEPS"] + s["DECOMPOSE"]
     starts = len(sweep_plan.process_plan(lengths, s["REUSE_PROCESS"]))
-    experts = cuts.experts_of(r.cut.built) if r.liger_moe else 0
-    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"], r.precision.low, experts) + sum(
+    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"], r.precision.low, r.liger_moe) + sum(
         steps * training_step_s(r.cut.counted, n, r.peak_tflops, s["GRAD_CHECKPOINT"]) for n in lengths)
 
 
@@ -218,9 +216,9 @@ def add_first_process_costs(steps: list, skip: list, train: dict, liger_moe: boo
     """What the node's first training process builds once for the rest, to the estimate of the
     first training step that will run points: the Adam op where no earlier run left it built,
     and Liger's fused MoE kernels (Triton's cache is not looked into: counted every run)."""
-    op = extensions.ADAM_OP[bool(train["OFFLOAD_OPTIMIZER"])]
-    once = (0.0 if extensions.is_built(op, extensions.cache_root(environ)) else ADAM_BUILD_S) + \
-        (LIGER_MOE_COMPILE_S if liger_moe else 0.0)
+    op = extensions.adam_op(bool(train["OFFLOAD_OPTIMIZER"]))
+    once = ((0.0 if extensions.is_built(op, extensions.cache_root(environ)) else ADAM_BUILD_S)
+            + (LIGER_MOE_COMPILE_S if liger_moe else 0.0))
     first = next((st for st in steps if st.name in TRAINING_STEPS and st.name not in skip and st.todo
                   and st.estimate_s is not None), None)
     if first:

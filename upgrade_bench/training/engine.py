@@ -249,7 +249,7 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     seq_len = None
     try:
         say_rank0(rc, "start-up: building the model and the DeepSpeed engine (minutes for an 8B "
-                      "model on a node; a first run also builds DeepSpeed's CPU ops) ...")
+                      "model on a node; a first run also builds DeepSpeed's Adam op) ...")
         notice = extensions.waiting_notice()
         if notice:
             say_rank0(rc, notice)
@@ -287,9 +287,9 @@ OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint ac
 # on first use (Qwen3-Next's Gated DeltaNet took minutes on a fresh H200, results/h200-families-2/).
 MIXER_FIRST_STEP = ("the linear mixers' Triton kernels compile and autotune (minutes on a cold cache; "
                     "TRITON_CACHE_DIR kept across runs saves it)")
-# Liger's fused MoE tunes its seven Triton kernels over 16-32 configurations each, in every process
-# (Qwen3-30B-A3B's 128 experts: 194 s on an H200, 31 s for 32 with the kernels compiled, results/h200-moe-8/).
-LIGER_MOE_FIRST_STEP = "Liger's fused MoE autotunes its Triton kernels (minutes with many experts)"
+# Liger's fused MoE tunes its Triton kernels once per process (the costs: sweep/node_plan.LIGER_MOE_*).
+LIGER_MOE_FIRST_STEP = ("Liger's fused MoE autotunes its Triton kernels, once per process (minutes "
+                        "with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")
 
 
 def started_text(startup_s: float, seq_lens: list, backend: str, compiles_precision: bool = False,

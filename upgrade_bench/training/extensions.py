@@ -13,9 +13,13 @@ whenever anything compiled, Triton's launcher stubs included: the run then waite
 On a network filesystem the builder may be another node's, which this machine cannot see:
 there a lock is stale only past the time a build takes.
 """
+import ast
 import os
+import sys
 import time
 from pathlib import Path
+
+from ..hardware import fingerprint
 
 # No op of DeepSpeed's takes this long to build on a 2-core machine (CPU Adam: about a minute).
 STALE_AFTER_S = 600
@@ -24,9 +28,6 @@ NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs"
                         "fuse.sshfs", "fuse.glusterfs", "glusterfs", "afs", "pvfs2", "orangefs", "wekafs"})
 # A builder closes its lock just before removing it: a lock seen unheld is looked at again after this.
 RECHECK_S = 0.5
-# DeepSpeed's Adam by where the optimizer lives, as torch names the op's build folder (engine.py
-# asks for fused Adam, a CUDA op, on the GPU and CPU Adam where the optimizer is offloaded).
-ADAM_OP = {False: "fused_adam", True: "cpu_adam"}
 
 
 def build_root() -> Path:
@@ -37,20 +38,42 @@ def build_root() -> Path:
     return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
 
 
+def adam_op(offload: bool) -> str:
+    """DeepSpeed's Adam op as torch names its build folder: engine.py asks for CPU Adam where the
+    optimizer is offloaded, fused Adam (a CUDA op) where it stays on the GPU."""
+    return "cpu_adam" if offload else "fused_adam"
+
+
+def version_folder(torch_version_source: str, python=sys.version_info, abiflags=None) -> str:
+    """The per-version folder torch's default cache puts builds in ('py312_cu130'), from the text
+    of torch/version.py (its `hip` and `cuda` strings) and this Python, as torch names it."""
+    found = {}
+    for node in ast.parse(torch_version_source).body:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        for target in targets:
+            if isinstance(target, ast.Name) and isinstance(getattr(node, "value", None), ast.Constant):
+                found[target.id] = node.value.value
+    hip, cuda = found.get("hip"), found.get("cuda")
+    accelerator = (f"rocm{hip.replace('.', '')}" if isinstance(hip, str) else
+                   f"cu{cuda.replace('.', '')}" if isinstance(cuda, str) else "cpu")
+    flags = getattr(sys, "abiflags", "") if abiflags is None else abiflags
+    return f"py{python[0]}{python[1]}{flags}_{accelerator}"
+
+
 def cache_root(environ) -> Path:
-    """build_root() without importing torch: TORCH_EXTENSIONS_DIR, else torch's default cache,
-    ~/.cache/torch_extensions (under XDG_CACHE_HOME where set), which then holds one folder per
-    Python and CUDA version (py312_cu130/) with the ops in it."""
-    if environ.get("TORCH_EXTENSIONS_DIR"):
+    """Where torch builds an op's folder, without importing torch (as torch's
+    _get_build_directory): TORCH_EXTENSIONS_DIR where set, else its default cache
+    (~/.cache/torch_extensions, under XDG_CACHE_HOME where set) and the folder of this Python and
+    torch's CUDA or ROCm version in it: a build for another version does not count."""
+    if environ.get("TORCH_EXTENSIONS_DIR") is not None:
         return Path(environ["TORCH_EXTENSIONS_DIR"])
-    cache = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "torch_extensions"
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME") or str(Path.home()), ".cache")
+    return Path(cache) / "torch_extensions" / version_folder(fingerprint.installed_file("torch", "version.py") or "")
 
 
 def is_built(op: str, root: Path) -> bool:
-    """Whether a finished build of `op` lies under `root`: its library, <op>/<op>.so, there or one
-    folder down (the per-version folder of torch's default cache)."""
-    return any(root.glob(f"{op}/{op}.so")) or any(root.glob(f"*/{op}/{op}.so"))
+    """Whether a finished build of `op` lies in `root` (cache_root): its library, <op>/<op>.so."""
+    return (root / op / f"{op}.so").is_file()
 
 
 def build_locks(root: Path) -> list:

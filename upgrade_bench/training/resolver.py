@@ -11,12 +11,11 @@ A run's identity (`Resolved.config`) is what a header records and what RESUME an
 compare (log/runs.run_identity).
 """
 import ast
-import importlib.util
 from dataclasses import dataclass
 
 from ..faults import BadInput
 from ..hardware import gpus, precisions
-from ..hardware.fingerprint import Device, package_version
+from ..hardware.fingerprint import Device, installed_file, package_version
 from ..kernels import attn_backends
 from ..log.runs import training_config
 from ..models import architecture, cuts, model
@@ -38,26 +37,7 @@ def liger_source() -> str | None:
     would import torch and Triton): '' where it cannot be found, None where not installed."""
     if package_version("liger-kernel") is None:
         return None
-    try:
-        spec = importlib.util.find_spec("liger_kernel.transformers.monkey_patch")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.origin:
-        return ""
-    with open(spec.origin, encoding="utf-8") as f:
-        return f.read()
-
-
-def liger_model_types() -> frozenset | None:
-    """The model types the installed liger-kernel patches (MODEL_TYPE_TO_APPLY_LIGER_FN's keys);
-    None when liger-kernel is not installed."""
-    source = liger_source()
-    return None if source is None else liger_types_in(source)
-
-
-def liger_moe_types() -> frozenset:
-    """The model types whose experts the installed liger-kernel swaps for its fused MoE."""
-    return liger_fused_moe_types_in(liger_source() or "")
+    return installed_file("liger_kernel", "transformers/monkey_patch.py") or ""
 
 
 def liger_types_in(source: str) -> frozenset:
@@ -73,16 +53,18 @@ def liger_types_in(source: str) -> frozenset:
 def liger_fused_moe_types_in(source: str) -> frozenset:
     """The keys of MODEL_TYPE_TO_APPLY_LIGER_FN whose apply function, called with its defaults as
     model.apply_liger calls it, swaps the experts for LigerExperts: it names LigerExperts and its
-    `swiglu` argument defaults to True (gpt-oss's defaults to False: its experts stay)."""
+    `swiglu` argument defaults to True (gpt-oss's defaults to False: its experts stay). liger-kernel
+    0.8.5 swaps them on transformers 5 only, which the pins require."""
     tree = ast.parse(source)
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     swaps = set()
     for name, fn in functions.items():
-        args = fn.args.args[len(fn.args.args) - len(fn.args.defaults):] + fn.args.kwonlyargs
+        positional = fn.args.posonlyargs + fn.args.args
+        args = positional[len(positional) - len(fn.args.defaults):] + fn.args.kwonlyargs
         defaults = fn.args.defaults + list(fn.args.kw_defaults)
         swiglu = next((d for a, d in zip(args, defaults) if a.arg == "swiglu"), None)
-        if (isinstance(swiglu, ast.Constant) and swiglu.value is True
-                and any(getattr(n, "id", None) == "LigerExperts" for n in ast.walk(fn))):
+        names = {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(fn)}
+        if isinstance(swiglu, ast.Constant) and swiglu.value is True and "LigerExperts" in names:
             swaps.add(name)
     for node in tree.body:
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
@@ -94,8 +76,9 @@ def liger_fused_moe_types_in(source: str) -> frozenset:
 
 def machine_for(device: Device, gpu_name: str | None, world_size: int, requested_backend: str) -> Machine:
     """The Machine of a device as NVML or torch describes it, with this host's packages."""
+    source = liger_source()
     return Machine(device, gpu_name, world_size, frozenset(attn_backends.installed(requested_backend)),
-                   liger_model_types(), liger_moe_types())
+                   None if source is None else liger_types_in(source), liger_fused_moe_types_in(source or ""))
 
 
 @dataclass(frozen=True)
