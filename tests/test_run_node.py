@@ -145,6 +145,10 @@ def test_a_node_out_that_cannot_be_written_is_refused_before_anything(bad_out, i
     ({"OUT": "night.jsonl"}, "error: OUT is set: run_node.sh sets it per step"),  # was silently replaced
     ({"RESUME": "0"}, "error: RESUME is set: run_node.sh sets it per step"),
     ({"BACKENDS": "fa9"}, "error: BACKENDS='fa9': expected auto, all or a list of"),  # attention's, not after 3 steps
+    # lengths no kernel indexes: the sweep's and attention's processes failed after start-up
+    ({"SEQLENS": "99999999999999999999"}, "error: SEQLENS='99999999999999999999': expected space- or comma-"),
+    ({"ATTN_SEQLENS": "4294967296"}, "error: ATTN_SEQLENS='4294967296': expected space- or comma-"),
+    ({"DECOMPOSE_SEQLENS": "4294967296"}, "error: DECOMPOSE_SEQLENS='4294967296': expected space- or comma-"),
 ])
 def test_a_misspelt_or_unknown_setting_stops_the_node_before_any_work(tmp_path, in_process, env, line):
     code, err = in_process(MODEL="tiny", NODE_OUT=tmp_path / "node", **env)
