@@ -328,6 +328,21 @@ def test_a_rerun_measures_only_the_attention_lengths_no_earlier_run_did(tmp_path
                                  f"of its own; the folder's own configuration resumes it"]
 
 
+@pytest.mark.parametrize("seq_lens", [[[32]], [{"n": 32}], ["32"], [32.0], [True]])
+def test_a_node_step_whose_lengths_are_no_lengths_is_skipped_and_they_run_again(tmp_path, planned, seq_lens):
+    # a list or an object among them was a traceback on the rerun; text, a float or true
+    # counted as lengths measured (True == 1)
+    out = tmp_path / "node"
+    env = {**TINY, "SKIP": "capabilities mamf hbm sweep decomposition", "ATTN_SEQLENS": "1 32", "DRY_RUN": 1}
+    attention = planned(out, **env)["attention"]
+    out.mkdir()
+    (out / "attention.jsonl").write_text("")
+    (out / "node.jsonl").write_text(json.dumps({
+        "kind": "node_step", "schema": 1, "script": "run_node.sh", "run_id": "r", "step": "attention",
+        "exit_code": 0, "output": "attention.jsonl", "identity": attention.identity, "seq_lens": seq_lens}) + "\n")
+    assert planned(out, **env)["attention"].todo == [1, 32]
+
+
 def test_a_rerun_measures_only_the_points_the_folder_lacks_of_this_request(tmp_path, in_process, planned):
     out = tmp_path / "node"
     env = {**TINY, "GPUS": "1", "REUSE_PROCESS": "1", "NODE_OUT": out, "SKIP": "capabilities mamf hbm attention",
