@@ -145,3 +145,24 @@ def test_the_guides_published_rows_carry_the_lengths_their_run_covers(tmp_path):
     rows = (tmp_path / "t" / "points.csv").read_text().splitlines()
     at_32k = next(line for line in rows if ",32768," in line and "guide-h200-sweep" in line)
     assert "8192" not in at_32k.split(",32768,")[1].split(",")[0:3] and "262144" in at_32k
+
+
+# --------------------------------------------------------------- hostile round 5
+
+def test_a_setting_recorded_at_its_default_is_the_run_that_leaves_it_out(tmp_path, capsys):
+    # bf16, all experts and leaf MoE blocks are recorded only off their defaults; a log that
+    # records them anyway (another tool's, a hand-edited one) stayed unpaired "(bf16 vs not recorded)"
+    explicit = {"PRECISION": "bf16", "NUM_EXPERTS": 0, "ZERO3_LEAF_MOE": True}
+    logs = sweep(config=explicit) + sweep("b", "NVIDIA B200")
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert "## 1. B200 SXM vs H200 SXM: measured vs measured\n" in page and "Series not compared" not in page
+
+
+def test_an_unpaired_series_names_a_default_setting_by_its_value_not_as_unrecorded(tmp_path, capsys):
+    logs = sweep() + sweep("b", "NVIDIA B200", config={"PRECISION": "fp8-tensorwise"})
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert "differs in PRECISION (bf16 vs fp8-tensorwise)" in page and "not recorded" not in page

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..faults import BadInput
+from ..log import runs
 from .baseline import choose_baseline, match_prices, published_hint
 from .decompositions import DecompositionPair, decomposition_rows
 from .isolated_attention import attention_rows, attention_series
@@ -127,11 +128,12 @@ def ignored_differences(base: Series, other: Series) -> list:
 
 
 def differing_keys(a: dict, b: dict) -> list:
-    return ordered_keys(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    return ordered_keys(k for k in set(a) | set(b) if runs.setting(a, k) != runs.setting(b, k))
 
 
 def _phrase(config: dict, key: str) -> str:
-    return config_phrase(key, config[key]) if key in config else "not recorded"
+    return config_phrase(key, runs.setting(config, key)) if key in config or key in runs.IDENTITY_DEFAULTS \
+        else "not recorded"
 
 
 def unpaired(members: list, paired: set, baseline: str) -> list:
