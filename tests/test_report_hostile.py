@@ -7,7 +7,7 @@ import pytest
 
 import plot_results
 from test_plot_results import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
-from upgrade_bench.report import forecasts, published, series
+from upgrade_bench.report import forecasts, published, series, words
 
 H200_PEAK = 989.0
 
@@ -166,3 +166,17 @@ def test_an_unpaired_series_names_a_default_setting_by_its_value_not_as_unrecord
     assert code == 0, err
     page = (tmp_path / "o" / "report.md").read_text()
     assert "differs in PRECISION (bf16 vs fp8-tensorwise)" in page and "not recorded" not in page
+
+
+def test_series_of_different_expert_cuts_get_no_verdict_even_paired_as_asked(tmp_path, capsys):
+    # the cut flatters: 32 of Qwen3-30B-A3B's 128 experts ran its 8K step 1.32x faster
+    # (results/h200-moe-8), so a 32-expert baseline against a 64-expert candidate is no upgrade's price
+    logs = sweep(config={"NUM_EXPERTS": 32}) + sweep("b", "NVIDIA B200", config={"NUM_EXPERTS": 64})
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--ignore-config", "NUM_EXPERTS",
+                         "--price", "H200=3", "--price", "B200=6", "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert "B200 SXM (measured): no verdict, not like for like" in page
+    assert "dearer per token" not in page and "cheaper per token" not in page
+    assert words.unlike_across(series.load(json.loads(json.dumps(logs))).series).startswith(
+        "Not like for like: these series differ in expert cut (")
