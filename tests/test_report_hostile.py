@@ -180,3 +180,17 @@ def test_series_of_different_expert_cuts_get_no_verdict_even_paired_as_asked(tmp
     assert "dearer per token" not in page and "cheaper per token" not in page
     assert words.unlike_across(series.load(json.loads(json.dumps(logs))).series).startswith(
         "Not like for like: these series differ in expert cut (")
+
+
+def test_a_figure_a_millionfold_off_prints_in_a_few_characters_not_hundreds(tmp_path, capsys):
+    # tokens/s and TFLOPS of 1e-300 are positive numbers the reader takes; their $/1M tokens and
+    # speedup printed 300 digits in a cell and in the answer
+    logs = sweep() + sweep("b", "NVIDIA B200")
+    for r in logs[1:3]:
+        r.update(tokens_per_s_per_gpu=1e-300, tflops_per_gpu=1e-300)
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--price", "H200=3", "--price",
+                         "B200=6", "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert max(map(len, page.split())) < 200 and max(map(len, out.split())) < 200
+    assert "4e+302x" in page
