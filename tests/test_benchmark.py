@@ -195,6 +195,10 @@ def main(as_script, monkeypatch, capsys):
     ({"PACKED_DOC_LEN": "64"}, "PACKED_DOC_LEN=64: must be shorter than every sequence length"),
     ({"MODEL": "llama-3.1-8b", "WEIGHTS": "pretrained", "MODEL_DIR": "/nonexistent"},
      "WEIGHTS=pretrained: no *.safetensors"),
+    # hostile round 5: beyond torch's 64-bit sizes, each was an exception after start-up (exit 1)
+    ({"SEQ_LEN": "99999999999999999999"}, "SEQ_LEN='99999999999999999999': expected space- or comma-separated "
+                                          "integers >= 1 and <= 2147483647"),
+    ({"BATCH_SIZE": "99999999999999999999"}, "BATCH_SIZE='99999999999999999999': expected an integer >= 1 and <= "),
 ])
 def test_bad_input_is_one_line_and_exit_2(main, env, message):
     code, recs, err = main(env)

@@ -7,7 +7,7 @@ import pytest
 
 import plot_results
 from test_plot_results import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
-from upgrade_bench.report import forecasts, published, series
+from upgrade_bench.report import forecasts, published, series, words
 
 H200_PEAK = 989.0
 
@@ -145,3 +145,52 @@ def test_the_guides_published_rows_carry_the_lengths_their_run_covers(tmp_path):
     rows = (tmp_path / "t" / "points.csv").read_text().splitlines()
     at_32k = next(line for line in rows if ",32768," in line and "guide-h200-sweep" in line)
     assert "8192" not in at_32k.split(",32768,")[1].split(",")[0:3] and "262144" in at_32k
+
+
+# --------------------------------------------------------------- hostile round 5
+
+def test_a_setting_recorded_at_its_default_is_the_run_that_leaves_it_out(tmp_path, capsys):
+    # bf16, all experts and leaf MoE blocks are recorded only off their defaults; a log that
+    # records them anyway (another tool's, a hand-edited one) stayed unpaired "(bf16 vs not recorded)"
+    explicit = {"PRECISION": "bf16", "NUM_EXPERTS": 0, "ZERO3_LEAF_MOE": True}
+    logs = sweep(config=explicit) + sweep("b", "NVIDIA B200")
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert "## 1. B200 SXM vs H200 SXM: measured vs measured\n" in page and "Series not compared" not in page
+
+
+def test_an_unpaired_series_names_a_default_setting_by_its_value_not_as_unrecorded(tmp_path, capsys):
+    logs = sweep() + sweep("b", "NVIDIA B200", config={"PRECISION": "fp8-tensorwise"})
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert "differs in PRECISION (bf16 vs fp8-tensorwise)" in page and "not recorded" not in page
+
+
+def test_series_of_different_expert_cuts_get_no_verdict_even_paired_as_asked(tmp_path, capsys):
+    # the cut flatters: 32 of Qwen3-30B-A3B's 128 experts ran its 8K step 1.32x faster
+    # (results/h200-moe-8), so a 32-expert baseline against a 64-expert candidate is no upgrade's price
+    logs = sweep(config={"NUM_EXPERTS": 32}) + sweep("b", "NVIDIA B200", config={"NUM_EXPERTS": 64})
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--ignore-config", "NUM_EXPERTS",
+                         "--price", "H200=3", "--price", "B200=6", "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert "B200 SXM (measured): no verdict, not like for like" in page
+    assert "dearer per token" not in page and "cheaper per token" not in page
+    assert words.unlike_across(series.load(json.loads(json.dumps(logs))).series).startswith(
+        "Not like for like: these series differ in expert cut (")
+
+
+def test_a_figure_a_millionfold_off_prints_in_a_few_characters_not_hundreds(tmp_path, capsys):
+    # tokens/s and TFLOPS of 1e-300 are positive numbers the reader takes; their $/1M tokens and
+    # speedup printed 300 digits in a cell and in the answer
+    logs = sweep() + sweep("b", "NVIDIA B200")
+    for r in logs[1:3]:
+        r.update(tokens_per_s_per_gpu=1e-300, tflops_per_gpu=1e-300)
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--price", "H200=3", "--price",
+                         "B200=6", "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert max(map(len, page.split())) < 200 and max(map(len, out.split())) < 200
+    assert "4e+302x" in page

@@ -145,6 +145,10 @@ def test_a_node_out_that_cannot_be_written_is_refused_before_anything(bad_out, i
     ({"OUT": "night.jsonl"}, "error: OUT is set: run_node.sh sets it per step"),  # was silently replaced
     ({"RESUME": "0"}, "error: RESUME is set: run_node.sh sets it per step"),
     ({"BACKENDS": "fa9"}, "error: BACKENDS='fa9': expected auto, all or a list of"),  # attention's, not after 3 steps
+    # lengths no kernel indexes: the sweep's and attention's processes failed after start-up
+    ({"SEQLENS": "99999999999999999999"}, "error: SEQLENS='99999999999999999999': expected space- or comma-"),
+    ({"ATTN_SEQLENS": "4294967296"}, "error: ATTN_SEQLENS='4294967296': expected space- or comma-"),
+    ({"DECOMPOSE_SEQLENS": "4294967296"}, "error: DECOMPOSE_SEQLENS='4294967296': expected space- or comma-"),
 ])
 def test_a_misspelt_or_unknown_setting_stops_the_node_before_any_work(tmp_path, in_process, env, line):
     code, err = in_process(MODEL="tiny", NODE_OUT=tmp_path / "node", **env)
@@ -338,6 +342,21 @@ def test_a_rerun_measures_only_the_attention_lengths_no_earlier_run_did(tmp_path
     assert code == 2 and err == [f"error: NODE_OUT='{out}' holds another configuration's records (node.jsonl "
                                  f'(attention): MODEL="tiny" there, "tiny-gemma3" asked): give this run a NODE_OUT '
                                  f"of its own; the folder's own configuration resumes it"]
+
+
+@pytest.mark.parametrize("seq_lens", [[[32]], [{"n": 32}], ["32"], [32.0], [True]])
+def test_a_node_step_whose_lengths_are_no_lengths_is_skipped_and_they_run_again(tmp_path, planned, seq_lens):
+    # a list or an object among them was a traceback on the rerun; text, a float or true
+    # counted as lengths measured (True == 1)
+    out = tmp_path / "node"
+    env = {**TINY, "SKIP": "capabilities mamf hbm sweep decomposition", "ATTN_SEQLENS": "1 32", "DRY_RUN": 1}
+    attention = planned(out, **env)["attention"]
+    out.mkdir()
+    (out / "attention.jsonl").write_text("")
+    (out / "node.jsonl").write_text(json.dumps({
+        "kind": "node_step", "schema": 1, "script": "run_node.sh", "run_id": "r", "step": "attention",
+        "exit_code": 0, "output": "attention.jsonl", "identity": attention.identity, "seq_lens": seq_lens}) + "\n")
+    assert planned(out, **env)["attention"].todo == [1, 32]
 
 
 def test_a_rerun_measures_only_the_points_the_folder_lacks_of_this_request(tmp_path, in_process, planned):

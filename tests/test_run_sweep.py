@@ -432,6 +432,15 @@ def test_model_is_resolved_before_any_process_starts(name, ok):
         assert problem.startswith(f"MODEL={name!r}: not a preset (") and "tiny" in problem
 
 
+@pytest.mark.parametrize("env", [{"SEQLENS": "99999999999999999999"}, {"BATCH_SIZE": "99999999999999999999"},
+                                 {"FIND_MAX_SEQLEN": "1", "MAX_SEQLEN_LIMIT": "99999999999999999999"}])
+def test_a_length_or_batch_beyond_torchs_sizes_is_refused_before_any_process(in_process, env):
+    # each passed the plan, then every benchmark process failed after its start-up (exit 1)
+    with pytest.raises(BadInput, match=r"expected (an integer|space- or comma-separated integers) >= 1 and <= "
+                                       r"2147483647$"):
+        in_process(MODEL="tiny", DRY_RUN=1, **env)
+
+
 @pytest.mark.parametrize("bad", [{"run_id": ["a", "b"]}, {"config": "ZERO_STAGE=3"}])
 def test_resume_reads_out_through_the_schema_and_skips_what_it_cannot_use(tmp_path, bad):
     # a header whose run_id is a list (unhashable) or whose config is text crashed RESUME and

@@ -30,7 +30,7 @@ def run_identity(config: dict | None, ignore=()) -> tuple[dict, str]:
 
 
 def _compared(kept: dict) -> dict:
-    compared = {k: v for k, v in kept.items() if k != "ATTN_BACKEND"}
+    compared = {k: v for k, v in kept.items() if k != "ATTN_BACKEND" and not is_default(k, v)}
     if "WARMUP_STEPS" in compared:
         compared["WARMUP_STEPS"] = "warm" if compared["WARMUP_STEPS"] else "cold"
     return compared
@@ -109,3 +109,14 @@ def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf
 # Settings a config records only when they differ from these (logs written before each
 # existed ran with it); readers take a missing key as the default.
 IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0}
+
+
+def is_default(key: str, value) -> bool:
+    """Whether `value` is the default of a key a config records only off it (a log that records
+    it anyway, PRECISION=bf16 say, describes the run that leaves it out)."""
+    return key in IDENTITY_DEFAULTS and type(value) is type(IDENTITY_DEFAULTS[key]) and value == IDENTITY_DEFAULTS[key]
+
+
+def setting(config: dict, key: str):
+    """A config's value of `key`: the default where a key recorded only off it is absent."""
+    return config[key] if key in config else IDENTITY_DEFAULTS.get(key)

@@ -248,6 +248,7 @@ output      text          its records file, in the node's folder
 identity    object        what it measures, as a rerun on the folder compares it: the GPU, and the step's resolved settings
 identity.*  any           a part of that
 seq_lens    list          the lengths it was to measure (null: a step without lengths)
+seq_lens.*  count         a length
 """),
     "attention": {**table("""
 backend      text          the attention backend

@@ -1,6 +1,7 @@
 """How the report writes a number and a table: one home for every markdown writer."""
 import math
 
+from ..log.field_types import MAX_NUMBER
 from .text import md_cell
 
 
@@ -8,6 +9,9 @@ def fmt(value, kind: str = "num") -> str:
     """A number as the report shows it; missing and non-finite values as '-'."""
     if value is None or value == [] or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
+    if isinstance(value, float) and abs(value) > MAX_NUMBER:  # a broken log's ratio: not its 300 digits
+        scaled = value * 100 if kind == "pct" else value
+        return {"pct": f"{scaled:.3g}%", "x": f"{scaled:.3g}x", "usd": f"${scaled:.3g}"}.get(kind, f"{scaled:.3g}")
     if kind == "pct":
         return f"{value:.1%}"
     if kind == "x":

@@ -4,6 +4,7 @@ the two series in words, the headline call, the warnings, and the per-length tab
 Every number shown is computed in comparisons.py (its formulas in verdict.py); this module
 words it.
 """
+from ..log.field_types import MAX_NUMBER
 from .comparisons import HEALTH, Comparison
 from .series import Series, seq_label
 from .tables import fmt, md_table
@@ -13,7 +14,7 @@ from .words import ignored_words, series_words, stack_words, title, unlike_note,
 
 def _range(low, high, kind: str) -> str:
     """'1.83x to 1.85x'; more digits where two places would print the ends the same."""
-    if kind == "x":
+    if kind == "x" and max(abs(low), abs(high)) <= MAX_NUMBER:
         digits = next((d for d in (2, 3, 4) if f"{low:.{d}f}" != f"{high:.{d}f}"), 4)
         return f"{low:.{digits}f}x to {high:.{digits}f}x"
     return f"{fmt(low, kind)} to {fmt(high, kind)}"

@@ -92,7 +92,7 @@ def unlike_note(c: Comparison) -> str:
 
 # The NOT_LIKE_FOR_LIKE settings as a note across many series names them.
 WORK_NAMES = {"world_size": "GPUs in the run", "MODEL": "model", "NUM_LAYERS": "model cut",
-              "OFFLOAD_OPTIMIZER": "optimizer offload"}
+              "NUM_EXPERTS": "expert cut", "OFFLOAD_OPTIMIZER": "optimizer offload"}
 
 
 def unlike_across(series: list) -> str:

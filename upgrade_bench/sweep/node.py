@@ -34,6 +34,7 @@ from ..interrupts import Signals, ignored
 from ..log import header
 from ..log.records import RecordWriter, folder_problem
 from ..numfmt import fmt_s
+from ..training import variables
 from . import child_process, node_plan, sweep_plan
 from .node_plan import STEPS
 
@@ -42,9 +43,10 @@ VARS = [
     settings.Var("NODE_OUT", "str", "out/node", "the folder every log of the node goes to (one to copy); "
                  "a rerun resumes it, another configuration is refused"),
     settings.Var("SKIP", "str_list", [], "steps to leave out: " + " ".join(STEPS)),
-    settings.Var("ATTN_SEQLENS", "int_list", [8192, 32768], "isolated-attention lengths", min=1),
+    settings.Var("ATTN_SEQLENS", "int_list", [8192, 32768], "isolated-attention lengths", min=1,
+                 max=variables.MAX_TOKENS),
     settings.Var("DECOMPOSE_SEQLENS", "int_list", [8192, 32768], "decomposition lengths (the guide's: 8K; "
-                 "32K shows the attention-bound side)", min=1),
+                 "32K shows the attention-bound side)", min=1, max=variables.MAX_TOKENS),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
 # The sweep's settings each training step sets itself (SEQLENS: from the node's, DECOMPOSE_SEQLENS).

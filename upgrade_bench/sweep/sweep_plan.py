@@ -34,7 +34,7 @@ GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]
 CPU_OUT = "out"
 
 VARS = [
-    Var("SEQLENS", "int_list", GUIDE_SEQLENS, "sequence lengths of the sweep", min=1),
+    Var("SEQLENS", "int_list", GUIDE_SEQLENS, "sequence lengths of the sweep", min=1, max=variables.MAX_TOKENS),
     Var("GPUS", "int", 0, "GPUs per node (0 = all visible; 1 without a GPU: CPU ranks)", min=0, max=1024),
     Var("OUT", "str", "", "results file, or a folder for <gpu>_<backend>_<time>.jsonl "
         f"(default results/, {CPU_OUT}/ without a GPU); an existing file resumes"),
@@ -52,9 +52,9 @@ VARS = [
         "and the point recorded as timeout (0 = never)", min=0),
     Var("FIND_MAX_SEQLEN", "bool", False, "find the largest length that fits (capacity record) "
         "instead of sweeping"),
-    Var("SEQLEN_STEP", "int", 8192, "granularity of FIND_MAX_SEQLEN", min=1),
+    Var("SEQLEN_STEP", "int", 8192, "granularity of FIND_MAX_SEQLEN", min=1, max=variables.MAX_TOKENS),
     Var("MAX_SEQLEN_LIMIT", "int", 1048576, "largest length FIND_MAX_SEQLEN tries (not below "
-        "SEQLEN_STEP or the smallest SEQLENS)", min=1),
+        "SEQLEN_STEP or the smallest SEQLENS)", min=1, max=variables.MAX_TOKENS),
     Var("HOSTFILE", "str", "", "DeepSpeed hostfile ('host slots=N' per line): multi-node "
         "through the launcher (pdsh + passwordless ssh, shared filesystem)"),
     Var("MASTER_ADDR", "str", "", "address of the first node (multi-node; default: the "

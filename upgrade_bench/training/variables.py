@@ -5,8 +5,14 @@ presets and families, the attention backends)."""
 from ..hardware import precisions
 from ..kernels.attn_backends import TRAINING, auto_help
 from ..models.architecture import FAMILIES
+from ..models.layers import MAX_INT
 from ..models.model import PRESETS
 from ..settings import OUTPUT, SEED_MAX, Var
+
+# The largest sequence length and batch a setting takes: attention kernels index a sequence's
+# tokens in 32 bits (FlashAttention's cu_seqlens), and BATCH_SIZE x SEQ_LEN then stays within
+# torch's 64-bit sizes, so a typo is one line here, not an exception after the start-up.
+MAX_TOKENS = MAX_INT
 
 # Variables shared by the scripts that run a training step (benchmark.py, bench_decompose.py).
 # Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
@@ -25,8 +31,8 @@ TRAINING_VARS = [
     Var("PRECISION", "choice", precisions.DEFAULT, precisions.help_text(), choices=tuple(precisions.PRECISIONS)),
     Var("SEQ_LEN", "int_list", [8192], "sequence length(s); several run one after another in one "
         "process, sharing model and engine start-up (the peak memory of each after the first "
-        "then depends on those before it: summary field earlier_points_in_process)", min=1),
-    Var("BATCH_SIZE", "int", 1, "micro-batch size per GPU", min=1),
+        "then depends on those before it: summary field earlier_points_in_process)", min=1, max=MAX_TOKENS),
+    Var("BATCH_SIZE", "int", 1, "micro-batch size per GPU", min=1, max=MAX_TOKENS),
     # A night holds thousands of steps, not 10**30: a typo must not run until killed.
     Var("STEPS", "int", 10, "timed steps per sequence length (after warm-up)", min=1, max=10_000),
     Var("WARMUP_STEPS", "int", 2, "warm-up steps, excluded from the summary", min=0, max=10_000),
