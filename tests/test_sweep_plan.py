@@ -332,7 +332,7 @@ def test_bad_input_in_a_real_process_is_one_line_exit_2(tmp_path):
                     timeout=60, cleared=SWEEP_CLEARED)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == ["error: SEQLENS='8192 abc': expected space- or comma-separated "
-                                        "integers >= 1"]
+                                        "integers >= 1 and <= 2147483647"]
     assert not list(tmp_path.iterdir())
 
 
