@@ -20,10 +20,17 @@ def parse_hostfile(text: str) -> list[tuple[str, int]]:
     return hosts
 
 
-def gpus_problem(requested: int, visible: int, dry_run: bool, multi_node: bool) -> str | None:
-    """GPUS above what this node sees; only checkable for a real run on this node."""
-    if dry_run or multi_node or visible == 0 or requested <= visible:
-        return None  # visible 0: no GPU, the launcher runs CPU ranks (gloo)
+def gpus_problem(requested: int, visible: int, dry_run: bool, multi_node: bool, cpu_count: int = 1) -> str | None:
+    """GPUS above what this node sees, or without a GPU (the launcher then runs CPU ranks over
+    gloo) above its cores; only checkable for a real run on this node."""
+    if dry_run or multi_node:
+        return None
+    if visible == 0:
+        return None if requested <= cpu_count else (
+            f"GPUS={requested}: no GPU here, so {requested} CPU ranks, on {cpu_count} cores; "
+            f"use at most {cpu_count}")
+    if requested <= visible:
+        return None
     return f"GPUS={requested}: only {visible} GPU(s) visible on this node"
 
 
