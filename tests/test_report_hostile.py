@@ -99,6 +99,9 @@ def test_a_forecast_beside_a_measured_candidate_of_another_configuration_says_so
     page = (tmp_path / "o" / "report.md").read_text()
     assert "B200 SXM measured TFLOPS (another configuration)" in page
     assert "paired by --ignore-config (ZERO_STAGE 2 here vs 3 there)" in page
+    # the first screen's sentence names the difference too, not only the verdict block below it
+    answer = page.split("## The answer")[1].split("\n## ")[0]
+    assert "B200 SXM (measured), paired across ZERO_STAGE 2 vs 3 (--ignore-config) at 8K" in answer
 
 
 def test_every_price_a_forecast_uses_is_printed(tmp_path, capsys):
@@ -176,7 +179,7 @@ def test_series_of_different_expert_cuts_get_no_verdict_even_paired_as_asked(tmp
                          "--price", "H200=3", "--price", "B200=6", "--out", tmp_path / "o")
     assert code == 0, err
     page = (tmp_path / "o" / "report.md").read_text()
-    assert "B200 SXM (measured): no verdict, not like for like" in page
+    assert "B200 SXM (measured): no verdict, not like for like (NUM_EXPERTS 32 vs 64: " in page
     assert "dearer per token" not in page and "cheaper per token" not in page
     assert words.unlike_across(series.load(json.loads(json.dumps(logs))).series).startswith(
         "Not like for like: these series differ in expert cut (")

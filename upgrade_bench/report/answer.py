@@ -15,6 +15,7 @@ from .series import seq_label
 from .tables import fmt
 from .verdict import ABOVE, BELOW, UNDECIDED, WITHIN
 from .verdict_blocks import one_sided
+from .words import ignored_words, unlike_words
 
 CALL_WORDS = {BELOW: "cheaper per token", ABOVE: "dearer per token", WITHIN: "the same per token within the range",
               UNDECIDED: "cannot decide per token"}
@@ -73,7 +74,10 @@ def comparison_sentences(c: Comparison) -> list:
     """A measured or published candidate's sentences, one per run of lengths with one call."""
     who = f"{c.other.gpu} ({c.other.provenance})"
     if c.unlike:
-        return [f"{who}: no verdict, not like for like (the two series do different work per GPU)."]
+        return [f"{who}: no verdict, not like for like ({unlike_words(c)}: the two series do different "
+                "work per GPU)."]
+    if c.ignored:  # paired as asked, across settings that differ: the sentence says which
+        who += f", paired across {ignored_words(c.ignored)} (--ignore-config)"
     rows = [r for r in c.rows if r.speedup is not None]
     if not rows:
         return [f"{who}: no length measured on both sides."]
