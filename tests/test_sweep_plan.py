@@ -265,6 +265,7 @@ def test_dry_run_multi_node_prints_the_launcher_command_and_runs_nothing(environ
     ({"HOSTFILE": "/nonexistent/hosts"}, "HOSTFILE"),
     ({"HOSTFILE": "HOSTS"}, "HOSTFILE='HOSTS'"),
     ({"BENCHMARK": "nope.py"}, "BENCHMARK"),
+    ({"BENCHMARK": "/bin/sh"}, "BENCHMARK='/bin/sh': not a Python script (.py)"),
     ({"OUT": "FILE/sub/out.jsonl"}, "OUT"),
     ({"OUT": "/proc/sweep.jsonl"}, "OUT='/proc/sweep.jsonl': cannot write there (no file can be created in /proc"),
     ({"OUT": "/proc/"}, "cannot write there (no file can be created in /proc"),

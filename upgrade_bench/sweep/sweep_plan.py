@@ -277,6 +277,9 @@ def prepare(s: dict, environ=os.environ) -> Plan:
             raise BadInput(f"HOSTFILE={s['HOSTFILE']!r}: {err}") from None
     if not (REPO / s["BENCHMARK"]).is_file():
         raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: no such file")
+    if not s["BENCHMARK"].endswith(".py"):  # each point runs it under Python (or the DeepSpeed launcher)
+        raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: not a Python script (.py), which each point runs "
+                       f"with the project's interpreter; the default is benchmark.py")
     problem = model.cheap_problem(s["MODEL"])
     if problem:  # before any process starts, DRY_RUN too: not 12 lines from a benchmark later
         raise BadInput(problem)
