@@ -23,6 +23,7 @@ from upgrade_bench.hardware import telemetry
 from upgrade_bench.faults import run_main
 from upgrade_bench.numfmt import sig
 from upgrade_bench.kernels.timing import summarize
+from upgrade_bench.log.checks import tokens_per_s
 
 SCRIPT = "benchmark.py"
 VARS = variables.TRAINING_VARS
@@ -73,7 +74,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
                  step_ms_spread=stats["spread"], tflops_per_gpu=tflops_per_gpu,
                  mfu=flops.peak_share(tflops_per_gpu, rc.peak_tflops),
                  hfu=flops.peak_share(hfu_tflops, rc.peak_tflops),
-                 tokens_per_s_per_gpu=tokens / (median_ms * 1e-3),
+                 tokens_per_s_per_gpu=tokens_per_s(seq_len, s["BATCH_SIZE"], median_ms),
                  attn_flop_share=step_flops.attn_share, model_tflop_per_step=step_flops.model / 1e12,
                  gemm_tflop_per_step=step_flops.gemm_hardware / 1e12,
                  # the last step's, like the loss: STEPS >= 1, so it was a timed one

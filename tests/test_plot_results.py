@@ -863,7 +863,7 @@ def test_thousands_of_one_run_files_compare_stacks_per_comparison(tmp_path):
         gpu, peak = ("NVIDIA H200", H200_PEAK) if i % 2 else ("NVIDIA B200", B200_PEAK)
         paths.append(write_jsonl(tmp_path / f"{i}.jsonl", [
             header(f"r{i}", gpu),
-            summary(f"r{i}", 1024 * (1 + i % 4), 400.0 + i % 7, peak, 1e4, 100.0, (99.0, 101.0))]
+            summary(f"r{i}", 1024 * (1 + i % 4), 400.0 + i % 7, peak, 1024 * (1 + i % 4) / 0.1, 100.0, (99.0, 101.0))]
             + [rec("step", f"r{i}", seq_len=1024, step=k, step_ms=100.0) for k in range(20)]))
     tally = inputs.Tally()
     a = comparisons.analyse(series.load(inputs.read(paths, tally)))
@@ -1231,7 +1231,7 @@ def test_records_join_the_header_of_their_own_file(tmp_path):
     # b.jsonl: B200 records before their B200 header; a.jsonl: an H200 header of the same run id
     h200 = header("shared", "NVIDIA H200")
     b200 = header("shared", "NVIDIA B200", backend="fa4")
-    points = [summary("shared", 1024, 900.0, B200_PEAK, 20000.0, 48.8, (48.0, 50.0)),
+    points = [summary("shared", 1024, 900.0, B200_PEAK, 1024 / 0.0488, 48.8, (48.0, 50.0)),
               summary("shared", 2048, 950.0, B200_PEAK, 19000.0, 108.4, (100.0, 110.0))]
     a_path = write_jsonl(tmp_path / "a.jsonl", [h200, summary("shared", 1024, 400.0, H200_PEAK, 10000.0, 102.4,
                                                               (100.0, 105.0))])

@@ -21,7 +21,7 @@ def sweep(run_id="m", gpu="NVIDIA H200", mems=(60.0, 40.0), oom_at=None, config=
     """A measured two-length sweep: 8K and 32K with the peak memories given, an OOM beyond."""
     out = [header(run_id, gpu, backend="fa4", config=config, hbm=139.8)]
     for n, mem in zip((8192, 32768), mems):
-        s = summary(run_id, n, 400.0, H200_PEAK, 10000.0, 300.0 * n / 8192, (290.0 * n / 8192, 310.0 * n / 8192))
+        s = summary(run_id, n, 400.0, H200_PEAK, 8192 / 0.3, 300.0 * n / 8192, (290.0 * n / 8192, 310.0 * n / 8192))
         s["peak_mem_gib"] = mem
         if flops:
             s.update(model_tflop_per_step=0.12 * n / 1024, attn_flop_share=0.1 * n / 8192)
@@ -185,12 +185,25 @@ def test_series_of_different_expert_cuts_get_no_verdict_even_paired_as_asked(tmp
         "Not like for like: these series differ in expert cut (")
 
 
+def test_a_summary_whose_throughput_contradicts_its_step_time_is_skipped_with_the_reason(tmp_path, capsys):
+    # the speedup is read from step times and the $/token from tokens/s: a record where the two
+    # disagree (tokens/s 10x its seq_len over its step_ms) would give a call its own speedup denies
+    logs = sweep() + sweep("b", "NVIDIA B200")
+    logs[-2]["tokens_per_s_per_gpu"] *= 10
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--price", "H200=3", "--price",
+                         "B200=6", "--out", tmp_path / "o")
+    assert code == 0, err
+    assert "tokens_per_s_per_gpu is 2.731e+05, not seq_len x batch_size over step_ms (2.731e+04)" in \
+        (tmp_path / "o" / "report.md").read_text()
+
+
 def test_a_figure_a_millionfold_off_prints_in_a_few_characters_not_hundreds(tmp_path, capsys):
     # tokens/s and TFLOPS of 1e-300 are positive numbers the reader takes; their $/1M tokens and
     # speedup printed 300 digits in a cell and in the answer
     logs = sweep() + sweep("b", "NVIDIA B200")
-    for r in logs[1:3]:
-        r.update(tokens_per_s_per_gpu=1e-300, tflops_per_gpu=1e-300)
+    for r in logs[1:3]:  # without a step time to contradict it (beyond MAX_NUMBER, a step_ms is refused)
+        r.update(tokens_per_s_per_gpu=1e-300, tflops_per_gpu=1e-300, step_ms=None, step_ms_min=None,
+                 step_ms_max=None)
     code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--price", "H200=3", "--price",
                          "B200=6", "--out", tmp_path / "o")
     assert code == 0, err

@@ -4,6 +4,17 @@ from .field_types import MAX_NUMBER, in_range, is_number
 from .schema import ENVELOPE, FIELDS, REQUIRED
 
 
+# A summary's tokens/s is its tokens per step over its median step: the report prices a GPU-hour
+# by it and times a step by step_ms, so a record where the two disagree would give a speedup and
+# a $/token that disagree. Beyond rounding (1%) it is skipped with the reason.
+THROUGHPUT_TOLERANCE = 0.01
+
+
+def tokens_per_s(seq_len: int, batch_size: int, step_ms: float) -> float:
+    """Tokens a GPU trains per second: its micro-batch of sequences per step over the step time."""
+    return seq_len * batch_size / (step_ms * 1e-3)
+
+
 class RecordError(TypeError):
     """A writer gave a field its kind does not declare, or a value of the wrong type."""
 
@@ -80,4 +91,16 @@ def field_problem(record: dict) -> str | None:
     low, mid, high = (record.get(k) for k in ("step_ms_min", "step_ms", "step_ms_max"))
     if None not in (low, mid, high) and not low <= mid <= high:
         return "step_ms is outside step_ms_min..step_ms_max"
-    return None
+    return throughput_problem(record)
+
+
+def throughput_problem(record: dict) -> str | None:
+    """Where a summary's tokens_per_s_per_gpu is not its seq_len x batch_size over its step_ms."""
+    seq_len, step_ms, recorded = (record.get(k) for k in ("seq_len", "step_ms", "tokens_per_s_per_gpu"))
+    if record["kind"] != "summary" or None in (seq_len, step_ms, recorded):
+        return None
+    expected = tokens_per_s(seq_len, record.get("batch_size") or 1, step_ms)
+    if not expected or abs(recorded / expected - 1) <= THROUGHPUT_TOLERANCE:
+        return None
+    return (f"tokens_per_s_per_gpu is {recorded:.4g}, not seq_len x batch_size over step_ms "
+            f"({expected:.4g}): one of them is wrong")

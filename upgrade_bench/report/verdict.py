@@ -12,6 +12,8 @@ two step times is known to within the product of both relative ranges, and a cal
 import math
 from dataclasses import dataclass
 
+from ..log.checks import tokens_per_s
+
 BELOW, WITHIN, ABOVE, UNDECIDED = "below", "within", "above", "cannot decide"
 
 
@@ -26,8 +28,9 @@ def ratio(new, old) -> float | None:
 def tokens_per_s_per_gpu(summary: dict) -> float | None:
     if summary.get("tokens_per_s_per_gpu"):
         return summary["tokens_per_s_per_gpu"]
-    tokens = (summary.get("batch_size") or 1) * summary["seq_len"]
-    return ratio(tokens, summary["step_ms"] * 1e-3) if summary.get("step_ms") else None
+    if not summary.get("step_ms"):
+        return None
+    return tokens_per_s(summary["seq_len"], summary.get("batch_size") or 1, summary["step_ms"])
 
 
 def usd_per_mtok(usd_per_gpu_hour: float, tokens_per_s: float | None) -> float | None:
