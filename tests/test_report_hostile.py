@@ -185,6 +185,26 @@ def test_series_of_different_expert_cuts_get_no_verdict_even_paired_as_asked(tmp
         "Not like for like: these series differ in expert cut (")
 
 
+def test_one_model_path_that_built_two_models_is_no_like_for_like_pair(tmp_path, capsys):
+    # MODEL=/shared/cfg on two nodes whose files differ: the same configuration, another model
+    logs = sweep() + sweep("b", "NVIDIA B200")
+    logs[0].update(model_cut="4 of 48 layers", n_total_params=3_114_795_008)
+    logs[3].update(model_cut="8 of 48 layers", n_total_params=5_800_000_000)
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", logs), "--price", "H200=3", "--price",
+                         "B200=6", "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert ("B200 SXM (measured): no verdict, not like for like (model as built 4 of 48 layers, 3.11B parameters "
+            "vs 8 of 48 layers, 5.80B parameters: ") in page
+    assert "dearer per token" not in page and "cheaper per token" not in page
+    # the same model on both sides pairs as before
+    logs[3].update(model_cut="4 of 48 layers", n_total_params=3_114_795_008)
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "m.jsonl", logs), "--price", "H200=3", "--price",
+                         "B200=6", "--out", tmp_path / "p")
+    assert "per token" in (tmp_path / "p" / "report.md").read_text().split("## The answer")[1].split("\n## ")[0]
+    assert "not like for like" not in (tmp_path / "p" / "report.md").read_text()
+
+
 def test_a_summary_whose_throughput_contradicts_its_step_time_is_skipped_with_the_reason(tmp_path, capsys):
     # the speedup is read from step times and the $/token from tokens/s: a record where the two
     # disagree (tokens/s 10x its seq_len over its step_ms) would give a call its own speedup denies

@@ -67,7 +67,7 @@ class Comparison:
     base: Series
     other: Series
     ignored: list               # (key, base values, other values) of --ignore-config keys that differ
-    unlike: list                # those keys in NOT_LIKE_FOR_LIKE
+    unlike: list                # those keys in NOT_LIKE_FOR_LIKE, and MODEL_BUILT where the models differ
     stack: list                 # (package, base versions, other versions)
     prices: tuple | None        # (base, other) USD per GPU-hour, when both are known
     peak_ratio: float | None
@@ -75,6 +75,7 @@ class Comparison:
     rows: list = field(default_factory=list)
     number: int = 0
     usd_per_gpu_hour: tuple = (None, None)   # (base, other) --price of each side, None where not given
+    model_built: list = field(default_factory=list)  # [(MODEL_BUILT, base's, other's)] where they differ
 
     @property
     def mamf_ratio(self) -> float | None:
@@ -127,6 +128,23 @@ def ignored_differences(base: Series, other: Series) -> list:
     keys = ordered_keys(set(base.ignored) | set(other.ignored))
     return [(k, base.settings(k), other.settings(k)) for k in keys
             if sorted(map(json.dumps, base.settings(k))) != sorted(map(json.dumps, other.settings(k)))]
+
+
+# Not a setting: what the headers say MODEL built. One MODEL path may hold another config.json on
+# the other node, so two series of one configuration can train different models.
+MODEL_BUILT = "model as built"
+
+
+def model_built_difference(base: Series, other: Series) -> list:
+    """[(MODEL_BUILT, base's, other's)] where both series' headers say what MODEL built and they
+    differ; [] otherwise (a published series records none)."""
+    built = [sorted({r.model_built for r in s.runs.values() if r.model_built}) for s in (base, other)]
+    return [(MODEL_BUILT, *built)] if all(built) and built[0] != built[1] else []
+
+
+def unlike_keys(ignored: list, model_built: list) -> list:
+    """What makes a pair not like for like: its ignored NOT_LIKE_FOR_LIKE keys, and the model."""
+    return [k for k, _, _ in ignored if k in NOT_LIKE_FOR_LIKE] + [k for k, _, _ in model_built]
 
 
 def differing_keys(a: dict, b: dict) -> list:
@@ -246,14 +264,14 @@ def _row(base: Series, other: Series, n: int, gpu_map: dict, prices: tuple | Non
 
 def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict) -> Comparison:
     """A comparison of two series, from their own data only."""
-    ignored = ignored_differences(base, other)
+    ignored, built = ignored_differences(base, other), model_built_difference(base, other)
     given = (prices.get(base.gpu), prices.get(other.gpu))
     priced = None if None in given else given
-    c = Comparison(kind, base, other, ignored, [k for k, _, _ in ignored if k in NOT_LIKE_FOR_LIKE],
+    c = Comparison(kind, base, other, ignored, unlike_keys(ignored, built),
                    differences_between(base.stacks, other.stacks), priced,
                    ratio(other.peak_tflops, base.peak_tflops),
                    (mamf_of(gpu_map[base.gpu], base.reference), mamf_of(gpu_map[other.gpu], other.reference)))
-    c.usd_per_gpu_hour = given
+    c.usd_per_gpu_hour, c.model_built = given, built
     c.rows = [_row(base, other, n, gpu_map, priced, c.peak_ratio)
               for n in sorted(set(base.points) | set(other.points))]
     return c
@@ -311,7 +329,7 @@ def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = No
     decompositions = []
     for _kind, b, o in pairs(decomposed, base):
         ignored = ignored_differences(b, o)
-        decompositions.append(DecompositionPair(b, o, ignored, [k for k, _, _ in ignored if k in NOT_LIKE_FOR_LIKE],
+        decompositions.append(DecompositionPair(b, o, ignored, unlike_keys(ignored, model_built_difference(b, o)),
                                                 differences_between(b.stacks, o.stacks), decomposition_rows(b, o)))
     paired_sweeps = {id(s) for c in comparisons for s in (c.base, c.other)}
     paired_decompositions = {id(s) for p in decompositions for s in (p.base, p.other)}

@@ -21,7 +21,7 @@ GUIDE_LABEL = "guide's published"
 MEASURED = "measured"
 # What the report shows of a header; the rest (clocks, hostnames, ...) is dropped as read.
 HEADER_FIELDS = ("run_id", "reference", "config", "attn_backend", "peak_tflops", "notes", "num_layers",
-                 "layer_mix", "mixer_kernels", "model_cut")
+                 "layer_mix", "mixer_kernels", "model_cut", "n_total_params")
 
 
 @dataclass
@@ -36,6 +36,16 @@ class Run:
     layer_mix: dict | None = None  # {mixer kind: layers} (architecture.ModelSpec.mix)
     fallbacks: tuple = ()          # fast kernels that ran as transformers' torch fallback
     model_cut: str | None = None   # '4 of 48 layers, 64 of 512 experts' (models/cuts.Cut.label)
+    total_params: int | None = None  # every parameter of the model as built (the header's n_total_params)
+
+    @property
+    def model_built(self) -> str | None:
+        """'4 of 48 layers, 3.11B parameters': what MODEL built in this run, where its header says
+        (one MODEL path may hold another config.json on another node)."""
+        if not self.total_params:
+            return None
+        shape = self.model_cut or (f"{self.num_layers} layers" if self.num_layers else None)
+        return ", ".join(filter(None, [shape, f"{self.total_params / 1e9:.2f}B parameters"]))
 
 
 @dataclass
@@ -262,7 +272,8 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
         s.runs[run] = Run(run[0], run[1], run_config, (h.get("hardware") or {}).get("gpu_count"),
                           h.get("num_layers"), notes if isinstance(notes, str) else str(notes),
                           h.get("layer_mix"), fallbacks_of(h.get("mixer_kernels")),
-                          h.get("model_cut") if isinstance(h.get("model_cut"), str) else None)
+                          h.get("model_cut") if isinstance(h.get("model_cut"), str) else None,
+                          h.get("n_total_params") if type(h.get("n_total_params")) is int else None)
     return s
 
 

@@ -81,7 +81,7 @@ def ignored_words(ignored: list) -> str:
 
 def unlike_words(c: Comparison) -> str:
     """The ignored keys that make a comparison not like for like, with both values."""
-    return ignored_words([i for i in c.ignored if i[0] in c.unlike])
+    return ignored_words([i for i in c.ignored + c.model_built if i[0] in c.unlike])
 
 
 def unlike_note(c: Comparison) -> str:
