@@ -6,6 +6,7 @@ import os
 import pytest
 
 import plot_results
+from conftest import REPO
 from test_plot_results import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
 from upgrade_bench.report import forecasts, published, series, words
 
@@ -197,12 +198,39 @@ def test_one_model_path_that_built_two_models_is_no_like_for_like_pair(tmp_path,
     assert ("B200 SXM (measured): no verdict, not like for like (model as built 4 of 48 layers, 3.11B parameters "
             "vs 8 of 48 layers, 5.80B parameters: ") in page
     assert "dearer per token" not in page and "cheaper per token" not in page
-    # the same model on both sides pairs as before
+    # the same model on both sides pairs as before, its count compared, not its words (a header
+    # from before model_cut says "4 layers"); a figure of both series names the difference
+    assert words.unlike_across(series.load(json.loads(json.dumps(logs))).series).startswith(
+        "Not like for like: these series differ in model as built (4 of 48 layers, 3.11B parameters; "
+        "8 of 48 layers, 5.80B parameters)")
+    del logs[0]["model_cut"]
+    logs[0]["num_layers"] = 4
     logs[3].update(model_cut="4 of 48 layers", n_total_params=3_114_795_008)
     code, out, err = cli(capsys, write_jsonl(tmp_path / "m.jsonl", logs), "--price", "H200=3", "--price",
                          "B200=6", "--out", tmp_path / "p")
     assert "per token" in (tmp_path / "p" / "report.md").read_text().split("## The answer")[1].split("\n## ")[0]
     assert "not like for like" not in (tmp_path / "p" / "report.md").read_text()
+
+
+def test_a_default_recorded_as_another_type_is_named_where_it_keeps_series_apart():
+    # NUM_EXPERTS 0.0 is no run's identity of "all experts" (0): the two stay apart, and the
+    # reason names the key rather than an empty list
+    from upgrade_bench.report import comparisons
+
+    assert comparisons.differing_keys({"NUM_EXPERTS": 0.0}, {}) == ["NUM_EXPERTS"]
+    assert comparisons.differing_keys({"NUM_EXPERTS": 0}, {}) == []
+    assert comparisons.differing_keys({"ZERO3_LEAF_MOE": 1}, {"ZERO3_LEAF_MOE": True}) == ["ZERO3_LEAF_MOE"]
+
+
+def test_the_shipped_published_figures_are_read_whole():
+    # their step_ms is derived (Megatron-Bridge's: the whole global batch's), so the throughput
+    # check leaves them be: no record of theirs is skipped
+    from upgrade_bench.report import inputs
+
+    for path in (REPO / "results" / "published" / "megatron_bridge.jsonl", REPO / "results" / "reference" / "guide.jsonl"):
+        tally = inputs.Tally()
+        records = inputs.read([path], tally)
+        assert records and tally.skipped_total() == 0, (path, tally.skipped)
 
 
 def test_a_summary_whose_throughput_contradicts_its_step_time_is_skipped_with_the_reason(tmp_path, capsys):

@@ -65,13 +65,13 @@ def test_hostfile_parsing():
 
 
 def test_gpus_above_visible_is_refused_only_where_it_can_be_checked():
-    assert "only 2 GPU" in launch.gpus_problem(8, 2, dry_run=False, multi_node=False)
-    assert launch.gpus_problem(8, 2, dry_run=True, multi_node=False) is None
-    assert launch.gpus_problem(8, 2, dry_run=False, multi_node=True) is None
+    assert "only 2 GPU" in launch.gpus_problem(8, 2, dry_run=False, multi_node=False, cpu_count=2)
+    assert launch.gpus_problem(8, 2, dry_run=True, multi_node=False, cpu_count=2) is None
+    assert launch.gpus_problem(8, 2, dry_run=False, multi_node=True, cpu_count=2) is None
     assert launch.gpus_problem(2, 0, dry_run=False, multi_node=False, cpu_count=2) is None  # CPU ranks
     assert launch.gpus_problem(1000, 0, dry_run=False, multi_node=False, cpu_count=2) == \
         "GPUS=1000: no GPU here, so 1000 CPU ranks, on 2 cores; use at most 2"
-    assert launch.gpus_problem(2, 2, dry_run=False, multi_node=False) is None
+    assert launch.gpus_problem(2, 2, dry_run=False, multi_node=False, cpu_count=2) is None
 
 
 def test_resume_skips_summaries_of_the_same_run_identity():

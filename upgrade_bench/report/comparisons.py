@@ -138,8 +138,10 @@ MODEL_BUILT = "model as built"
 def model_built_difference(base: Series, other: Series) -> list:
     """[(MODEL_BUILT, base's, other's)] where both series' headers say what MODEL built and they
     differ; [] otherwise (a published series records none)."""
-    built = [sorted({r.model_built for r in s.runs.values() if r.model_built}) for s in (base, other)]
-    return [(MODEL_BUILT, *built)] if all(built) and built[0] != built[1] else []
+    runs_of = [[r for r in s.runs.values() if r.total_params] for s in (base, other)]
+    if not all(runs_of) or {r.total_params for r in runs_of[0]} == {r.total_params for r in runs_of[1]}:
+        return []  # compared by the count: a header without model_cut words the same model otherwise
+    return [(MODEL_BUILT, *[sorted({r.model_built for r in side}) for side in runs_of])]
 
 
 def unlike_keys(ignored: list, model_built: list) -> list:
@@ -148,7 +150,7 @@ def unlike_keys(ignored: list, model_built: list) -> list:
 
 
 def differing_keys(a: dict, b: dict) -> list:
-    return ordered_keys(k for k in set(a) | set(b) if runs.setting(a, k) != runs.setting(b, k))
+    return ordered_keys(k for k in set(a) | set(b) if not runs.same_setting(k, a, b))
 
 
 def _phrase(config: dict, key: str) -> str:
@@ -328,9 +330,10 @@ def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = No
         c.number = number
     decompositions = []
     for _kind, b, o in pairs(decomposed, base):
-        ignored = ignored_differences(b, o)
-        decompositions.append(DecompositionPair(b, o, ignored, unlike_keys(ignored, model_built_difference(b, o)),
-                                                differences_between(b.stacks, o.stacks), decomposition_rows(b, o)))
+        ignored, built = ignored_differences(b, o), model_built_difference(b, o)
+        decompositions.append(DecompositionPair(b, o, ignored, unlike_keys(ignored, built),
+                                                differences_between(b.stacks, o.stacks), decomposition_rows(b, o),
+                                                built))
     paired_sweeps = {id(s) for c in comparisons for s in (c.base, c.other)}
     paired_decompositions = {id(s) for p in decompositions for s in (p.base, p.other)}
     lonely = unpaired(sweeps, paired_sweeps, base) + \

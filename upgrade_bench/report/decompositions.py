@@ -1,6 +1,6 @@
 """Step decompositions: the parts of one record, and a pair's per-part rows (TFLOPS, ms,
 time share and the speed ratio of the candidate over the baseline)."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .series import Series, labels
 from .verdict import ratio
@@ -14,6 +14,7 @@ class DecompositionPair:
     unlike: list
     stack: list
     rows: list
+    model_built: list = field(default_factory=list)  # comparisons.model_built_difference
 
 
 def decomposition_parts(record: dict) -> dict:

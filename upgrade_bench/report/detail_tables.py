@@ -8,7 +8,7 @@ from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
 from .series import MEASURED, normalise_dtype, provenance, seq_label
 from .tables import fmt, md_table
-from .words import column_names, ignored_words, series_words, stack_words, unlike_note, who
+from .words import column_names, ignored_words, series_words, stack_words, unlike_note, unlike_words, who
 
 TELEMETRY_FIELDS = ("sm_clock_mhz_median", "sm_clock_mhz_min", "power_w_mean", "temp_c_max",
                     "throttle", "energy_j_per_token")
@@ -164,7 +164,7 @@ def decomposition_markdown(a: Analysis) -> str:
     for p in a.decompositions:
         b, o = column_names(p.base, p.other)
         notes = [f"Ignored: {ignored_words(p.ignored)}." if p.ignored else "",
-                 "**Not like for like**: TFLOPS per GPU is not comparable." if p.unlike else "",
+                 f"**Not like for like** ({unlike_words(p)}): TFLOPS per GPU is not comparable." if p.unlike else "",
                  f"Software stacks differ: {stack_words(p.stack)}." if p.stack else ""]
         note = " ".join(n for n in notes if n)
         out.append(f"**{p.other.label} vs {p.base.label}**" + (f" {note}" if note else "") + "\n\n" + md_table(

@@ -16,6 +16,7 @@ from ..models import architecture, flops
 from ..hardware import gpus
 from ..paths import REPO
 from ..log import header, records
+from ..log.checks import tokens_per_s
 
 PUBLISHED_GPUS = ("H200", "B200")
 SHIPPED_PATH = "results/reference/guide.jsonl"   # in the repository, written by --write-guide-reference
@@ -103,7 +104,7 @@ def guide_reference_records() -> list:
                 step_ms_min=step_ms_of(sf.model / 1e12, tflops_per_gpu + PUBLISHED_ROUNDING_TFLOPS),
                 step_ms_max=step_ms_of(sf.model / 1e12, tflops_per_gpu - PUBLISHED_ROUNDING_TFLOPS),
                 tflops_per_gpu=float(tflops_per_gpu), mfu=tflops_per_gpu / spec.bf16,
-                tokens_per_s_per_gpu=seq_len / (step_ms * 1e-3), attn_flop_share=sf.attn_share,
+                tokens_per_s_per_gpu=tokens_per_s(seq_len, 1, step_ms), attn_flop_share=sf.attn_share,
                 model_tflop_per_step=sf.model / 1e12, peak_mem_gib=peak_mem_gib, attn_backend=backend,
                 world_size=8, derived=["step_ms", "step_ms_min", "step_ms_max", "mfu",
                                        "tokens_per_s_per_gpu", "attn_flop_share", "model_tflop_per_step"])

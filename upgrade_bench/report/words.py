@@ -103,6 +103,9 @@ def unlike_across(series: list) -> str:
         values = list(dict.fromkeys(config_phrase(key, v) for s in series for v in s.settings(key) or [None]))
         if len(values) > 1:
             differ.append(f"{WORK_NAMES[key]} ({', '.join(values)})")
+    built = {r.total_params: r.model_built for s in series for r in s.runs.values() if r.total_params}
+    if len(built) > 1:  # one configuration, other models (comparisons.model_built_difference)
+        differ.append(f"model as built ({'; '.join(built[n] for n in sorted(built))})")
     if not differ:
         return ""
     return (f"Not like for like: these series differ in {' and '.join(differ)}; each GPU does different "

@@ -20,7 +20,7 @@ def parse_hostfile(text: str) -> list[tuple[str, int]]:
     return hosts
 
 
-def gpus_problem(requested: int, visible: int, dry_run: bool, multi_node: bool, cpu_count: int = 1) -> str | None:
+def gpus_problem(requested: int, visible: int, dry_run: bool, multi_node: bool, cpu_count: int) -> str | None:
     """GPUS above what this node sees, or without a GPU (the launcher then runs CPU ranks over
     gloo) above its cores; only checkable for a real run on this node."""
     if dry_run or multi_node:

@@ -289,7 +289,7 @@ def prepare(s: dict, environ=os.environ) -> Plan:
 
     seen = devices.visible_gpus(environ)
     first = seen[0] if seen else None
-    problem = launch.gpus_problem(s["GPUS"], len(seen), s["DRY_RUN"], bool(hostfile), os.cpu_count() or 1)
+    problem = launch.gpus_problem(s["GPUS"], len(seen), s["DRY_RUN"], bool(hostfile), len(os.sched_getaffinity(0)))
     if problem:
         raise BadInput(problem)
     per_node = s["GPUS"] or (0 if hostfile else max(len(seen), 1))
