@@ -6,9 +6,9 @@ model's config.json (cut to NUM_LAYERS), random bf16 weights on the GPU, fused A
 fp32 master copies whose update is copied back into the bf16 weights, as DeepSpeed's bf16 mode
 does (MASTER=fp32, the default: the suite's optimizer work, so only the precision differs), or
 on the bf16 weights themselves (MASTER=bf16), random tokens, fwd + bwd + step timed with CUDA
-syncs around each step. For a float8 RECIPE, torchao's own `convert_to_float8_training` with its own size filter
-(`_auto_filter_for_recipe`, lm_head left out) and each converted module compiled alone, as
-torchao's README advises for speed. ATTN (transformers' attn_implementation) and LIGER=1
+syncs around each step. For a float8 RECIPE, torchao's own `convert_to_float8_training` with
+its own size filter (`_auto_filter_for_recipe`, lm_head left out) and each converted module
+compiled alone, as torchao's README advises for speed. ATTN (transformers' attn_implementation) and LIGER=1
 (liger-kernel's patch for the family) match the suite's run being compared; the suite's
 fp8-over-bf16 speedup is compared with this tool's, both measured in one device session.
 
@@ -124,7 +124,8 @@ def main() -> int:
                 elif step == 0:
                     first_ms = (time.perf_counter() - start) * 1e3  # the compile, for a float8 recipe
             print(json.dumps({"tool": "fp8_torch_step", "recipe": recipe, "seq_len": seq_len,
-                              "num_layers": s["NUM_LAYERS"], "attn": s["ATTN"], "liger": s["LIGER"], "master": s["MASTER"],
+                              "num_layers": s["NUM_LAYERS"], "attn": s["ATTN"], "liger": s["LIGER"],
+                              "master": s["MASTER"],
                               "converted_linears": converted, "step_ms": statistics.median(times),
                               "step_ms_min": min(times), "step_ms_max": max(times), "steps": len(times),
                               "first_step_ms": first_ms, "loss_mean": statistics.fmean(losses),
