@@ -117,14 +117,14 @@ def is_default(key: str, value) -> bool:
     return key in IDENTITY_DEFAULTS and type(value) is type(IDENTITY_DEFAULTS[key]) and value == IDENTITY_DEFAULTS[key]
 
 
+_DEFAULT = object()  # a key recorded at its default, or left out
+
+
 def same_setting(key: str, a: dict, b: dict) -> bool:
     """Whether two configs agree on `key` as run identities compare it: a default recorded or
     left out alike, values of one type and equal (True is not 1, nor 0.0 the default 0)."""
     va, vb = (c[key] if key in c and not is_default(key, c[key]) else _DEFAULT for c in (a, b))
     return type(va) is type(vb) and va == vb
-
-
-_DEFAULT = object()  # a key recorded at its default, or left out
 
 
 def setting(config: dict, key: str):

@@ -144,9 +144,11 @@ def model_built_difference(base: Series, other: Series) -> list:
     return [(MODEL_BUILT, *[sorted({r.model_built for r in side}) for side in runs_of])]
 
 
-def unlike_keys(ignored: list, model_built: list) -> list:
-    """What makes a pair not like for like: its ignored NOT_LIKE_FOR_LIKE keys, and the model."""
-    return [k for k, _, _ in ignored if k in NOT_LIKE_FOR_LIKE] + [k for k, _, _ in model_built]
+def pair_differences(base: Series, other: Series) -> tuple[list, list, list]:
+    """(ignored, unlike, model_built) of a pair: its --ignore-config differences, what makes it
+    not like for like (those in NOT_LIKE_FOR_LIKE, and the model as built), and the latter."""
+    ignored, built = ignored_differences(base, other), model_built_difference(base, other)
+    return ignored, [k for k, _, _ in ignored if k in NOT_LIKE_FOR_LIKE] + [k for k, _, _ in built], built
 
 
 def differing_keys(a: dict, b: dict) -> list:
@@ -266,10 +268,10 @@ def _row(base: Series, other: Series, n: int, gpu_map: dict, prices: tuple | Non
 
 def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict) -> Comparison:
     """A comparison of two series, from their own data only."""
-    ignored, built = ignored_differences(base, other), model_built_difference(base, other)
+    ignored, unlike, built = pair_differences(base, other)
     given = (prices.get(base.gpu), prices.get(other.gpu))
     priced = None if None in given else given
-    c = Comparison(kind, base, other, ignored, unlike_keys(ignored, built),
+    c = Comparison(kind, base, other, ignored, unlike,
                    differences_between(base.stacks, other.stacks), priced,
                    ratio(other.peak_tflops, base.peak_tflops),
                    (mamf_of(gpu_map[base.gpu], base.reference), mamf_of(gpu_map[other.gpu], other.reference)))
@@ -330,10 +332,9 @@ def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = No
         c.number = number
     decompositions = []
     for _kind, b, o in pairs(decomposed, base):
-        ignored, built = ignored_differences(b, o), model_built_difference(b, o)
-        decompositions.append(DecompositionPair(b, o, ignored, unlike_keys(ignored, built),
-                                                differences_between(b.stacks, o.stacks), decomposition_rows(b, o),
-                                                built))
+        ignored, unlike, built = pair_differences(b, o)
+        decompositions.append(DecompositionPair(b, o, ignored, unlike, differences_between(b.stacks, o.stacks),
+                                                decomposition_rows(b, o), built))
     paired_sweeps = {id(s) for c in comparisons for s in (c.base, c.other)}
     paired_decompositions = {id(s) for p in decompositions for s in (p.base, p.other)}
     lonely = unpaired(sweeps, paired_sweeps, base) + \

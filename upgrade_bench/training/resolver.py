@@ -12,6 +12,7 @@ compare (log/runs.run_identity).
 """
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..faults import BadInput
 from ..hardware import gpus, precisions
@@ -40,14 +41,26 @@ def liger_source() -> str | None:
     return installed_file("liger_kernel", "transformers/monkey_patch.py") or ""
 
 
-def liger_types_in(source: str) -> frozenset:
-    """The string keys of the MODEL_TYPE_TO_APPLY_LIGER_FN dict assigned in `source`."""
-    for node in ast.parse(source).body:
+@lru_cache(maxsize=2)
+def _parsed(source: str) -> ast.Module:
+    """liger-kernel's monkey_patch module parsed once for both readers (a few thousand lines)."""
+    return ast.parse(source)
+
+
+def _apply_table(tree: ast.Module) -> dict:
+    """MODEL_TYPE_TO_APPLY_LIGER_FN as assigned in `tree`: {model type: its apply function's
+    name (None where the value is no plain name)}; {} where the module has no such dict."""
+    for node in tree.body:
         if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
                 and any(getattr(t, "id", None) == "MODEL_TYPE_TO_APPLY_LIGER_FN" for t in node.targets)):
-            return frozenset(k.value for k in node.value.keys
-                             if isinstance(k, ast.Constant) and isinstance(k.value, str))
-    return frozenset()
+            return {k.value: getattr(v, "id", None) for k, v in zip(node.value.keys, node.value.values)
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return {}
+
+
+def liger_types_in(source: str) -> frozenset:
+    """The string keys of the MODEL_TYPE_TO_APPLY_LIGER_FN dict assigned in `source`."""
+    return frozenset(_apply_table(_parsed(source)))
 
 
 def liger_fused_moe_types_in(source: str) -> frozenset:
@@ -55,7 +68,7 @@ def liger_fused_moe_types_in(source: str) -> frozenset:
     model.apply_liger calls it, swaps the experts for LigerExperts: it names LigerExperts and its
     `swiglu` argument defaults to True (gpt-oss's defaults to False: its experts stay). liger-kernel
     0.8.5 swaps them on transformers 5 only, which the pins require."""
-    tree = ast.parse(source)
+    tree = _parsed(source)
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     swaps = set()
     for name, fn in functions.items():
@@ -66,12 +79,7 @@ def liger_fused_moe_types_in(source: str) -> frozenset:
         names = {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(fn)}
         if isinstance(swiglu, ast.Constant) and swiglu.value is True and "LigerExperts" in names:
             swaps.add(name)
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
-                and any(getattr(t, "id", None) == "MODEL_TYPE_TO_APPLY_LIGER_FN" for t in node.targets)):
-            return frozenset(k.value for k, v in zip(node.value.keys, node.value.values)
-                             if isinstance(k, ast.Constant) and getattr(v, "id", None) in swaps)
-    return frozenset()
+    return frozenset(kind for kind, fn in _apply_table(tree).items() if fn in swaps)
 
 
 def machine_for(device: Device, gpu_name: str | None, world_size: int, requested_backend: str) -> Machine:
