@@ -31,7 +31,7 @@ def fields(r: resolver.Resolved) -> dict:
     # where transformers' config says `linear_attention`; the layers they make are the specs')
     return {"config": r.config(), "backend": (r.backend, r.backend_why), "liger": r.use_liger,
             "precision": r.precision.name, "peak": (r.peak_tflops, r.peak_source), "warnings": r.warnings,
-            "liger_moe": r.liger_moe,
+            "liger_moe": r.liger_moe, "liger_swiglu": r.liger_swiglu,
             "cut": (cut.label(), sorted(cut.fields), cut.counted, cut.built)}
 
 
@@ -90,6 +90,13 @@ MODEL_TYPE_TO_APPLY_LIGER_FN = {"a": a, "b": b}
     assert resolver.resolve(training(**moe), H200, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
     assert not resolver.resolve(training(**moe, USE_LIGER=0), H200, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
     assert not resolver.resolve(training(**moe), CPU, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
+    # in FP8 the experts run torchao's grouped GEMM: Liger goes on without the SwiGLU swap that
+    # would put its fused MoE in their place (and tune it in the first step)
+    fp8 = resolver.resolve(training(**moe, PRECISION="fp8-rowwise"), H200, model.cheap_config("tiny-qwen3-moe"), [64])
+    assert fp8.use_liger and not fp8.liger_moe and not fp8.liger_swiglu
+    assert "Liger is applied without its SwiGLU (swiglu=False)" in fp8.warnings[-1]
+    dense = resolver.resolve(training(MODEL="tiny", PRECISION="fp8-rowwise"), H200, model.cheap_config("tiny"), [64])
+    assert dense.use_liger and dense.liger_swiglu
 
 
 # ---------------------------------------------------------------- the expert cut

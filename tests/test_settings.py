@@ -94,6 +94,10 @@ def test_help_lists_every_variable():
         assert f"  {var.name} " in text
 
 
+def test_help_of_a_tool_with_no_variables_says_so():
+    assert settings.help_text([], "  a tool.\n") == "a tool.\n\nNo environment variables."
+
+
 def test_with_defaults_changes_only_named_defaults():
     changed = settings.with_defaults(TRAINING_VARS, ZERO_STAGE=2)
     assert settings.parse(changed, {})["ZERO_STAGE"] == 2

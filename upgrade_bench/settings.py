@@ -138,6 +138,8 @@ def with_defaults(variables, **defaults):
 
 
 def help_text(variables, doc: str) -> str:
+    if not variables:
+        return doc.strip() + "\n\nNo environment variables."
     lines = [doc.strip(), "", "Environment variables:"]
     width = max(len(v.name) for v in variables)
     for v in variables:

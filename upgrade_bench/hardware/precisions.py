@@ -33,6 +33,7 @@ class Precision:
     mamf_dtype: str = "bf16"        # the MAMF search (mamf-finder.py DTYPE) that measures its ceiling
     converts: str = ""              # what runs in the format
     keeps: str = ""                 # what stays bf16, and why
+    experts: str = ""               # what MoE experts' grouped GEMMs run in ("": bf16, `keeps` says why)
 
     @property
     def low(self) -> bool:
@@ -41,28 +42,33 @@ class Precision:
 
 
 _KEEPS = ("lm_head (the output projection: its error goes straight into the loss, and torchao's "
-          "recipes leave it out); MoE routers and experts (not nn.Linear: a router is a weight of its "
-          "own, the experts' grouped GEMMs are not converted here); linears with a dimension not a "
-          "multiple of 16 (the FP8 GEMM needs it) or below the recipe's size thresholds (too small "
-          "to gain, torchao's float8 performance tables); attention and the loss (computed in bf16)")
+          "recipes leave it out); MoE routers (a weight of their own, a sliver of the FLOPs); linears "
+          "with a dimension not a multiple of 16 (the FP8 GEMM needs it) or below the recipe's size "
+          "thresholds (too small to gain, torchao's float8 performance tables); attention and the loss "
+          "(computed in bf16)")
+_KEEPS_FP8 = _KEEPS + ("; MoE experts stored (experts, in, out) row-major, as gpt-oss's (the FP8 grouped "
+                       "GEMM needs each expert's weight column-major)")
+_KEEPS_BLOCK = _KEEPS + "; MoE experts (their block-scaled grouped GEMM is not wired here)"
+# torchao's one FP8 grouped GEMM: whatever the linears' recipe, experts run it (row-wise scales).
+_FP8_EXPERTS = "fp8-rowwise grouped GEMM (torchao's _to_fp8_rowwise_then_scaled_grouped_mm, its only FP8 grouped recipe)"
 TABLE = (
     Precision("bf16", None, None, converts="every GEMM in bf16 (the guide's runs)"),
     Precision("fp8-tensorwise", "tensorwise", TORCHAO, "torchao.float8", "matmul:fp8_e4m3:tensorwise", "fp8",
               "fp8", "nn.Linear fwd and bwd GEMMs in float8 (e4m3 forward, e5m2 gradients), one dynamic "
-              "scale per tensor", _KEEPS),
+              "scale per tensor", _KEEPS_FP8, _FP8_EXPERTS),
     Precision("fp8-rowwise", "rowwise", TORCHAO, "torchao.float8", "matmul:fp8_e4m3:rowwise", "fp8",
               "fp8-rowwise", "nn.Linear fwd and bwd GEMMs in float8 with one scale per row (e4m3 throughout)",
-              _KEEPS),
+              _KEEPS_FP8, _FP8_EXPERTS),
     Precision("fp8-rowwise-gw-hp", "rowwise_with_gw_hp", TORCHAO, "torchao.float8", "matmul:fp8_e4m3:rowwise",
               "fp8", "fp8-rowwise", "nn.Linear forward and input-gradient GEMMs in row-wise float8; the "
-              "weight gradient in bf16", _KEEPS),
+              "weight gradient in bf16", _KEEPS_FP8, _FP8_EXPERTS),
     Precision("mxfp8", "mxfp8_cublas", TORCHAO, "torchao.prototype.mx_formats.mx_linear", "matmul:mxfp8:block32",
-              "fp8", "mxfp8", "nn.Linear GEMMs in MXFP8 (e4m3, one power-of-two scale per 32 elements)", _KEEPS),
+              "fp8", "mxfp8", "nn.Linear GEMMs in MXFP8 (e4m3, one power-of-two scale per 32 elements)", _KEEPS_BLOCK),
     # torchao ships NVFP4 for inference; a training recipe is looked for by name, so a release
     # that adds one is taken without a change here.
     Precision("nvfp4", "nvfp4", TORCHAO, "torchao.prototype.mx_formats.nvfp4_training", "matmul:nvfp4:block16",
               "fp4", "nvfp4", "nn.Linear GEMMs in NVFP4 (e2m1, an fp8 scale per 16 elements and one per tensor)",
-              _KEEPS),
+              _KEEPS_BLOCK),
 )
 PRECISIONS = {p.name: p for p in TABLE}
 DEFAULT = "bf16"
@@ -125,4 +131,5 @@ def help_text() -> str:
     """PRECISION's --help line."""
     needs = "; ".join(f"{p.name} (sm_{''.join(map(str, NEEDS[p.item].min_capability))}+)" for p in TABLE if p.low)
     return (f"training precision of the GEMMs: bf16 (the guide's), or through torchao {needs}; "
-            "lm_head, routers and small linears stay bf16; MFU stays against the bf16 peak")
+            "with fp8-*, MoE experts run torchao's fp8 row-wise grouped GEMM; lm_head, routers and "
+            "small linears stay bf16; MFU stays against the bf16 peak")

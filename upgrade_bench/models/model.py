@@ -290,13 +290,14 @@ def resolve_liger(requested: str, has_gpu: bool, installed: bool, model_type: st
     return use_liger, []
 
 
-def apply_liger(model_type: str) -> None:
+def apply_liger(model_type: str, swiglu: bool = True) -> None:
     """Patch transformers' classes with Liger kernels before the model is built (the model
     type is one Liger has kernels for: resolve_liger checked it before the header)."""
     from liger_kernel.transformers.monkey_patch import MODEL_TYPE_TO_APPLY_LIGER_FN
 
     # Defaults: RoPE, RMSNorm, SwiGLU and fused linear cross-entropy (train mode with labels).
-    MODEL_TYPE_TO_APPLY_LIGER_FN[model_type]()
+    # Without SwiGLU for a family whose swap includes its fused MoE (resolver.Resolved.liger_swiglu).
+    MODEL_TYPE_TO_APPLY_LIGER_FN[model_type](**({} if swiglu else {"swiglu": False}))
 
 
 def moe_block_classes(net) -> list:

@@ -69,8 +69,9 @@ RULES = (
     # named after the ops they fuse, the GEMM they feed among them (triton_poi_fused__scaled_mm_
     # _to_copy_clamp_..., triton_red_fused_abs_max_...: an H200's): before any GEMM rule.
     _rule("other", "a low precision's amax / scale / cast: inductor kernels of the converted linears "
-          "(triton_poi_fused_*, triton_red_fused_*, triton_per_fused_*); on CPU aten::amax",
-          r"^triton_(poi|red|per)_fused|^aten::amax$", part=PRECISION_CAST),
+          "(triton_poi_fused_*, triton_red_fused_*, triton_per_fused_*), torchao's of the FP8 experts "
+          "(_triton_fp8_rowwise_*, _triton_fp8_per_group_*); on CPU aten::amax",
+          r"^triton_(poi|red|per)_fused|^_triton_fp8_|^aten::amax$", part=PRECISION_CAST),
     # Before the other gemm rules: the same libraries' float8 kernels name their element types
     # (cuBLASLt's nvjet kernels as q/r: nvjet_sm90_qqtst_* for e4m3 x e4m3, nvjet_sm90_qrtst_*
     # with an e5m2 gradient, seen on an H200 beside the bf16 nvjet_sm90_tst_*).

@@ -81,16 +81,17 @@ def build_engine(rc: RunConfig, mark=None):
 
         keep_alive = HfDeepSpeedConfig(ds_config)  # must outlive model construction
     if rc.use_liger:
-        model.apply_liger(rc.hf_config.model_type)
+        model.apply_liger(rc.hf_config.model_type, rc.resolved.liger_swiglu)
     torch.manual_seed(rc.settings["SEED"])
     net = model.build(rc.hf_config, attn_backends.BACKENDS[rc.backend].hf_name, rc.weights,
                       rc.weights_path, rc.device, torch.bfloat16)
     model.bind_mixer_kernels(net, rc.hf_config.model_type)  # as rc.mixer_kernels says
     if rc.precision.low:  # after the model is built, before DeepSpeed flattens or partitions it
         converted = low_precision.convert(net, rc.precision, emulate=not on_gpu)
-        planned = rc.low_precision["converted_linears"]
+        planned = rc.low_precision["converted_linears"], rc.low_precision["converted_experts"]
         if converted != planned:  # the header said otherwise: a programming error, not a measurement
-            raise AssertionError(f"{converted} linears converted to {rc.precision.name}, the header says {planned}")
+            raise AssertionError(f"(linears, experts modules) converted to {rc.precision.name}: {converted}, "
+                                 f"the header says {planned}")
     if zero3_moe(rc):
         # ZeRO-3 otherwise gathers each expert's weights as the router reaches it, one
         # all-gather per expert and layer; a leaf module is gathered whole, once.

@@ -13,7 +13,9 @@ compiles anew). On CPU the formats are emulated (the tests' path) and nothing is
 """
 import dataclasses
 
+from ..hardware import precisions
 from ..hardware.precisions import Precision
+from . import fp8_experts
 
 # What a run's first step spends on it (the start line, run_node's estimate): compiling the
 # converted linears of 8 layers of Llama-3.1-8B, three shapes, took 17-18 s of each process's
@@ -62,9 +64,19 @@ def linears(net):
     return [(name, m) for name, m in net.named_modules() if type(m) is torch.nn.Linear]
 
 
-def plan(net, p: Precision, thresholds: bool) -> dict:
+def experts_none_because(p: Precision, found=precisions.module_found) -> str | None:
+    """Why no MoE experts convert to `p`, or None where they may (each then by its layout)."""
+    if not p.experts:
+        return f"{p.name}: experts' grouped GEMMs are not converted here"
+    if not found(p.library, fp8_experts.TORCHAO_MODULE):
+        return f"the installed {p.library} has no FP8 grouped GEMM ({fp8_experts.TORCHAO_MODULE})"
+    return None
+
+
+def plan(net, p: Precision, thresholds: bool, found=precisions.module_found) -> dict:
     """What converting `net` (built for real or on the meta device) to `p` does: the header's
-    `low_precision`, with the parameters of the converted linears (their FLOPs share)."""
+    `low_precision`, with the weights a token passes through in converted GEMMs (its FLOPs
+    share: every converted linear's, its top-k experts' of each converted experts module)."""
     converted, kept, params = 0, {}, 0
     for name, m in linears(net):
         why = keep_reason(name, m.out_features, m.in_features, p.recipe, thresholds)
@@ -73,8 +85,12 @@ def plan(net, p: Precision, thresholds: bool) -> dict:
         else:
             converted += 1
             params += m.out_features * m.in_features
+    experts = fp8_experts.plan(net, getattr(net.config, "num_experts_per_tok", 0) or 0, experts_none_because(p, found))
     return {"recipe": p.recipe, "library": p.library, "converted_linears": converted, "kept_linears": kept,
-            "converted_params": params, "rule": rule_text(p, thresholds), "keeps": p.keeps,
+            "converted_experts": experts["converted_experts"], "kept_experts": experts["kept_experts"],
+            "experts": p.experts if experts["converted_experts"] else "bf16",
+            "converted_params": params + experts["converted_params"], "rule": rule_text(p, thresholds),
+            "keeps": p.keeps,
             "compiled": "each converted linear's forward" if thresholds else "nothing (CPU emulation)"}
 
 
@@ -89,9 +105,10 @@ def plan_on_meta(config, p: Precision, thresholds: bool) -> dict:
     return plan(net, p, thresholds)
 
 
-def convert(net, p: Precision, emulate: bool) -> int:
+def convert(net, p: Precision, emulate: bool) -> tuple[int, int]:
     """Swap `net`'s linears that plan() converts for torchao's low-precision ones and compile
-    each (not on CPU); returns how many were converted."""
+    each (not on CPU), and run its experts that plan() converts in FP8; returns how many
+    (linears, experts modules) were converted."""
     thresholds = not emulate
     chosen = {name for name, m in linears(net)
               if keep_reason(name, m.out_features, m.in_features, p.recipe, thresholds) is None}
@@ -110,7 +127,8 @@ def convert(net, p: Precision, emulate: bool) -> int:
         raise NotImplementedError(f"no conversion for {p.name}")  # precisions.resolve refused it already
     if not emulate:
         compile_converted(net, chosen)
-    return len(chosen)
+    experts = fp8_experts.convert(net, emulate) if experts_none_because(p) is None else 0
+    return len(chosen), experts
 
 
 def compile_converted(net, names: set) -> None:

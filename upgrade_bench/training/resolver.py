@@ -20,6 +20,7 @@ from ..hardware.fingerprint import Device, installed_file, package_version
 from ..kernels import attn_backends
 from ..log.runs import training_config
 from ..models import architecture, cuts, model
+from . import low_precision
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class Resolved:
     peak_source: str | None
     warnings: tuple
     liger_moe: bool = False     # Liger's fused MoE runs the experts: its Triton kernels autotune in the first step
+    liger_swiglu: bool = True   # Liger swaps its SwiGLU in (off where its fused MoE would take FP8 experts' place)
 
     def config(self, alloc_conf: str = "") -> dict:
         """The header's `config`: the settings as resolved here, a run's identity."""
@@ -136,8 +138,13 @@ def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> R
     if peak_warning:
         warnings.append(peak_warning)
     liger_moe = bool(use_liger and cut and cut.counted.moe and model_type in machine.liger_moe_types)
+    liger_swiglu = not (liger_moe and precision.low and low_precision.experts_none_because(precision) is None)
+    if not liger_swiglu:
+        liger_moe = False
+        warnings.append(f"PRECISION={precision.name}: Liger is applied without its SwiGLU (swiglu=False), whose "
+                        f"fused MoE would replace the experts that run the FP8 grouped GEMM")
     return Resolved(settings, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
-                    tuple(warnings), liger_moe)
+                    tuple(warnings), liger_moe, liger_swiglu)
 
 
 def check_packing(doc_len: int, seq_lens: list, backend: str) -> None:

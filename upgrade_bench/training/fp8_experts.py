@@ -1,0 +1,169 @@
+"""MoE experts' grouped GEMMs in FP8 (row-wise scales), through torchao's scaled grouped matmul.
+
+The expert weights stay plain bf16 parameters. torchao's own MoE conversion wraps them in a
+quantizing tensor subclass, which DeepSpeed undoes: ZeRO-1/2 re-point each parameter's data into
+their flat buffers (the wrapper keeps the stale tensor and the experts stop training, silently)
+and ZeRO-3 partitions it (the wrapper holds the empty placeholder). Instead transformers' own
+grouped-GEMM experts forward runs (routing, sorting, gating and weighting untouched), and each
+grouped GEMM it makes goes to torchao's `_to_fp8_rowwise_then_scaled_grouped_mm`: e4m3 operands
+with one power-of-two scale per row, in the forward and both backward GEMMs. That kernel needs
+each expert's group of tokens to start at a multiple of 16 rows: the groups are padded on the
+device, with no host sync (`padded_rows`).
+
+On CPU torchao has no FP8 grouped GEMM: the tests' path rounds both operands through e4m3
+(row-wise scales, the gradients passed straight through) and runs the bf16 grouped GEMM.
+"""
+import contextvars
+
+# The FP8 grouped GEMM's weight gradient contracts over tokens, and its operands' rows must start
+# 16-byte aligned for the TMA loads (torchao asserts group sizes divisible by 16). An empty group
+# is padded to 16 rows too: zero rows cost nothing to the result and no kernel sees a 0-row group.
+ALIGN_ROWS = 16
+IMPLEMENTATION = "upgrade_bench_fp8_rowwise"  # the name registered with transformers' experts interface
+TORCHAO_MODULE = "torchao.prototype.moe_training.fp8_grouped_mm"
+TRANSPOSED = "weights stored (experts, in, out), row-major: the FP8 grouped GEMM needs them column-major"
+NOT_16 = "a dimension not a multiple of 16"
+
+_GEMM = contextvars.ContextVar("fp8 grouped GEMM of the experts forward running now", default=None)
+
+
+def experts_modules(net) -> list:
+    """(name, module) of each experts module built through transformers' experts interface
+    (`use_experts_implementation` gives them `has_gate`): Qwen3-MoE's, Qwen3-Next's,
+    DeepSeek-V3's, gpt-oss's, Granite 4.0-H's."""
+    return [(name, m) for name, m in net.named_modules() if hasattr(m, "has_gate") and hasattr(m, "down_proj")]
+
+
+def gemm_weights(m) -> list:
+    """The (experts, in, out) operands of `m`'s two grouped GEMMs as transformers passes them."""
+    first = m.gate_up_proj if m.has_gate else m.up_proj
+    return [w if m.is_transposed else w.transpose(-2, -1) for w in (first, m.down_proj)]
+
+
+def weight_problem(weight_t) -> str | None:
+    """Why a grouped GEMM of this (experts, in, out) weight cannot run in FP8, or None."""
+    if weight_t.dim() != 3 or weight_t.size(-1) % 16 or weight_t.size(-2) % 16:
+        return NOT_16
+    if weight_t.stride(-2) != 1:
+        return TRANSPOSED
+    return None
+
+
+def keep_reason(m) -> str | None:
+    """Why the experts module `m` stays bf16, or None when both its grouped GEMMs convert."""
+    return next(filter(None, map(weight_problem, gemm_weights(m))), None)
+
+
+def active_params(m, top_k: int) -> int:
+    """Expert weights one token multiplies in `m`: its top_k experts' (the FLOP count's)."""
+    return top_k * sum(w[0].numel() for w in gemm_weights(m))
+
+
+def plan(net, top_k: int, none_because: str | None) -> dict:
+    """What converting `net`'s experts does: converted and kept modules, and the parameters a
+    token passes through in the converted ones; every one kept where `none_because` says why."""
+    converted, kept, params = 0, {}, 0
+    for _, m in experts_modules(net):
+        why = none_because or keep_reason(m)
+        if why:
+            kept[why] = kept.get(why, 0) + 1
+        else:
+            converted += 1
+            params += active_params(m, top_k)
+    return {"converted_experts": converted, "kept_experts": kept, "converted_params": params}
+
+
+def padded_rows(offs, num_rows: int, num_groups: int):
+    """(destination row of each input row, padded group ends, buffer rows) for a buffer whose
+    groups start at multiples of ALIGN_ROWS and hold at least ALIGN_ROWS rows. `offs` are the
+    groups' end rows (int32, on the device); rows past the last end (none, where every token is
+    routed to an expert here) go to a spare last row. Computed on the device: no sync."""
+    import torch
+
+    ends = offs.to(torch.int64)
+    sizes = torch.diff(ends, prepend=ends.new_zeros(1))
+    padded = torch.clamp_min((sizes + ALIGN_ROWS - 1) // ALIGN_ROWS * ALIGN_ROWS, ALIGN_ROWS)
+    padded_ends = torch.cumsum(padded, 0)
+    spare = num_rows + ALIGN_ROWS * num_groups  # padded_ends[-1] is never beyond it
+    rows = torch.arange(num_rows, device=offs.device)
+    group = torch.searchsorted(ends, rows, right=True)
+    g = group.clamp(max=num_groups - 1)
+    dest = (padded_ends - padded)[g] + rows - (ends - sizes)[g]
+    dest = torch.where(group < num_groups, dest, torch.full_like(dest, spare))
+    return dest, padded_ends.to(torch.int32), spare + 1
+
+
+def padded_grouped_mm(gemm, input, weight_t, offs):
+    """gemm(padded input, weight_t, padded offsets), back in the input's row order."""
+    dest, padded_offs, rows = padded_rows(offs, input.size(0), weight_t.size(0))
+    a = input.new_zeros(rows, input.size(1), dtype=weight_t.dtype).index_copy(0, dest, input.to(weight_t.dtype))
+    return gemm(a, weight_t, padded_offs).index_select(0, dest)
+
+
+def torchao_gemm(a, weight_t, offs):
+    from torchao.prototype.moe_training import _to_fp8_rowwise_then_scaled_grouped_mm
+
+    return _to_fp8_rowwise_then_scaled_grouped_mm(a, weight_t, offs, out_dtype=a.dtype,
+                                                  pad_token_groups_for_grouped_mm=False)
+
+
+def through_e4m3(x, dim: int):
+    """`x` rounded to e4m3 with one scale per slice along `dim` and back; its gradient passes
+    straight through (the CPU stand-in's casts)."""
+    import torch
+
+    e4m3_max = torch.finfo(torch.float8_e4m3fn).max
+    scale = e4m3_max / x.detach().abs().amax(dim=dim, keepdim=True).float().clamp(min=1e-12)
+    rounded = ((x.detach().float() * scale).clamp(-e4m3_max, e4m3_max).to(torch.float8_e4m3fn).float()
+               / scale).to(x.dtype)
+    return x + (rounded - x).detach()
+
+
+def emulated_gemm(a, weight_t, offs):
+    """CPU stand-in: rows of `a` and columns of each expert's weight through e4m3, then the bf16
+    grouped GEMM."""
+    return _TRANSFORMERS_GROUPED_MM[0](through_e4m3(a, -1), through_e4m3(weight_t, -2), offs)
+
+
+_TRANSFORMERS_GROUPED_MM = []  # transformers' own dispatcher, once replaced by _grouped_mm
+
+
+def _grouped_mm(input, weight, offs):
+    """transformers' `_grouped_mm` while an FP8 experts forward runs and its weight can; else theirs."""
+    gemm = _GEMM.get()
+    if gemm is not None and weight_problem(weight) is None:
+        return padded_grouped_mm(gemm, input, weight, offs)
+    return _TRANSFORMERS_GROUPED_MM[0](input, weight, offs)
+
+
+def _experts_forward(self, *args, **kwargs):
+    """transformers' grouped-GEMM experts forward, its GEMMs in FP8 where this module converted."""
+    from transformers.integrations import moe
+
+    token = _GEMM.set(getattr(self, "fp8_gemm", None))
+    try:
+        return moe.grouped_mm_experts_forward(self, *args, **kwargs)
+    finally:
+        _GEMM.reset(token)
+
+
+def install() -> None:
+    """Route transformers' grouped GEMMs through `_grouped_mm` (its `_grouped_linear` looks the
+    name up at each call) and register the experts forward; once per process."""
+    from transformers.integrations import moe
+
+    if not _TRANSFORMERS_GROUPED_MM:
+        _TRANSFORMERS_GROUPED_MM.append(moe._grouped_mm)
+        moe._grouped_mm = _grouped_mm
+        moe.ALL_EXPERTS_FUNCTIONS.register(IMPLEMENTATION, _experts_forward)
+
+
+def convert(net, emulate: bool) -> int:
+    """Run the experts of `net` that plan() converts in FP8; returns how many."""
+    chosen = [m for _, m in experts_modules(net) if keep_reason(m) is None]
+    if chosen:
+        install()
+        for m in chosen:
+            m.fp8_gemm = emulated_gemm if emulate else torchao_gemm
+        net.set_experts_implementation(IMPLEMENTATION)
+    return len(chosen)
