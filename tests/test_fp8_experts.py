@@ -18,13 +18,14 @@ benchmark = import_script("benchmark.py")
 
 
 def test_each_group_starts_at_a_multiple_of_16_rows_and_holds_at_least_16():
-    # groups of 5, 0 and 20 rows -> 16, 16 and 32: ends 16, 32, 64 in a buffer of 25 + 3 x 16 + 1
+    # groups of 5, 0 and 20 rows -> 16, 16 and 32: ends 16, 32, 64; the spare row 25 + 3 x 16 = 73
+    # in a buffer of whole 16-row tiles (its fp8 transpose's stride must be a multiple of 16 bytes)
     dest, ends, rows = fp8_experts.padded_rows(torch.tensor([5, 5, 25], dtype=torch.int32), 25, 3)
     assert dest.tolist() == list(range(5)) + list(range(32, 52))
-    assert ends.tolist() == [16, 32, 64] and ends.dtype == torch.int32 and rows == 74
+    assert ends.tolist() == [16, 32, 64] and ends.dtype == torch.int32 and rows == 80
     # a row past the last group's end (an expert id no group holds) goes to the spare last row
     dest, ends, rows = fp8_experts.padded_rows(torch.tensor([16, 17], dtype=torch.int32), 18, 2)
-    assert dest.tolist() == list(range(17)) + [50] and ends.tolist() == [16, 32] and rows == 51
+    assert dest.tolist() == list(range(17)) + [50] and ends.tolist() == [16, 32] and rows == 64
 
 
 def test_padding_is_exact_around_a_plain_grouped_gemm_values_and_gradients():
@@ -68,26 +69,35 @@ def meta_model(preset: str):
 
 def test_which_experts_convert_and_what_a_token_passes_through_in_them():
     fp8 = precisions.PRECISIONS["fp8-tensorwise"]
-    plan = low_precision.plan(meta_model("tiny-qwen3-moe"), fp8, thresholds=False)
+    plan = low_precision.plan(meta_model("tiny-qwen3-moe"), fp8, thresholds=False, experts=True)
     # 2 layers of 8 experts of gate_up 64x64 and down 64x32; a token goes through 2 of them
     assert (plan["converted_experts"], plan["kept_experts"]) == (2, {})
     assert plan["experts"] == fp8.experts
     linears = 2 * (64 * 64 + 2 * 32 * 64 + 64 * 64)  # q, k, v, o (routers are no nn.Linear)
     assert plan["converted_linears"] == 8 and plan["converted_params"] == linears + 2 * 2 * (64 * 64 + 32 * 64)
     # gpt-oss stores its experts (experts, in, out): the FP8 grouped GEMM needs them column-major
-    plan = low_precision.plan(meta_model("tiny-gpt-oss"), fp8, thresholds=False)
+    plan = low_precision.plan(meta_model("tiny-gpt-oss"), fp8, thresholds=False, experts=True)
     assert plan["converted_experts"] == 0 and plan["kept_experts"] == {fp8_experts.TRANSPOSED: 2}
     assert plan["experts"] == "bf16"
     # a torchao without the grouped GEMM keeps them all, and says so
-    plan = low_precision.plan(meta_model("tiny-qwen3-moe"), fp8, thresholds=False,
+    plan = low_precision.plan(meta_model("tiny-qwen3-moe"), fp8, thresholds=False, experts=True,
                               found=lambda dist, module: module != fp8_experts.TORCHAO_MODULE)
     assert plan["kept_experts"] == {f"the installed torchao has no FP8 grouped GEMM ({fp8_experts.TORCHAO_MODULE})": 2}
+    # FP8_EXPERTS=0, the default, keeps them and says why; the linears convert as before
+    plan = low_precision.plan(meta_model("tiny-qwen3-moe"), fp8, thresholds=False, experts=False)
+    assert plan["kept_experts"] == {low_precision.EXPERTS_OFF: 2} and plan["converted_params"] == linears
+    # MXFP8 has no grouped GEMM wired here, whatever FP8_EXPERTS says
+    plan = low_precision.plan(meta_model("tiny-qwen3-moe"), precisions.PRECISIONS["mxfp8"], thresholds=False,
+                              experts=True)
+    assert plan["kept_experts"] == {"mxfp8: experts' grouped GEMMs are not converted here": 2}
 
 
-def test_the_tiny_moe_trains_its_experts_in_fp8_under_zero2(as_script, monkeypatch):
-    # A real engine (ZeRO-2, a world of one): both layers' experts run the emulated FP8 grouped
-    # GEMMs, twice each a step, and their weights still change: the failure torchao's own
-    # conversion has under ZeRO (a stale tensor inside its wrapper) would leave them as built.
+def test_the_tiny_moe_trains_its_linears_and_experts_in_fp8_under_zero2(as_script, monkeypatch):
+    # A real engine (ZeRO-2, a world of one; the only such run in a test process: DeepSpeed's
+    # groups outlive it), its linears in emulated FP8 (the dense model's under ZeRO-3 on two
+    # ranks: test_benchmark's guide_two_ranks): both layers' experts run the emulated FP8
+    # grouped GEMMs, twice each a step, and their weights still change: the failure torchao's
+    # own conversion has under ZeRO (a stale tensor inside its wrapper) would leave them as built.
     calls, built = [], {}
 
     def counting(a, weight_t, offs):
@@ -107,7 +117,7 @@ def test_the_tiny_moe_trains_its_experts_in_fp8_under_zero2(as_script, monkeypat
     monkeypatch.setattr(engine, "build_engine", keep)
     as_script("benchmark.py", variables.TRAINING_VARS, {
         "MODEL": "tiny-qwen3-moe", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0",
-        "SEQ_LEN": "64", "PRECISION": "fp8-tensorwise", "STEPS": "1", "WARMUP_STEPS": "0", "RANK": "0",
+        "SEQ_LEN": "64", "PRECISION": "fp8-tensorwise", "FP8_EXPERTS": "1", "STEPS": "1", "WARMUP_STEPS": "0", "RANK": "0",
         "LOCAL_RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"})
     stdout = io.StringIO()
     monkeypatch.setattr(records, "claim_stdout", lambda: stdout)
@@ -119,4 +129,8 @@ def test_the_tiny_moe_trains_its_experts_in_fp8_under_zero2(as_script, monkeypat
     assert sorted(set(calls)) == [(8, 32, 64), (8, 64, 64)] and len(calls) == 4
     after = built["engine"].module.model.layers[0].mlp.experts.down_proj
     assert not torch.equal(after, built["before"])
-    assert 0 < summary["low_precision_flop_share"] < 1
+    # per layer q 64x64, k and v 32x64, o 64x64, and 2 of the 8 experts' gate_up 64x64 and down 64x32
+    assert low["converted_params"] == 2 * (2 * 64 * 64 + 2 * 32 * 64 + 2 * (64 * 64 + 32 * 64))
+    assert summary["low_precision_flop_share"] == pytest.approx(
+        6 * low["converted_params"] * 64 / (summary["model_tflop_per_step"] * 1e12))
+    assert summary["precision_bound_ms"] is None  # no GPU: no published MAMF to bound it by

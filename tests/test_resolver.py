@@ -92,9 +92,16 @@ MODEL_TYPE_TO_APPLY_LIGER_FN = {"a": a, "b": b}
     assert not resolver.resolve(training(**moe), CPU, model.cheap_config("tiny-qwen3-moe"), [64]).liger_moe
     # in FP8 the experts run torchao's grouped GEMM: Liger goes on without the SwiGLU swap that
     # would put its fused MoE in their place (and tune it in the first step)
-    fp8 = resolver.resolve(training(**moe, PRECISION="fp8-rowwise"), H200, model.cheap_config("tiny-qwen3-moe"), [64])
+    fp8 = resolver.resolve(training(**moe, PRECISION="fp8-rowwise", FP8_EXPERTS=1), H200,
+                           model.cheap_config("tiny-qwen3-moe"), [64])
     assert fp8.use_liger and not fp8.liger_moe and not fp8.liger_swiglu
     assert "Liger is applied without its SwiGLU (swiglu=False)" in fp8.warnings[-1]
+    assert fp8.config()["FP8_EXPERTS"] is True  # part of the run's identity, only when on
+    fp8 = resolver.resolve(training(**moe, PRECISION="fp8-rowwise"), H200, model.cheap_config("tiny-qwen3-moe"), [64])
+    assert fp8.liger_moe and fp8.liger_swiglu and "FP8_EXPERTS" not in fp8.config()  # experts bf16: Liger's MoE
+    with pytest.raises(BadInput, match=r"^FP8_EXPERTS=1: PRECISION=bf16 has no FP8 grouped GEMM for the experts; "
+                                       r"use PRECISION=fp8-tensorwise or fp8-rowwise or fp8-rowwise-gw-hp, or FP8_EXPERTS=0$"):
+        resolver.resolve(training(**moe, FP8_EXPERTS=1), H200, model.cheap_config("tiny-qwen3-moe"), [64])
     dense = resolver.resolve(training(MODEL="tiny", PRECISION="fp8-rowwise"), H200, model.cheap_config("tiny"), [64])
     assert dense.use_liger and dense.liger_swiglu
 

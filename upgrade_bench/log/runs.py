@@ -108,7 +108,7 @@ def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf
 
 # Settings a config records only when they differ from these (logs written before each
 # existed ran with it); readers take a missing key as the default.
-IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0}
+IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False}
 
 
 def is_default(key: str, value) -> bool:

@@ -87,7 +87,7 @@ def build_engine(rc: RunConfig, mark=None):
                       rc.weights_path, rc.device, torch.bfloat16)
     model.bind_mixer_kernels(net, rc.hf_config.model_type)  # as rc.mixer_kernels says
     if rc.precision.low:  # after the model is built, before DeepSpeed flattens or partitions it
-        converted = low_precision.convert(net, rc.precision, emulate=not on_gpu)
+        converted = low_precision.convert(net, rc.precision, emulate=not on_gpu, experts=rc.settings["FP8_EXPERTS"])
         planned = rc.low_precision["converted_linears"], rc.low_precision["converted_experts"]
         if converted != planned:  # the header said otherwise: a programming error, not a measurement
             raise AssertionError(f"(linears, experts modules) converted to {rc.precision.name}: {converted}, "

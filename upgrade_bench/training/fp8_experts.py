@@ -14,6 +14,7 @@ On CPU torchao has no FP8 grouped GEMM: the tests' path rounds both operands thr
 (row-wise scales, the gradients passed straight through) and runs the bf16 grouped GEMM.
 """
 import contextvars
+import functools
 
 # The FP8 grouped GEMM's weight gradient contracts over tokens, and its operands' rows must start
 # 16-byte aligned for the TMA loads (torchao asserts group sizes divisible by 16). An empty group
@@ -90,7 +91,7 @@ def padded_rows(offs, num_rows: int, num_groups: int):
     g = group.clamp(max=num_groups - 1)
     dest = (padded_ends - padded)[g] + rows - (ends - sizes)[g]
     dest = torch.where(group < num_groups, dest, torch.full_like(dest, spare))
-    return dest, padded_ends.to(torch.int32), spare + 1
+    return dest, padded_ends.to(torch.int32), (spare + ALIGN_ROWS) // ALIGN_ROWS * ALIGN_ROWS
 
 
 def padded_grouped_mm(gemm, input, weight_t, offs):
@@ -100,11 +101,27 @@ def padded_grouped_mm(gemm, input, weight_t, offs):
     return gemm(a, weight_t, padded_offs).index_select(0, dest)
 
 
-def torchao_gemm(a, weight_t, offs):
-    from torchao.prototype.moe_training import _to_fp8_rowwise_then_scaled_grouped_mm
+@functools.lru_cache(maxsize=1)
+def torchao_grouped_mm():
+    """torchao's `_to_fp8_rowwise_then_scaled_grouped_mm`. torchao 0.17's moe_training package
+    imports its MXFP8 CuTe-DSL kernels first, and those need `cutlass.base_dsl._mlir_helpers`,
+    which the nvidia-cutlass-dsl that flash-attn-4 installs (4.8.1) has not: seen on an H200. The
+    FP8 module needs none of them, so where the package fails to import, its module is loaded
+    under an unexecuted package (its kernels and utils import on their own)."""
+    import importlib
+    import importlib.util
+    import sys
 
-    return _to_fp8_rowwise_then_scaled_grouped_mm(a, weight_t, offs, out_dtype=a.dtype,
-                                                  pad_token_groups_for_grouped_mm=False)
+    try:
+        return importlib.import_module(TORCHAO_MODULE)._to_fp8_rowwise_then_scaled_grouped_mm
+    except ImportError:
+        package = TORCHAO_MODULE.rsplit(".", 1)[0]
+        sys.modules[package] = importlib.util.module_from_spec(importlib.util.find_spec(package))
+        return importlib.import_module(TORCHAO_MODULE)._to_fp8_rowwise_then_scaled_grouped_mm
+
+
+def torchao_gemm(a, weight_t, offs):
+    return torchao_grouped_mm()(a, weight_t, offs, out_dtype=a.dtype, pad_token_groups_for_grouped_mm=False)
 
 
 def through_e4m3(x, dim: int):

@@ -64,16 +64,24 @@ def linears(net):
     return [(name, m) for name, m in net.named_modules() if type(m) is torch.nn.Linear]
 
 
-def experts_none_because(p: Precision, found=precisions.module_found) -> str | None:
-    """Why no MoE experts convert to `p`, or None where they may (each then by its layout)."""
+# FP8_EXPERTS=0's reason, in the header: results/h200-experts-9 (torchao 0.17, torch 2.11).
+EXPERTS_OFF = ("FP8_EXPERTS=0, the default: torchao's FP8 grouped GEMM made an H200's MoE step slower, "
+               "not faster (its casts run eager)")
+
+
+def experts_none_because(p: Precision, wanted: bool, found=precisions.module_found) -> str | None:
+    """Why no MoE experts convert to `p` (FP8_EXPERTS: `wanted`), or None where they may (each
+    then by its layout)."""
     if not p.experts:
         return f"{p.name}: experts' grouped GEMMs are not converted here"
+    if not wanted:
+        return EXPERTS_OFF
     if not found(p.library, fp8_experts.TORCHAO_MODULE):
         return f"the installed {p.library} has no FP8 grouped GEMM ({fp8_experts.TORCHAO_MODULE})"
     return None
 
 
-def plan(net, p: Precision, thresholds: bool, found=precisions.module_found) -> dict:
+def plan(net, p: Precision, thresholds: bool, experts: bool, found=precisions.module_found) -> dict:
     """What converting `net` (built for real or on the meta device) to `p` does: the header's
     `low_precision`, with the weights a token passes through in converted GEMMs (its FLOPs
     share: every converted linear's, its top-k experts' of each converted experts module)."""
@@ -85,7 +93,8 @@ def plan(net, p: Precision, thresholds: bool, found=precisions.module_found) -> 
         else:
             converted += 1
             params += m.out_features * m.in_features
-    experts = fp8_experts.plan(net, getattr(net.config, "num_experts_per_tok", 0) or 0, experts_none_because(p, found))
+    experts = fp8_experts.plan(net, getattr(net.config, "num_experts_per_tok", 0) or 0,
+                               experts_none_because(p, experts, found))
     return {"recipe": p.recipe, "library": p.library, "converted_linears": converted, "kept_linears": kept,
             "converted_experts": experts["converted_experts"], "kept_experts": experts["kept_experts"],
             "experts": p.experts if experts["converted_experts"] else "bf16",
@@ -94,7 +103,7 @@ def plan(net, p: Precision, thresholds: bool, found=precisions.module_found) -> 
             "compiled": "each converted linear's forward" if thresholds else "nothing (CPU emulation)"}
 
 
-def plan_on_meta(config, p: Precision, thresholds: bool) -> dict:
+def plan_on_meta(config, p: Precision, thresholds: bool, experts: bool) -> dict:
     """plan() of the model `config` builds, built on the meta device (no memory, no weights):
     the header is written before the real model exists."""
     import torch
@@ -102,12 +111,12 @@ def plan_on_meta(config, p: Precision, thresholds: bool) -> dict:
 
     with torch.device("meta"):
         net = AutoModelForCausalLM.from_config(config)
-    return plan(net, p, thresholds)
+    return plan(net, p, thresholds, experts)
 
 
-def convert(net, p: Precision, emulate: bool) -> tuple[int, int]:
+def convert(net, p: Precision, emulate: bool, experts: bool) -> tuple[int, int]:
     """Swap `net`'s linears that plan() converts for torchao's low-precision ones and compile
-    each (not on CPU), and run its experts that plan() converts in FP8; returns how many
+    each (not on CPU), and run its experts that plan() converts in FP8 (FP8_EXPERTS: `experts`); returns how many
     (linears, experts modules) were converted."""
     thresholds = not emulate
     chosen = {name for name, m in linears(net)
@@ -127,8 +136,8 @@ def convert(net, p: Precision, emulate: bool) -> tuple[int, int]:
         raise NotImplementedError(f"no conversion for {p.name}")  # precisions.resolve refused it already
     if not emulate:
         compile_converted(net, chosen)
-    experts = fp8_experts.convert(net, emulate) if experts_none_because(p) is None else 0
-    return len(chosen), experts
+    converted_experts = fp8_experts.convert(net, emulate) if experts_none_because(p, experts) is None else 0
+    return len(chosen), converted_experts
 
 
 def compile_converted(net, names: set) -> None:

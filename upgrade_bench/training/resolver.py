@@ -134,11 +134,15 @@ def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> R
                                          architecture.refusals(model_type))
     check_packing(settings["PACKED_DOC_LEN"], seq_lens, backend)
     precision = precisions.resolve(settings["PRECISION"], machine.device)
+    if settings["FP8_EXPERTS"] and not precision.experts:
+        runs = " or ".join(p.name for p in precisions.TABLE if p.experts)
+        raise BadInput(f"FP8_EXPERTS=1: PRECISION={precision.name} has no FP8 grouped GEMM for the experts; "
+                       f"use PRECISION={runs}, or FP8_EXPERTS=0")
     peak, source, peak_warning = gpus.resolve_peak(machine.gpu_name, "bf16", settings["PEAK_TFLOPS"])
     if peak_warning:
         warnings.append(peak_warning)
     liger_moe = bool(use_liger and cut and cut.counted.moe and model_type in machine.liger_moe_types)
-    liger_swiglu = not (liger_moe and precision.low and low_precision.experts_none_because(precision) is None)
+    liger_swiglu = not (liger_moe and low_precision.experts_none_because(precision, settings["FP8_EXPERTS"]) is None)
     if not liger_swiglu:
         liger_moe = False
         warnings.append(f"PRECISION={precision.name}: Liger is applied without its SwiGLU (swiglu=False), whose "

@@ -98,7 +98,8 @@ def resolve_here(settings: dict) -> RunConfig:
     problem = extensions.stale_lock_problem()
     if problem:  # else DeepSpeed's first op build waits on it, silently, forever
         raise BadInput(problem)
-    converts = (low_precision.plan_on_meta(cut.config, resolved.precision, thresholds=has_gpu)
+    converts = (low_precision.plan_on_meta(cut.config, resolved.precision, thresholds=has_gpu,
+                                           experts=settings["FP8_EXPERTS"])
                 if resolved.precision.low else None)
     return RunConfig(resolved, int(os.environ.get("RANK", "0")), local_rank, device, weights, path, warnings,
                      os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels, converts)

@@ -29,6 +29,9 @@ TRAINING_VARS = [
         "shared experts, dense layers) kept: the FLOPs per token stay the full model's, each expert "
         "gets more tokens, the memory shrinks (0 = all)", min=0),
     Var("PRECISION", "choice", precisions.DEFAULT, precisions.help_text(), choices=tuple(precisions.PRECISIONS)),
+    Var("FP8_EXPERTS", "bool", False, "with an fp8-* PRECISION, run the MoE experts' grouped GEMMs in FP8 "
+        "too (torchao's row-wise grouped GEMM); off, they stay bf16: on an H200 with torchao 0.17 that "
+        "path made Qwen3-30B-A3B's step 1.35x slower, its casts running eager"),
     Var("SEQ_LEN", "int_list", [8192], "sequence length(s); several run one after another in one "
         "process, sharing model and engine start-up (the peak memory of each after the first "
         "then depends on those before it: summary field earlier_points_in_process)", min=1, max=MAX_TOKENS),
