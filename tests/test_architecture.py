@@ -250,6 +250,20 @@ def test_granites_mamba_kernels_count_only_all_together(monkeypatch):
                                            "causal_conv1d_fn": "torch fallback"}
 
 
+def test_granite_without_the_fast_path_flag_says_whose_choice_each_kernel_is(monkeypatch):
+    # transformers 5.17's Granite module has no is_fast_path_available: its Mamba layer calls
+    # module functions that take mamba-ssm and causal-conv1d where they import (seen on an H200,
+    # where the flag's absence had the header say "torch fallback" while the kernels ran)
+    # (5.14's layer sets the flag as it is built: a flag of another name stands for its absence)
+    family = architecture.FAMILIES["granitemoehybrid"]
+    monkeypatch.setitem(architecture.FAMILIES, "granitemoehybrid", architecture.Family(
+        family.read, family.note, fast_kernels=family.fast_kernels, fast_path_flag="no_such_flag"))
+    monkeypatch.setattr(model, "_fast_kernel", lambda target: print if target.startswith("mamba_ssm") else None)
+    assert model.mixer_kernels(model.load_config("tiny-granite-hybrid")) == {
+        "mamba_chunk_scan_combined": "mamba_ssm.ops.triton.ssd_combined (transformers' choice)",
+        "causal_conv1d_fn": "torch fallback"}
+
+
 def test_an_installed_kernel_is_bound_where_transformers_left_its_torch_code(monkeypatch):
     # a layer that holds transformers' torch code though FLA is installed: the suite binds
     # FLA's, and the header says it did

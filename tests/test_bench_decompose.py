@@ -100,6 +100,13 @@ KERNELS = [
     ("_triton_rope", "other"),
     ("liger_cross_entropy_kernel", "other"),
     ("triton_poi_fused_add_mul_0", "other"),
+    # an H200's FP8 experts (torchao's casts) and Granite's Mamba-2 layers (mamba-ssm's Triton)
+    ("_triton_fp8_per_group_colwise_scales_dual_kernel", "other"),
+    ("_triton_fp8_rowwise_3d_transpose_rhs_fused_reduction_kernel", "other"),
+    ("_chunk_cumsum_fwd_kernel", "linear_mixer"),
+    ("_chunk_cumsum_bwd_kernel", "linear_mixer"),
+    ("_layer_norm_fwd_1pass_kernel", "other"),
+    ("_layer_norm_bwd_kernel", "other"),
     # FlexAttention compiled by inductor (Triton templates), on an H200: a Triton name, attention's
     ("triton_tem_fused_flex_attention_0", "attention"),
     ("triton_tem_fused_flex_attention_backward_1", "attention"),
@@ -322,3 +329,9 @@ def test_a_low_precision_has_its_gemms_and_its_casts_apart():
     bf16 = decompose.decompose(100.0, {"nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNN": 1.0}, 1, step, 1000.0)
     assert bf16["buckets"]["gemm"]["low_precision"] == {"ms": 0.0, "kernel_ms_per_step": 0.0, "tflop": None,
                                                         "tflops": None}
+
+
+def test_torchaos_fp8_expert_casts_are_the_precision_cast_part():
+    # torchao's FP8 grouped GEMM scales and casts in its own Triton kernels (an H200's names)
+    for name in ("_triton_fp8_per_group_colwise_scales_dual_kernel", "_triton_fp8_rowwise_2d_fused_scale_and_cast_kernel"):
+        assert decompose.match(name).part == decompose.PRECISION_CAST

@@ -173,7 +173,8 @@ def mixer_kernels(hf_config) -> dict:
     kernel, and the entry says so. (transformers 5.14 binds FLA's at import, or its torch code
     without FLA; 5.17's layers hold no such attribute and call a module function that resolves
     the package itself. Granite's Mamba layer sets module globals instead, and runs them only
-    all together: Family.fast_path_flag.) Empty for families without such kernels."""
+    all together: Family.fast_path_flag; 5.17's has no such flag, and calls module functions as
+    its Gated DeltaNet does.) Empty for families without such kernels."""
     import importlib
 
     import torch
@@ -186,7 +187,7 @@ def mixer_kernels(hf_config) -> dict:
     module = importlib.import_module(module_name)
     with torch.device("meta"):
         layer = getattr(module, cls)(hf_config, layer_idx=0)
-    if family.fast_path_flag:  # all of the module's kernels, or none
+    if family.fast_path_flag in vars(module):  # all of the module's kernels, or none
         fast = vars(module).get(family.fast_path_flag)
         return {attr: _origin(vars(module).get(attr) if fast else None) for attr in where[1]}
     out = {}

@@ -84,9 +84,9 @@ RULES = (
           "l2norm, causal_conv1d)",
           r"delta_rule|chunk_(fwd|bwd)_kernel|chunk_scaled_dot_kkt|chunk_local_cumsum|solve_tril|"
           r"merge_16x16|recompute_w_u|wy_repr|causal_conv1d|l2norm_(fwd|bwd)"),
-    _rule("linear_mixer", "Mamba-2 SSD / selective scan (_chunk_scan_*, _chunk_state_*, "
-          "_state_passing_*, _bmm_chunk_*, selective_scan)",
-          r"_chunk_scan|_chunk_state|_state_passing|_bmm_chunk|selective_scan"),
+    _rule("linear_mixer", "Mamba-2 SSD / selective scan (_chunk_scan_*, _chunk_state_*, _chunk_cumsum_*, "
+          "_state_passing_*, _bmm_chunk_*, selective_scan; mamba-ssm's, seen on an H200)",
+          r"_chunk_scan|_chunk_state|_chunk_cumsum|_state_passing|_bmm_chunk|selective_scan"),
     _rule("gemm", "cuBLAS / cuBLASLt (sm90_xmma_gemm_*, ampere_*gemm*, nvjet_*, gemv, splitKreduce)",
           r"gemm|gemv|nvjet|cublas|xmma"),
     _rule("gemm", "CUTLASS (cutlass::Kernel2<cutlass_80_tensorop_*>, cutlass::device_kernel<...>)",
@@ -102,8 +102,9 @@ RULES = (
           part=MOE_ROUTING),
     _rule("other", "ATen native CUDA kernels (elementwise, reductions, copies, softmax, embedding)",
           r"at::native::|at_cuda_detail|\bcub::|elementwise|reduce_kernel"),
-    _rule("other", "Triton: Liger (_rms_norm_*, _swiglu_*, _triton_rope, liger_cross_entropy) and "
-          "inductor (triton_poi_/red_/per_)", r"triton|rms_norm|swiglu|_rope|cross_entropy|element_mul"),
+    _rule("other", "Triton: Liger (_rms_norm_*, _swiglu_*, _triton_rope, liger_cross_entropy), mamba-ssm's "
+          "gated norm (_layer_norm_fwd_1pass_kernel, _layer_norm_bwd_kernel) and inductor (triton_poi_/red_/per_)",
+          r"triton|rms_norm|layer_norm|swiglu|_rope|cross_entropy|element_mul"),
     _rule("other", "optimizer (multi_tensor_apply_kernel: fused / foreach Adam)", r"multi_tensor_apply"),
     _rule("other", "memory copies and sets (Memcpy HtoD, Memset)", r"^mem(cpy|set)\b"),
     _rule("other", "CPU ops and autograd glue (aten::*, *Backward0, AccumulateGrad)",
