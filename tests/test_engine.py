@@ -58,8 +58,8 @@ def test_the_start_line_says_what_a_compiling_backends_first_step_costs():
                            "compiles its kernels and masks (")
     assert "compiles" in engine.started_text(3.0, [8192], "fa4")
     hybrid = engine.started_text(3.0, [8192], "sdpa", compiles_mixers=True)
-    assert hybrid.endswith("the linear mixers' Triton kernels compile and autotune (minutes on a cold cache; "
-                           "TRITON_CACHE_DIR kept across runs saves it)")
+    assert hybrid.endswith("the linear mixers' Triton kernels compile and autotune (1-2 minutes on a cold cache; "
+                           "TRITON_CACHE_AUTOTUNING=1 keeps the tuning for later runs)")
     moe = engine.started_text(3.0, [8192], "sdpa", tunes_liger_moe=True)
     assert moe.endswith("in each first step Liger's fused MoE autotunes its Triton kernels, once per process "
                         "(minutes with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")

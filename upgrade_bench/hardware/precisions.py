@@ -46,7 +46,8 @@ _KEEPS = ("lm_head (the output projection: its error goes straight into the loss
           "with a dimension not a multiple of 16 (the FP8 GEMM needs it) or below the recipe's size "
           "thresholds (too small to gain, torchao's float8 performance tables); attention and the loss "
           "(computed in bf16)")
-_KEEPS_FP8 = _KEEPS + ("; MoE experts stored (experts, in, out) row-major, as gpt-oss's (the FP8 grouped "
+_KEEPS_FP8 = _KEEPS + ("; MoE experts unless FP8_EXPERTS=1 (torchao's FP8 grouped GEMM made an H200's MoE step "
+                       "slower), and those stored (experts, in, out) row-major, as gpt-oss's (the FP8 grouped "
                        "GEMM needs each expert's weight column-major)")
 _KEEPS_BLOCK = _KEEPS + "; MoE experts (their block-scaled grouped GEMM is not wired here)"
 # torchao's one FP8 grouped GEMM: whatever the linears' recipe, experts run it (row-wise scales).
@@ -131,5 +132,5 @@ def help_text() -> str:
     """PRECISION's --help line."""
     needs = "; ".join(f"{p.name} (sm_{''.join(map(str, NEEDS[p.item].min_capability))}+)" for p in TABLE if p.low)
     return (f"training precision of the GEMMs: bf16 (the guide's), or through torchao {needs}; "
-            "with fp8-*, MoE experts run torchao's fp8 row-wise grouped GEMM; lm_head, routers and "
-            "small linears stay bf16; MFU stays against the bf16 peak")
+            "lm_head, routers, small linears and (unless FP8_EXPERTS=1) MoE experts stay bf16; MFU "
+            "stays against the bf16 peak")

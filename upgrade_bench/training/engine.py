@@ -285,9 +285,11 @@ OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint ac
 
 # What a run's first step at each length spends compiling where a hybrid's fast kernels run:
 # flash-linear-attention's and mamba-ssm's are Triton kernels, compiled and autotuned per shape
-# on first use (Qwen3-Next's Gated DeltaNet took minutes on a fresh H200, results/h200-families-2/).
-MIXER_FIRST_STEP = ("the linear mixers' Triton kernels compile and autotune (minutes on a cold cache; "
-                    "TRITON_CACHE_DIR kept across runs saves it)")
+# on first use: 132 s for 4 layers of Qwen3-Next on a fresh H200, 82 s for Granite's; with the
+# tuning cached, the next Qwen3-Next process ran 8K and 32K in 33 s (results/h200-experts-9/).
+# Triton keeps compiled kernels in its cache directory, autotune picks only when asked.
+MIXER_FIRST_STEP = ("the linear mixers' Triton kernels compile and autotune (1-2 minutes on a cold "
+                    "cache; TRITON_CACHE_AUTOTUNING=1 keeps the tuning for later runs)")
 # Liger's fused MoE tunes its Triton kernels once per process (the costs: sweep/node_plan.LIGER_MOE_*).
 LIGER_MOE_FIRST_STEP = ("Liger's fused MoE autotunes its Triton kernels, once per process (minutes "
                         "with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")
