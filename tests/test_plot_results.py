@@ -1276,11 +1276,37 @@ def test_what_a_format_buys_pairs_each_low_precision_with_the_bf16_run_of_its_co
            summary("z2-bf16", 8192, 410.0, H200_PEAK, step_ms=290.0, loss_mean=11.90),
            # a ZeRO-1 fp8 run has no bf16 sibling: no row
            header("z1", h, config={"SEQ_LEN": [8192], "PRECISION": "fp8-rowwise", "ZERO_STAGE": 1}),
-           summary("z1", 8192, 470.0, H200_PEAK, step_ms=250.0, loss_mean=11.90)]
+           summary("z1", 8192, 470.0, H200_PEAK, step_ms=250.0, loss_mean=11.90),
+           # its experts in FP8 too: the format, not another configuration; the row says so
+           header("ex", h, config={"SEQ_LEN": [8192], "PRECISION": "fp8-tensorwise", "FP8_EXPERTS": True}),
+           summary("ex", 8192, 300.0, H200_PEAK, step_ms=400.0, loss_mean=11.90)]
     data = series.load(log)
     rows = [line for line in formats.format_markdown(data.series).splitlines() if line.startswith("| H200")]
     assert sorted(rows) == ["| H200 SXM | fp8-rowwise | 8K | 1.12x | - | 80.0 / 80.0 | 0.5 (departs) |",
+                            "| H200 SXM | fp8-tensorwise + experts | 8K | 0.75x | - | 80.0 / 80.0 | 0 |",
                             "| H200 SXM | fp8-tensorwise | 8K | 1.20x | 60.0% | 80.0 / 80.0 | 0.03 |"]
     labels = sorted(s.label for s in data.series)
     assert any("bf16" in label for label in labels) and any("fp8-tensorwise" in label for label in labels)
     assert formats.format_markdown(series.load(log[:2]).series) == ""  # bf16 alone: nothing to say
+
+
+def test_runs_on_the_fast_kernels_and_on_the_fallback_are_two_series_labelled_apart():
+    # The same settings, one run with causal-conv1d's kernel, one on transformers' torch conv
+    # (an H200's Qwen3-Next runs: 169.9 and 184.2 ms): never one series, never one number.
+    fast = header("r1", "NVIDIA H200", backend="fa4", config={"MODEL": "qwen3-next-80b-a3b"},
+                  mixer_kernels={"chunk_gated_delta_rule": "fla", "causal_conv1d_fn": "causal_conv1d"})
+    slow = header("r2", "NVIDIA H200", backend="fa4", config={"MODEL": "qwen3-next-80b-a3b"},
+                  mixer_kernels={"chunk_gated_delta_rule": "fla", "causal_conv1d_fn": "torch fallback"})
+    a = analysis_of([fast, summary("r1", 8192, 180.0, 55), slow, summary("r2", 8192, 166.0, 57)])
+    labels = sorted(s.label for s in a.data.series)
+    assert labels == ["H200 SXM fa4", "H200 SXM fa4: torch fallback: causal_conv1d_fn"]
+
+
+def test_a_log_from_before_fp8_experts_whose_experts_converted_reads_as_fp8_experts_on():
+    # Its header's low_precision says 4 experts modules ran in FP8: not the default run's
+    # workload (experts in bf16), so not one series with a run of today's default.
+    config = {"MODEL": "qwen3-30b-a3b", "PRECISION": "fp8-tensorwise"}
+    old = header("r1", "NVIDIA H200", backend="fa4", config=config, low_precision={"converted_experts": 4})
+    new = header("r2", "NVIDIA H200", backend="fa4", config=config, low_precision={"converted_experts": 0})
+    a = analysis_of([old, summary("r1", 8192, 122.8, 86), new, summary("r2", 8192, 170.0, 70)])
+    assert sorted(s.label for s in a.data.series) == ["H200 SXM fa4", "H200 SXM fa4: experts in FP8"]

@@ -7,12 +7,37 @@ with it, and the report puts both in one series.
 """
 import json
 
+TORCH_FALLBACK = "torch_fallback"  # not a setting: the fast kernels a header says ran as torch's code
+
 # Config keys that vary per process of one sweep or do not change the workload: SEQ_LEN,
 # OUTPUT and NOTES differ between a sweep's processes; STEPS and SEED (and bench_decompose's
 # TIME_STEPS and PROFILE_STEPS) change the precision of a point, not what it measures;
 # PEAK_TFLOPS changes only the MFU denominator. (WARMUP_STEPS and ATTN_BACKEND: see run_identity.)
 NOT_IDENTITY = frozenset({"SEQ_LEN", "SEQLENS", "OUTPUT", "NOTES", "SEED", "STEPS", "PEAK_TFLOPS",
                           "RUN_ID", "TIME_STEPS", "PROFILE_STEPS", "DECOMPOSE"})
+
+
+def torch_fallbacks(mixer_kernels) -> tuple:
+    """The kernels a header's `mixer_kernels` says ran as transformers' torch fallback."""
+    if not isinstance(mixer_kernels, dict):
+        return ()
+    return tuple(sorted(str(k) for k, where in mixer_kernels.items() if where == "torch fallback"))
+
+
+def config_as_run(config: dict, header: dict) -> dict:
+    """A training run's config with what its header says ran that its settings do not: the fast
+    kernels that ran as the torch fallback (the same settings on the kernels are another speed:
+    `torch_fallback`), and FP8_EXPERTS for a log from before that setting whose experts
+    converted (its `low_precision.converted_experts`)."""
+    out = dict(config)
+    slow = torch_fallbacks(header.get("mixer_kernels"))
+    if slow:
+        out[TORCH_FALLBACK] = ", ".join(slow)
+    low = header.get("low_precision")
+    experts = low.get("converted_experts") if isinstance(low, dict) else None
+    if "FP8_EXPERTS" not in out and type(experts) is int and experts > 0:
+        out["FP8_EXPERTS"] = True
+    return out
 
 
 def run_identity(config: dict | None, ignore=()) -> tuple[dict, str]:
@@ -108,7 +133,8 @@ def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf
 
 # Settings a config records only when they differ from these (logs written before each
 # existed ran with it); readers take a missing key as the default.
-IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False}
+IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
+                     TORCH_FALLBACK: ""}
 
 
 def is_default(key: str, value) -> bool:

@@ -1,6 +1,7 @@
 """What a number format buys on one GPU: each low-precision series beside the bf16 series of
-the same GPU and configuration (PRECISION the only difference), per length: the speedup of
-the step, peak memory, and the loss next to bf16's, a format whose loss departs marked.
+the same GPU and configuration (the format the only difference: PRECISION, and FP8_EXPERTS,
+which says where it runs), per length: the speedup of the step, peak memory, and the loss next
+to bf16's, a format whose loss departs marked.
 
 A purchase pairs series of one precision (comparisons.py); this table is the other question,
 what the format does for this workload on a GPU one has.
@@ -14,13 +15,19 @@ from .tables import fmt, md_table
 # mean over the timed steps 0.1 away from bf16's (about 1% of that) is a format that is not
 # computing the same thing: marked, never shown as a plain win.
 LOSS_TOLERANCE = 0.1
+FORMAT_KEYS = ("PRECISION", "FP8_EXPERTS")
+
+
+def format_name(s: Series) -> str:
+    """'fp8-tensorwise', '+ experts' where its MoE experts ran in it too."""
+    return ", ".join(s.settings("PRECISION")) + (" + experts" if s.settings("FP8_EXPERTS") == [True] else "")
 
 
 def low_precision_pairs(series: list) -> list:
     """[(bf16 series, low-precision series)] of measured sweeps on one GPU whose configurations
-    differ in PRECISION alone."""
+    differ in the format alone."""
     def key(s: Series) -> tuple:
-        config = {k: v for k, v in s.config.items() if k != "PRECISION"}
+        config = {k: v for k, v in s.config.items() if k not in FORMAT_KEYS}
         return s.gpu, s.backend, runs.run_identity(config)[1]
 
     measured = [s for s in series if s.is_sweep and not s.reference]
@@ -42,7 +49,7 @@ def format_markdown(series: list) -> str:
             b, p = base.points[n], low.points[n]
             delta = loss_delta(b, p)
             departs = delta is not None and abs(delta) > LOSS_TOLERANCE
-            rows.append([low.gpu, ", ".join(low.settings("PRECISION")), seq_label(n),
+            rows.append([low.gpu, format_name(low), seq_label(n),
                          fmt(b["step_ms"] / p["step_ms"], "x") if b.get("step_ms") and p.get("step_ms") else "-",
                          fmt(p.get("low_precision_flop_share"), "pct"),
                          f"{fmt(b.get('peak_mem_gib'))} / {fmt(p.get('peak_mem_gib'))}",

@@ -21,7 +21,7 @@ GUIDE_LABEL = "guide's published"
 MEASURED = "measured"
 # What the report shows of a header; the rest (clocks, hostnames, ...) is dropped as read.
 HEADER_FIELDS = ("run_id", "reference", "config", "attn_backend", "peak_tflops", "notes", "num_layers",
-                 "layer_mix", "mixer_kernels", "model_cut", "n_total_params")
+                 "layer_mix", "mixer_kernels", "model_cut", "n_total_params", "low_precision")
 
 
 @dataclass
@@ -253,7 +253,7 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
     h = header or {}
     # run_sweep writes a failed point's error under its own header, with the point's config
     own = record.get("config")
-    run_config = own if isinstance(own, dict) else h.get("config") or {}
+    run_config = runs.config_as_run(own if isinstance(own, dict) else h.get("config") or {}, h)
     config, key = runs.run_identity(run_config, ignore_config)
     backend = h.get("attn_backend") or record.get("attn_backend") or "-"
     ident = (name, backend, key, reference)
@@ -271,17 +271,10 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
         notes = h.get("notes") or run_config.get("NOTES") or ""
         s.runs[run] = Run(run[0], run[1], run_config, (h.get("hardware") or {}).get("gpu_count"),
                           h.get("num_layers"), notes if isinstance(notes, str) else str(notes),
-                          h.get("layer_mix"), fallbacks_of(h.get("mixer_kernels")),
+                          h.get("layer_mix"), runs.torch_fallbacks(h.get("mixer_kernels")),
                           h.get("model_cut") if isinstance(h.get("model_cut"), str) else None,
                           h.get("n_total_params") if type(h.get("n_total_params")) is int else None)
     return s
-
-
-def fallbacks_of(mixer_kernels) -> tuple:
-    """The kernels a header's `mixer_kernels` says ran as the torch fallback."""
-    if not isinstance(mixer_kernels, dict):
-        return ()
-    return tuple(sorted(str(k) for k, where in mixer_kernels.items() if where == "torch fallback"))
 
 
 def _short(value) -> str:
@@ -316,6 +309,9 @@ def config_phrase(key: str, value) -> str:
                "PRECISION": str(value),
                # the model's own experts (or a dense model's none): nothing to say
                "NUM_EXPERTS": "" if none else f"{value} experts",
+               # Said where on: off is the default and a dense model's only value.
+               "FP8_EXPERTS": "experts in FP8" if on else "",
+               runs.TORCH_FALLBACK: f"torch fallback: {value}" if value else "",
                # Recorded only when set (log/runs.training_config).
                "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}
     return phrases.get(key, f"{key}={_short(value)}")
