@@ -23,7 +23,7 @@ CU130_INDEX=https://download.pytorch.org/whl/cu130
 FLA_TRITON=${FLA_TRITON:-3.7.1}
 MAMBA_VERSION=${MAMBA_VERSION:-2.3.2.post1}; CAUSAL_CONV1D_VERSION=${CAUSAL_CONV1D_VERSION:-1.7.0}        # the oldest Triton flash-linear-attention 0.6.0 runs its Hopper backward on
 
-die() { echo "install.sh: error: $*" >&2; exit "${2:-2}"; }
+die() { echo "install.sh: error: $1" >&2; exit "${2:-2}"; }
 say() { echo "install.sh: $*" >&2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
