@@ -2,6 +2,7 @@
 on small stand-ins that carry the real sdists' anchors, and what it refuses before compiling (the
 build itself needs nvcc and a GPU; results/h200-experts-9/mamba_build.log is one run)."""
 import itertools
+import os
 import re
 
 import pytest
@@ -73,10 +74,12 @@ def test_a_source_whose_anchor_is_not_there_once_stops_the_build_naming_the_vers
                     rf"{re.escape(package)} \(install.sh's pin\)", stopped.value.code)
 
 
-def test_the_patches_are_written_for_install_sh_pins():
+def test_the_patches_are_written_for_install_sh_pins_and_it_runs_the_build_script():
     pins = dict(re.findall(r"\b(MAMBA_VERSION|CAUSAL_CONV1D_VERSION)=\$\{\1:-([^}]+)\}", INSTALL_SH))
     assert pins == {"MAMBA_VERSION": PATCHES.WRITTEN_FOR["mamba-ssm"],
                     "CAUSAL_CONV1D_VERSION": PATCHES.WRITTEN_FOR["causal-conv1d"]}
+    assert "tools/build_mamba_kernels.sh \"$site\" \"$sm\" \"$sdists\"" in INSTALL_SH
+    assert os.access(REPO / "tools" / "build_mamba_kernels.sh", os.X_OK)
 
 
 @pytest.mark.parametrize("args, error", [
