@@ -6,13 +6,16 @@
 #   ./install.sh --force fa3|fa4|none  # override the attention package choice
 #   ./install.sh --wheelhouse DIR    # offline: every wheel from DIR (air-gapped clusters)
 #   ./install.sh --no-verify         # skip the final check
-#   ./install.sh --mamba             # GPU node with nvcc: also build mamba-ssm and causal-conv1d from
-#                                    # source (Mamba-2's fast path, Granite 4.0-H; tens of minutes of CUDA builds)
+#   ./install.sh --mamba             # GPU node with nvcc: also build causal-conv1d and mamba-ssm from their
+#                                    # sources for this GPU's architecture only (Mamba-2's fast path, Granite
+#                                    # 4.0-H; about 2 minutes on 16 cores); with --wheelhouse, their sdists
+#                                    # come from DIR (tools/build_mamba_kernels.sh)
 #
 # Idempotent: re-running reuses .venv and installs only what is missing or differs.
 # Environment: PYTHON (interpreter for the venv, default python3), TORCH_INDEX_URL (default
 # the PyTorch cu130 index on GPU nodes, the default index with --cpu), FA3_VERSION,
-# FA4_VERSION, FLA_TRITON, MAMBA_VERSION, CAUSAL_CONV1D_VERSION, HF_HOME (where staged weights are looked for), MODEL_DIR (where they go).
+# FA4_VERSION, FLA_TRITON, MAMBA_VERSION, CAUSAL_CONV1D_VERSION, MAX_JOBS and CUDA_HOME (--mamba's build),
+# HF_HOME (where staged weights are looked for), MODEL_DIR (where they go).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -20,10 +23,11 @@ FA3_VERSION=${FA3_VERSION:-3.0.0}      # the guide's H200 runs
 # The guide's B200 ran 4.0.0b22; b36 is the release seen working here on an H200 (SM90 path).
 FA4_VERSION=${FA4_VERSION:-4.0.0b36}
 CU130_INDEX=https://download.pytorch.org/whl/cu130
-FLA_TRITON=${FLA_TRITON:-3.7.1}
-MAMBA_VERSION=${MAMBA_VERSION:-2.3.2.post1}; CAUSAL_CONV1D_VERSION=${CAUSAL_CONV1D_VERSION:-1.7.0}        # the oldest Triton flash-linear-attention 0.6.0 runs its Hopper backward on
+FLA_TRITON=${FLA_TRITON:-3.7.1}       # the oldest Triton flash-linear-attention 0.6.0 runs its Hopper backward on
+# The sources tools/mamba_patches.py's patches were written for.
+MAMBA_VERSION=${MAMBA_VERSION:-2.3.2.post1}; CAUSAL_CONV1D_VERSION=${CAUSAL_CONV1D_VERSION:-1.7.0}
 
-die() { echo "install.sh: error: $*" >&2; exit "${2:-2}"; }
+die() { echo "install.sh: error: $1" >&2; exit "${2:-2}"; }
 say() { echo "install.sh: $*" >&2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
@@ -44,7 +48,7 @@ case "$force" in ""|fa3|fa4|none) ;; *) die "--force '$force': expected fa3, fa4
 [ -z "$wheelhouse" ] || [ -d "$wheelhouse" ] || die "--wheelhouse '$wheelhouse': no such folder"
 [ $cpu = 1 ] && [ -n "$force" ] && [ "$force" != none ] && die "--force $force needs a GPU; --cpu installs no FlashAttention"
 [ $cpu = 1 ] && [ $mamba = 1 ] && die "--mamba needs a GPU node: mamba-ssm and causal-conv1d are CUDA builds"
-[ $mamba = 1 ] && ! command -v nvcc >/dev/null && die "--mamba needs CUDA's compiler (nvcc on PATH, or CUDA_HOME/bin): mamba-ssm and causal-conv1d ship as sources only"
+[ $mamba = 1 ] && ! command -v nvcc >/dev/null && [ ! -x "${CUDA_HOME:-}/bin/nvcc" ] && die "--mamba needs CUDA's compiler (nvcc on PATH, or CUDA_HOME/bin): mamba-ssm and causal-conv1d ship as sources only"
 
 PYTHON=${PYTHON:-python3}
 command -v "$PYTHON" >/dev/null || die "no '$PYTHON' on PATH: install Python 3.10 or newer (or set PYTHON)"
@@ -104,11 +108,28 @@ if [ $cpu = 0 ]; then
 fi
 
 # --- Mamba-2's kernels, opt-in: sources that compile CUDA for this GPU ----------------------
-if [ $mamba = 1 ]; then
-  say "building causal-conv1d==$CAUSAL_CONV1D_VERSION and mamba-ssm==$MAMBA_VERSION for this GPU (tens of minutes of CUDA builds; without them Granite 4.0-H runs transformers' torch fallback, which the header names)"
-  TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-$cc} MAX_JOBS=${MAX_JOBS:-$(nproc)} \
-    pip_install --no-build-isolation "causal-conv1d==$CAUSAL_CONV1D_VERSION" "mamba-ssm==$MAMBA_VERSION" ||
-    die "mamba-ssm / causal-conv1d build failed (see the compiler's message above); the suite still runs Granite on the torch fallback" 1
+built_mamba() {  # both pins installed, causal-conv1d's extension importable
+  "$PY" -c 'import sys, causal_conv1d_cuda, importlib.metadata as m
+sys.exit(m.version("causal-conv1d") != sys.argv[1] or m.version("mamba-ssm") != sys.argv[2])' \
+    "$CAUSAL_CONV1D_VERSION" "$MAMBA_VERSION" 2>/dev/null
+}
+if [ $mamba = 1 ] && built_mamba; then
+  say "causal-conv1d==$CAUSAL_CONV1D_VERSION and mamba-ssm==$MAMBA_VERSION are already built"
+elif [ $mamba = 1 ]; then
+  sm=${cc/./}
+  say "building causal-conv1d==$CAUSAL_CONV1D_VERSION and mamba-ssm==$MAMBA_VERSION (about 2 minutes on 16 cores: one architecture, sm_$sm)"
+  sdists=$wheelhouse
+  if [ -z "$sdists" ]; then
+    sdists=$(mktemp -d); trap 'rm -rf "$sdists"' EXIT
+    # pip runs each setup.py for its metadata: the venv's torch (no isolated env), no CUDA check
+    CAUSAL_CONV1D_SKIP_CUDA_BUILD=TRUE MAMBA_SKIP_CUDA_BUILD=TRUE "$PY" -m pip download -q --no-deps \
+      --no-binary :all: --no-build-isolation -d "$sdists" "causal-conv1d==$CAUSAL_CONV1D_VERSION" "mamba-ssm==$MAMBA_VERSION" ||
+      die "cannot download the causal-conv1d / mamba-ssm sources (pip's message above)" 1
+  fi
+  site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  PYTHON=$PY CAUSAL_CONV1D_VERSION=$CAUSAL_CONV1D_VERSION MAMBA_VERSION=$MAMBA_VERSION \
+    tools/build_mamba_kernels.sh "$site" "$sm" "$sdists" ||
+    die "mamba-ssm / causal-conv1d build failed (above); the suite still runs Granite on transformers' torch fallback, which the header names" 1
 fi
 
 # --- attention package -----------------------------------------------------------------
