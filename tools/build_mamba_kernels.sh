@@ -5,7 +5,7 @@
 # --mamba runs it with the venv's site-packages.
 #
 # - causal-conv1d: its CUDA extension for sm_$SM only, its backward compiled as 9 files side by side
-#   (tools/mamba_patches.py says why). On an H200 with 16 cores (MAX_JOBS=12): 75 s.
+#   (tools/mamba_patches.py says why). On an H200 with 16 cores (MAX_JOBS=12): 67 s.
 # - mamba-ssm: Python and Triton only (MAMBA_SKIP_CUDA_BUILD): transformers' Mamba-2 (Granite 4.0-H)
 #   takes its Triton kernels; Mamba-1's CUDA scan is not built.
 # Environment: PYTHON (the interpreter whose torch builds them, default python3), CAUSAL_CONV1D_VERSION
