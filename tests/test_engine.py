@@ -57,6 +57,10 @@ def test_the_start_line_says_what_a_compiling_backends_first_step_costs():
     assert flex.startswith("start-up done in 3 s; measuring seq_len 8192; in each first step FlexAttention "
                            "compiles its kernels and masks (")
     assert "compiles" in engine.started_text(3.0, [8192], "fa4")
+    # a cut with no attention layer (Granite's first 4, all Mamba-2) names no attention compile
+    assert engine.started_text(3.0, [8192], None, compiles_mixers=True) == (
+        "start-up done in 3 s; measuring seq_len 8192; in each first step the linear mixers' Triton kernels "
+        "compile and autotune (1-2 minutes on a cold cache; TRITON_CACHE_AUTOTUNING=1 keeps the tuning for later runs)")
     hybrid = engine.started_text(3.0, [8192], "sdpa", compiles_mixers=True)
     assert hybrid.endswith("the linear mixers' Triton kernels compile and autotune (1-2 minutes on a cold cache; "
                            "TRITON_CACHE_AUTOTUNING=1 keeps the tuning for later runs)")

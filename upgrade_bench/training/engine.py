@@ -7,7 +7,7 @@ import re
 import sys
 import time
 
-from ..models import flops, model
+from ..models import flops, layers, model
 from ..kernels import attn_backends, timing
 from . import extensions, low_precision, memory
 from .run_config import RunConfig, header_fields, resolve_here, zero3_moe
@@ -256,7 +256,8 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
             say_rank0(rc, notice)
         started = time.monotonic()
         eng, _keep_alive = build_engine(rc, debug.mark if debug else None)
-        say_rank0(rc, started_text(time.monotonic() - started, s["SEQ_LEN"], rc.backend,
+        attends = any(kind in layers.QUADRATIC for kind in rc.spec.mix())  # a Mamba-only cut has none
+        say_rank0(rc, started_text(time.monotonic() - started, s["SEQ_LEN"], rc.backend if attends else None,
                                      rc.precision.low and rc.device.type == "cuda",
                                      any(v != model.TORCH_FALLBACK for v in (rc.mixer_kernels or {}).values()),
                                      rc.resolved.liger_moe))
@@ -295,12 +296,12 @@ LIGER_MOE_FIRST_STEP = ("Liger's fused MoE autotunes its Triton kernels, once pe
                         "with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")
 
 
-def started_text(startup_s: float, seq_lens: list, backend: str, compiles_precision: bool = False,
+def started_text(startup_s: float, seq_lens: list, backend: str | None, compiles_precision: bool = False,
                  compiles_mixers: bool = False, tunes_liger_moe: bool = False) -> str:
     """The line between start-up and the first step: what it took, what comes, and what the
     attention backend's, the precision's, the linear mixers' and Liger's fused MoE's first step
     spends compiling or tuning (a minute of silence otherwise looks like a hang)."""
-    first_step = "; ".join(filter(None, [attn_backends.BACKENDS[backend].first_step,
+    first_step = "; ".join(filter(None, [attn_backends.BACKENDS[backend].first_step if backend else "",
                                          low_precision.FIRST_STEP if compiles_precision else "",
                                          MIXER_FIRST_STEP if compiles_mixers else "",
                                          LIGER_MOE_FIRST_STEP if tunes_liger_moe else ""]))
