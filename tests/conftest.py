@@ -156,7 +156,7 @@ after each summary. FAKE_CRASH_AT=N: traceback on
 stderr, exit 1, no record. FAKE_HANG_AT=N: start a grandchild `sleep`, write its pid to
 FAKE_PID_FILE (whole: the test may read it at any moment), hang. FAKE_PEAK="a b":
 peak_mem_gib = a + b * seq_len. FAKE_HBM: the header's hardware.hbm_gib; FAKE_CONFIG: its
-config (JSON). FAKE_RUNS: one line per process (its SEQ_LEN). FAKE_REJECT=1: refuse the
+config (JSON); FAKE_HEADER: more header fields (JSON). FAKE_RUNS: one line per process (its SEQ_LEN). FAKE_REJECT=1: refuse the
 configuration as benchmark.py does (one line, exit 2). FAKE_WARN: a start-up warning. A record that cannot be appended to
 OUTPUT ends it as in benchmark.py (one line, exit 4); FAKE_DISK_BYTES: OUTPUT's folder is a
 disk of that size (where no small tmpfs can be mounted)."""
@@ -195,7 +195,8 @@ if env.get("FAKE_REJECT"):
     sys.exit(2)
 hbm = float(env["FAKE_HBM"]) if env.get("FAKE_HBM") else None
 config = json.loads(env.get("FAKE_CONFIG") or '{"MODEL": "fake"}')
-write("header", config={**config, "SEQ_LEN": seq_lens}, hardware={"hbm_gib": hbm})
+write("header", config={**config, "SEQ_LEN": seq_lens}, hardware={"hbm_gib": hbm},
+      **json.loads(env.get("FAKE_HEADER") or "{}"))
 a, b = [float(x) for x in env["FAKE_PEAK"].split()] if env.get("FAKE_PEAK") else (None, None)
 for s in seq_lens:
     if env.get("FAKE_HANG_AT") == str(s):

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from conftest import REPO, import_script, parse_jsonl
+from conftest import REPO, import_script, parse_jsonl, run_proc
 from upgrade_bench import faults
 from upgrade_bench.hardware import precisions
 from upgrade_bench.log import records
@@ -134,3 +134,29 @@ def test_the_tiny_moe_trains_its_linears_and_experts_in_fp8_under_zero2(as_scrip
     assert summary["low_precision_flop_share"] == pytest.approx(
         6 * low["converted_params"] * 64 / (summary["model_tflop_per_step"] * 1e12))
     assert summary["precision_bound_ms"] is None  # no GPU: no published MAMF to bound it by
+
+
+def test_zero3s_partitioned_experts_are_judged_by_their_shapes():
+    # ZeRO-3 builds the model partitioned: each weight an empty placeholder whose shape is in
+    # ds_shape (reading the placeholder's strides failed: a 1-D tensor has no dimension -2)
+    net = meta_model("tiny-qwen3-moe")
+    whole = low_precision.plan(net, precisions.PRECISIONS["fp8-tensorwise"], thresholds=False, experts=True)
+    for _, m in fp8_experts.experts_modules(net):
+        for name in ("gate_up_proj", "down_proj"):
+            shape = getattr(m, name).shape
+            placeholder = torch.nn.Parameter(torch.empty(0, device="meta"))
+            placeholder.ds_shape = shape
+            setattr(m, name, placeholder)
+    assert low_precision.plan(net, precisions.PRECISIONS["fp8-tensorwise"], thresholds=False, experts=True) == whole
+
+
+def test_the_tiny_moe_trains_its_experts_in_fp8_under_zero3():
+    # Its own process: ZeRO-3 builds the model partitioned (one DeepSpeed run per process, the
+    # ZeRO-2 one above is in this one). The experts plan and convert from the placeholders.
+    proc = run_proc("benchmark.py", {"MODEL": "tiny-qwen3-moe", "ZERO_STAGE": "3", "OFFLOAD_OPTIMIZER": "0",
+                                       "GRAD_CHECKPOINT": "0", "SEQ_LEN": "64", "STEPS": "1", "WARMUP_STEPS": "0",
+                                       "PRECISION": "fp8-tensorwise", "FP8_EXPERTS": "1"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    header, _step, summary = parse_jsonl(proc.stdout)
+    assert header["config"]["ZERO_STAGE"] == 3 and header["low_precision"]["converted_experts"] == 2
+    assert summary["kind"] == "summary" and summary["loss"] == summary["loss"]  # finite, not NaN

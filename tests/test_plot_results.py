@@ -1310,3 +1310,24 @@ def test_a_log_from_before_fp8_experts_whose_experts_converted_reads_as_fp8_expe
     new = header("r2", "NVIDIA H200", backend="fa4", config=config, low_precision={"converted_experts": 0})
     a = analysis_of([old, summary("r1", 8192, 122.8, 86), new, summary("r2", 8192, 170.0, 70)])
     assert sorted(s.label for s in a.data.series) == ["H200 SXM fa4", "H200 SXM fa4: experts in FP8"]
+    # FP8_EXPERTS=1 where no expert converts (gpt-oss's are stored transposed): the run did what
+    # the default does, and reads so; a value of another type is named as recorded, never alike
+    on = header("r3", "NVIDIA H200", backend="fa4", config={**config, "FP8_EXPERTS": True},
+                low_precision={"converted_experts": 0})
+    odd = header("r4", "NVIDIA H200", backend="fa4", config={**config, "FP8_EXPERTS": "1"})
+    a = analysis_of([new, summary("r2", 8192, 170.0, 70), on, summary("r3", 8192, 171.0, 70),
+                     odd, summary("r4", 8192, 172.0, 70)])
+    assert sorted(s.label for s in a.data.series) == ["H200 SXM fa4", "H200 SXM fa4: FP8_EXPERTS='1'"]
+
+
+def test_a_failed_point_the_sweep_records_joins_its_processs_series():
+    # run_sweep writes a timed-out point's error under its own header, which says nothing of the
+    # kernels; the error carries what the process's header said ran, so it joins that series
+    config = {"MODEL": "qwen3-next-80b-a3b"}
+    slow = {"causal_conv1d_fn": "torch fallback"}
+    bench = header("r1", "NVIDIA H200", backend="fa4", config=config, mixer_kernels=slow)
+    sweep = header("s1", "NVIDIA H200", backend="fa4", config=config, script="run_sweep.sh")
+    timeout = rec("error", "s1", seq_len=32768, error="timeout", message="no summary", script="run_sweep.sh",
+                  mixer_kernels=slow)
+    a = analysis_of([bench, summary("r1", 8192, 166.0, 57), sweep, timeout])
+    assert [(s.label, sorted(s.points), sorted(s.errors)) for s in a.data.series] == [("H200 SXM fa4", [8192], [32768])]

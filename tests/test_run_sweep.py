@@ -117,9 +117,10 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(one_r
 
 def test_oom_timeout_and_crash_are_recorded_and_the_sweep_goes_on(tmp_path, fake):
     out, runs, pid_file = tmp_path / "night.jsonl", tmp_path / "runs.txt", tmp_path / "pid"
+    ran = {"mixer_kernels": {"causal_conv1d_fn": "torch fallback"}}
     result = run_sweep(BENCHMARK=fake, OUT=out, SEQLENS="64 128 256 512 1024", FAKE_OOM_AT=128,
                        FAKE_HANG_AT=256, FAKE_CRASH_AT=512, POINT_TIMEOUT=5, FAKE_RUNS=runs,
-                       FAKE_PID_FILE=pid_file)
+                       FAKE_PID_FILE=pid_file, FAKE_HEADER=json.dumps(ran))
     assert result.returncode == 1, result.stderr[-3000:]  # a crash happened: not a clean night
     # A fresh process per length (the default); a failure ends only its own.
     assert runs.read_text().splitlines() == ["64", "128", "256", "512", "1024"]
@@ -129,6 +130,9 @@ def test_oom_timeout_and_crash_are_recorded_and_the_sweep_goes_on(tmp_path, fake
     assert errors[128]["error"] == "oom" and errors[128]["script"] == "benchmark.py"
     assert errors[256]["error"] == "timeout" and errors[256]["script"] == "run_sweep.sh"
     assert errors[512]["error"] == "exception" and "fake NCCL failure" in errors[512]["stderr_tail"]
+    # the errors the sweep writes carry what the process's header said ran (the report's series:
+    # test_plot_results' test_a_failed_point_the_sweep_records_joins_its_processs_series)
+    assert errors[256]["mixer_kernels"] == errors[512]["mixer_kernels"] == ran["mixer_kernels"]
     # The hung point's process group is gone, grandchild included: nothing holds the GPU.
     assert wait_dead(int(pid_file.read_text()))
     statuses = [p["status"] for p in of_kind(recs, "sweep")[0]["processes"]]

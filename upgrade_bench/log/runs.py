@@ -24,19 +24,25 @@ def torch_fallbacks(mixer_kernels) -> tuple:
     return tuple(sorted(str(k) for k, where in mixer_kernels.items() if where == "torch fallback"))
 
 
+# The header fields config_as_run reads; run_sweep copies them into the error it writes for a
+# process that wrote its header and then failed.
+AS_RUN_FIELDS = ("mixer_kernels", "low_precision")
+
+
 def config_as_run(config: dict, header: dict) -> dict:
-    """A training run's config with what its header says ran that its settings do not: the fast
-    kernels that ran as the torch fallback (the same settings on the kernels are another speed:
-    `torch_fallback`), and FP8_EXPERTS for a log from before that setting whose experts
-    converted (its `low_precision.converted_experts`)."""
+    """A training run's config with what its header says ran, where its settings do not say it:
+    the fast kernels that ran as the torch fallback (the same settings on the kernels are another
+    speed: `torch_fallback`), and whether MoE experts ran in FP8 (`low_precision.
+    converted_experts`: FP8_EXPERTS=1 converts none of gpt-oss's, and a log from before the
+    setting may have converted some)."""
     out = dict(config)
     slow = torch_fallbacks(header.get("mixer_kernels"))
     if slow:
         out[TORCH_FALLBACK] = ", ".join(slow)
     low = header.get("low_precision")
     experts = low.get("converted_experts") if isinstance(low, dict) else None
-    if "FP8_EXPERTS" not in out and type(experts) is int and experts > 0:
-        out["FP8_EXPERTS"] = True
+    if type(experts) is int:
+        out["FP8_EXPERTS"] = experts > 0
     return out
 
 

@@ -192,6 +192,10 @@ config.*        setting       a setting
 phase           text          mamf-finder's phase when a shape failed
 exit_code       integer       the benchmark process's exit code (run_sweep.sh)
 stderr_tail     text          the benchmark's last stderr lines (run_sweep.sh)
+mixer_kernels   object        the failed process's header's, where it wrote one (run_sweep.sh): what ran beside the settings
+mixer_kernels.* text          where a kernel came from
+low_precision   object        the failed process's header's, where it wrote one (run_sweep.sh)
+low_precision.* any           a part of that
 """),
     "memory": table("""
 stage              text          `model_built`, `engine_ready`, `forward`, `backward` or `step`

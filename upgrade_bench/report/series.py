@@ -253,7 +253,10 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
     h = header or {}
     # run_sweep writes a failed point's error under its own header, with the point's config
     own = record.get("config")
-    run_config = runs.config_as_run(own if isinstance(own, dict) else h.get("config") or {}, h)
+    # run_sweep writes a failed process's error under its own header, carrying what the
+    # process's header said ran (runs.AS_RUN_FIELDS)
+    ran = {**h, **{k: record[k] for k in runs.AS_RUN_FIELDS if k in record}}
+    run_config = runs.config_as_run(own if isinstance(own, dict) else h.get("config") or {}, ran)
     config, key = runs.run_identity(run_config, ignore_config)
     backend = h.get("attn_backend") or record.get("attn_backend") or "-"
     ident = (name, backend, key, reference)
@@ -310,7 +313,7 @@ def config_phrase(key: str, value) -> str:
                # the model's own experts (or a dense model's none): nothing to say
                "NUM_EXPERTS": "" if none else f"{value} experts",
                # Said where on: off is the default and a dense model's only value.
-               "FP8_EXPERTS": "experts in FP8" if on else "",
+               "FP8_EXPERTS": ("experts in FP8" if value else "") if type(value) is bool else f"FP8_EXPERTS={value!r}",
                runs.TORCH_FALLBACK: f"torch fallback: {value}" if value else "",
                # Recorded only when set (log/runs.training_config).
                "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}

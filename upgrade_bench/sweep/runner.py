@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import faults
-from ..log import header
+from ..log import header, runs
 from .child_process import PORT_ATTEMPTS, PORT_TAKEN, Log, ProcessResult, run_process
 from ..faults import BadInput, WriteFailed, run_main, stop
 from ..interrupts import Signals, ignored
@@ -144,9 +144,11 @@ def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dic
                                     f"process group killed")
     else:
         kind, message = faults.exit_meaning(result.exit_code)
+    # What its header said ran beside the settings (the report's series: log/runs.config_as_run)
+    as_run = {k: result.header[k] for k in runs.AS_RUN_FIELDS if result.header and k in result.header}
     return {"seq_len": at, "error": kind, "message": message}, {
         "error": kind, "message": message, "seq_len": at, "config": ctx.plan.config,
-        "exit_code": result.exit_code, "stderr_tail": "\n".join(result.stderr_tail)}
+        "exit_code": result.exit_code, "stderr_tail": "\n".join(result.stderr_tail), **as_run}
 
 
 def stop_if_hopeless(ctx: Context, failure: dict | None) -> None:
