@@ -160,3 +160,20 @@ def test_the_tiny_moe_trains_its_experts_in_fp8_under_zero3():
     header, _step, summary = parse_jsonl(proc.stdout)
     assert header["config"]["ZERO_STAGE"] == 3 and header["low_precision"]["converted_experts"] == 2
     assert summary["kind"] == "summary" and summary["loss"] == summary["loss"]  # finite, not NaN
+
+
+def test_mxfp8_keeps_the_linears_its_32_element_blocks_do_not_divide_and_trains_the_rest():
+    # tiny-deepseek-v3's MLA projections include 16- and 48-wide ones: MXFP8's scale blocks are
+    # 32 elements, and converting them failed in the forward (emulated on CPU)
+    from transformers import AutoModelForCausalLM
+
+    mx = precisions.PRECISIONS["mxfp8"]
+    plan = low_precision.plan(meta_model("tiny-deepseek-v3"), mx, thresholds=False, experts=False)
+    assert plan["kept_linears"] == {"a dimension not a multiple of 32": 4, "lm_head": 1}
+    torch.manual_seed(0)
+    net = AutoModelForCausalLM.from_config(meta_model("tiny-deepseek-v3").config).to(torch.bfloat16)
+    assert low_precision.convert(net, mx, emulate=True, experts=False) == (plan["converted_linears"], 0)
+    ids = torch.randint(2, 900, (1, 64))
+    loss = net(input_ids=ids, labels=ids).loss
+    loss.backward()
+    assert torch.isfinite(loss)

@@ -39,12 +39,18 @@ def too_small(recipe: str, out_features: int, in_features: int) -> bool:
     return n < 1024 or k < 1024  # MX / NVFP4: no published table; their 32- and 16-blocks need size too
 
 
+def block(recipe: str) -> int:
+    """What each dimension of a converted linear must be a multiple of: 16 for the FP8 GEMM, an
+    MX format's 32-element scale block."""
+    return 32 if recipe.startswith("mx") else 16
+
+
 def keep_reason(name: str, out_features: int, in_features: int, recipe: str, thresholds: bool) -> str | None:
     """Why the linear `name` stays bf16, or None when it converts."""
     if name.split(".")[-1] == "lm_head":
         return "lm_head"
-    if out_features % 16 or in_features % 16:
-        return "a dimension not a multiple of 16"
+    if out_features % block(recipe) or in_features % block(recipe):
+        return f"a dimension not a multiple of {block(recipe)}"
     if thresholds and too_small(recipe, out_features, in_features):
         return "below the recipe's size threshold"
     return None
@@ -55,7 +61,7 @@ def rule_text(p: Precision, thresholds: bool) -> str:
                                                else "N or K below 1024")
     sizes = (f"linears with {skip} kept (torchao's float8 performance tables)" if thresholds
              else "no size threshold (emulated on CPU: every linear that can converts)")
-    return f"every nn.Linear but lm_head, with both dimensions multiples of 16; {sizes}"
+    return f"every nn.Linear but lm_head, with both dimensions multiples of {block(p.recipe)}; {sizes}"
 
 
 def linears(net):
