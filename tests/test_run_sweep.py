@@ -203,7 +203,7 @@ def test_resume_runs_only_what_the_file_lacks_and_says_so(tmp_path, fake, in_pro
     assert not out.exists()
     # An earlier night of this sweep's configuration finished 64, and 256, not asked for now.
     config = sweep_plan.prepare(sweep_plan.load_settings([], "doc")).config
-    earlier = [{"kind": "header", "config": config},
+    earlier = [{"kind": "header", "config": config, "mixer_kernels": {"causal_conv1d_fn": "torch fallback"}},
                {"kind": "summary", "seq_len": 64, "tflops_per_gpu": 0.00123},
                {"kind": "summary", "seq_len": 256, "tflops_per_gpu": 0.00456}]
     out.write_text("".join(json.dumps({**r, "script": "benchmark.py", "run_id": "a"}) + "\n" for r in earlier))
@@ -215,6 +215,9 @@ def test_resume_runs_only_what_the_file_lacks_and_says_so(tmp_path, fake, in_pro
     table = err[err.index("seq_len  TFLOPS/GPU"):].splitlines()
     assert table[1].split() == ["64", "0.00123", "-", "-", "ok", "(earlier", "run)"]
     assert f"resuming: seq_len 64 already done with this config in {out} (a new OUT" in err
+    # kept as done, and said: its run had transformers' torch fallback for a hybrid's kernel
+    assert ("warning: seq_len 64 kept from its run on transformers' torch fallback for causal_conv1d_fn; "
+            "with the kernels installed since, a new OUT measures them") in err
 
 
 @pytest.mark.parametrize("mode", [{}, {"FIND_MAX_SEQLEN": 1}])

@@ -45,7 +45,7 @@ from ..numfmt import sig
 from ..paths import REPO
 from ..log.records import RecordWriter, claim_stdout
 from .sweep_capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
-from .sweep_plan import VARS, Plan, already_done, dry_run, existing_records, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line
+from .sweep_plan import VARS, Plan, already_done, dry_run, existing_records, fallback_note, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line
 from ..numfmt import fmt_s
 from .sweep_tables import capacity_table, sweep_table
 
@@ -293,6 +293,9 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
     if done:
         say(f"resuming: seq_len {' '.join(map(str, sorted(done)))} already done with this config "
             f"in {plan.out} (a new OUT runs them again)")
+        note = fallback_note(previous, done)
+        if note:
+            sys.stderr.write(f"warning: {note}\n")
     summaries, failures, capacity, interrupted, stopped = {}, {}, None, False, None
     try:
         if s["FIND_MAX_SEQLEN"]:

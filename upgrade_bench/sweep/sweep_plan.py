@@ -24,7 +24,7 @@ from ..faults import BadInput
 from ..hardware.fingerprint import Device
 from ..paths import REPO
 from ..log.records import read_log
-from ..log.runs import run_identity, with_headers
+from ..log.runs import run_identity, torch_fallbacks, with_headers
 from ..settings import Var
 from .sweep_capacity import PROBE_STEPS, doubling_ladder
 
@@ -181,6 +181,23 @@ def already_done(plan: "Plan", previous: list[dict]) -> dict[int, dict]:
     if plan.s["FIND_MAX_SEQLEN"]:
         return {}
     return done_summaries(previous, plan.config, plan.s["SEQLENS"], plan.backend, plan.s["DECOMPOSE"] > 0)
+
+
+def fallback_note(records: list[dict], done: dict) -> str:
+    """What a resumed sweep keeps that ran on transformers' torch fallback for a hybrid's fast
+    kernels (its header's mixer_kernels), in a line; '' where nothing did. Kept, not rerun: the
+    plan cannot know without importing them whether the kernels would load now."""
+    slow = {}
+    for r, header in with_headers(records):
+        if r.get("kind") == "summary" and done.get(r.get("seq_len")) is r:
+            for kernel in torch_fallbacks((header or {}).get("mixer_kernels")):
+                slow.setdefault(kernel, set()).add(r["seq_len"])
+    if not slow:
+        return ""
+    lens = sorted(set().union(*slow.values()))
+    return (f"seq_len {' '.join(map(str, lens))} kept from {'its run' if len(lens) == 1 else 'their runs'} on "
+            f"transformers' torch fallback for {', '.join(sorted(slow))}; with the kernels installed since, a "
+            "new OUT measures them (the report keeps the two apart)")
 
 
 def pending(seq_lens: list[int], done) -> list[int]:
