@@ -509,3 +509,25 @@ def test_a_low_precision_adds_its_compile_to_each_process_first_step():
     spec = model.spec(model.load_config("tiny"))
     assert node_plan.start_s(spec, "sdpa", low_precision=True) - node_plan.start_s(spec, "sdpa") == \
         low_precision.FIRST_STEP_S == 18.0  # three linear shapes compiled: 17-18 s on an H200
+
+
+def test_a_hybrids_linear_mixers_tune_in_each_process_unless_triton_keeps_the_tuning():
+    hybrid, dense = model.spec(model.load_config("tiny-qwen3-next")), model.spec(model.load_config("tiny"))
+    assert node_plan.mixer_tuning(hybrid, {}) == "each"
+    assert node_plan.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "1"}) == "once"
+    assert node_plan.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "0"}) == "each"
+    assert node_plan.mixer_tuning(dense, {}) == "" and node_plan.mixer_tuning(None, {}) == ""
+    # 132 s (Qwen3-Next) and 82 s (Granite) on a fresh H200: 130 s a process
+    assert node_plan.start_s(hybrid, "sdpa", mixers=True) - node_plan.start_s(hybrid, "sdpa") == 130.0
+
+
+def test_what_the_first_training_process_builds_once_goes_to_the_first_step_that_runs(tmp_path):
+    # the sweep is done: the decomposition's first process builds DeepSpeed's Adam op (none in
+    # this empty extensions cache), compiles Liger's fused MoE and, with Triton keeping the
+    # tuning, the linear mixers' kernels, once for the node
+    sweep = node_plan.Step("sweep", [], {}, "sweep.jsonl", {}, [8192], [], estimate_s=0.0)
+    decomposition = node_plan.Step("decomposition", [], {}, "decompose.jsonl", {}, [8192], [8192], estimate_s=100.0)
+    train = settings.parse(variables.TRAINING_VARS, {"OFFLOAD_OPTIMIZER": "0"})
+    node_plan.add_first_process_costs([sweep, decomposition], [], train, True, {"TORCH_EXTENSIONS_DIR": str(tmp_path)},
+                                      mixers_once=True)
+    assert (sweep.estimate_s, decomposition.estimate_s) == (0.0, 100.0 + 35.0 + 160.0 + 130.0)

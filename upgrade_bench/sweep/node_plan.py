@@ -67,6 +67,12 @@ ADAM_BUILD_S = 35.0
 # compile once per node (Triton's cache keeps it) and the tuning in every process.
 LIGER_MOE_COMPILE_S = 160.0
 LIGER_MOE_TUNE_S = 31.0
+# A hybrid's linear mixers (FLA's Gated DeltaNet, mamba-ssm's Mamba-2) are Triton kernels that
+# compile and autotune in a process's first step: 132 s for 4 layers of Qwen3-Next and 82 s for
+# Granite 4.0-H's on a fresh H200 (results/h200-experts-9/). Triton's cache keeps the compiled
+# kernels, the tuning only with TRITON_CACHE_AUTOTUNING=1 (the next Qwen3-Next process then ran
+# both lengths in 33 s). A later process's tuning without it was not measured: counted whole.
+MIXER_FIRST_STEP_S = 130.0
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
 HBM_S = 18.0                # bench_hbm.py's defaults: 20 s, 17 s and 16 s (results/h200-hbm-6, h200-precision-7)
@@ -101,13 +107,15 @@ class Step:
 
 
 def start_s(spec, backend: str, offload: bool = False, low_precision: bool = False,
-            liger_moe: bool = False) -> float:
+            liger_moe: bool = False, mixers: bool = False) -> float:
     """A training process's start-up and first step, by the model's size (all its weights),
     where its optimizer lives, and what the attention backend (FlexAttention: over a minute
-    cold), a low precision's compiled linears and Liger's fused MoE compile or tune there."""
+    cold), a low precision's compiled linears, Liger's fused MoE and (`mixers`) a hybrid's
+    linear mixers compile or tune there."""
     first_step = (max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
                   + (low_precision_step.FIRST_STEP_S if low_precision else 0.0)
-                  + (LIGER_MOE_TUNE_S if liger_moe else 0.0))
+                  + (LIGER_MOE_TUNE_S if liger_moe else 0.0)
+                  + (MIXER_FIRST_STEP_S if mixers else 0.0))
     per_bparam = START_S_PER_BPARAM_OFFLOAD if offload else START_S_PER_BPARAM
     return START_S + per_bparam * spec.total_params / 1e9 + first_step
 
@@ -134,15 +142,26 @@ def training_step_s(spec, seq_len: int, peak_tflops: float | None, grad_checkpoi
     return work / (peak_tflops * 1e12 * ASSUMED_MFU)
 
 
-def points_s(plan: sweep_plan.Plan, lengths: list) -> float | None:
-    """A sweep of `plan` over `lengths`: each process's start-up, then every point's warm-up,
-    timed and (DECOMPOSE) profiled steps; None without a peak or a model."""
+def mixer_tuning(spec, environ) -> str:
+    """How often a hybrid's linear mixers compile and tune on this node: 'once' where
+    TRITON_CACHE_AUTOTUNING keeps the tuning for later processes, else 'each' process; '' for a
+    model without linear mixers (or not at hand)."""
+    if spec is None or not any(kind in layers.LINEAR_MIXERS for kind in spec.mix()):
+        return ""
+    return "once" if environ.get("TRITON_CACHE_AUTOTUNING", "") not in ("", "0") else "each"
+
+
+def points_s(plan: sweep_plan.Plan, lengths: list, mixers_each: bool = False) -> float | None:
+    """A sweep of `plan` over `lengths`: each process's start-up (with its linear mixers' tuning
+    where `mixers_each`), then every point's warm-up, timed and (DECOMPOSE) profiled steps; None
+    without a peak or a model."""
     s, r = plan.s, plan.resolved
     if r.cut is None or not r.peak_tflops:
         return None
     steps = s["WARMUP_STEPS"] + s["STEPS"] + s["DECOMPOSE"]
     starts = len(sweep_plan.process_plan(lengths, s["REUSE_PROCESS"]))
-    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"], r.precision.low, r.liger_moe) + sum(
+    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"], r.precision.low, r.liger_moe,
+                            mixers_each) + sum(
         steps * training_step_s(r.cut.counted, n, r.peak_tflops, s["GRAD_CHECKPOINT"]) for n in lengths)
 
 
@@ -158,7 +177,8 @@ def training_step(name: str, train: dict, out: Path, lengths: list, decompose: i
     todo = sweep_plan.pending(lengths, sweep_plan.already_done(plan, sweep_plan.existing_records(plan.out)))
     identity = {**machine, **run_identity(plan.config)[0], "attn_backend": plan.backend}
     return Step(name, ["bash", str(REPO / "run_sweep.sh")], env, OUTPUTS[name], identity, sorted(set(lengths)),
-                todo, estimate_s=points_s(plan, todo), sweep=plan)
+                todo, estimate_s=points_s(plan, todo, mixer_tuning(plan.resolved.cut and plan.resolved.cut.counted,
+                                                                  environ) == "each"), sweep=plan)
 
 
 def child_identity(module, env: dict) -> dict:
@@ -208,17 +228,20 @@ def plan(s: dict, train: dict, out: Path, python: str, children: dict, environ, 
     ]
     resume(steps, out)
     attention.estimate_s = attention_s(spec, attention.todo, resolved.peak_tflops) if attention.todo else 0.0
-    add_first_process_costs(steps, s["SKIP"], train, resolved.liger_moe, environ)
+    add_first_process_costs(steps, s["SKIP"], train, resolved.liger_moe, environ,
+                            mixer_tuning(spec, environ) == "once")
     return steps
 
 
-def add_first_process_costs(steps: list, skip: list, train: dict, liger_moe: bool, environ) -> None:
+def add_first_process_costs(steps: list, skip: list, train: dict, liger_moe: bool, environ,
+                            mixers_once: bool = False) -> None:
     """What the node's first training process builds once for the rest, to the estimate of the
     first training step that will run points: the Adam op where no earlier run left it built,
-    and Liger's fused MoE kernels (Triton's cache is not looked into: counted every run)."""
+    Liger's fused MoE kernels and, where Triton keeps their tuning, a hybrid's linear mixers
+    (Triton's cache is not looked into: counted every run)."""
     op = extensions.adam_op(bool(train["OFFLOAD_OPTIMIZER"]))
     once = ((0.0 if extensions.is_built(op, extensions.cache_root(environ)) else ADAM_BUILD_S)
-            + (LIGER_MOE_COMPILE_S if liger_moe else 0.0))
+            + (LIGER_MOE_COMPILE_S if liger_moe else 0.0) + (MIXER_FIRST_STEP_S if mixers_once else 0.0))
     first = next((st for st in steps if st.name in TRAINING_STEPS and st.name not in skip and st.todo
                   and st.estimate_s is not None), None)
     if first:
