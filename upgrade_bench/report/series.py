@@ -251,10 +251,9 @@ def _gpu_entry(gpu_map: dict, header) -> Gpu:
 def _series_entry(series: dict, header, record, reference, ignore_config) -> Series:
     name, raw = gpu_identity(header)
     h = header or {}
-    # run_sweep writes a failed point's error under its own header, with the point's config
+    # run_sweep writes a failed point's error under its own header, with the point's config and
+    # what the failed process's header said ran (runs.AS_RUN_FIELDS)
     own = record.get("config")
-    # run_sweep writes a failed process's error under its own header, carrying what the
-    # process's header said ran (runs.AS_RUN_FIELDS)
     ran = {**h, **{k: record[k] for k in runs.AS_RUN_FIELDS if k in record}}
     run_config = runs.config_as_run(own if isinstance(own, dict) else h.get("config") or {}, ran)
     config, key = runs.run_identity(run_config, ignore_config)
@@ -274,7 +273,7 @@ def _series_entry(series: dict, header, record, reference, ignore_config) -> Ser
         notes = h.get("notes") or run_config.get("NOTES") or ""
         s.runs[run] = Run(run[0], run[1], run_config, (h.get("hardware") or {}).get("gpu_count"),
                           h.get("num_layers"), notes if isinstance(notes, str) else str(notes),
-                          h.get("layer_mix"), runs.torch_fallbacks(h.get("mixer_kernels")),
+                          h.get("layer_mix"), runs.torch_fallbacks(ran.get("mixer_kernels")),
                           h.get("model_cut") if isinstance(h.get("model_cut"), str) else None,
                           h.get("n_total_params") if type(h.get("n_total_params")) is int else None)
     return s

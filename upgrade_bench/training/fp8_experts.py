@@ -43,19 +43,10 @@ def stored_shapes(m) -> list:
     return [tuple(getattr(w, "ds_shape", w.shape)) for w in (first, m.down_proj)]
 
 
-def weight_problem(weight_t) -> str | None:
-    """Why a grouped GEMM of this (experts, in, out) weight cannot run in FP8, or None."""
-    if weight_t.dim() != 3 or weight_t.size(-1) % 16 or weight_t.size(-2) % 16:
-        return NOT_16
-    if weight_t.stride(-2) != 1:
-        return TRANSPOSED
-    return None
-
-
 def keep_reason(m) -> str | None:
-    """Why the experts module `m` stays bf16, or None when both its grouped GEMMs convert: the
-    verdict weight_problem gives the weights transformers passes at run time (stored (experts,
-    out, in), a transposed view is column-major), read from their shapes alone."""
+    """Why the experts module `m` stays bf16, or None when both its grouped GEMMs convert: each
+    weight's dimensions multiples of 16, and stored (experts, out, in), so that the transposed
+    view transformers passes is column-major as the FP8 grouped GEMM needs."""
     shapes = stored_shapes(m)
     if any(len(s) != 3 or s[1] % 16 or s[2] % 16 for s in shapes):
         return NOT_16
@@ -147,18 +138,19 @@ def through_e4m3(x, dim: int):
 def emulated_gemm(a, weight_t, offs):
     """CPU stand-in: rows of `a` and columns of each expert's weight through e4m3, then the bf16
     grouped GEMM."""
-    return _TRANSFORMERS_GROUPED_MM[0](through_e4m3(a, -1), through_e4m3(weight_t, -2), offs)
+    return _theirs(through_e4m3(a, -1), through_e4m3(weight_t, -2), offs)
 
 
-_TRANSFORMERS_GROUPED_MM = []  # transformers' own dispatcher, once replaced by _grouped_mm
+_theirs = None  # transformers' own `_grouped_mm`, once install() put ours in its place
 
 
 def _grouped_mm(input, weight, offs):
-    """transformers' `_grouped_mm` while an FP8 experts forward runs and its weight can; else theirs."""
+    """transformers' `_grouped_mm`: in FP8 inside a converted module's experts forward (both its
+    GEMMs passed keep_reason), else theirs."""
     gemm = _GEMM.get()
-    if gemm is not None and weight_problem(weight) is None:
+    if gemm is not None:
         return padded_grouped_mm(gemm, input, weight, offs)
-    return _TRANSFORMERS_GROUPED_MM[0](input, weight, offs)
+    return _theirs(input, weight, offs)
 
 
 def _experts_forward(self, *args, **kwargs):
@@ -175,10 +167,11 @@ def _experts_forward(self, *args, **kwargs):
 def install() -> None:
     """Route transformers' grouped GEMMs through `_grouped_mm` (its `_grouped_linear` looks the
     name up at each call) and register the experts forward; once per process."""
+    global _theirs
     from transformers.integrations import moe
 
-    if not _TRANSFORMERS_GROUPED_MM:
-        _TRANSFORMERS_GROUPED_MM.append(moe._grouped_mm)
+    if _theirs is None:
+        _theirs = moe._grouped_mm
         moe._grouped_mm = _grouped_mm
         moe.ALL_EXPERTS_FUNCTIONS.register(IMPLEMENTATION, _experts_forward)
 

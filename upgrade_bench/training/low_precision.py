@@ -122,8 +122,8 @@ def plan_on_meta(config, p: Precision, thresholds: bool, experts: bool) -> dict:
 
 def convert(net, p: Precision, emulate: bool, experts: bool) -> tuple[int, int]:
     """Swap `net`'s linears that plan() converts for torchao's low-precision ones and compile
-    each (not on CPU), and run its experts that plan() converts in FP8 (FP8_EXPERTS: `experts`); returns how many
-    (linears, experts modules) were converted."""
+    each (not on CPU), and run its experts that plan() converts in FP8 (FP8_EXPERTS: `experts`);
+    returns how many (linears, experts modules) were converted."""
     thresholds = not emulate
     chosen = {name for name, m in linears(net)
               if keep_reason(name, m.out_features, m.in_features, p.recipe, thresholds) is None}
