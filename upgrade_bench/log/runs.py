@@ -138,7 +138,8 @@ def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf
 
 
 # Settings a config records only when they differ from these (logs written before each
-# existed ran with it); readers take a missing key as the default.
+# existed ran with it); readers take a missing key as the default. TORCH_FALLBACK is no setting:
+# config_as_run adds it only where a kernel fell back, so its absence reads as none did.
 IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
                      TORCH_FALLBACK: ""}
 
