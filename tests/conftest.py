@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from upgrade_bench import faults
-from upgrade_bench.training import variables
+from upgrade_bench.training import extensions, variables
 from upgrade_bench.log.records import read_lines
 from upgrade_bench.sweep import sweep_plan
 
@@ -25,6 +25,9 @@ from upgrade_bench.sweep import sweep_plan
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
+# DeepSpeed's JIT-built ops in this checkout's cache whatever the shell says: built once for all of
+# its runs, never over another clone's builds, never behind another checkout's stale lock.
+os.environ["TORCH_EXTENSIONS_DIR"] = str(extensions.checkout_cache())
 
 # The tiny preset on CPU with the cheapest DeepSpeed config; tests override what they test.
 TINY_FAST = {"MODEL": "tiny", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0",

@@ -316,30 +316,46 @@ def test_a_lock_no_build_holds_is_stale_at_any_age_and_a_held_one_is_live(tmp_pa
 
 
 def test_where_the_adam_op_is_built_is_found_without_torch(tmp_path):
-    from torch.utils.cpp_extension import get_default_build_root
-
     from upgrade_bench.training import extensions
 
     assert extensions.cache_root({"TORCH_EXTENSIONS_DIR": "/x/ext"}) == Path("/x/ext")
-    # torch's default: its cache, then a folder for this Python and torch's CUDA build (CPU here)
+    # the checkout's own cache, then a folder for this Python and torch's CUDA build (CPU here), as
+    # torch's default cache names it
     accelerator = f"cu{torch.version.cuda.replace('.', '')}" if torch.version.cuda else "cpu"
     here = f"py{sys.version_info.major}{sys.version_info.minor}{sys.abiflags}_{accelerator}"
-    assert extensions.cache_root(dict(os.environ, TORCH_EXTENSIONS_DIR="x")) == Path("x")
-    environ = {k: v for k, v in os.environ.items() if k != "TORCH_EXTENSIONS_DIR"}
-    assert Path(os.path.realpath(extensions.cache_root(environ))) == Path(get_default_build_root()) / here
+    assert extensions.cache_root({}) == REPO / ".cache" / "torch_extensions" / here
+    assert extensions.cache_root({"TORCH_EXTENSIONS_DIR": ""}) == extensions.cache_root({})
     assert extensions.version_folder("cuda: Optional[str] = '13.0'\nhip = None\n", (3, 12), "") == "py312_cu130"
     assert extensions.version_folder("cuda = '12.8'\nhip: Optional[str] = '6.4.1'\n", (3, 11), "") == "py311_rocm641"
+    environ = {"TORCH_EXTENSIONS_DIR": ""}
+    extensions.use_checkout_cache(environ)
+    assert environ == {"TORCH_EXTENSIONS_DIR": str(extensions.checkout_cache())}
+    extensions.use_checkout_cache(environ := {"TORCH_EXTENSIONS_DIR": "/mine"})
+    assert environ == {"TORCH_EXTENSIONS_DIR": "/mine"}
     # a build for another Python or CUDA is not this one's
-    cache = {"XDG_CACHE_HOME": str(tmp_path)}
     for folder in ("py27_cu100", here):
-        (tmp_path / "torch_extensions" / folder / "fused_adam").mkdir(parents=True)
-    assert not extensions.is_built("fused_adam", extensions.cache_root(cache))
-    (tmp_path / "torch_extensions" / "py27_cu100" / "fused_adam" / "fused_adam.so").touch()
-    assert not extensions.is_built("fused_adam", extensions.cache_root(cache))
-    (tmp_path / "torch_extensions" / here / "fused_adam" / "fused_adam.so").touch()
-    assert extensions.is_built("fused_adam", extensions.cache_root(cache))
-    assert not extensions.is_built("cpu_adam", extensions.cache_root(cache))
+        (tmp_path / folder / "fused_adam").mkdir(parents=True)
+    (tmp_path / "py27_cu100" / "fused_adam" / "fused_adam.so").touch()
+    assert not extensions.is_built("fused_adam", tmp_path / here)
+    (tmp_path / here / "fused_adam" / "fused_adam.so").touch()
+    assert extensions.is_built("fused_adam", tmp_path / here)
+    assert not extensions.is_built("cpu_adam", tmp_path / here)
     assert extensions.adam_op(True) == "cpu_adam" and extensions.adam_op(False) == "fused_adam"
+
+
+def test_a_stale_lock_of_another_checkout_stops_nothing(as_script, capsys, monkeypatch, tmp_path):
+    # torch's default cache (~/.cache/torch_extensions) holds a lock a killed build left there
+    lock = tmp_path / ".cache" / "torch_extensions" / "py311_cpu" / "cpu_adam" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR")
+    as_script("benchmark.py", benchmark.VARS, dict(TINY_FAST, STEPS="1", WARMUP_STEPS="0"))
+    assert faults.run_main(benchmark.main) == 0
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(REPO / ".cache" / "torch_extensions" / Path(
+        os.environ["TORCH_EXTENSIONS_DIR"]).name)
+    assert lock.exists() and "stale" not in capsys.readouterr().err
 
 
 def test_a_stale_lock_stops_the_run_before_its_header(as_script, capsys, monkeypatch, tmp_path):

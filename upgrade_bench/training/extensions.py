@@ -12,6 +12,10 @@ age rule alone trusted a lock killed minutes ago, and "no compiler runs here" wa
 whenever anything compiled, Triton's launcher stubs included: the run then waited for good.)
 On a network filesystem the builder may be another node's, which this machine cannot see:
 there a lock is stale only past the time a build takes.
+
+The suite's processes build in a cache of their own checkout (`.cache/torch_extensions/`, one
+folder per Python and torch build) unless TORCH_EXTENSIONS_DIR names another: two clones never
+build over each other, and a lock another checkout's killed build left is never this one's.
 """
 import ast
 import os
@@ -20,6 +24,7 @@ import time
 from pathlib import Path
 
 from ..hardware import fingerprint
+from ..paths import REPO
 
 # No op of DeepSpeed's takes this long to build on a 2-core machine (CPU Adam: about a minute).
 STALE_AFTER_S = 600
@@ -31,11 +36,15 @@ RECHECK_S = 0.5
 
 
 def build_root() -> Path:
-    """Where torch builds extensions: TORCH_EXTENSIONS_DIR, else its default cache (torch's
-    get_default_build_root is the cache alone: the variable is read at build time)."""
-    from torch.utils.cpp_extension import get_default_build_root
+    """Where this process's op builds go (cache_root of its environment)."""
+    return cache_root(os.environ)
 
-    return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+
+def use_checkout_cache(environ=os.environ) -> None:
+    """Point torch's builds at the checkout's cache where TORCH_EXTENSIONS_DIR is unset (torch
+    reads the variable when it builds: before DeepSpeed's first op is enough)."""
+    if not environ.get("TORCH_EXTENSIONS_DIR"):  # torch would build an empty one's ops in the working folder
+        environ["TORCH_EXTENSIONS_DIR"] = str(cache_root(environ))
 
 
 def adam_op(offload: bool) -> str:
@@ -60,15 +69,18 @@ def version_folder(torch_version_source: str, python=sys.version_info, abiflags=
     return f"py{python[0]}{python[1]}{flags}_{accelerator}"
 
 
+def checkout_cache() -> Path:
+    """The checkout's own build cache: a folder per Python and torch's CUDA or ROCm version, as
+    torch's default cache has, so a build for another version does not count."""
+    return REPO / ".cache" / "torch_extensions" / version_folder(fingerprint.installed_file("torch", "version.py") or "")
+
+
 def cache_root(environ) -> Path:
-    """Where torch builds an op's folder, without importing torch (as torch's
-    _get_build_directory): TORCH_EXTENSIONS_DIR where set, else its default cache
-    (~/.cache/torch_extensions, under XDG_CACHE_HOME where set) and the folder of this Python and
-    torch's CUDA or ROCm version in it: a build for another version does not count."""
-    if environ.get("TORCH_EXTENSIONS_DIR") is not None:
+    """Where torch builds an op's folder, without importing torch: TORCH_EXTENSIONS_DIR where
+    set, else the checkout's cache."""
+    if environ.get("TORCH_EXTENSIONS_DIR"):
         return Path(environ["TORCH_EXTENSIONS_DIR"])
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME") or str(Path.home()), ".cache")
-    return Path(cache) / "torch_extensions" / version_folder(fingerprint.installed_file("torch", "version.py") or "")
+    return checkout_cache()
 
 
 def is_built(op: str, root: Path) -> bool:

@@ -95,6 +95,7 @@ def resolve_here(settings: dict) -> RunConfig:
                                  settings["OFFLOAD_OPTIMIZER"], gpu_bytes, fingerprint.host_ram_bytes())
     if problem:  # before the header: the host's OOM killer gives no record, only a SIGKILL
         raise BadInput(problem)
+    extensions.use_checkout_cache()
     problem = extensions.stale_lock_problem()
     if problem:  # else DeepSpeed's first op build waits on it, silently, forever
         raise BadInput(problem)
