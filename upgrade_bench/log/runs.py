@@ -32,10 +32,14 @@ AS_RUN_FIELDS = ("mixer_kernels", "low_precision")
 def config_as_run(config: dict, header: dict) -> dict:
     """A training run's config with what its header says ran, where its settings do not say it:
     the fast kernels that ran as the torch fallback (the same settings on the kernels are another
-    speed: `torch_fallback`), and whether MoE experts ran in FP8 (`low_precision.
-    converted_experts`: FP8_EXPERTS=1 converts none of gpt-oss's, and a log from before the
-    setting may have converted some)."""
+    speed: `torch_fallback`), the precision its GEMMs ran in (`precision`: a config that lacks
+    PRECISION or names another is not what ran), and whether MoE experts ran in FP8
+    (`low_precision.converted_experts`: FP8_EXPERTS=1 converts none of gpt-oss's, and a log from
+    before the setting may have converted some). The readers have checked these fields' types
+    (log/checks.py)."""
     out = dict(config)
+    if isinstance(header.get("precision"), str):
+        out["PRECISION"] = header["precision"]
     slow = torch_fallbacks(header.get("mixer_kernels"))
     if slow:
         out[TORCH_FALLBACK] = ", ".join(slow)

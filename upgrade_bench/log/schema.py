@@ -121,6 +121,8 @@ hardware.max_sm_clock_mhz    non-negative  highest SM clock
 hardware.max_mem_clock_mhz   non-negative  highest memory clock
 config                       object        every resolved setting, and `PYTORCH_CUDA_ALLOC_CONF` when set
 config.*                     setting       a setting
+config.PRECISION             text          the training precision asked (the report reads `precision`, what ran, first)
+config.FP8_EXPERTS           flag          MoE experts asked in FP8 (the report reads `low_precision.converted_experts` first)
 warnings                     list          what the run warned about
 warnings.*                   text          a warning
 notes                        text          the user's NOTES
@@ -134,6 +136,7 @@ model_cut                    text          the cut: `4 of 48 layers, 64 of 512 e
 precision                    text          the training precision of the GEMMs (`bf16`, `fp8-tensorwise`, ...)
 low_precision                object        what converted to it: recipe, library, converted_linears, kept_linears, converted_experts, kept_experts, experts (what their grouped GEMMs ran in), converted_params (weights a token passes through in converted GEMMs), rule, keeps, compiled
 low_precision.*              any           a part of that
+low_precision.converted_experts  size      MoE experts modules converted to FP8 (0: the experts ran bf16)
 layer_mix                    object        layers per mixer kind
 layer_mix.*                  count         layers
 n_active_params              count         parameters a token passes through
@@ -196,6 +199,7 @@ mixer_kernels   object        the failed process's header's, where it wrote one 
 mixer_kernels.* text          where a kernel came from
 low_precision   object        the failed process's header's, where it wrote one (run_sweep.sh)
 low_precision.* any           a part of that
+low_precision.converted_experts size  MoE experts modules converted to FP8
 """),
     "memory": table("""
 stage              text          `model_built`, `engine_ready`, `forward`, `backward` or `step`
