@@ -134,7 +134,8 @@ def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf
     if alloc_conf:
         s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
     # Only when they differ from the default, for the same reason: the leaf modules are the
-    # default way to run an MoE, bf16 the guide's precision, all experts the model as published.
+    # default way to run an MoE, bf16 the guide's precision, all experts the model as published, random
+    # tokens (no DATA) what every run before DATA trained on.
     for name, default in IDENTITY_DEFAULTS.items():
         if s.get(name, default) == default:
             s.pop(name, None)
@@ -145,7 +146,7 @@ def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf
 # existed ran with it); readers take a missing key as the default. TORCH_FALLBACK is no setting:
 # config_as_run adds it only where a kernel fell back, so its absence reads as none did.
 IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
-                     TORCH_FALLBACK: ""}
+                     "DATA": "", TORCH_FALLBACK: ""}
 
 
 def is_default(key: str, value) -> bool:

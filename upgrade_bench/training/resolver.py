@@ -4,8 +4,8 @@ The sweep's plan, the node's plan and each training process call `resolve` with 
 settings and a `Machine` (from NVML before anything starts, from torch inside the process),
 so the plan's file name, header, RESUME and estimate name what the children run: the
 attention backend (`auto` and the model family's refusals), Liger (the family must be one
-liger-kernel patches), the precision, the peak for MFU, and the model's cut (NUM_LAYERS,
-NUM_EXPERTS). Each refusal is BadInput, one line, before any model is built.
+liger-kernel patches), the precision, the peak for MFU, the model's cut (NUM_LAYERS,
+NUM_EXPERTS) and the user's token file (DATA). Each refusal is BadInput, one line, before any model is built.
 
 A run's identity (`Resolved.config`) is what a header records and what RESUME and the report
 compare (log/runs.run_identity).
@@ -20,7 +20,7 @@ from ..hardware.fingerprint import Device, installed_file, package_version
 from ..kernels import attn_backends
 from ..log.runs import training_config
 from ..models import architecture, cuts, model
-from . import low_precision
+from . import data, low_precision
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,7 @@ class Resolved:
     peak_tflops: float | None
     peak_source: str | None
     warnings: tuple
+    tokens: data.Tokens | None = None  # DATA's token file; None: random tokens
     liger_moe: bool = False     # Liger's fused MoE runs the experts: its Triton kernels autotune in the first step
     liger_swiglu: bool = True   # Liger swaps its SwiGLU in (off where its fused MoE would take FP8 experts' place)
 
@@ -133,6 +134,10 @@ def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> R
     backend, why = attn_backends.resolve(settings["ATTN_BACKEND"], machine.device, machine.installed_backends,
                                          architecture.refusals(model_type))
     check_packing(settings["PACKED_DOC_LEN"], seq_lens, backend)
+    tokens = data.open_tokens(settings["DATA"]) if settings.get("DATA") else None
+    if tokens:
+        steps = settings.get("WARMUP_STEPS", 0) + settings.get("STEPS", settings.get("TIME_STEPS", 1))
+        warnings += data.check_length(tokens, settings["BATCH_SIZE"], seq_lens, steps)
     precision = precisions.resolve(settings["PRECISION"], machine.device)
     if settings["FP8_EXPERTS"] and not precision.experts:
         runs = " or ".join(p.name for p in precisions.TABLE if p.experts)
@@ -148,7 +153,7 @@ def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> R
         warnings.append(f"PRECISION={precision.name}: Liger is applied without its SwiGLU (swiglu=False), whose "
                         f"fused MoE would replace the experts that run the FP8 grouped GEMM")
     return Resolved(settings, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
-                    tuple(warnings), liger_moe, liger_swiglu)
+                    tuple(warnings), tokens, liger_moe, liger_swiglu)
 
 
 def check_packing(doc_len: int, seq_lens: list, backend: str) -> None:
