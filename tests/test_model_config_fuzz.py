@@ -81,8 +81,24 @@ def training(model_name: str) -> dict:
     return {**s, "MODEL": model_name, "SEQ_LEN": [64]}
 
 
+@pytest.fixture
+def node_dry_run(as_script, capsys, monkeypatch, tmp_path):
+    """node_dry_run(model) -> (exit code, stderr lines): run_node.sh's DRY_RUN here, on no GPU."""
+    from test_run_node import EVERY
+    from upgrade_bench import faults
+    from upgrade_bench.sweep import node
+
+    def run(path):
+        as_script("run_node.sh", EVERY, {"MODEL": str(path), "DRY_RUN": "1", "NODE_OUT": str(tmp_path / "node")})
+        capsys.readouterr()  # what the readers before said (transformers' warnings)
+        code = faults.run_main(node.main)
+        return code, capsys.readouterr().err.splitlines()
+    return run
+
+
 @pytest.mark.parametrize("preset", TINY, ids=lambda p: p.stem)
-def test_every_field_and_the_file_mutated_is_a_plan_or_one_line_in_every_reader(preset, tmp_path, sweep_plan_of):
+def test_every_field_and_the_file_mutated_is_a_plan_or_one_line_in_every_reader(preset, tmp_path, sweep_plan_of,
+                                                                                node_dry_run):
     flash_attn = import_script("bench_flash_attn.py")
     config = json.loads(preset.read_text())
     path = tmp_path / "config.json"
@@ -112,6 +128,9 @@ def test_every_field_and_the_file_mutated_is_a_plan_or_one_line_in_every_reader(
                     read()
                 except BadInput as err:
                     assert "\n" not in str(err) and f"MODEL='{path}'" in str(err), (what, str(err))
+        if i == 0 or what in ("null", "a text file"):  # run_node.sh's whole plan, on the issue's examples
+            code, err = node_dry_run(path)
+            assert code in (0, 2) and (code == 0 or (len(err) == 1 and err[0].startswith("error: MODEL="))), (what, err)
     assert refused >= len(cases) // 2  # most mutations are no config
 
 
