@@ -160,3 +160,11 @@ def test_a_field_of_the_wrong_type_is_one_line_naming_it(value, line):
     with pytest.raises(BadInput) as err:
         config_file.parse(json.dumps(config).encode())
     assert str(err.value).startswith(line)
+
+
+def test_a_file_far_larger_than_any_config_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "config.json"
+    with open(path, "wb") as f:
+        f.truncate(config_file.MAX_BYTES + 1)  # sparse: nothing written, nothing read
+    with pytest.raises(BadInput, match=r"^MODEL='.*': 16777217 bytes: no model config is larger than 16 MiB$"):
+        model.cheap_config(str(path))

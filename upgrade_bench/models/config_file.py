@@ -107,10 +107,14 @@ def check_depth(value, name: str) -> None:
     raise BadInput(f"{name}={shown(value, 40)}: nested deeper than {MAX_DEPTH} levels, as no model config is")
 
 
+def check_size(size_bytes: int) -> None:
+    if size_bytes > MAX_BYTES:
+        raise BadInput(f"{size_bytes} bytes: no model config is larger than {MAX_BYTES // 2**20} MiB")
+
+
 def parse(data: bytes) -> dict:
     """A config.json's bytes as a checked mapping; BadInput saying what it is instead."""
-    if len(data) > MAX_BYTES:
-        raise BadInput(f"{len(data)} bytes: no model config is larger than {MAX_BYTES // 2**20} MiB")
+    check_size(len(data))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -119,7 +123,7 @@ def parse(data: bytes) -> dict:
     try:
         config = json.loads(text)
     except RecursionError:
-        raise BadInput(f"nested deeper than Python's JSON reader goes, as no model config is") from None
+        raise BadInput("nested deeper than Python's JSON reader goes, as no model config is") from None
     except ValueError as err:
         raise BadInput(f"not JSON ({err}): a config.json is one JSON object") from None
     if not isinstance(config, dict):
@@ -132,9 +136,7 @@ def parse(data: bytes) -> dict:
 def read(path) -> dict:
     """The checked config in the file at `path`; BadInput for what it cannot be."""
     try:
-        size = Path(path).stat().st_size
-        if size > MAX_BYTES:
-            raise BadInput(f"{size} bytes: no model config is larger than {MAX_BYTES // 2**20} MiB")
+        check_size(Path(path).stat().st_size)  # before reading a file of any size whole
         data = Path(path).read_bytes()
     except OSError as err:
         raise BadInput(f"cannot be read ({err.strerror or err})") from None
