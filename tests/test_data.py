@@ -96,3 +96,24 @@ def test_the_plan_and_the_process_check_data_and_record_it(tmp_path):
     resolved = resolver.resolve(training(MODEL="tiny", DATA=path), CPU, model.cheap_config("tiny"), [64])
     assert resolved.tokens.count == 1000 and resolved.config()["DATA"] == path
     assert "DATA" not in resolver.resolve(training(MODEL="tiny"), CPU, model.cheap_config("tiny"), [64]).config()
+
+
+def test_the_sweep_gives_each_process_data_by_its_absolute_path(tmp_path, monkeypatch):
+    import io
+
+    from conftest import SWEEP_CLEARED
+    from upgrade_bench.hardware import devices
+    from upgrade_bench.sweep import sweep_plan
+
+    for name in SWEEP_CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])
+    nanogpt(tmp_path / "t.bin", range(1000))
+    monkeypatch.chdir(tmp_path)  # the processes run in the repository, not here
+    for key, value in {"MODEL": "tiny", "DATA": "t.bin", "SEQLENS": "64", "DRY_RUN": "1",
+                       "OUT": str(tmp_path / "o.jsonl")}.items():
+        monkeypatch.setenv(key, value)
+    plan = sweep_plan.prepare(sweep_plan.load_settings([], "doc"))
+    out = io.StringIO()
+    sweep_plan.dry_run(plan, [64], out)
+    assert plan.config["DATA"] == str(tmp_path / "t.bin") and f"DATA={tmp_path / 't.bin'}" in out.getvalue()
