@@ -109,7 +109,7 @@ def _read(path):
     return list(inputs.read([path], inputs.Tally()))
 
 
-def test_the_benchmarks_own_nonfinite_loss_error_reads_as_diverged():
+def test_an_older_logs_nonfinite_loss_error_reads_as_diverged():
     recs = sweep("h") + [rec("error", "h", error="nonfinite_loss", message="loss is nan", seq_len=65536)]
     [s] = series.load(json.loads(json.dumps(recs))).series
     assert s.errors[65536]["error"] == series.DIVERGED

@@ -6,7 +6,8 @@ from .capability_table import capability_table
 from .comparisons import Analysis, Comparison
 from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
-from .series import DIVERGED, MEASURED, normalise_dtype, provenance, seq_label
+from ..faults import DIVERGED
+from .series import MEASURED, normalise_dtype, provenance, seq_label
 from .tables import fmt, md_table
 from .words import column_names, ignored_words, series_words, stack_words, unlike_note, unlike_words, who
 

@@ -8,13 +8,14 @@ file of token ids: training/data.py) and bf16 ran with at least two seeds: a for
 departs (marked) where its gap to bf16's exceeds bf16's own seed-to-seed spread at that length.
 Without DATA every step trains on one batch of random tokens, which the model memorises at any
 precision: the page says the column is no convergence test and marks nothing. A run whose loss
-is not finite diverged (series.DIVERGED): its row says so and has no speedup.
+is not finite diverged (faults.DIVERGED): its row says so and has no speedup.
 
 A purchase pairs series of one precision (comparisons.py); this table is the other question,
 what the format does for this workload on a GPU one has.
 """
 from ..log import runs
-from .series import DIVERGED, Series, seq_label
+from ..faults import DIVERGED
+from .series import Series, seq_label
 from .tables import fmt, md_table
 
 FORMAT_KEYS = ("PRECISION", "FP8_EXPERTS")

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..hardware import gpus
+from ..faults import DIVERGED
 from ..log import records, runs
 from .stacks import stack_of
 
@@ -185,7 +186,7 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
             s.repeats.setdefault(seq_len, []).append(record if reference else with_position(record, header))
         elif kind == "decomposition":
             s.decompositions[seq_len] = record
-        elif seq_len is not None:  # benchmark.py's own nonfinite_loss error is a run that diverged too
+        elif seq_len is not None:  # a log from before faults.DIVERGED named the error nonfinite_loss
             s.errors[seq_len] = dict(record, error=DIVERGED) if record.get("error") == "nonfinite_loss" else record
         else:
             data.failures.append((s, record))
@@ -195,7 +196,6 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
 
 # A run whose loss is not finite diverged: its point is a failure named so wherever the page shows
 # it (tables, comparisons, what a number format buys), never a step time to call a speedup on.
-DIVERGED = "diverged"
 LOSS_FIELDS = ("loss", "loss_mean")
 
 
