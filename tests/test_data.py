@@ -74,11 +74,12 @@ def test_the_steps_batches_are_fresh_with_data_and_one_repeated_batch_without(tm
     import torch
 
     path = nanogpt(tmp_path / "t.bin", np.arange(4000) % 1000)
-    s = {"BATCH_SIZE": 2, "PACKED_DOC_LEN": 32, "SEED": 0}
+    s = types.SimpleNamespace(BATCH_SIZE=2, PACKED_DOC_LEN=32, SEED=0)
     config = types.SimpleNamespace(vocab_size=1024, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
     def rc(tokens):
-        return types.SimpleNamespace(settings=s, tokens=tokens, hf_config=config, device=torch.device("cpu"))
+        resolved = types.SimpleNamespace(settings=s, tokens=tokens, cut=types.SimpleNamespace(config=config))
+        return types.SimpleNamespace(resolved=resolved, device=torch.device("cpu"))
 
     fresh = engine.Batches(rc(data.open_tokens(path)), 64)
     first, second = fresh.step(0), fresh.step(1)
@@ -103,7 +104,7 @@ def test_the_sweep_gives_each_process_data_by_its_absolute_path(tmp_path, monkey
 
     from conftest import SWEEP_CLEARED
     from upgrade_bench.hardware import devices
-    from upgrade_bench.sweep import sweep_plan
+    from upgrade_bench.sweep import plan as sweep_plan
 
     for name in SWEEP_CLEARED:
         monkeypatch.delenv(name, raising=False)

@@ -9,12 +9,16 @@ import re
 
 import pytest
 
-from conftest import REPO, SWEEP_CLEARED, import_script
+import dataclasses
+
+from conftest import REPO, SWEEP_CLEARED
 from upgrade_bench.faults import BadInput
 from upgrade_bench.hardware import devices
 from upgrade_bench.hardware.fingerprint import Device
 from upgrade_bench.models import config_file, model
-from upgrade_bench.sweep import sweep_plan
+from upgrade_bench import settings
+from upgrade_bench.kernels.attention import main as flash_attn
+from upgrade_bench.sweep import plan as sweep_plan
 from upgrade_bench.training import resolver, variables
 
 TINY = sorted(p for p in (REPO / "configs").glob("tiny*.json"))
@@ -70,15 +74,14 @@ def sweep_plan_of(monkeypatch, tmp_path):
     monkeypatch.setenv("OUT", str(tmp_path / "out.jsonl"))
     monkeypatch.setenv("SEQLENS", "64")
     s = sweep_plan.load_settings([], "doc")
-    return lambda path: sweep_plan.prepare({**s, "MODEL": str(path)})
+    return lambda path: sweep_plan.prepare(dataclasses.replace(s, MODEL=str(path)))
 
 
 CPU = resolver.Machine(Device(None), None, 1, frozenset({"eager", "sdpa"}), None)
 
 
-def training(model_name: str) -> dict:
-    s = {v.name: v.default for v in variables.TRAINING_VARS}
-    return {**s, "MODEL": model_name, "SEQ_LEN": [64]}
+def training(model_name: str):
+    return settings.parse(variables.TRAINING_VARS, {"MODEL": model_name, "SEQ_LEN": "64"})
 
 
 @pytest.fixture
@@ -86,7 +89,7 @@ def node_dry_run(as_script, capsys, monkeypatch, tmp_path):
     """node_dry_run(model) -> (exit code, stderr lines): run_node.sh's DRY_RUN here, on no GPU."""
     from test_run_node import EVERY
     from upgrade_bench import faults
-    from upgrade_bench.sweep import node
+    from upgrade_bench.sweep.node import main as node
 
     def run(path):
         as_script("run_node.sh", EVERY, {"MODEL": str(path), "DRY_RUN": "1", "NODE_OUT": str(tmp_path / "node")})
@@ -99,7 +102,6 @@ def node_dry_run(as_script, capsys, monkeypatch, tmp_path):
 @pytest.mark.parametrize("preset", TINY, ids=lambda p: p.stem)
 def test_every_field_and_the_file_mutated_is_a_plan_or_one_line_in_every_reader(preset, tmp_path, sweep_plan_of,
                                                                                 node_dry_run):
-    flash_attn = import_script("bench_flash_attn.py")
     config = json.loads(preset.read_text())
     path = tmp_path / "config.json"
     refused = 0
@@ -122,8 +124,8 @@ def test_every_field_and_the_file_mutated_is_a_plan_or_one_line_in_every_reader(
         # (transformers reads each config in milliseconds; the plan above takes them all)
         if i % 7 == 0:
             for read in (lambda: resolver.resolve(training(str(path)), CPU, model.load_config(str(path)), [64]),
-                         lambda: flash_attn.layer_shapes({**{v.name: v.default for v in flash_attn.VARS},
-                                                         "MODEL": str(path), "SEQLENS": [64]})):
+                         lambda: flash_attn.layer_shapes(settings.parse(flash_attn.VARS,
+                                                                        {"MODEL": str(path), "SEQLENS": "64"}))):
                 try:
                     read()
                 except BadInput as err:
