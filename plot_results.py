@@ -47,11 +47,12 @@ import math
 import os
 import sys
 
+from upgrade_bench.paths import REPO
 from upgrade_bench.hardware import gpus
 from upgrade_bench.log import records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
 from upgrade_bench.report import (backtest, calibration, comparisons, export, forecast_attention, forecast_comm,
-                                  forecasts, inputs, markdown, published, published_pairs, series)
+                                  forecasts, inputs, markdown, node_check, published, published_pairs, series)
 
 
 def parse_args(argv):
@@ -76,6 +77,9 @@ def parse_args(argv):
     p.add_argument("--backtest", action="store_true",
                    help="forecast each published pair's candidate from its baseline alone, set it "
                         "against the published figures, print the table and write backtest.csv to --out")
+    p.add_argument("--reference", action="append", default=[], metavar="DIR",
+                   help="a healthy node's logs (a folder, file or glob) of the same GPU kind: the node check "
+                        "sets your nodes' figures against it first; repeatable")
     p.add_argument("--write-guide-reference", metavar="FILE",
                    help="write the guide's published H200/B200 figures as JSONL to FILE "
                         "(then exit, unless inputs are given too)")
@@ -294,10 +298,21 @@ def main(argv=None) -> int:
     return 0
 
 
+def node_checks(records: list, references: list) -> list:
+    """Each measured node's check against --reference's nodes, else the shipped references;
+    BadInput names the flag of a reference that cannot be read."""
+    try:
+        mine = node_check.read_folders(references, node_check.read_logs)
+    except BadInput as err:
+        raise BadInput(f"--reference: {err}") from None
+    return node_check.check_all(records, mine, node_check.read_shipped(REPO, node_check.read_logs))
+
+
 def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
     """The analysis of the inputs, forecasts included; BadInput (a file, a key, a price, a
     stack) before anything is written."""
-    data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
+    read = list(inputs.read(paths, tally))
+    data = series.load(read, args.ignore_config, tally.seen_again)
     check_ignored_keys(args.ignore_config, data)
     # a price of a GPU only forecast (no log of it) prices the forecast, not a comparison
     only_forecast = {name for name in prices if gpus.table_name(name) in candidates and
@@ -305,6 +320,7 @@ def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
     analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
     analysis.forecast_prices = {gpus.table_name(n): prices[n] for n in only_forecast}
     add_forecasts(analysis, candidates, prices, calibration.calibration(backtest_rows or []))
+    analysis.node_checks = node_checks(read, args.reference)
     if args.strict_stack and stack_errors(analysis):
         raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
                        "the same stack on every GPU (./install.sh) or drop --strict-stack")
