@@ -24,6 +24,7 @@ from ..log import runs
 from ..paths import REPO
 from . import inputs
 from . import node_health as health
+from .isolated_attention import ATTENTION_SHAPE
 from .series import gpu_identity, normalise_dtype, seq_label
 from .stacks import stack_of
 
@@ -128,9 +129,8 @@ def _add(node: Node, r: dict, header: dict) -> None:
         _put(node, ("comm", r.get("op"), r.get("ranks")),
              Figure(f"{r.get('op')} bus bandwidth, {r.get('ranks')} GPUs", r["busbw_gbps"], "GB/s", r, header))
     elif kind == "attention" and ok and r.get("tflops") and r.get("pass") == "fwd_bwd":
-        shape = tuple(r.get(k) for k in ("layer", "batch", "heads", "kv_heads", "head_dim", "v_head_dim",
-                                         "window", "sinks", "causal", "dtype", "packed_doc_len"))
-        label = (f"attention {r.get('backend')} fwd+bwd {seq_label(r.get('seq_len'))} ({r.get('layer')}, "
+        shape = attention_shape(r)
+        label = (f"attention {r.get('backend')} fwd+bwd {seq_label(r.get('seq_len'))} ({shape[0]}, "
                  f"{r.get('heads')}/{r.get('kv_heads')} heads x {r.get('head_dim')})")
         _put(node, ("attention", r.get("backend"), shape, r.get("seq_len")), Figure(label, r["tflops"], "TFLOPS", r, header))
     elif kind == "summary" and r.get("tflops_per_gpu"):
@@ -141,6 +141,18 @@ def _add(node: Node, r: dict, header: dict) -> None:
                  f"{config.get('NUM_LAYERS') or 'all'} layers, ZeRO-{config.get('ZERO_STAGE')}, "
                  f"{config.get('world_size')} GPU(s), {header.get('precision') or 'bf16'})")
         _put(node, ("step", backend, identity, r.get("seq_len")), Figure(label, r["tflops_per_gpu"], "TFLOPS/GPU", r, header))
+
+
+# What an attention record of a log from before these fields measured: bench_flash_attn.py timed
+# full attention alone, V's head as Q's, no window, no sinks, unpacked.
+ATTENTION_BEFORE_FIELDS = {"layer": "full_attention", "window": 0, "sinks": False, "packed_doc_len": 0}
+
+
+def attention_shape(r: dict) -> tuple:
+    """The kernel call's inputs (isolated_attention.ATTENTION_SHAPE), a legacy log's as it ran."""
+    known = {**ATTENTION_BEFORE_FIELDS, "v_head_dim": r.get("head_dim"),
+             **{k: v for k, v in r.items() if v is not None}}
+    return tuple(known.get(k) for k in ATTENTION_SHAPE)
 
 
 def _put(node: Node, key, figure: Figure) -> None:
@@ -213,13 +225,25 @@ def reference_for(key, node: Node, mine: list, shipped: list) -> Reference | Non
     return _median_reference(others, "the suite's shipped node runs") if others else None
 
 
+# The packages a kernel figure depends on (a step depends on the whole stack): the HBM copy
+# does not run DeepSpeed, and a log of a leaner install is no other stack for it.
+KERNEL_STACK = {"mamf": ("torch", "cuda"), "hbm": ("torch", "cuda"), "comm": ("torch", "cuda"),
+                "attention": ("torch", "cuda", "flash-attn-3", "flash-attn-4", "flash-attn")}
+
+
+def _relevant(kind: str, stack: dict | None) -> dict | None:
+    if stack is None or kind not in KERNEL_STACK:
+        return stack
+    return {k: v for k, v in stack.items() if k in KERNEL_STACK[kind]}
+
+
 def check(node: Node, mine: list, shipped: list) -> NodeCheck:
     rows = []
     for key, figure in sorted(node.figures.items(), key=lambda kv: KIND_ORDER.index(kv[0][0])):
         ref = reference_for(key, node, mine, shipped)
         share = figure.value / ref.value if ref and ref.value else None
         verdict = health.verdict(share) if ref and ref.judged else health.NO_VERDICT
-        stack = health.stack_cause(stack_of(figure.header), ref and ref.stack)
+        stack = health.stack_cause(_relevant(key[0], stack_of(figure.header)), ref and _relevant(key[0], ref.stack))
         causes = [health.clock_cause(figure.record, figure.header, ref and ref.clock_mhz), stack]
         rows.append(Row(figure, ref, share, verdict, tuple(c for c in causes if c), stack))
     faults = list(dict.fromkeys(filter(None, [health.power_limit_fault(h) for h in node.headers])))

@@ -13,7 +13,7 @@ SICK_BASELINE = ("An upgrade decided against this node is off by its shortfall: 
 def reference_words(row: Row) -> str:
     ref = row.reference
     if ref is None:
-        return "no reference of this GPU kind: no verdict"
+        return "none of this GPU kind and configuration: no verdict"
     extra = hbm_share(row) if row.figure.label.startswith("HBM") else ""
     return f"{fmt(ref.value)} {row.figure.unit}{extra}"
 
@@ -31,12 +31,12 @@ def source_words(row: Row) -> str:
 
 
 def cause_words(row: Row, escape=str) -> str:
-    """A shortfall's likely causes (a row without a verdict: what its telemetry says)."""
-    if row.verdict == health.HEALTHY:
+    """A shortfall's likely causes."""
+    if row.verdict not in health.SHORT:
         return "-"
     if row.causes:
         return "; ".join(escape(c) for c in row.causes)
-    return "none in what the node recorded" if row.verdict in health.SHORT else "-"
+    return "none in what the node recorded"
 
 
 def shortfall_sentence(row: Row, escape=str) -> str:
