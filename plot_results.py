@@ -47,7 +47,6 @@ import math
 import os
 import sys
 
-from upgrade_bench.paths import REPO
 from upgrade_bench.hardware import gpus
 from upgrade_bench.log import records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
@@ -299,13 +298,11 @@ def main(argv=None) -> int:
 
 
 def node_checks(records: list, references: list) -> list:
-    """Each measured node's check against --reference's nodes, else the shipped references;
-    BadInput names the flag of a reference that cannot be read."""
+    """Each measured node's check against --reference's nodes, else the shipped references."""
     try:
-        mine = node_check.read_folders(references, node_check.read_logs)
+        return node_check.checks_of(records, references)
     except BadInput as err:
         raise BadInput(f"--reference: {err}") from None
-    return node_check.check_all(records, mine, node_check.read_shipped(REPO, node_check.read_logs))
 
 
 def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):

@@ -46,7 +46,8 @@ def test_shipped_moe_node_shows_every_component_and_its_power_capped_mamf():
     mamf = by["MAMF bf16"]
     assert mamf.reference.value == 794.5 and "published" in mamf.reference.source
     assert round(mamf.share, 3) == round(727.0 / 794.5, 3) and mamf.verdict == "below"
-    assert "1500 MHz" in mamf.causes[0] and "power cap at 695 W of its 700 W limit" in mamf.causes[0]
+    assert mamf.causes == ("SM clock under load 1500 MHz, 76% of the 1980 MHz its maximum, held by the power cap at "
+                           "695 W of its 700 W limit, the board's rating: power-bound at this clock, not a lowered limit",)
     # the others against the other shipped nodes, never against its own runs
     others = [r for r in c.rows if r is not mamf]
     assert others and all(r.verdict == "healthy" for r in others)
@@ -170,3 +171,12 @@ def test_run_node_closing_block_reads_its_folder(tmp_path):
     shutil.copy(CLASSIC, tmp_path / "m.jsonl")
     assert node.health_lines(tmp_path)[0].endswith(": healthy")
     assert node.health_lines(tmp_path / "none")[0].startswith("node check: none (")
+
+
+def test_text_from_logs_stays_text_in_the_headline(tmp_path):
+    folder = tmp_path / "*sick* [node](x)"
+    folder.mkdir()
+    edit(CLASSIC, folder / "mamf.jsonl", lambda r: r.update(
+        tflops_mean=500.0, sm_clock_mhz_median=900.0, throttle=["*bold*"]) if r["kind"] == "mamf" else None)
+    text = node_page.headline(check_of(folder))
+    assert "\\*sick\\* \\[node\\](x) falls short" in text and "held by \\*bold\\*" in text

@@ -796,15 +796,16 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
     assert f"warning: {log}: 4 skipped (2 x not JSON; 1 x a JSON list, not a record; 1 x no kind)" in err
     text = (out / "report.md").read_text()
     block = verdict_blocks.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
-    # the terminal prints the answer, then the block
-    assert stdout.startswith("Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00.\n\n## The answer\n")
+    # the terminal prints the node check (its MAMF against the published one), the answer, then the block
+    assert stdout.startswith(f"**H200 SXM in {tmp_path} is healthy**: 1 figure(s) at 95%")
+    assert "\n\nPrices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00.\n\n## The answer\n" in stdout
     assert ("- B200 SXM (measured) at 1K: 2.00x (1.91x to 2.18x) as fast; cheaper per token by 0.1% to 12.8% at "
             "$2.00 vs $4.00 per GPU-hour ($0.056 vs $0.053 per 1M tokens, H200 SXM vs B200 SXM); break-even price "
             "ratio 2.10x (2.00x to 2.29x) (the price ratio is 2.00x); fits, 10.0 GiB at most of its 178.4 GiB") in stdout
     assert "- B200 SXM (measured): One side only: not measured on H200 SXM (measured) at 512; H200 SXM (measured) cannot run this (OOM) at 4K" in stdout
     assert stdout[stdout.index("## 1."):].startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])
-    assert [line for line in text.splitlines() if line.startswith("## ")][:2] == \
-        ["## The answer", "## 1. B200 SXM vs H200 SXM: measured vs measured"]
+    assert [line for line in text.splitlines() if line.startswith("## ")][:3] == \
+        ["## Is this node healthy?", "## The answer", "## 1. B200 SXM vs H200 SXM: measured vs measured"]
     assert "| 1K | 10.0% | 400.0 | 800.0 | 40.4% | 35.6% | 2.00x | 2.28x | 0.88x | 2.00x | ok | 10.0 | 10.0 |" \
         in text
     assert "Skipped 4 malformed line(s) or record(s)" in text and "WARNING" not in text

@@ -9,6 +9,7 @@ from . import detail_tables, formats
 from .answer import answer_markdown
 from .comparisons import Analysis
 from .forecasts import forecast_markdown
+from .node_health import NO_VERDICT
 from .node_page import headline, node_markdown
 from .series import GUIDE_LABEL, seq_label
 from .tables import fmt
@@ -55,7 +56,7 @@ def node_section(a: Analysis) -> list:
 def terminal_text(a: Analysis) -> str:
     """What plot_results.py prints: each node's check, the answer, the verdict blocks, then the
     series not compared."""
-    nodes = [headline(c) + "\n" for c in a.node_checks]
+    nodes = [headline(c) + "\n" for c in a.node_checks if c.status != NO_VERDICT]  # the page lists those too
     out = nodes + opening(a) + [verdict_block(c, a.data.also_in) for c in a.comparisons]
     if not a.comparisons:
         out.append(f"No comparison: {no_comparison_words(a)}.\n")

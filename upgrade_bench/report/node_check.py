@@ -15,6 +15,7 @@ first found wins, never another GPU kind's figure:
 
 Each reference names its source and stack; a node on another stack says so beside the verdict.
 """
+import functools
 import os
 import statistics
 from dataclasses import dataclass, field
@@ -104,7 +105,8 @@ def nodes(records) -> list:
         gpu = gpu_identity(header)[0]
         if gpu == "no GPU":
             continue
-        folder = os.path.dirname(str(record.get("log_file") or ""))
+        source = str(record.get("log_file") or "")
+        folder = source if source == "<stdin>" else os.path.dirname(source)
         node = found.setdefault((folder, gpu), Node(folder, gpu))
         if header not in node.headers:
             node.headers.append(header)
@@ -172,11 +174,17 @@ def read_logs(arg: str) -> list:
     return list(inputs.read(inputs.expand([arg]), inputs.Tally()))
 
 
-def checks_of(records, references=(), read=read_logs) -> list:
-    """Each measured node's check in `records`: against the nodes of `references` (folders),
-    else the shipped ones of this checkout."""
-    mine = read_folders(references, read)
-    return check_all(records, mine, read_shipped(REPO, read))
+def checks_of(records, references=()) -> list:
+    """Each measured node's check in `records`: against the nodes of `references` (folders,
+    files or globs: BadInput where one cannot be read), else the shipped ones of this checkout."""
+    mine = read_folders(references, read_logs)
+    return [check(n, mine, shipped_nodes()) for n in nodes(records)]
+
+
+@functools.cache
+def shipped_nodes() -> list:
+    """read_shipped of this checkout, once per process (committed logs: they do not change)."""
+    return read_shipped(REPO, read_logs)
 
 
 def read_folders(folders, read) -> list:
@@ -251,10 +259,6 @@ def check(node: Node, mine: list, shipped: list) -> NodeCheck:
     faults += list(dict.fromkeys(filter(None, [health.transport_fault(h, node.gpu) for h in node.headers
                                                if h.get("script") == "bench_comm.py"])))
     return NodeCheck(node, rows, faults)
-
-
-def check_all(records, mine: list, shipped: list) -> list:
-    return [check(n, mine, shipped) for n in nodes(records)]
 
 
 def hbm_share(row: Row) -> str:

@@ -82,7 +82,7 @@ def power_words(power_w: float | None, header: dict) -> str:
     rated = spec.tdp_w if spec else None
     if rated and limit < rated * 0.99:
         return f"the power cap{drawn} of a {limit:.0f} W limit set below the board's {rated:.0f} W rating"
-    rating = f" (the board's rating: not set low)" if rated else ""
+    rating = ", the board's rating: power-bound at this clock, not a lowered limit" if rated else ""
     return f"the power cap{drawn} of its {limit:.0f} W limit{rating}"
 
 
