@@ -11,8 +11,12 @@ compares them, one comparison per pair of series of the same configuration:
                 side is only published ("measured vs guide's published")
   health check  a measured series and the published figures of the same GPU and config
 
-The terminal and report.md open with the answer (a sentence per baseline, candidate and run
-of lengths: speedup range, per-token call, break-even ratio, memory fit, how sure). Each
+The terminal and report.md open with the node check: each measured node's figures (MAMF, HBM,
+isolated attention, the step, the collectives) against a healthy node of its GPU kind (--reference
+DIR, else the published MAMF and the suite's shipped node runs), healthy / below / well below at
+NVIDIA's 95% acceptance bar, and the likely cause of a shortfall. Then the answer (a sentence per
+baseline, candidate and run of lengths: speedup range, per-token call, break-even ratio, memory
+fit, how sure). Each
 comparison then gets a verdict block: the two series
 in words, the prices, and per sequence length the speedup with its range (from the
 step-time spread of both series), $/1M tokens of each, cheaper / same / dearer with its
