@@ -134,7 +134,9 @@ def _add(node: Node, r: dict, header: dict) -> None:
         shape = attention_shape(r)
         label = (f"attention {r.get('backend')} fwd+bwd {seq_label(r.get('seq_len'))} ({shape[0]}, "
                  f"{r.get('heads')}/{r.get('kv_heads')} heads x {r.get('head_dim')})")
-        _put(node, ("attention", r.get("backend"), shape, r.get("seq_len")), Figure(label, r["tflops"], "TFLOPS", r, header))
+        spun = bool(r.get("spin_ms"))  # an idle gap between calls refills the power budget: another figure
+        _put(node, ("attention", r.get("backend"), shape, spun, r.get("seq_len")),
+             Figure(label + (", spin between calls" if spun else ""), r["tflops"], "TFLOPS", r, header))
     elif kind == "summary" and r.get("tflops_per_gpu"):
         config = runs.config_as_run((header or {}).get("config") or {}, header or {})
         identity = runs.run_identity(config)[1]
