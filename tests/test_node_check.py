@@ -180,3 +180,17 @@ def test_text_from_logs_stays_text_in_the_headline(tmp_path):
         tflops_mean=500.0, sm_clock_mhz_median=900.0, throttle=["*bold*"]) if r["kind"] == "mamf" else None)
     text = node_page.headline(check_of(folder))
     assert "\\*sick\\* \\[node\\](x) falls short" in text and "held by \\*bold\\*" in text
+
+
+def test_what_the_health_probes_found_makes_a_node_fall_short(tmp_path):
+    shutil.copy(MOE / "hbm.jsonl", tmp_path / "hbm.jsonl")
+    lines = (MOE / "capabilities.jsonl").read_text().splitlines()
+    found = {"kind": "capability", "schema": 1, "script": "check_capabilities.py", "run_id": json.loads(lines[0])["run_id"],
+             "item": "health:ecc", "category": "health", "status": "ok",
+             "detail": "GPU 0: 3 uncorrected ECC errors since boot",
+             "value": {"gpus": [{"ecc_uncorrected_volatile": 3}], "faults": ["GPU 0: 3 uncorrected ECC errors since boot"],
+                       "unreadable": []}}
+    (tmp_path / "capabilities.jsonl").write_text("\n".join(lines + [json.dumps(found)]) + "\n")
+    c = check_of(tmp_path)
+    assert [r.verdict for r in c.rows] == ["healthy"] and c.faults == ["GPU 0: 3 uncorrected ECC errors since boot"]
+    assert c.status == "falls short" and "found: GPU 0: 3 uncorrected ECC errors since boot" in node_page.headline(c)
