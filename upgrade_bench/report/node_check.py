@@ -211,8 +211,8 @@ def _median_reference(found: list, source_kind: str) -> Reference:
     clocks = [f.record.get("sm_clock_mhz_median") for f, _ in found if f.record.get("sm_clock_mhz_median")]
     stacks = [stack_of(f.header) for f, _ in found]
     folders = ", ".join(dict.fromkeys(n.folder for _, n in found))
-    return Reference(statistics.median(f.value for f, _ in found), f"{source_kind}: {folders}",
-                     stacks[0] if all(s == stacks[0] for s in stacks) else None,
+    shared = {k: v for k, v in stacks[0].items() if all(s.get(k) == v for s in stacks)}  # what they all ran
+    return Reference(statistics.median(f.value for f, _ in found), f"{source_kind}: {folders}", shared,
                      statistics.median(clocks) if clocks else None)
 
 

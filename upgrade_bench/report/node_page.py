@@ -14,7 +14,7 @@ def reference_words(row: Row) -> str:
     ref = row.reference
     if ref is None:
         return "none of this GPU kind and configuration: no verdict"
-    extra = hbm_share(row) if row.figure.label.startswith("HBM") else ""
+    extra = hbm_share(row) if row.figure.record["kind"] == "hbm" else ""
     return f"{fmt(ref.value)} {row.figure.unit}{extra}"
 
 
@@ -23,7 +23,7 @@ def source_words(row: Row) -> str:
     if ref is None:
         return "-"
     if ref.stack is None:
-        stack = "stack not named by the source"
+        stack = "the source names no stack"
     else:
         stack = ", ".join(f"{k} {v}" for k, v in ref.stack.items() if v and k in ("torch", "cuda", "flash-attn-4", "flash-attn-3"))
     said = f"; this node ran {row.stack_note}" if row.stack_note else ""
