@@ -164,7 +164,7 @@ def test_a_bad_reference_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_run_node_closing_block_reads_its_folder(tmp_path):
-    from upgrade_bench.sweep import node
+    from upgrade_bench.sweep.node import main as node
     lines = node.health_lines(MOE)
     assert lines[0] == "node check, H200 SXM in " + str(MOE) + ": falls short"
     assert lines[1].startswith("  MAMF bf16 727.0 TFLOPS, 91.5% of 794.5")
