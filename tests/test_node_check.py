@@ -88,8 +88,11 @@ def test_clocks_pinned_low_under_a_lowered_power_cap_name_the_cause(tmp_path):
     assert mamf.verdict == "well below"
     assert ("SM clock under load 1100 MHz, 56% of the 1980 MHz its maximum, held by the power cap at 449 W "
             "of a 450 W limit set below the board's 700 W rating") == mamf.causes[0]
-    assert c.faults == ["power limit 450 W, below the H200 SXM's 700 W rating (nvidia-smi -pl sets it; "
+    assert c.faults == ["power limit 450 W, below the H200 SXM's rating of 700 W (nvidia-smi -pl sets it; "
                         "the clock under load follows it)"]
+    assert node_health.power_limit_fault({"hardware": {"gpu_name": "NVIDIA H200", "power_limit_w": 650.0,
+                                                       "default_power_limit_w": 700.0}}).startswith(
+        "power limit 650 W, below its default of 700 W")  # NVML's default first (a GPU the table lacks too)
     text = node_page.headline(c)
     assert text.startswith(f"**H200 SXM in {tmp_path} falls short**: MAMF bf16 518.7 TFLOPS, 65.3%")
 

@@ -117,6 +117,7 @@ hardware.hbm_gib             positive      device memory
 hardware.sm_count            count         multiprocessors (null where NVML alone was asked)
 hardware.driver              text          driver version
 hardware.power_limit_w       non-negative  enforced power limit
+hardware.default_power_limit_w  non-negative  the board's default power limit (NVML)
 hardware.max_sm_clock_mhz    non-negative  highest SM clock
 hardware.max_mem_clock_mhz   non-negative  highest memory clock
 config                       object        every resolved setting, and `PYTORCH_CUDA_ALLOC_CONF` when set

@@ -79,7 +79,7 @@ def power_words(power_w: float | None, header: dict) -> str:
     drawn = f" at {power_w:.0f} W" if power_w else ""
     if not limit:
         return "the power cap" + drawn
-    rated = spec.tdp_w if spec else None
+    rated = hardware.get("default_power_limit_w") or (spec.tdp_w if spec else None)
     if rated and limit < rated * 0.99:
         return f"the power cap{drawn} of a {limit:.0f} W limit set below the board's {rated:.0f} W rating"
     rating = ", the board's rating: power-bound at this clock, not a lowered limit" if rated else ""
@@ -87,11 +87,14 @@ def power_words(power_w: float | None, header: dict) -> str:
 
 
 def power_limit_fault(header: dict) -> str | None:
-    """A power limit set below the board's rating, from a header."""
+    """A power limit set below the board's default (NVML's, in the header), else below its
+    rating (the GPU table's TDP), from a header."""
     hardware = (header or {}).get("hardware") or {}
     limit, spec = hardware.get("power_limit_w"), gpus.lookup(hardware.get("gpu_name"))
-    if limit and spec and spec.tdp_w and limit < spec.tdp_w * 0.99:
-        return (f"power limit {limit:.0f} W, below the {spec.name}'s {spec.tdp_w:.0f} W rating "
+    default = hardware.get("default_power_limit_w")
+    rated, whose = (default, "its default") if default else (spec and spec.tdp_w, spec and f"the {spec.name}'s rating")
+    if limit and rated and limit < rated * 0.99:
+        return (f"power limit {limit:.0f} W, below {whose} of {rated:.0f} W "
                 f"(nvidia-smi -pl sets it; the clock under load follows it)")
     return None
 
