@@ -78,7 +78,7 @@ def test_the_steps_batches_are_fresh_with_data_and_one_repeated_batch_without(tm
     config = types.SimpleNamespace(vocab_size=1024, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
     def rc(tokens):
-        resolved = types.SimpleNamespace(settings=s, tokens=tokens, cut=types.SimpleNamespace(config=config))
+        resolved = types.SimpleNamespace(train=s, tokens=tokens, cut=types.SimpleNamespace(config=config))
         return types.SimpleNamespace(resolved=resolved, device=torch.device("cpu"))
 
     fresh = engine.Batches(rc(data.open_tokens(path)), 64)

@@ -67,7 +67,7 @@ def test_a_document_of_one_token_is_refused_as_every_label_would_be_masked():
     for doc_len, predicted in ((1, 0), (2, 4)):  # 8 tokens: what the loss can learn from
         batch = engine.make_batch(1, 8, doc_len, (0, 50), torch.device("cpu"), torch.Generator().manual_seed(0))
         assert int((batch["labels"][0, 1:] != -100).sum()) == predicted  # labels shift by one
-    assert run_config.resolve_here(training(PACKED_DOC_LEN=2)).resolved.settings.PACKED_DOC_LEN == 2
+    assert run_config.resolve_here(training(PACKED_DOC_LEN=2)).resolved.train.PACKED_DOC_LEN == 2
 
 
 # ---------------------------------------------------------------- a hub id, online or not
