@@ -161,6 +161,12 @@ def test_decomposition_parts_over_the_whole_step_are_refused_with_the_reason(tmp
     _, _, err = page_of(capsys, tmp_path, log)
     assert ("decomposition record: its buckets' time shares sum to 360% of the step, which no split of one "
             "step can") in skipped_line(err, "parts.jsonl")
+    # parts without a time share: their ms over the wall step; a split that adds up is read
+    bare = {"tflop": 1.0, "ms": 200.0, "tflops": 5.0}
+    over = dict(decomposition, run_id="x", buckets={"attention": bare, "gemm": bare})
+    fits = dict(decomposition, seq_len=32768, buckets={"attention": {**bare, "ms": 100.0}, "gemm": bare})
+    _, _, err = page_of(capsys, tmp_path, write(tmp_path / "bare.jsonl", sweep("x") + [over, fits]))
+    assert "1 skipped" in skipped_line(err, "bare.jsonl") and "sum to 133% of the step" in skipped_line(err, "bare.jsonl")
 
 
 # ---------------------------------------------------------------- 45.8 the loss as a convergence test

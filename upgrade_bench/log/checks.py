@@ -101,12 +101,17 @@ PARTS_TOLERANCE = 0.01
 
 
 def parts_problem(record: dict) -> str | None:
-    """Where a decomposition's buckets take more than the whole step (their time shares summed)."""
-    buckets = record.get("buckets")
+    """Where a decomposition's buckets take more than the whole step: their time shares summed,
+    a part without one counted by its ms over the wall step."""
+    buckets, wall_ms = record.get("buckets"), record.get("wall_step_ms")
     if record["kind"] != "decomposition" or not isinstance(buckets, dict):
         return None
-    shares = [part.get("time_share") for part in buckets.values() if isinstance(part, dict)]
-    total = sum(v for v in shares if is_number(v))
+    total = 0.0
+    for part in (p for p in buckets.values() if isinstance(p, dict)):
+        share, ms = part.get("time_share"), part.get("ms")
+        if not is_number(share) and is_number(ms) and is_number(wall_ms) and wall_ms > 0:
+            share = ms / wall_ms
+        total += share if is_number(share) else 0.0
     if total > 1 + PARTS_TOLERANCE:
         return f"its buckets' time shares sum to {total:.0%} of the step, which no split of one step can"
     return None
