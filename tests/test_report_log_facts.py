@@ -66,12 +66,12 @@ def test_a_tag_from_a_log_is_text_on_the_page_rendered_with_html_on(tmp_path, ca
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(page)
     assert "alert(1)" in html and "<script" not in html
     assert html.count("&lt;script&gt;") >= 5  # MODEL, PRECISION, notes, the fallback, the file name
-    assert "<blockquote>" in html or "> " not in page  # the page's own markdown still renders
+    assert "<table>" in html and "<strong>" in html  # the page's own markdown still renders
 
 
-def test_the_escape_keeps_a_blockquote_and_writes_every_other_angle_bracket_as_an_entity():
-    assert text.html_safe("> **Not like** <b>x</b> & y\n  > > a<b") == \
-        "> **Not like** &lt;b&gt;x&lt;/b&gt; &amp; y\n  > > a&lt;b"
+def test_the_escape_writes_every_opening_angle_bracket_as_an_entity_and_keeps_the_rest():
+    assert text.html_safe("> **Not like** <b>x</b> & y > 95%\n<!-- c --> <http://x>") == \
+        "> **Not like** &lt;b>x&lt;/b> & y > 95%\n&lt;!-- c --> &lt;http://x>"
 
 
 # ---------------------------------------------------------------- 46.4 a loss that is not finite

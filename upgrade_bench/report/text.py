@@ -16,7 +16,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u206
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MAX_DEPTH = 32
 # Inline markdown a file name must not start: emphasis, code, links, strikethrough, headings (a
-# table cell's `|` is md_cell's, html html_safe's).
+# table cell's `|` is md_cell's, a tag's `<` html_safe's).
 _MARKDOWN = re.compile(r"([\\`*\[\]~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")  # '_' inside a word is no markup
 
 
@@ -72,16 +72,9 @@ def csv_cell(value):
     return value
 
 
-_BLOCKQUOTE = re.compile(r"[ \t]*(?:>[ \t]?)*")
-
-
 def html_safe(page: str) -> str:
-    """A markdown page that holds no HTML: every `<`, `&` and `>` written as its entity, so a tag
-    from a log shows as typed wherever on the page it lands (a renderer shows `&lt;` as `<`).
-    The page's own markdown uses none of them, but for a blockquote's `>` opening a line."""
-    out = []
-    for line in page.split("\n"):
-        marker = _BLOCKQUOTE.match(line).group()
-        rest = line[len(marker):].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        out.append(marker + rest)
-    return "\n".join(out)
+    """A markdown page that holds no HTML: every `<` written as `&lt;`, which a renderer shows as
+    `<`, so a tag from a log (a `</td><script>` in a PRECISION or a note) shows as typed wherever
+    on the page it lands. Every tag, comment and autolink starts with `<`, and the page's own
+    markdown uses none (a `>` alone opens no tag: the blockquotes and "> 95%" stay as written)."""
+    return page.replace("<", "&lt;")
