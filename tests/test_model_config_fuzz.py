@@ -42,6 +42,10 @@ def field_mutations(config: dict):
     for name in config:
         for what, value in VALUES.items():
             yield f"{name} {what}", json.dumps({**config, name: value}).encode()
+        if isinstance(config[name], str):  # its text's encoding: a byte no UTF-8 has, a lone surrogate
+            marked = json.dumps({**config, name: config[name] + "\x00MARK"}).encode()
+            yield f"{name} not UTF-8", marked.replace(b"\\u0000MARK", b"\xff")
+            yield f"{name} a lone surrogate", marked.replace(b"\\u0000MARK", b"\\ud800")
 
 
 def file_mutations(config: dict):
@@ -113,9 +117,9 @@ def test_every_field_and_the_file_mutated_is_a_plan_or_one_line_in_every_reader(
         except BadInput as err:
             line = one_line_naming(err, path)
             refused += 1
-            name = what.split()[0]
+            name, _, how = what.partition(" ")
             kind = config_file.FIELDS.get(name)
-            value = json.loads(data)[name] if name in config and not what.startswith(("not", "UTF")) else None
+            value = VALUES.get(how) if name in config else None
             if kind and value is not None and not config_file.fits(kind, value):
                 assert re.search(rf"\b{name}=", line), (what, line)  # the field named
         else:
