@@ -8,7 +8,7 @@ published pairs of that group (backtest.py), and each row says how often such ra
 """
 from dataclasses import dataclass, field
 
-from . import calibration, forecast_attention, forecast_model
+from . import calibration, forecast_attention, forecast_model, forecast_reconfig
 from ..hardware import gpus
 from .series import Series, seq_label
 from .tables import fmt, md_table
@@ -101,6 +101,7 @@ class SeriesForecast:
     hbm_gib: float = 0.0          # the candidate's
     ratio_sources: dict = field(default_factory=dict)  # {bound: {source: {note: None}}}, in order met
     beyond: list = field(default_factory=list)  # beyond_memory's (seq_len, GiB, how) the baseline ran out of memory at
+    reconfigured: list = field(default_factory=list)  # forecast_reconfig.Reconfigured, per length where one beats it
 
     @property
     def label(self) -> str:
@@ -152,6 +153,7 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
                             None if mem is None else mem <= spec.hbm_gib, cal,
                             other.get("tflops_per_gpu") if other else None))
     out.beyond = beyond_memory(s, spec.hbm_gib)
+    out.reconfigured = forecast_reconfig.reconfigure(s, out, calibrations)
     return out
 
 
@@ -226,11 +228,15 @@ def forecast_markdown(fc: SeriesForecast) -> str:
                        "TFLOPS/GPU (forecast)", "speedup (forecast)", f"{fc.base.gpu} $/1M tokens (measured)",
                        f"{fc.candidate} $/1M tokens (forecast)", "$/token call", "break-even price ratio",
                        f"memory on {fc.candidate}", measured, "split"], rows), ""]
+    if fc.reconfigured:
+        lines += ["", reconfigured_markdown(fc), ""]
     lines += [f"How sure, {kind}: {cal.words()}." for kind, cal in
               {r.calibration.kind: r.calibration for r in fc.rows}.items()]
     if fc.measured_differs:
         lines.append(f"The {measured} column is another configuration, paired by --ignore-config "
                      f"({fc.measured_differs}): not the workload this forecast is for.")
+    lines.append(f"Platform: {forecast_model.platform_words(gpus.lookup(fc.base.gpu))} -> "
+                 f"{forecast_model.platform_words(gpus.lookup(fc.candidate))} (hardware/gpus.py, each figure cited).")
     lines.append("Ratios: " + "; ".join(f"{b}: {sources_words(srcs)}" for b, srcs in sorted(fc.ratio_sources.items()))
                  + ".")
     for n, gib, how in fc.beyond:
@@ -239,3 +245,18 @@ def forecast_markdown(fc: SeriesForecast) -> str:
     lines.append("Blind spots: kernels that change between GPUs (another attention backend, beta kernels), "
                  "a young cuBLAS, and host CPUs that differ (host time is carried over unchanged).")
     return "\n".join(lines)
+
+
+def reconfigured_markdown(fc: SeriesForecast) -> str:
+    """The reconfigured forecast's table: per length, what the candidate's memory lets the
+    workload change, its memory estimate, and the forecast of that configuration."""
+    base, cand = gpus.lookup(fc.base.gpu), gpus.lookup(fc.candidate)
+    rows = [[seq_label(r.seq_len), r.plan.label, fmt(r.plan.peak_gib),
+             "yes: a change the baseline could make too" if r.fits_baseline else "no",
+             _span(r.tflops, "num"), _span(r.speedup, "x"), r.memory_how] for r in fc.reconfigured]
+    return (f"**Reconfigured {fc.label}**: configurations planned from this series' own whose memory estimate "
+            f"fits within {forecast_reconfig.MEMORY_HEADROOM:.0%} of the {cand.name}'s {cand.hbm_gib:g} GiB, "
+            "the one with the most tokens a second at each length where it beats the like-for-like forecast.\n\n"
+            + md_table(["seq_len", "what it changed", f"memory estimate per GPU (GiB)",
+                        f"fits the {base.name}'s {base.hbm_gib:g} GiB too", "TFLOPS/GPU (forecast)",
+                        f"tokens/s over the {base.name} as measured (forecast)", "memory estimate from"], rows))
