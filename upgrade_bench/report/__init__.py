@@ -9,13 +9,16 @@ comparisons   pairing series into comparisons and everything computed about each
 decompositions  a step decomposition's parts and a pair's per-part rows
 isolated_attention  isolated attention kernel lines per GPU and the best-backend ratios
 published     the guide's published H200/B200 figures as records (results/reference/guide.jsonl)
-published_pairs  the other published pairs (Megatron-Bridge's tables) as records, and every pair
+published_runs  the other sources' published runs and pairs, as published (Megatron-Bridge, NeMo Framework)
+published_pairs  those runs as records (results/published/), every pair, and what differs in each
 forecast_model  the forecast's pure model: a measured step's parts scaled by the GPUs' ratios
 forecast_attention  the attention ratio's sources: isolated kernels measured on both GPUs, else published
-calibration   kinds of workload (attention- or dense-bound, precision) and each kind's range widening
+calibration   a forecast's group (new architecture or same die family; attention- or dense-bound), its
+              correction and range from published pairs of other sources
 forecasts     forecasts from measured series and the page's forecast block
 forecast_comm  the interconnect ratio's source: bus bandwidth measured on both GPUs, else the datasheets'
-backtest      every published pair forecast from its baseline alone, leave one pair out, per kind
+forecast_reconfig  the reconfigured forecast: plans the candidate's memory holds, their memory and speed
+backtest      every published pair forecast from its baseline alone, leave one source out, per source
 words         a series and a comparison in words, shared by the page and the figures
 answer        the first screen: a sentence per baseline, candidate and regime, before any table
 verdict_blocks  the verdict block of each comparison, which follows the answer
