@@ -396,3 +396,38 @@ def test_the_gemms_work_is_the_summarys_exact_count_where_it_has_one():
     assert forecasts.gemm_tflop(summary, True) == (8.0, True)  # the dense part; the recompute estimated later
     assert forecasts.gemm_tflop({**summary, "gemm_tflop_per_step": 10.5}, True) == (10.5, False)
     assert forecast_model.gemm_share(8.0, 20.0, 1000.0, True) == pytest.approx(8.0 * 8 / 6 / 1000 * 1e3 / 20)
+
+
+def test_the_platform_moves_a_forecast_within_one_die_family():
+    b300, gb200, gb300 = (gpus.lookup(n) for n in ("B300", "GB200", "GB300"))
+    # B200 -> GB200: both MAMFs published (each measured on its own platform and power)
+    hw = forecast_model.hardware_ratios(B200, gb200)
+    assert hw["gemm"].mid == pytest.approx(1822 / 1745)
+    # the same die at a higher sustained clock: other kernels between bandwidth-bound and clock-bound
+    assert (hw["other"].low, hw["other"].high) == (pytest.approx(1.0), pytest.approx(1822 / 1745))
+    assert hw["other"].mid == pytest.approx((1822 / 1745) ** 0.5) and "GB200 NVL72, 1200 W" in hw["other"].source
+    # GB200 -> GB300: no GB300 MAMF published: the GB200's (same NVL72 platform) at 1400 / 1200 W
+    up = forecast_model.hardware_ratios(gb200, gb300, "fp8")
+    assert up["gemm"].mid == pytest.approx(1400 / 1200)
+    assert "GB300's unpublished: GB200's 3615.6 at 1400 / 1200 W" in up["gemm"].source
+    assert forecast_model.sustained_mamf(gb300, "bf16") == (pytest.approx(1822 * 1400 / 1200),
+                                                            "GB300's unpublished: GB200's 1822 at 1400 / 1200 W")
+    # across architectures nothing of this: H200 -> B200's other kernels stay at the HBM ratio
+    assert forecast_model.hardware_ratios(H200, B200)["other"].mid == pytest.approx(8.0 / 4.8)
+    assert forecast_model.move_of(H200, B200) == "new architecture"
+    assert forecast_model.move_of(B200, b300) == forecast_model.move_of(b300, gb300) == "same die family"
+    # B200 -> B300: twice the exponent rate on the forward's 1 of 3.5 attention units
+    exp = forecast_model.exponent_ratio(B200, b300)
+    high = 1 / ((1 - 1 / 3.5) + 1 / 3.5 / 2)
+    assert (exp.low, exp.high, exp.mid) == (1.0, pytest.approx(high), pytest.approx(high ** 0.5))
+    assert forecast_model.exponent_ratio(B200, gb200).mid == 1.0
+    att = forecasts.ratios_at("B200 SXM", "B300 SXM", 8192, {"attention": 10.0, "dense": 90.0}, 100.0, False, "fa4")
+    plain = forecast_model.attention_ratio(forecast_model.hardware_ratios(B200, b300), {}, 8192)
+    assert att["attention"].mid == pytest.approx(plain.mid * high ** 0.5)
+    assert "softmax exponent throughput 2x (B300 SXM over B200 SXM)" in att["attention"].source
+    # the backtest's B200 -> B300 and B200 -> GB200 rows name both platforms
+    rows = backtest.backtest(published_pairs.all_records())
+    platforms = {r["gpus"]: r["platform"] for r in rows}
+    assert platforms["B200 SXM -> B300 SXM"] == ("B200 SXM HGX, 1000 W, NVLink domain 8 -> "
+                                                 "B300 SXM HGX, 1100 W, NVLink domain 8")
+    assert platforms["B200 SXM -> GB200"].endswith("GB200 NVL72, 1200 W, NVLink domain 72")
