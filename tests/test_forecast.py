@@ -431,3 +431,17 @@ def test_the_platform_moves_a_forecast_within_one_die_family():
     assert platforms["B200 SXM -> B300 SXM"] == ("B200 SXM HGX, 1000 W, NVLink domain 8 -> "
                                                  "B300 SXM HGX, 1100 W, NVLink domain 8")
     assert platforms["B200 SXM -> GB200"].endswith("GB200 NVL72, 1200 W, NVLink domain 72")
+
+
+def test_a_baseline_training_with_fa2_carries_fa2s_published_ratio_not_the_peaks():
+    a100, h100 = gpus.lookup("NVIDIA A100-SXM4-80GB"), gpus.lookup("NVIDIA H100 80GB HBM3")
+    table, source = forecast_attention.published_attention("A100 SXM", "H100 SXM", "fa2")
+    assert {n: r.mid for n, r in table.items()} == {16384: pytest.approx(335 / 225)} and "Dao 2023" in source
+    assert forecast_attention.published_attention("A100 SXM", "H100 SXM", "sdpa-flash")[0]
+    assert forecast_attention.published_attention("A100 SXM", "H100 SXM", "sdpa-cudnn") == ({}, "")
+    hw = forecast_model.hardware_ratios(a100, h100)
+    at = forecast_model.attention_ratio(hw, table, 32768, source)
+    # past the paper's longest length: its ratio (1.49x), up to the peak ratio; not the 2.3x a
+    # blend of the bandwidth and peak ratios would say
+    assert (at.mid, at.low, at.high) == (pytest.approx(335 / 225), pytest.approx(335 / 225), pytest.approx(989 / 312))
+    assert forecast_model.attention_ratio(hw).mid == pytest.approx((3.35 / 2.0 * 989 / 312) ** 0.5)
