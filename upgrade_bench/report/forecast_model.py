@@ -23,10 +23,11 @@ a least-squares fit of the baseline alone. Nothing is fitted to a candidate's fi
 ratio carries a range (low, high) from what bounds it; the page's forecast is then corrected
 and ranged on published pairs of other workloads (calibration.py).
 
-The platform a GPU comes in (hardware/gpus.py) moves the ratios too: a part of the baseline's
-own die family without a published MAMF sustains its sibling's at its board power
-(`sustained_mamf`), the same die at a higher clock speeds other kernels up to that ratio, and
-Blackwell Ultra's exponent units speed the attention kernels' forward (`exponent_ratio`).
+The platform a GPU comes in (hardware/gpus.py) moves the ratios too: within one die family the
+MAMF ratio and the board-power ratio bound the sustained matmul ratio, a part without a
+published MAMF sustains its sibling's at its board power (`sustained_mamf`), the same die at a
+higher clock speeds other kernels up to that ratio, and Blackwell Ultra's exponent units speed
+the attention kernels' forward (`exponent_ratio`).
 """
 import math
 from dataclasses import dataclass
@@ -78,6 +79,14 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
         out["gemm"] = Ratio(mamf, min(hbm, mamf), mamf, f"{precision} sustained matmul {cand_mamf:.0f} / "
                             f"{base_mamf:.0f} TFLOPS ({'; '.join(h for h in (base_how, cand_how) if h)}), down to "
                             "the HBM ratio")
+    elif base_mamf and cand_mamf and power_ratio(base, cand) and power_ratio(base, cand) != cand_mamf / base_mamf:
+        # one die family, both MAMFs published: a short search (the MAMF ratio) and a sustained
+        # step at the power cap (the board-power ratio) bound the sustained matmul ratio
+        power, mamf = power_ratio(base, cand), cand_mamf / base_mamf
+        mid = (power * mamf) ** 0.5
+        out["gemm"] = Ratio(mid, min(hbm, mamf, power), max(mamf, power),
+                            f"{precision} sustained matmul: between the MAMF ratio {cand_mamf:g} / {base_mamf:g} TFLOPS "
+                            f"(published) and the board-power ratio {cand.tdp_w:g} / {base.tdp_w:g} W")
     elif base_mamf and cand_mamf:
         # GEMMs of micro-batch 1 run below MAMF, partly bandwidth-bound: as slow as the HBM ratio
         mamf = cand_mamf / base_mamf
