@@ -174,6 +174,11 @@ def test_a_forecast_is_corrected_and_ranged_by_the_other_sources_pairs_of_its_gr
     thin = calibration.fit(rows, "h", leave_out_source="s2")
     assert thin.too_few and thin.shift == 0.0 and thin.high == -thin.low > 0
     assert "too few published pairs of this group (0, fewer than 3): not corrected" in thin.words()
+    # where the naive peak ratio did as well or better for the group in the backtest, the words say so
+    worse = calibration.Calibration(**{**cal.__dict__, "error": 0.12, "peak_error": 0.10})
+    assert "the naive peak ratio did as well or better for this group (10.0% median error against the " \
+           "forecast's 12.0%)" in worse.words()
+    assert "naive peak" not in calibration.Calibration(**{**cal.__dict__, "error": 0.05, "peak_error": 0.1}).words()
 
 
 def test_the_shipped_backtest_is_leave_one_source_out_over_30_pairs_of_3_sources():
@@ -207,9 +212,13 @@ def test_the_shipped_backtest_is_leave_one_source_out_over_30_pairs_of_3_sources
 
 def test_the_shipped_published_pairs_are_what_the_code_writes():
     from conftest import REPO
+    from upgrade_bench.report import inputs
+
     for source, path in published_pairs.SHIPPED_PATHS.items():
         shipped = [json.loads(line) for line in (REPO / path).read_text().splitlines()]
         assert shipped == json.loads(json.dumps(published_pairs.source_records(source)))
+        tally = inputs.Tally()  # and the report reads every record of it
+        assert len(list(inputs.read([REPO / path], tally))) == len(shipped) and tally.skipped_total() == 0
     cites = {"megatron-bridge": "github.com/NVIDIA-NeMo/Megatron-Bridge/blob/067f987",
              "nemo-framework": "github.com/NVIDIA/NeMo/blob/2fca28a"}
     for source, cited in cites.items():
