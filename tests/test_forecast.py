@@ -218,7 +218,7 @@ def test_the_shipped_published_pairs_are_what_the_code_writes():
         shipped = [json.loads(line) for line in (REPO / path).read_text().splitlines()]
         assert shipped == json.loads(json.dumps(published_pairs.source_records(source)))
         tally = inputs.Tally()  # and the report reads every record of it
-        assert len(list(inputs.read([REPO / path], tally))) == len(shipped) and tally.skipped_total() == 0
+        assert len(list(inputs.read([str(REPO / path)], tally))) == len(shipped) and tally.skipped_total() == 0
     cites = {"megatron-bridge": "github.com/NVIDIA-NeMo/Megatron-Bridge/blob/067f987",
              "nemo-framework": "github.com/NVIDIA/NeMo/blob/2fca28a"}
     for source, cited in cites.items():
