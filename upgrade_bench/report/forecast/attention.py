@@ -5,11 +5,12 @@ guide's FA4/FA3 ratios, FlashAttention-2's paper), each for the backend each GPU
 """
 import statistics
 
-from . import forecast_model, published
-from ..hardware import gpus
-from ..kernels import attn_backends
-from .isolated_attention import ATTENTION_SHAPE
-from .series import Series, seq_label
+from . import model as forecast_model
+from ..published import guide as published
+from ...hardware import gpus
+from ...kernels.attention import backends as attn_backends
+from ..isolated_attention import ATTENTION_SHAPE
+from ..series import Series, seq_label
 
 
 # FlashAttention-2 on the GPUs its paper measured (Tri Dao, "FlashAttention-2: Faster Attention

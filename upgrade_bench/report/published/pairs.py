@@ -1,7 +1,7 @@
 """Published training-throughput pairs: the same model on two GPUs, as records the backtest reads.
 
 The guide's H200/B200 pair lives in published.py. The others are NVIDIA's performance tables
-(published_runs.py: Megatron-Bridge's and NeMo Framework's, pre-training, tokens/s/GPU and model
+(runs.py: Megatron-Bridge's and NeMo Framework's, pre-training, tokens/s/GPU and model
 TFLOP/s/GPU per system and NeMo container), every figure as its source publishes it. Such tables change batch,
 parallelism or precision between GPUs: each run's header records its own (config keys GBS, MBS,
 TP, PP, CP, VP, EP, FSDP, PRECISION, CONTAINER), and the backtest names what differs between the
@@ -15,16 +15,16 @@ attention share comes from this suite's FLOP count of the model (models/flops.py
 number here not from the table. Nothing here is a measurement of this suite.
 
 `write_shipped()` writes results/published/<source>.jsonl, one file a source (run this module:
-`.venv/bin/python -m upgrade_bench.report.published_pairs`; a test checks each shipped file is
+`.venv/bin/python -m upgrade_bench.report.published.pairs`; a test checks each shipped file is
 what the code writes); the page does not read that folder, the backtest does.
 """
 import json
 
-from ..hardware import gpus
-from ..log import header, records
-from ..models import architecture, flops
-from ..paths import REPO
-from . import published, published_runs
+from ...hardware import gpus
+from ...log import header, records
+from ...models import architecture, flops
+from ...paths import REPO
+from . import guide as published, runs as published_runs
 
 SHIPPED_PATHS = {source: f"results/published/{source.replace('-', '_')}.jsonl"
                  for source in published_runs.SOURCES}

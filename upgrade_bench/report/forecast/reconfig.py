@@ -19,7 +19,7 @@ on both GPUs):
   Models, 2022, with FlashAttention and a SwiGLU MLP): those replace the checkpointed ones.
 A plan fits where its estimate stays within MEMORY_HEADROOM of the HBM.
 
-Time, on the baseline's parts (forecasts.series_parts) before the ratios scale them: a
+Time, on the baseline's parts (page.series_parts) before the ratios scale them: a
 micro-batch of k does k times the attention and dense work, the host and fixed parts once a
 step (the optimizer, ZeRO's gathers); checkpointing off removes the recomputed forward: the
 dense part's 8/6 (forecast_model.CHECKPOINT_DENSE_HARDWARE_PER_MODEL) and attention's 4.5/3.5.
@@ -28,11 +28,11 @@ import json
 import statistics
 from dataclasses import dataclass, replace
 
-from . import calibration, forecast_model, forecasts
-from ..hardware import gpus
-from ..models import architecture
-from ..paths import REPO
-from .series import Series
+from . import calibration, model as forecast_model, page as forecasts
+from ...hardware import gpus
+from ...models import architecture
+from ...paths import REPO
+from ..series import Series
 
 GIB = 2**30
 # The guide's H200 topped out at 124.5 of its 141 GiB (88%): the allocator's cache and

@@ -32,7 +32,7 @@ the attention kernels' forward (`exponent_ratio`).
 import math
 from dataclasses import dataclass
 
-from ..hardware.gpus import GPUSpec
+from ...hardware.gpus import GPUSpec
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def sustained_mamf(spec: GPUSpec, dtype: str) -> tuple[float | None, str]:
 
 def gpus_of_family(spec: GPUSpec) -> list:
     """The GPU table's other parts of `spec`'s die family."""
-    from ..hardware import gpus  # the table, read lazily: this module's formulas take specs
+    from ...hardware import gpus  # the table, read lazily: this module's formulas take specs
     return [s for _, s in gpus._TABLE if s.name != spec.name and s.die and die_family(s) == die_family(spec)]
 
 
