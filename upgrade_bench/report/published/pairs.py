@@ -1,9 +1,9 @@
 """Published training-throughput pairs: the same model on two GPUs, as records the backtest reads.
 
-The guide's H200/B200 pair lives in published.py. The others are NVIDIA's performance tables
+The guide's H200/B200 pair lives in guide.py. The others are NVIDIA's performance tables
 (runs.py: Megatron-Bridge's and NeMo Framework's, pre-training, tokens/s/GPU and model
-TFLOP/s/GPU per system and NeMo container), every figure as its source publishes it. Such tables change batch,
-parallelism or precision between GPUs: each run's header records its own (config keys GBS, MBS,
+TFLOP/s/GPU per system and NeMo container), every figure as its source publishes it. Such
+tables change batch, parallelism or precision between GPUs: each run's header records its own (config keys GBS, MBS,
 TP, PP, CP, VP, EP, FSDP, PRECISION, CONTAINER), and the backtest names what differs between the
 two sides of a pair and keeps like-for-like pairs apart.
 

@@ -1,5 +1,5 @@
 """Published training runs of NVIDIA's performance tables, as published: the data the backtest's
-pairs are made of (published_pairs.py turns them into records). Numbers only, copied from the
+pairs are made of (pairs.py turns them into records). Numbers only, copied from the
 tables each source names; no code of theirs.
 
 Each source is one publication with its own release history, so the backtest can leave a whole
