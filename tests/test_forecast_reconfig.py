@@ -101,3 +101,34 @@ def test_a_b200_series_reconfigured_for_a_b300_and_a_gb200(cand, plans):
     page = forecasts.forecast_markdown(fc)
     spec = gpus.lookup(cand)
     assert f"Platform: B200 SXM HGX, 1000 W, NVLink domain 8 -> {forecast_model.platform_words(spec)}" in page
+
+
+def h200_series(label: str, config: dict, step_ms: dict, peak_gib: dict) -> Series:
+    """A measured 8-GPU H200 series of Llama-3.1-8B: its steps and peaks per length."""
+    points = {n: {"seq_len": n, "step_ms": ms, "tflops_per_gpu": n / 10 / ms * 1e3, "model_tflop_per_step": n / 10,
+                  "attn_flop_share": n / (n + 65536), "peak_mem_gib": peak_gib[n], "batch_size": 1}
+              for n, ms in step_ms.items()}
+    config = {"MODEL": "llama-3.1-8b", "NUM_LAYERS": 0, "world_size": 8, **config}
+    return Series("H200 SXM", "NVIDIA H200", "fa3", config, "", None, 989.0, 141.0, points=points, label=label)
+
+
+def test_a_configuration_the_baseline_measured_is_a_reconfiguration_forecast_from_its_own_run():
+    long = h200_series("long", {"ZERO_STAGE": 3, "OFFLOAD_OPTIMIZER": True, "GRAD_CHECKPOINT": True},
+                       {8192: 2990.0, 32768: 7160.0, 65536: 16186.0}, {8192: 16.3, 32768: 25.8, 65536: 37.5})
+    right = h200_series("right-sized", {"ZERO_STAGE": 2, "OFFLOAD_OPTIMIZER": False, "GRAD_CHECKPOINT": False},
+                        {8192: 914.0, 16384: 2000.0, 32768: 4300.0}, {8192: 80.0, 16384: 100.0, 32768: 130.0})
+    other_model = h200_series("cut", {"ZERO_STAGE": 2, "NUM_LAYERS": 8}, {8192: 300.0}, {8192: 20.0})
+    alternatives = forecast_reconfig.alternatives_of(long, [long, right, other_model])
+    assert alternatives == [(right, ("ckpt off", "offload off", "ZeRO-2"))]  # another cut is another workload
+    fc = forecasts.forecast_series(long, "B200 SXM", {}, {}, alternatives=alternatives)
+    by = {r.seq_len: r for r in fc.reconfigured}
+    # 8K: the right-sized run, forecast from its own split, counted in the long run's tokens a second
+    own = {r.seq_len: r for r in forecasts.forecast_series(right, "B200 SXM", {}, {}).rows}
+    eight = by[8192]
+    assert eight.plan.label == "reconfigured: ckpt off, offload off, ZeRO-2 (measured as right-sized)"
+    assert eight.plan.peak_gib == 80.0 and eight.fits_baseline
+    assert eight.speedup == pytest.approx(tuple(2990.0 / 914.0 * x for x in own[8192].speedup))
+    assert eight.memory_how.startswith("measured: the peak of right-sized at this length")
+    # a candidate with less memory than the measured peak takes none of it: an H100's 80 GB
+    small = forecasts.forecast_series(long, "H100 SXM", {}, {}, alternatives=alternatives)
+    assert not any(r.plan.measured for r in small.reconfigured)

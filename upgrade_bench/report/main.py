@@ -46,6 +46,7 @@ from ..hardware import gpus
 from ..log import records, staged
 from ..faults import BadInput, Parser
 from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, page as forecasts
+from .forecast import reconfig as forecast_reconfig
 from . import comparisons, export, inputs, markdown, series
 from .published import guide as published, pairs as published_pairs
 
@@ -164,7 +165,8 @@ def add_forecasts(analysis, candidates: list, prices: dict, calibration: dict) -
                           o.identity == s.identity and not o.reference), None)
             fc = forecasts.forecast_series(s, cand, prices, calibration, other,
                                            forecast_attention.measured_attention(analysis.data, s, cand, other),
-                                           forecast_comm.measured_comm(analysis.data, s.gpu, cand))
+                                           forecast_comm.measured_comm(analysis.data, s.gpu, cand),
+                                           forecast_reconfig.alternatives_of(s, analysis.data.series))
             if fc.rows:
                 analysis.forecasts.append(fc)
                 made += 1

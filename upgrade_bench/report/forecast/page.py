@@ -114,11 +114,12 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
 
 
 def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, measured: Series | None = None,
-                    attention: tuple = ({}, ""), comm=None) -> SeriesForecast:
+                    attention: tuple = ({}, ""), comm=None, alternatives: list = ()) -> SeriesForecast:
     """The candidate's forecast at every length of a measured baseline series; `calibrations`:
     calibration.calibration's {group: Calibration}; `measured`: the candidate's own series of
     this configuration (up to --ignore-config keys, named), `attention`:
-    forecast_attention.measured_attention's, `comm`: forecast_comm.measured_comm's."""
+    forecast_attention.measured_attention's, `comm`: forecast_comm.measured_comm's,
+    `alternatives`: forecast_reconfig.alternatives_of's, for the reconfigured forecast."""
     spec = gpus.lookup(cand)
     precision = calibration.precision_of(s.config)
     move = forecast_model.move_of(gpus.lookup(s.gpu), spec)
@@ -153,7 +154,7 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
                             None if mem is None else mem <= spec.hbm_gib, cal,
                             other.get("tflops_per_gpu") if other else None))
     out.beyond = beyond_memory(s, spec.hbm_gib)
-    out.reconfigured = forecast_reconfig.reconfigure(s, out, calibrations)
+    out.reconfigured = forecast_reconfig.reconfigure(s, out, calibrations, alternatives)
     return out
 
 
@@ -254,9 +255,10 @@ def reconfigured_markdown(fc: SeriesForecast) -> str:
     rows = [[seq_label(r.seq_len), r.plan.label, fmt(r.plan.peak_gib),
              "yes: a change the baseline could make too" if r.fits_baseline else "no",
              _span(r.tflops, "num"), _span(r.speedup, "x"), r.memory_how] for r in fc.reconfigured]
-    return (f"**Reconfigured {fc.label}**: configurations planned from this series' own whose memory estimate "
-            f"fits within {forecast_reconfig.MEMORY_HEADROOM:.0%} of the {cand.name}'s {cand.hbm_gib:g} GiB, "
+    return (f"**Reconfigured {fc.label}**: configurations planned from this series' own, or measured on the "
+            f"{base.name} for the same workload, whose memory fits within "
+            f"{forecast_reconfig.MEMORY_HEADROOM:.0%} of the {cand.name}'s {cand.hbm_gib:g} GiB, "
             "the one with the most tokens a second at each length where it beats the like-for-like forecast.\n\n"
-            + md_table(["seq_len", "what it changed", f"memory estimate per GPU (GiB)",
+            + md_table(["seq_len", "what it changed", "memory estimate per GPU (GiB)",
                         f"fits the {base.name}'s {base.hbm_gib:g} GiB too", "TFLOPS/GPU (forecast)",
                         f"tokens/s over the {base.name} as measured (forecast)", "memory estimate from"], rows))

@@ -5,7 +5,8 @@ change it: the guide's B200 holds what the H200 needed recomputation and CPU off
 published runs on GPUs with more memory raise the micro-batch. So beside it, for each length,
 the configurations planned from the baseline's own (activation checkpointing off, a micro-batch
 of 2 or 4) whose memory estimate fits the candidate's HBM, each forecast from the baseline's
-own step split; the best one (most tokens a second) is shown, labelled with what it changed
+own step split, and the configurations the baseline's GPU measured for the same workload
+(another ZeRO stage, no offload, ...) whose measured peak fits, each forecast from its own run; the best one (most tokens a second) is shown, labelled with what it changed
 and its memory estimate, and whether the baseline's own HBM holds it too (then it is a
 configuration change the baseline could make, not the candidate's gift).
 
@@ -33,6 +34,7 @@ from ...hardware import gpus
 from ...models import architecture
 from ...paths import REPO
 from ..series import Series
+from ..verdict import tokens_per_s_per_gpu
 
 GIB = 2**30
 # The guide's H200 topped out at 124.5 of its 141 GiB (88%): the allocator's cache and
@@ -45,16 +47,26 @@ PER_STEP_BOUNDS = ("host", "fixed", "comm")  # parts paid once a step, whatever 
 BF16_BYTES = 2
 
 
+# What a reconfiguration may change, in words for each value; and what it must keep to be the
+# same workload (the model, its cut, the GPUs, the precision, the documents).
+RECONFIG_WORDS = {"GRAD_CHECKPOINT": lambda v: "ckpt " + ("on" if v else "off"),
+                  "OFFLOAD_OPTIMIZER": lambda v: "offload " + ("on" if v else "off"),
+                  "ZERO_STAGE": lambda v: f"ZeRO-{v}", "BATCH_SIZE": lambda v: f"batch {v}",
+                  "USE_LIGER": lambda v: "Liger " + ("on" if v else "off")}
+SAME_WORKLOAD = ("MODEL", "NUM_LAYERS", "NUM_EXPERTS", "world_size", "PRECISION", "PACKED_DOC_LEN", "ATTN_BACKEND")
+
+
 @dataclass(frozen=True)
 class Plan:
     changes: tuple        # ("ckpt off", "batch 2")
-    peak_gib: float       # the memory estimate per rank
+    peak_gib: float       # the memory estimate per rank (a measured configuration's: its peak)
     batch_factor: int     # tokens per step over the baseline's
     checkpoint_off: bool
+    measured: str = ""    # the baseline's series that ran this configuration, where one did
 
     @property
     def label(self) -> str:
-        return "reconfigured: " + ", ".join(self.changes)
+        return "reconfigured: " + ", ".join(self.changes) + (f" (measured as {self.measured})" if self.measured else "")
 
 
 @dataclass(frozen=True)
@@ -133,26 +145,57 @@ def planned_parts(parts: dict, plan: Plan) -> dict:
     return out
 
 
-def reconfigure(s: Series, fc: "forecasts.SeriesForecast", calibrations: dict) -> list:
-    """[Reconfigured] of a series' forecast `fc`: per length, the plan with the most tokens a
-    second among those whose memory fits the candidate, where it beats the like-for-like forecast."""
+def alternatives_of(s: Series, series: list) -> list:
+    """The baseline GPU's other measured series of the same workload (SAME_WORKLOAD) in another
+    configuration (RECONFIG_WORDS' keys): [(series, (changes...))]."""
+    out = []
+    for t in series:
+        if t is s or t.reference or t.gpu != s.gpu or any(t.settings(k) != s.settings(k) for k in SAME_WORKLOAD):
+            continue
+        changes = tuple(words(t.settings(k)[0]) for k, words in RECONFIG_WORDS.items()
+                        if t.settings(k) != s.settings(k) and len(t.settings(k)) == 1)
+        if changes:
+            out.append((t, changes))
+    return out
+
+
+def measured_options(s: Series, fc, calibrations: dict, alternatives: list) -> dict:
+    """{seq_len: [(Plan, speedup over the baseline as measured (mid, low, high))]} of the measured
+    alternatives whose peak at that length fits the candidate, each forecast like its own series."""
+    out = {}
+    cand_spec = gpus.lookup(fc.candidate)
+    for t, changes in alternatives:
+        for row in forecasts.forecast_series(t, fc.candidate, {}, calibrations).rows:
+            mine, theirs = s.points.get(row.seq_len), t.points[row.seq_len]
+            peak = theirs.get("peak_mem_gib")
+            if not mine or not peak or peak > MEMORY_HEADROOM * cand_spec.hbm_gib:
+                continue
+            per_token = tokens_per_s_per_gpu(theirs) / tokens_per_s_per_gpu(mine)
+            plan = Plan(changes, peak, 1, False, t.label)
+            out.setdefault(row.seq_len, []).append((plan, tuple(per_token * x for x in row.speedup)))
+    return out
+
+
+def reconfigure(s: Series, fc: "forecasts.SeriesForecast", calibrations: dict, alternatives: list = ()) -> list:
+    """[Reconfigured] of a series' forecast `fc`: per length, among the plans from its own
+    configuration and its GPU's measured `alternatives` (alternatives_of) whose memory fits the
+    candidate, the one with the most tokens a second, where it beats the like-for-like forecast."""
     slope = activation_slope_gib(s.points)
     spec = model_spec(s.config)
-    if slope is None:
-        return []
     base_spec, cand_spec = gpus.lookup(s.gpu), gpus.lookup(fc.candidate)
     no_ckpt = no_checkpoint_gib_per_token(spec) if spec else None
     precision = calibration.precision_of(s.config)
     move = forecast_model.move_of(base_spec, cand_spec)
     parts_at = forecasts.series_parts(s)
+    measured = measured_options(s, fc, calibrations, alternatives)
     out = []
     for row in fc.rows:
         point = s.points[row.seq_len]
-        if not point.get("peak_mem_gib") or row.seq_len not in parts_at:
-            continue
-        parts = parts_at[row.seq_len][0]
-        best = None
-        for plan in plans(point, s.config, slope, no_ckpt):
+        best = max(measured.get(row.seq_len, []), key=lambda option: option[1][0], default=None)
+        planned = (plans(point, s.config, slope, no_ckpt) if slope and point.get("peak_mem_gib")
+                   and row.seq_len in parts_at else [])
+        parts = parts_at[row.seq_len][0] if planned else {}
+        for plan in planned:
             if plan.peak_gib > MEMORY_HEADROOM * cand_spec.hbm_gib:
                 continue
             new = planned_parts(parts, plan)
@@ -161,19 +204,21 @@ def reconfigure(s: Series, fc: "forecasts.SeriesForecast", calibrations: dict) -
                                     checkpointed and not plan.checkpoint_off, s.backend, precision=precision)
             cal = calibration.for_group(calibrations, move, row.calibration.kind)
             mid, fast, slow = cal.step_ms(forecast_model.scale(new, r).step_ms)
-            per_token = [point["step_ms"] * plan.batch_factor / ms for ms in (mid, slow, fast)]
+            per_token = tuple(point["step_ms"] * plan.batch_factor / ms for ms in (mid, slow, fast))
             if best is None or per_token[0] > best[1][0]:
                 best = (plan, per_token)
         if best and best[1][0] > row.speedup[0]:
             plan, speedup = best
             out.append(Reconfigured(row.seq_len, plan, plan.peak_gib <= MEMORY_HEADROOM * base_spec.hbm_gib,
-                                    tuple(point["tflops_per_gpu"] * x for x in speedup), tuple(speedup),
+                                    tuple(point["tflops_per_gpu"] * x for x in speedup), speedup,
                                     memory_words(plan, slope, spec)))
     return out
 
 
-def memory_words(plan: Plan, slope_gib: float, spec) -> str:
+def memory_words(plan: Plan, slope_gib: float | None, spec) -> str:
     """How a plan's memory was estimated, in words."""
+    if plan.measured:
+        return f"measured: the peak of {plan.measured} at this length (memory is the model's and its sharding's)"
     how = f"the series' peak, its activations at {slope_gib:.5f} GiB per token (its own peaks' slope)"
     if plan.checkpoint_off:
         how += (f" replaced by {no_checkpoint_gib_per_token(spec):.5f} GiB per token without checkpointing "
