@@ -33,6 +33,9 @@ def test_activations_come_from_the_series_own_peaks_and_the_models_shapes():
     cut = forecast_reconfig.model_spec({**s.config, "NUM_LAYERS": 8})
     assert forecast_reconfig.no_checkpoint_gib_per_token(cut) == pytest.approx(per_token / 4)
     assert forecast_reconfig.model_spec({"MODEL": "some/hub-model"}) is None
+    # a MODEL a log spells as a path is no preset's name: nothing outside configs/ is read
+    assert forecast_reconfig.model_spec({"MODEL": "../configs/llama-3.1-8b"}) is None
+    assert forecast_reconfig.model_spec({"MODEL": {"x": 1}, "NUM_LAYERS": "8"}) is None
 
 
 def test_a_plan_scales_the_work_and_keeps_what_a_step_pays_once():

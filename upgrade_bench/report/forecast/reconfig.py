@@ -80,14 +80,16 @@ class Reconfigured:
 
 
 def model_spec(config: dict):
-    """The ModelSpec of a series' MODEL where it is a shipped preset (configs/<name>.json), cut to
-    its NUM_LAYERS; None otherwise (no activation count without the model's shapes)."""
-    path = REPO / "configs" / f"{config.get('MODEL')}.json"
-    if not path.is_file():
+    """The ModelSpec of a series' MODEL where it names a shipped preset (configs/<name>.json), cut
+    to its NUM_LAYERS; None otherwise (no activation count without the model's shapes)."""
+    presets = {p.stem: p for p in (REPO / "configs").glob("*.json")}
+    path = presets.get(str(config.get("MODEL")))  # a name of the folder's, never a path a log spells
+    if path is None:
         return None
     spec = architecture.describe(json.loads(path.read_text()))
-    layers = config.get("NUM_LAYERS") or 0
-    return replace(spec, layers=spec.layers[:layers]) if 0 < layers < len(spec.layers) else spec
+    layers = config.get("NUM_LAYERS")
+    return (replace(spec, layers=spec.layers[:layers]) if isinstance(layers, int) and 0 < layers < len(spec.layers)
+            else spec)
 
 
 def no_checkpoint_gib_per_token(spec) -> float:
@@ -169,6 +171,8 @@ def measured_options(s: Series, fc, calibrations: dict, alternatives: list) -> d
             mine, theirs = s.points.get(row.seq_len), t.points[row.seq_len]
             peak = theirs.get("peak_mem_gib")
             if not mine or not peak or peak > MEMORY_HEADROOM * cand_spec.hbm_gib:
+                continue
+            if not (tokens_per_s_per_gpu(theirs) and tokens_per_s_per_gpu(mine)):
                 continue
             per_token = tokens_per_s_per_gpu(theirs) / tokens_per_s_per_gpu(mine)
             plan = Plan(changes, peak, 1, False, t.label)
