@@ -71,8 +71,9 @@ def parse_args(argv):
                    help="forecast this GPU of the GPU table (e.g. B200) for every measured series of "
                         "another GPU, from its own steps; repeatable; labelled a forecast everywhere")
     p.add_argument("--backtest", action="store_true",
-                   help="forecast each published pair's candidate from its baseline alone, set it "
-                        "against the published figures, print the table and write backtest.csv to --out")
+                   help="forecast each published pair's candidate from its baseline alone, calibrated on "
+                        "the other sources' pairs (leave one source out), set it against the published "
+                        "figures, print the table and write backtest.csv to --out")
     p.add_argument("--write-guide-reference", metavar="FILE",
                    help="write the guide's published H200/B200 figures as JSONL to FILE "
                         "(then exit, unless inputs are given too)")
