@@ -1,10 +1,10 @@
 """Published training-throughput pairs: the same model on two GPUs, as records the backtest reads.
 
 The guide's H200/B200 pair lives in guide.py. The others are NVIDIA's performance tables
-(runs.py: Megatron-Bridge's and NeMo Framework's, pre-training, tokens/s/GPU and model
-TFLOP/s/GPU per system and NeMo container), every figure as its source publishes it. Such
-tables change batch, parallelism or precision between GPUs: each run's header records its own (config keys GBS, MBS,
-TP, PP, CP, VP, EP, FSDP, PRECISION, CONTAINER), and the backtest names what differs between the
+(runs.py: Megatron-Bridge's and NeMo Framework's, pre-training and fine-tuning, tokens/s/GPU and
+model TFLOP/s/GPU per system and NeMo container), every figure as its source publishes it. Such
+tables change batch, parallelism or precision between GPUs: each run's header records its own
+(config keys GBS, MBS, TP, PP, CP, VP, EP, FSDP, PRECISION, CONTAINER, and TASK for fine-tuning), and the backtest names what differs between the
 two sides of a pair and keeps like-for-like pairs apart.
 
 Per run, published: tokens/s/GPU and model TFLOP/s/GPU. Derived with the published numbers
@@ -69,10 +69,11 @@ def source_records(source: str) -> list:
     for (run_id, container, system, model, n_gpus, precision, gbs, mbs, seq_len, fsdp, tp, pp, cp, vp, ep,
          tokens_per_s, tflops) in published_runs.RUNS[source]:
         spec = gpus.lookup(f"NVIDIA {system}")
+        task = published_runs.FINE_TUNING.get(run_id)
         config = {"MODEL": model, "PRECISION": precision, "GBS": gbs, "MBS": mbs, "FSDP": fsdp, "TP": tp, "PP": pp,
                   "CP": cp, "VP": vp or 1, "EP": ep or 1, "CONTAINER": f"NeMo {container}", "SEQ_LEN": [seq_len],
-                  "world_size": n_gpus}
-        notes = (f"published figures (DGX-{system}, NeMo {container} container, pre-training): "
+                  "world_size": n_gpus, **({"TASK": task} if task else {})}
+        notes = (f"published figures (DGX-{system}, NeMo {container} container, {task or 'pre-training'}): "
                  f"{published_runs.SOURCES[source]}; not measured by this suite")
         out.append(records.record("header", source, run_id, None, reference=source, **header.fields(
             config, notes, stack={}, hardware={"gpu_name": f"NVIDIA {system}", "gpu_count": n_gpus,

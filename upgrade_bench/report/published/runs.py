@@ -10,7 +10,8 @@ NEMO_FRAMEWORK = "nemo-framework"
 
 SOURCES = {
     MEGATRON_BRIDGE: (
-        "NVIDIA Megatron-Bridge performance summary (NeMo 25.09 to 26.06 containers), "
+        "NVIDIA Megatron-Bridge performance summary (NeMo 25.09 to 26.06 containers; pre-training, and "
+        "26.06's SFT and LoRA), "
         "docs/performance-summary-archive.md, https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/"
         "067f987df03b8355b03192d88d70f1709fedf51a/docs/performance-summary-archive.md (also "
         "https://docs.nvidia.com/nemo/megatron-bridge/latest/performance-summary.html)"),
@@ -171,6 +172,20 @@ RUNS = {
          40769, 938),
         ("mb-2606-qwen3-30b-gb300", "26.06", "GB300", "qwen3-30b-a3b", 8, "mxfp8", 512, 8, 4096, 0, 1, 1, 1, None, 8,
          45275, 1041),
+        # 26.06 fine-tuning (SQuAD packed to 4096 tokens; LoRA trains adapters only, so its model
+        # FLOPs are the publisher's count for it)
+        ("mb-2606-llama3-70b-sft-h100", "26.06", "H100", "llama-3-70b", 32, "fp8", 32, 1, 4096, 0, 4, 4, 1, 5, None,
+         1638, 710),
+        ("mb-2606-llama3-70b-sft-gb200", "26.06", "GB200", "llama-3-70b", 32, "fp8", 32, 1, 4096, 0, 1, 8, 1, 10,
+         None, 3864, 1671),
+        ("mb-2606-llama3-70b-sft-gb300", "26.06", "GB300", "llama-3-70b", 32, "fp8", 32, 1, 4096, 0, 1, 2, 1, 20,
+         None, 4819, 2083),
+        ("mb-2606-llama3-70b-lora-h100", "26.06", "H100", "llama-3-70b", 8, "fp8", 32, 1, 4096, 0, 2, 4, 1, 20, None,
+         2643, 735),
+        ("mb-2606-llama3-70b-lora-gb200", "26.06", "GB200", "llama-3-70b", 8, "fp8", 32, 1, 4096, 0, 1, 2, 1, 20,
+         None, 6206, 1731),
+        ("mb-2606-llama3-70b-lora-gb300", "26.06", "GB300", "llama-3-70b", 8, "fp8", 32, 1, 4096, 0, 1, 2, 1, 20,
+         None, 7481, 2086),
     ],
     NEMO_FRAMEWORK: [
         ("nemo-2407-llama3-8b-h100", "24.07", "H100", "llama-3-8b", 8, "fp8", 128, 1, 8192, 0, 1, 1, 2, 1, None,
@@ -191,6 +206,10 @@ RUNS = {
          665, 1763),
     ],
 }
+
+# Runs that fine-tune rather than pre-train, by what they do.
+FINE_TUNING = {run_id: task for task in ("SFT", "LoRA") for run_id in (
+    f"mb-2606-llama3-70b-{task.lower()}-{gpu}" for gpu in ("h100", "gb200", "gb300"))}
 
 # (baseline run, candidate run): one model on two GPUs of one source, the older GPU first.
 PAIRS = {
@@ -239,6 +258,10 @@ PAIRS = {
         ("mb-2606-gpt-oss-120b-gb200", "mb-2606-gpt-oss-120b-gb300"),
         ("mb-2606-qwen3-30b-gb200", "mb-2606-qwen3-30b-gb300"),
         ("mb-2606-qwen3-30b-b300", "mb-2606-qwen3-30b-gb300"),
+        ("mb-2606-llama3-70b-sft-h100", "mb-2606-llama3-70b-sft-gb200"),
+        ("mb-2606-llama3-70b-sft-gb200", "mb-2606-llama3-70b-sft-gb300"),
+        ("mb-2606-llama3-70b-lora-h100", "mb-2606-llama3-70b-lora-gb200"),
+        ("mb-2606-llama3-70b-lora-gb200", "mb-2606-llama3-70b-lora-gb300"),
     ],
     NEMO_FRAMEWORK: [
         ("nemo-2407-llama3-8b-h100", "nemo-2502-llama3-8b-b200"),
