@@ -450,7 +450,8 @@ def test_a_baseline_training_with_fa2_carries_fa2s_published_ratio_not_the_peaks
     a100, h100 = gpus.lookup("NVIDIA A100-SXM4-80GB"), gpus.lookup("NVIDIA H100 80GB HBM3")
     table, source = forecast_attention.published_attention("A100 SXM", "H100 SXM", "fa2")
     assert {n: r.mid for n, r in table.items()} == {16384: pytest.approx(335 / 225)} and "Dao 2023" in source
-    assert forecast_attention.published_attention("A100 SXM", "H100 SXM", "sdpa-flash")[0]
+    for spelled in ("sdpa-flash", "flash_attention_2", "FlashAttention-2", "flash-attn2"):
+        assert forecast_attention.published_attention("A100 SXM", "H100 SXM", spelled)[0], spelled
     assert forecast_attention.published_attention("A100 SXM", "H100 SXM", "sdpa-cudnn") == ({}, "")
     hw = forecast_model.hardware_ratios(a100, h100)
     at = forecast_model.attention_ratio(hw, table, 32768, source)

@@ -3,6 +3,7 @@ both GPUs (bench_flash_attn.py's `attention` records), else published kernel fig
 guide's FA4/FA3 ratios, FlashAttention-2's paper), each for the backend each GPU trains with. forecast_model.attention_ratio reads the
 {seq_len: Ratio} table either gives.
 """
+import re
 import statistics
 
 from . import model as forecast_model
@@ -21,7 +22,14 @@ from ..series import Series, seq_label
 # H200 has the H100's compute die: its figure, at the long sequences where FA2 is compute-bound.
 FA2_PAPER_TFLOPS = {"A100 SXM": 225.0, "H100 SXM": 335.0, "H200 SXM": 335.0}
 FA2_PAPER_SEQ_LEN = 16384
-FA2_BACKENDS = ("fa2", "sdpa-flash")
+# FA2 by this suite's backend names and as others spell it (transformers' attn_implementation,
+# the package's name), compared without case or punctuation.
+FA2_BACKENDS = ("fa2", "sdpaflash", "flashattention2", "flashattn2")
+
+
+def trains_with_fa2(backend: str | None) -> bool:
+    """Whether a run's attention backend is FlashAttention-2 (or torch's flash kernel, FA2 inside)."""
+    return re.sub(r"[^a-z0-9]", "", str(backend or "").lower()) in FA2_BACKENDS
 
 
 def published_attention(base: str, cand: str, base_backend: str | None) -> tuple[dict, str]:
@@ -29,7 +37,7 @@ def published_attention(base: str, cand: str, base_backend: str | None) -> tuple
     names: FlashAttention-2's paper figures where the baseline trains with FA2; else the guide's,
     where the baseline trains with the kernel the guide's baseline ran (its candidate's is what
     `auto` picks there); ({}, why not) otherwise."""
-    if base_backend in FA2_BACKENDS and base in FA2_PAPER_TFLOPS and cand in FA2_PAPER_TFLOPS:
+    if trains_with_fa2(base_backend) and base in FA2_PAPER_TFLOPS and cand in FA2_PAPER_TFLOPS:
         ratio = FA2_PAPER_TFLOPS[cand] / FA2_PAPER_TFLOPS[base]
         return ({FA2_PAPER_SEQ_LEN: forecast_model.Ratio.exact(ratio, "")},
                 f"FlashAttention-2's published fwd+bwd TFLOPS ({cand} {FA2_PAPER_TFLOPS[cand]:g} over {base} "
