@@ -1,6 +1,6 @@
 """The forecast's backtest: each published pair's candidate forecast from its baseline side alone.
 
-Every pair of published_pairs.PAIRS is forecast with forecasts.py's model from the baseline
+Every pair of published/pairs.PAIRS is forecast with page.py's model from the baseline
 run's own figures, then set against the candidate's published figures and the three naive
 forecasts people quote (the peak, MAMF and HBM-bandwidth ratios of the run's precision). Each
 row is corrected and ranged the way a page forecast of its group is (calibration.py), from the

@@ -1,7 +1,7 @@
 """How a forecast is corrected and ranged from published pairs of other sources, and how often
 such ranges held.
 
-The model (forecast_model.py) is physics: ratios of what bounds each part of a step. What it
+The model (model.py) is physics: ratios of what bounds each part of a step. What it
 cannot see (the maturity of a new architecture's software, the configuration a publisher
 changes with the GPU) shows as a systematic miss on published pairs. So a forecast is set
 beside the published pairs of its group, a group being the kind of move (a new architecture,
@@ -12,16 +12,16 @@ dense-bound):
 - its middle moves by the median miss of the group's pairs (each pair's own median first, so a
   six-length sweep weighs as one pair);
 - its range runs from the group's RANGE_QUANTILES low to high miss around that, so a range
-  holds about 90% of the pairs it was fitted on (the target on pairs never seen: 80%); never narrower than the rounding the
-  published figures carry (MIN_HALF_WIDTH);
+  holds about 90% of the pairs it was fitted on (the target on pairs never seen: 80%); never
+  narrower than the rounding the published figures carry (MIN_HALF_WIDTH);
 - a pair across software releases (its two runs in different containers) is scored but
   calibrates nothing: its miss is the software's as much as the GPU's (the guide: the stack
   alone moves results by double-digit percent).
 
 In the backtest the pairs of the source predicted are left out (leave one source out): no
 source's range or correction uses its own figures, and each group's coverage there is what a
-forecast states. A group with fewer than MIN_PAIRS pairs takes every pair of the other sources
-and says so.
+forecast states. A group with fewer than MIN_PAIRS pairs is not corrected: its range is the
+RANGE_QUANTILES high absolute miss of every pair of the other sources, either way, and it says so.
 """
 import math
 import statistics

@@ -1,4 +1,4 @@
-"""Forecasts on the page: forecast_model.py's model applied to measured series.
+"""Forecasts on the page: model.py's model applied to measured series.
 
 A forecast is its own record and its own table, labelled "forecast from <series>, not
 measured" wherever it is shown, and never merged with a measured number. The model's middle is
