@@ -37,7 +37,8 @@ def vendor_name(spec) -> str:
     return f"{'AMD Instinct' if spec.name.startswith('MI') else 'NVIDIA'} {spec.name}"
 
 
-DEVICES = ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300", "NVIDIA B300 SXM6 AC",
+DEVICES = ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300",
+           "NVIDIA B300 SXM6 AC",
            "NVIDIA B200", "NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"]
 
 

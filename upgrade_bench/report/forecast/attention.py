@@ -1,7 +1,7 @@
 """The attention ratio's sources for a forecast: isolated attention measured by this suite on
 both GPUs (bench_flash_attn.py's `attention` records), else published kernel figures (the
-guide's FA4/FA3 ratios, FlashAttention-2's paper), each for the backend each GPU trains with. forecast_model.attention_ratio reads the
-{seq_len: Ratio} table either gives.
+guide's FA4/FA3 ratios, FlashAttention-2's paper), each for the backend each GPU trains with.
+model.attention_ratio reads the {seq_len: Ratio} table either gives.
 """
 import re
 import statistics

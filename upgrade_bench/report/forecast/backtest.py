@@ -109,8 +109,9 @@ def backtest(records: list) -> list:
             kind = calibration.workload_kind(share, precision)
             rows.append({"pair": f"{base_id} -> {cand_id}", "gpus": f"{_gpu(base)} -> {_gpu(cand)}",
                          "model": _config(base).get("MODEL"), "like_for_like": not differs,
-                         "differs": "; ".join(differs), "software_differs": any(d.startswith("CONTAINER")
-                                                                                for d in differs), "kind": kind, "group": calibration.group_of(move, kind),
+                         "differs": "; ".join(differs),
+                         "software_differs": any(d.startswith("CONTAINER") for d in differs),
+                         "kind": kind, "group": calibration.group_of(move, kind),
                          "metric": metric, "seq_len": n, "split": how, "model_forecast": mid, "published": pub,
                          "model_error": ratio(mid, pub) - 1 if pub else None,
                          **{k: base_value * v if v else None for k, v in naive.items()},

@@ -85,7 +85,8 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
         power, mamf = power_ratio(base, cand), cand_mamf / base_mamf
         mid = (power * mamf) ** 0.5
         out["gemm"] = Ratio(mid, min(hbm, mamf, power), max(mamf, power),
-                            f"{precision} sustained matmul: between the MAMF ratio {cand_mamf:g} / {base_mamf:g} TFLOPS "
+                            f"{precision} sustained matmul: between the MAMF ratio {cand_mamf:g} / {base_mamf:g} "
+                            "TFLOPS "
                             f"(published) and the board-power ratio {cand.tdp_w:g} / {base.tdp_w:g} W")
     elif base_mamf and cand_mamf:
         # GEMMs of micro-batch 1 run below MAMF, partly bandwidth-bound: as slow as the HBM ratio

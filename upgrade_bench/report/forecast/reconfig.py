@@ -6,9 +6,10 @@ published runs on GPUs with more memory raise the micro-batch. So beside it, for
 the configurations planned from the baseline's own (activation checkpointing off, a micro-batch
 of 2 or 4) whose memory estimate fits the candidate's HBM, each forecast from the baseline's
 own step split, and the configurations the baseline's GPU measured for the same workload
-(another ZeRO stage, no offload, ...) whose measured peak fits, each forecast from its own run; the best one (most tokens a second) is shown, labelled with what it changed
-and its memory estimate, and whether the baseline's own HBM holds it too (then it is a
-configuration change the baseline could make, not the candidate's gift).
+(another ZeRO stage, no offload, ...) whose measured peak fits, each forecast from its own run;
+the best one (most tokens a second) is shown, labelled with what it changed and its memory
+estimate, and whether the baseline's own HBM holds it too (then it is a configuration change
+the baseline could make, not the candidate's gift).
 
 Memory, per rank (the guide: peak memory is a property of the model and its sharding, the same
 on both GPUs):

@@ -4,8 +4,9 @@ The guide's H200/B200 pair lives in guide.py. The others are NVIDIA's performanc
 (runs.py: Megatron-Bridge's and NeMo Framework's, pre-training and fine-tuning, tokens/s/GPU and
 model TFLOP/s/GPU per system and NeMo container), every figure as its source publishes it. Such
 tables change batch, parallelism or precision between GPUs: each run's header records its own
-(config keys GBS, MBS, TP, PP, CP, VP, EP, FSDP, PRECISION, CONTAINER, and TASK for fine-tuning), and the backtest names what differs between the
-two sides of a pair and keeps like-for-like pairs apart.
+(config keys GBS, MBS, TP, PP, CP, VP, EP, FSDP, PRECISION, CONTAINER, and TASK for
+fine-tuning), and the backtest names what differs between the two sides of a pair and keeps
+like-for-like pairs apart.
 
 Per run, published: tokens/s/GPU and model TFLOP/s/GPU. Derived with the published numbers
 alone (listed in `derived`): the step time of one global batch (GBS x seq_len tokens over the
