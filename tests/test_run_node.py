@@ -16,7 +16,7 @@ from upgrade_bench import faults, settings
 from upgrade_bench.hardware import devices
 from upgrade_bench.log.records import RecordWriter
 from upgrade_bench.models import flops, model
-from upgrade_bench.sweep import node, node_plan, sweep_plan
+from upgrade_bench.sweep import folder_lock, node, node_plan, sweep_plan
 from upgrade_bench.training import low_precision, resolver, variables
 
 RUN_NODE = REPO / "run_node.sh"
@@ -403,6 +403,48 @@ def test_a_folder_of_another_configuration_is_refused_naming_the_difference(tmp_
     assert code == 0 and "[node] 5. sweep at 64: done in an earlier run, skipped" in err  # its own: resumed
     code, err = in_process(**{**env, **change})
     assert code == 2 and len(err) == 1 and f"(sweep.jsonl: {named})" in err[0], err
+
+
+# --------------------------------------------------------------- one run at a time on a folder
+
+def test_a_folder_another_run_holds_is_refused_naming_its_pid_before_the_plan(tmp_path, in_process):
+    # issue 46: two runs started together on one NODE_OUT both planned from the same records and
+    # both wrote (two precisions in one sweep.jsonl, every step run twice)
+    out = tmp_path / "node"
+    out.mkdir()
+    holder = folder_lock.take(out, "NODE_OUT")  # another open file: flock refuses it as another process
+    try:
+        code, err = in_process(**TINY, NODE_OUT=out, SEQLENS="64")
+    finally:
+        os.close(holder)
+    assert (code, err) == (2, [f"error: NODE_OUT='{out}' is in use by another run_node.sh (pid {os.getpid()}): one "
+                               f"run at a time on a folder; wait for it to end, or give this run a folder of its own"])
+    assert os.listdir(out) == [folder_lock.LOCK_NAME]  # nothing planned, nothing written
+
+
+def test_the_lock_ends_with_the_run_and_a_refused_run_leaves_no_folder_it_made(tmp_path, in_process):
+    out = tmp_path / "node"
+    code, err = in_process(**TINY, NODE_OUT=out, SEQLENS="64", PACKED_DOC_LEN="64")  # refused by the plan
+    assert code == 2 and "PACKED_DOC_LEN=64" in err[-1] and not out.exists()
+    out.mkdir()
+    code, err = in_process(**TINY, NODE_OUT=out, SEQLENS="64", PACKED_DOC_LEN="64")
+    assert code == 2 and out.exists()  # a folder it did not make stays
+    os.close(folder_lock.take(out, "NODE_OUT"))  # nothing holds it after a run
+
+
+def test_a_second_run_node_sh_on_a_folder_in_use_exits_2_with_the_holders_pid(tmp_path, start_proc):
+    out = tmp_path / "node"
+    out.mkdir()
+    holder = start_proc([sys.executable, "-c", "import sys, time; from pathlib import Path; from upgrade_bench.sweep "
+                         "import folder_lock; folder_lock.take(Path(sys.argv[1]), 'x'); print('held', flush=True); "
+                         "time.sleep(60)", str(out)], {})
+    assert holder.stdout.readline() == "held\n"
+    proc = run_proc(["bash", str(RUN_NODE)], node_env(**TINY, NODE_OUT=out, SEQLENS="64"), timeout=60,
+                    cleared=NODE_CLEARED)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        f"error: NODE_OUT='{out}' is in use by another run_node.sh (pid {holder.pid}): one run at a time on a "
+        f"folder; wait for it to end, or give this run a folder of its own"], proc.stderr
+    assert os.listdir(out) == [folder_lock.LOCK_NAME]
 
 
 def test_a_point_that_does_not_fit_is_recorded_and_the_last_line_names_it(tmp_path, fake, planned, in_process):

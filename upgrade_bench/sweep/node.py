@@ -16,7 +16,8 @@ folder's records lack of this request runs (the sweep and the decomposition poin
 attention by length, the other steps if no earlier run of them ended with exit 0), so one more
 length measures only that length. Another model, cut, training setting, attention backend or
 GPU is refused in one line naming the difference, before anything runs: give it a NODE_OUT of
-its own. A failed step or point is a record and the next one runs; the last line says what
+its own. One run at a time holds the folder (folder_lock.py): a second one started on it is
+refused in one line naming the first's pid. A failed step or point is a record and the next one runs; the last line says what
 is missing (exit 1 then). Ctrl-C or SIGTERM stops the step running and its processes, keeps
 what was written, and exits 130 or 143. The estimate is rough and says what it rests on:
 per-step constants and, for the training steps, the FLOP count at an assumed MFU.
@@ -35,7 +36,7 @@ from ..log import header
 from ..log.records import RecordWriter, folder_problem
 from ..numfmt import fmt_s
 from ..training import variables
-from . import child_process, node_plan, sweep_plan
+from . import child_process, folder_lock, node_plan, sweep_plan
 from .node_plan import STEPS
 
 SCRIPT = "run_node.sh"
@@ -49,6 +50,7 @@ VARS = [
                  "32K shows the attention-bound side)", min=1, max=variables.MAX_TOKENS),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
+OWN = {v.name for v in VARS}
 # The sweep's settings each training step sets itself (SEQLENS: from the node's, DECOMPOSE_SEQLENS).
 SET_PER_STEP = ("OUT", "RESUME")
 # A step stopped by Ctrl-C or SIGTERM gets this long to stop its own processes (a sweep: its
@@ -104,30 +106,34 @@ def main(argv=None) -> int:
     faults.require(SCRIPT, *faults.TRAINING_STACK)
     s, train, children = load(sys.argv[1:] if argv is None else argv)
     out = Path(os.path.abspath(s["NODE_OUT"]))
+    if s["DRY_RUN"]:
+        planned(s, train, out, children)
+        return 0
+    with folder_lock.held(out, f"NODE_OUT={s['NODE_OUT']!r}"):  # before the plan reads the folder
+        steps = planned(s, train, out, children)
+        writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
+        writer.write("header", **header.fields({**s, **{k: train[k] for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
+                                               "", [], steps=[st.name for st in steps]))
+        signals = Signals()
+        signals.install()
+        try:
+            return run(steps, out, writer, signals, OWN)
+        finally:
+            signals.restore()
+
+
+def planned(s: dict, train: dict, out: Path, children: dict) -> list:
+    """The steps to run, their plan said; BadInput where the folder holds records of another
+    configuration."""
     python = os.environ.get("PYTHON") or sys.executable
-    own = {v.name for v in VARS}
-    steps = node_plan.plan(s, train, out, python, children, os.environ, own)
+    steps = node_plan.plan(s, train, out, python, children, os.environ, OWN)
     conflict = node_plan.folder_conflict(steps, out)
     if conflict:
         raise BadInput(f"NODE_OUT={s['NODE_OUT']!r} holds another configuration's records ({conflict}): give "
                        f"this run a NODE_OUT of its own; the folder's own configuration resumes it")
     steps = [st for st in steps if st.name not in s["SKIP"]]
     say(node_plan.plan_text(steps, train["GPUS"] or len(devices.visible_gpus())))
-    if s["DRY_RUN"]:
-        return 0
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise BadInput(f"NODE_OUT={s['NODE_OUT']!r}: cannot make it ({err.strerror or err})") from None
-    writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
-    writer.write("header", **header.fields({**s, **{k: train[k] for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
-                                           "", [], steps=[st.name for st in steps]))
-    signals = Signals()
-    signals.install()
-    try:
-        return run(steps, out, writer, signals, own)
-    finally:
-        signals.restore()
+    return steps
 
 
 def run(steps: list, out: Path, writer, signals, own: set) -> int:
