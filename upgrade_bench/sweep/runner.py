@@ -144,6 +144,9 @@ def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dic
                                     f"process group killed")
     else:
         kind, message = faults.exit_meaning(result.exit_code)
+        if kind == "environment":  # what to fix, in the benchmark's own line
+            said = [line for line in result.stderr_tail if line.startswith("error: ")]
+            message += f": {said[-1].removeprefix('error: ')}" if said else ""
     # What its header said ran beside the settings (the report's series: log/runs.config_as_run)
     as_run = {k: result.header[k] for k in runs.AS_RUN_FIELDS if result.header and k in result.header}
     return {"seq_len": at, "error": kind, "message": message}, {
@@ -153,11 +156,16 @@ def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dic
 
 def stop_if_hopeless(ctx: Context, failure: dict | None) -> None:
     """Stop the sweep where every later point would fail alike: a configuration the benchmark
-    refuses (exit 2), or a results file it cannot write to (exit 4, a full disk)."""
+    refuses (exit 2), a results file it cannot write to (exit 4, a full disk), or the machine's
+    environment (exit 5, a stale build lock)."""
     if not failure:
         return
     if failure["error"] == "bad_input":
         raise BadInput(f"the benchmark rejected the configuration (exit 2); see {ctx.plan.log_path}")
+    if failure["error"] == "environment":
+        raise faults.EnvironmentFault(f"the benchmark stopped on this machine's environment (exit 5, its line "
+                                      f"above); later points not run: fix it, then run again with the same OUT "
+                                      f"to resume")
     if failure["error"] == "write_failed":
         raise WriteFailed(f"the benchmark could not append to {ctx.plan.out} (exit 4: disk full?); later "
                           f"points not run: make room, then run again with the same OUT to resume")
@@ -305,7 +313,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
             interrupted = run_sweep(ctx, todo, summaries, failures)
     except (KeyboardInterrupt, ProbesInterrupted):
         interrupted = True
-    except (BadInput, WriteFailed) as err:
+    except tuple(faults.STOPS) as err:
         stopped = err
     with ignored():  # what ran gets its record and its table, whatever comes now
         totals = timing_totals([p.timing() for p in ctx.processes])

@@ -11,7 +11,7 @@ from ..kernels import attn_backends
 from . import extensions, low_precision, memory, resolver
 from ..hardware import fingerprint
 from ..log import header
-from ..faults import BadInput
+from ..faults import BadInput, EnvironmentFault
 
 
 @dataclass
@@ -98,7 +98,7 @@ def resolve_here(settings: dict) -> RunConfig:
     extensions.use_checkout_cache()
     problem = extensions.stale_lock_problem()
     if problem:  # else DeepSpeed's first op build waits on it, silently, forever
-        raise BadInput(problem)
+        raise EnvironmentFault(problem)
     converts = (low_precision.plan_on_meta(cut.config, resolved.precision, thresholds=has_gpu,
                                            experts=settings["FP8_EXPERTS"])
                 if resolved.precision.low else None)
