@@ -316,6 +316,15 @@ def seed(out, sweep, points: dict) -> None:
             writer.write(kind, seq_len=seq_len)
 
 
+def test_the_point_a_signal_stopped_is_missing_as_interrupted_the_later_ones_as_not_run(tmp_path, planned):
+    out = tmp_path / "node"
+    sweep = planned(out, **TINY, NODE_OUT=out, SEQLENS="64 128 256", DRY_RUN=1)["sweep"]
+    seed(out, sweep.sweep, {"sweep.jsonl": [("summary", 64)]})
+    for code in (130, 143, -signal.SIGINT):
+        assert node_plan.missing(sweep, code, out) == ["sweep at 128 (interrupted)", "sweep at 256 (not run)"]
+    assert node_plan.missing(sweep, 1, out) == ["sweep at 128 (not run)", "sweep at 256 (not run)"]
+
+
 def test_a_rerun_measures_only_the_attention_lengths_no_earlier_run_did(tmp_path, in_process, planned):
     out = tmp_path / "node"
     env = {**TINY, **CPU_TIMING, "NODE_OUT": out, "SKIP": "capabilities mamf hbm sweep decomposition"}

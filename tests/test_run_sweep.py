@@ -158,7 +158,7 @@ def test_two_cpu_ranks_through_the_deepspeed_launcher(guide_two_ranks):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_scancel_stops_the_child_group_and_keeps_what_was_done(tmp_path, fake, signum, start_proc):
     out, pid_file = tmp_path / "cut.jsonl", tmp_path / "pid"
-    proc = start_proc([str(RUN_SWEEP)], sweep_env(BENCHMARK=fake, OUT=out, SEQLENS="64 128", FAKE_HANG_AT=128,
+    proc = start_proc([str(RUN_SWEEP)], sweep_env(BENCHMARK=fake, OUT=out, SEQLENS="64 128 256", FAKE_HANG_AT=128,
                                                   FAKE_PID_FILE=pid_file), cleared=SWEEP_CLEARED)
     for line in proc.stdout:  # the first point is done once its summary is out
         if json.loads(line)["kind"] == "summary":
@@ -174,7 +174,8 @@ def test_ctrl_c_or_scancel_stops_the_child_group_and_keeps_what_was_done(tmp_pat
     assert [r["seq_len"] for r in of_kind(recs, "summary")] == [64]
     assert of_kind(recs, "sweep")[0]["interrupted"] is True
     assert not of_kind(recs, "error")  # an interruption is not a failed point
-    assert "not run" in stderr
+    table = stderr[stderr.index("seq_len  TFLOPS/GPU"):].splitlines()[1:4]
+    assert [row.split("  ")[-1] for row in table] == ["ok", "interrupted", "not run"]  # issue 46: 128 "not run"
 
 
 def test_a_full_disk_stops_the_sweep_with_one_line_and_every_record_whole(small_disk, tmp_path, fake,

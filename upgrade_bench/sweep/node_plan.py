@@ -13,9 +13,11 @@ The decomposition step is a sweep of DECOMPOSE_SEQLENS with DECOMPOSE=N: the swe
 settings (Liger included) and identity, each length in a process of its own, a point that
 does not fit a recorded error; RESUME counts a point of it done only with its decomposition.
 """
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import faults
 from ..faults import BadInput
 from ..hardware import devices
 from ..kernels import attn_backends, attn_bench, timing
@@ -323,6 +325,8 @@ def missing(st: Step, exit_code: int | None, out: Path) -> list:
         records = sweep_plan.existing_records(st.sweep.out)
         left = sweep_plan.pending(st.lengths, sweep_plan.already_done(st.sweep, records))
         why = {r.get("seq_len"): r.get("error") for r, _ in with_headers(records) if r.get("kind") == "error"}
+        if exit_code is not None and any(faults.killed_by(exit_code, sig) for sig in (signal.SIGINT, signal.SIGTERM)):
+            why.setdefault(next((n for n in left if n not in why), None), "interrupted")  # the point it was on
         return [f"{st.name} at {n} ({why.get(n) or 'not run'})" for n in left]
     if exit_code == 0:
         return []

@@ -171,9 +171,10 @@ def stop_if_hopeless(ctx: Context, failure: dict | None) -> None:
                           f"points not run: make room, then run again with the same OUT to resume")
 
 
-def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict) -> bool:
+def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict, stopped_at: list) -> bool:
     """Run every pending length, filling summaries and failures (by length) as points end, so
-    they hold what ran however the sweep stops; True if interrupted."""
+    they hold what ran however the sweep stops; True if interrupted, the point a stop found
+    running then in `stopped_at`."""
     durations = []
     last = [time.monotonic()]
     remaining = list(todo)
@@ -194,6 +195,7 @@ def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict) ->
         last[0] = time.monotonic()
         result = start_process(ctx, batch, False, on_summary)
         if result.status == "interrupted":
+            stopped_at += result.seq_lens[len(result.summaries):][:1]
             return True
         finished = {s["seq_len"] for s in result.summaries}
         failure, error = point_failure(ctx, result)
@@ -304,13 +306,13 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         note = fallback_note(previous, done)
         if note:
             sys.stderr.write(f"warning: {note}\n")
-    summaries, failures, capacity, interrupted, stopped = {}, {}, None, False, None
+    summaries, failures, capacity, interrupted, stopped, stopped_at = {}, {}, None, False, None, []
     try:
         if s["FIND_MAX_SEQLEN"]:
             capacity = run_capacity(ctx, known_probes(previous, plan.config))
             interrupted = not capacity["complete"]
         else:
-            interrupted = run_sweep(ctx, todo, summaries, failures)
+            interrupted = run_sweep(ctx, todo, summaries, failures, stopped_at)
     except (KeyboardInterrupt, ProbesInterrupted):
         interrupted = True
     except tuple(faults.STOPS) as err:
@@ -327,7 +329,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         if capacity is not None:
             sys.stderr.write(capacity_table(capacity) + "\n")
         elif not s["FIND_MAX_SEQLEN"]:
-            sys.stderr.write(sweep_table(s["SEQLENS"], summaries, failures, done) + "\n")
+            sys.stderr.write(sweep_table(s["SEQLENS"], summaries, failures, done, stopped_at) + "\n")
         say(f"{len(ctx.processes)} process(es), {fmt_s(totals['process_wall_s'])}: start-up "
             f"{fmt_s(totals['startup_s'])}, steps {fmt_s(totals['steps_s'])}")
         if ctx.log.error:
