@@ -45,7 +45,8 @@ def exit_meaning(code: int) -> tuple[str, str]:
     if code == EXIT_WRITE_FAILED:
         return "write_failed", f"exit code {code}: the benchmark could not write its records (disk full?)"
     if code == EXIT_ENVIRONMENT:
-        return "environment", f"exit code {code}: the machine's environment stopped the benchmark (its error line says what)"
+        return "environment", (f"exit code {code}: the machine's environment stopped the benchmark (its error line "
+                               f"says what)")
     if killed_by(code, signal.SIGKILL):
         return "exception", f"killed by SIGKILL (exit {code}): the host's OOM killer?"
     return "exception", f"exit code {code} without an error record"

@@ -37,9 +37,9 @@ def take(folder: Path, label: str) -> int:
 
 @contextmanager
 def held(folder: Path, label: str):
-    """The folder (made if missing) locked for the block (`label`: how the user named it); a folder this made is removed again
-    when the block ends in BadInput with nothing but the lock in it (a refused plan leaves no
-    empty folder behind)."""
+    """The folder (made if missing) locked for the block (`label`: how the user named it); a
+    folder this made is removed again when the block ends in BadInput with nothing but the lock
+    in it (a refused plan leaves no empty folder behind)."""
     made = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
