@@ -18,9 +18,10 @@ length measures only that length. Another model, cut, training setting, attentio
 GPU is refused in one line naming the difference, before anything runs: give it a NODE_OUT of
 its own. One run at a time holds the folder (folder_lock.py): a second one started on it is
 refused in one line naming the first's pid. A failed step or point is a record and the next
-one runs; the last line says what is missing (exit 1 then). Ctrl-C or SIGTERM stops the step running and its processes, keeps
-what was written, and exits 130 or 143. The estimate is rough and says what it rests on:
-per-step constants and, for the training steps, the FLOP count at an assumed MFU.
+one runs; the last line says what is missing (exit 1 then). Ctrl-C or SIGTERM stops the step
+running and its processes, keeps what was written, and exits 130 or 143. The estimate is rough
+and says what it rests on: per-step constants and, for the training steps, the FLOP count at an
+assumed MFU.
 """
 import os
 import subprocess
