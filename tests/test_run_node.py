@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO, SWEEP_CLEARED, import_script, mount_tmpfs, records, run_proc, unmount
 from upgrade_bench import faults, settings
-from upgrade_bench.hardware import devices
+from upgrade_bench.hardware import devices, fingerprint
 from upgrade_bench.log.records import RecordWriter
 from upgrade_bench.models import flops, model
 from upgrade_bench.sweep import folder_lock, node, node_plan, sweep_plan
@@ -80,8 +80,41 @@ def test_the_plan_says_which_lengths_each_step_covers_and_runs_nothing(tmp_path,
     # the decomposition is a sweep of its lengths with the sweep's settings, profiled (DECOMPOSE)
     assert steps[5].endswith(f"OUT={tmp_path}/node/decompose.jsonl RESUME=1 SEQLENS=64 DECOMPOSE=3 bash "
                              f"{REPO}/run_sweep.sh")
-    assert lines[-1].startswith("[node] estimated ") and "no GPU (a CPU try-out)" in lines[-1]
+    # issue 46: "0m00s at least" where nothing had an estimate; the steps' constants are a GPU's
+    assert lines[-1] == ("[node] no estimate of the wall time (capabilities, mamf, hbm, attention, sweep, "
+                         "decomposition): no GPU here: the steps' times are a GPU's, the training steps' from its peak")
     assert not (tmp_path / "node").exists()  # a dry run writes nothing
+
+
+@pytest.fixture
+def host_gib(monkeypatch):
+    """host_gib(n): this machine has n GiB of RAM, as the plan reads it."""
+    return lambda gib: monkeypatch.setattr(fingerprint, "host_ram_bytes", lambda: gib * 2**30)
+
+
+def test_a_cpu_plan_says_the_training_steps_cannot_run_where_the_model_outgrows_the_host(tmp_path, in_process,
+                                                                                         host_gib):
+    # issue 46: the 8B at 256K planned on a 24 GiB laptop as "1m31s at least"
+    host_gib(24)
+    code, err = in_process(DRY_RUN=1, NODE_OUT=tmp_path / "node")
+    assert code == 0, err
+    cannot = ("MODEL=llama-3.1-8b (8B parameters) needs at least 120 GiB for its weights, gradients and Adam state "
+              "(16 bytes a parameter); this machine has 24.0 GiB and no GPU: try MODEL=tiny")
+    assert err[5].startswith("[node] 5. sweep at 8192 32768 65536 131072 196608 262144: cannot run on this "
+                             "machine: " + cannot)
+    assert err[6] == "[node] 6. decomposition at 8192 32768: cannot run on this machine: as the sweep"
+    assert err[7] == ("[node] no estimate of the wall time (capabilities, mamf, hbm, attention): no GPU here: the "
+                      "steps' times are a GPU's, the training steps' from its peak") and len(err) == 8
+    # run, it stops before any step, in one line naming what to leave out
+    code, err = in_process(NODE_OUT=tmp_path / "node")
+    assert code == 2 and err[-1].startswith(f"error: sweep decomposition: cannot run on this machine ({cannot}")
+    assert err[-1].endswith("; or leave them out: SKIP='sweep decomposition'") and not (tmp_path / "node").exists()
+    code, err = in_process(NODE_OUT=tmp_path / "node", SKIP="mamf sweep")
+    assert code == 2 and err[-1].startswith("error: decomposition: cannot run") and err[-1].endswith(
+        "SKIP='mamf sweep decomposition'")
+    host_gib(256)  # a host that holds it: planned, its time unknown without a GPU peak
+    code, err = in_process(DRY_RUN=1, NODE_OUT=tmp_path / "node")
+    assert code == 0 and err[5].startswith("[node] 5. sweep at 8192 32768 65536 131072 196608 262144: ~?  ")
 
 
 def test_a_model_that_is_no_model_is_refused_before_the_plan(in_process):

@@ -134,6 +134,11 @@ def planned(s: dict, train: dict, out: Path, children: dict) -> list:
                        f"this run a NODE_OUT of its own; the folder's own configuration resumes it")
     steps = [st for st in steps if st.name not in s["SKIP"]]
     say(node_plan.plan_text(steps, train["GPUS"] or len(devices.visible_gpus())))
+    cannot = [st for st in steps if st.cannot and not st.finished]
+    if cannot and not s["DRY_RUN"]:  # before the steps that can run: not an hour, then the refusal
+        names = " ".join(st.name for st in cannot)
+        raise BadInput(f"{names}: cannot run on this machine ({cannot[0].cannot}); or leave them out: "
+                       f"SKIP='{' '.join(s['SKIP'] + [st.name for st in cannot])}'")
     return steps
 
 

@@ -19,14 +19,14 @@ from pathlib import Path
 
 from .. import faults
 from ..faults import BadInput
-from ..hardware import devices
+from ..hardware import devices, fingerprint
 from ..kernels import attn_backends, attn_bench, timing
 from ..log.records import read_log
 from ..log.runs import identity_difference, run_identity, with_headers
 from ..models import flops, layers
 from ..numfmt import fmt_s
 from ..paths import REPO
-from ..training import extensions, low_precision as low_precision_step
+from ..training import extensions, memory, low_precision as low_precision_step
 from . import sweep_plan
 
 STEPS = ("capabilities", "mamf", "hbm", "comm", "attention", "sweep", "decomposition")
@@ -94,6 +94,7 @@ class Step:
     todo: list | None = None        # of those, the ones still to run
     done: bool = False              # a step without lengths: done in an earlier run
     estimate_s: float | None = None  # of what is left to run
+    cannot: str | None = None       # why this machine cannot run it (a training state past a CPU host's memory)
     sweep: sweep_plan.Plan | None = field(default=None, repr=False)  # a training step's sweep
 
     @property
@@ -180,7 +181,18 @@ def training_step(name: str, train: dict, out: Path, lengths: list, decompose: i
     identity = {**machine, **run_identity(plan.config)[0], "attn_backend": plan.backend}
     return Step(name, ["bash", str(REPO / "run_sweep.sh")], env, OUTPUTS[name], identity, sorted(set(lengths)),
                 todo, estimate_s=points_s(plan, todo, mixer_tuning(plan.resolved.cut and plan.resolved.cut.counted,
-                                                                  environ) == "each"), sweep=plan)
+                                                                  environ) == "each"),
+                cannot=None if machine["gpu_count"] else host_problem(plan), sweep=plan)
+
+
+def host_problem(plan: sweep_plan.Plan) -> str | None:
+    """Why a training step of `plan` cannot run on a host without a GPU (its weights, gradients
+    and Adam state past the host's memory: the benchmark's own check), or None."""
+    s, r = plan.s, plan.resolved
+    if r.cut is None:
+        return None
+    return memory.fit_problem(s["MODEL"], r.cut.built.total_params, s["ZERO_STAGE"], r.world_size,
+                              s["OFFLOAD_OPTIMIZER"], None, fingerprint.host_ram_bytes())
 
 
 def child_identity(module, env: dict) -> dict:
@@ -199,6 +211,7 @@ def plan(s: dict, train: dict, out: Path, python: str, children: dict, environ, 
     `children`: the step scripts as modules (settings.script_module); `own`: the node's settings."""
     seen = devices.visible_gpus(environ)
     machine = {"gpu_name": seen[0].name if seen else None, "gpu_count": len(seen)}
+    on_gpu = bool(seen)  # the steps' constants are an H200's: on a CPU host no step has an estimate
     train_lengths = sorted(set(train["SEQLENS"]))
     sweep = training_step("sweep", train, out, train_lengths, 0, s["DRY_RUN"], machine, environ)
     decomposition = training_step("decomposition", train, out, sorted(set(s["DECOMPOSE_SEQLENS"])),
@@ -216,10 +229,11 @@ def plan(s: dict, train: dict, out: Path, python: str, children: dict, environ, 
                      OUTPUTS["attention"], asked["attention"], attention_lengths, attention_lengths)
     steps = [
         Step("capabilities", [python, str(REPO / "check_capabilities.py")], envs["capabilities"],
-             OUTPUTS["capabilities"], asked["capabilities"], estimate_s=CAPABILITIES_S),
+             OUTPUTS["capabilities"], asked["capabilities"], estimate_s=CAPABILITIES_S if on_gpu else None),
         Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / OUTPUTS["mamf"])], {},
-             OUTPUTS["mamf"], dict(machine), estimate_s=MAMF_S),
-        Step("hbm", [python, str(REPO / "bench_hbm.py")], envs["hbm"], OUTPUTS["hbm"], asked["hbm"], estimate_s=HBM_S),
+             OUTPUTS["mamf"], dict(machine), estimate_s=MAMF_S if on_gpu else None),
+        Step("hbm", [python, str(REPO / "bench_hbm.py")], envs["hbm"], OUTPUTS["hbm"], asked["hbm"],
+             estimate_s=HBM_S if on_gpu else None),
         # one GPU has no link to measure (bench_comm.py refuses one rank): the step is planned on 2+
         *([Step("comm", [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(machine["gpu_count"]),
                          str(REPO / "bench_comm.py")], envs["comm"], OUTPUTS["comm"], asked["comm"],
@@ -336,8 +350,9 @@ def missing(st: Step, exit_code: int | None, out: Path) -> list:
 
 def plan_text(steps: list, gpu_count: int) -> str:
     """The plan: each step with the lengths it covers, what an earlier run did of it, its
-    estimate and command; then the total."""
-    lines, total, unknown = [], 0.0, False
+    estimate and command (or why this machine cannot run it); then the total, or what cannot
+    be estimated here."""
+    lines, total, unknown = [], 0.0, []
     training = next((st.sweep.resolved for st in steps if st.sweep), None)
     if training:
         cut = training.cut.label() if training.cut else "its config not at hand yet"
@@ -348,14 +363,25 @@ def plan_text(steps: list, gpu_count: int) -> str:
         if st.finished:
             lines.append(f"[node] {i}. {st.name}{covers(st)}: done in an earlier run, skipped")
             continue
+        if st.cannot:
+            said = next((other.name for other in steps[:i - 1] if other.cannot == st.cannot), None)
+            lines.append(f"[node] {i}. {st.name}{covers(st)}: cannot run on this machine: "
+                         f"{'as the ' + said if said else st.cannot}")
+            continue
         if st.estimate_s is None:
-            unknown = True
+            unknown.append(st.name)
         total += st.estimate_s or 0.0
         lines.append(f"[node] {i}. {st.name}{covers(st)}: ~{fmt_s(st.estimate_s)}  "
                      f"{sweep_plan.shell_line(st.run_env(), st.argv)}")
+    why = ("no GPU here: the steps' times are a GPU's, the training steps' from its peak" if not gpu_count
+           else "no GPU peak known for their FLOPs")
+    todo = [st for st in steps if not st.finished and not st.cannot]
+    if todo and len(unknown) == len(todo):
+        lines.append(f"[node] no estimate of the wall time ({', '.join(unknown)}): {why}")
+        return "\n".join(lines)
     hours = (f"{total * gpu_count / 3600:.2f} GPU-hours on {gpu_count} GPU(s)" if gpu_count
              else "no GPU (a CPU try-out)")
-    note = " (steps marked ? have no estimate here: no GPU peak)" if unknown else ""
+    note = f" (steps marked ? have no estimate here: {why})" if unknown else ""
     lines.append(f"[node] estimated {fmt_s(total)} of wall time at least, {hours}{note}")
     return "\n".join(lines)
 
