@@ -356,6 +356,9 @@ def test_the_point_a_signal_stopped_is_missing_as_interrupted_the_later_ones_as_
     for code in (130, 143, -signal.SIGINT):
         assert node_plan.missing(sweep, code, out) == ["sweep at 128 (interrupted)", "sweep at 256 (not run)"]
     assert node_plan.missing(sweep, 1, out) == ["sweep at 128 (not run)", "sweep at 256 (not run)"]
+    hbm = planned(out, **TINY, NODE_OUT=out, DRY_RUN=1)["hbm"]  # issue 46: "hbm (exit -9)", nothing more
+    assert node_plan.missing(hbm, -9, out) == ["hbm (killed by SIGKILL (exit -9): the host's OOM killer?)"]
+    assert node_plan.missing(hbm, 1, out) == ["hbm (exit 1)"]
 
 
 def test_a_rerun_measures_only_the_attention_lengths_no_earlier_run_did(tmp_path, in_process, planned):

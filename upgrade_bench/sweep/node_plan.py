@@ -345,7 +345,8 @@ def missing(st: Step, exit_code: int | None, out: Path) -> list:
     if exit_code == 0:
         return []
     what = f"{st.name} at {' '.join(map(str, st.todo))}" if st.lengths is not None else st.name
-    return [f"{what} (exit {exit_code})"]
+    killed = exit_code is not None and faults.killed_by(exit_code, signal.SIGKILL)
+    return [f"{what} ({faults.exit_meaning(exit_code)[1] if killed else f'exit {exit_code}'})"]
 
 
 def plan_text(steps: list, gpu_count: int) -> str:
