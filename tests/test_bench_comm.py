@@ -7,7 +7,6 @@ any process group; in this process on a world of one, a failed allocation, a fai
 collective and Ctrl-C as records and exit codes.
 """
 import signal
-import socket
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ import torch
 from conftest import REPO, import_script, parse_jsonl, script_env
 from upgrade_bench.hardware import collectives
 from upgrade_bench.kernels import comm
+from upgrade_bench.kernels.ranks import free_port
 from upgrade_bench.interrupts import Interrupted
 from upgrade_bench.log import checks, records
 
@@ -96,12 +96,6 @@ def test_the_table_and_headline_take_each_ops_best_size_and_say_what_failed():
 
 
 # --- two gloo ranks, for real ------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def two_ranks(env: dict) -> list:
     """bench_comm.py as two ranks of a launcher would start them: [(exit code, stdout, stderr)]."""

@@ -19,7 +19,7 @@ from ..training import resolver, variables
 from ..models import model
 from .. import settings
 from . import launch
-from .child_process import free_port
+from ..kernels.ranks import free_port
 from ..faults import BadInput
 from ..hardware.fingerprint import Device
 from ..paths import REPO
