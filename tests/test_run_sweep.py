@@ -327,6 +327,13 @@ def test_points_that_would_all_fail_alike_stop_the_sweep_and_others_do_not():
         runner.stop_if_hopeless(ctx, goes_on)
 
 
+def test_a_setting_that_changes_nothing_is_said_before_the_dry_runs_commands(tmp_path, in_process):
+    code, err = in_process(DRY_RUN=1, MODEL="tiny", PRECISION="fp8-rowwise", FP8_EXPERTS=1, SEQLENS=64,
+                           OUT=tmp_path / "o.jsonl")
+    assert code == 0 and err.count("warning: FP8_EXPERTS=1: MODEL=tiny has no MoE layer: it changes nothing here\n") == 1
+    assert "warning: PRECISION=fp8-rowwise on CPU: torchao emulates the format" in err
+
+
 def test_a_stale_build_lock_is_the_machines_fault_in_the_record_the_table_and_the_exit(tmp_path, fake, in_process):
     # issue 46: recorded as bad_input ("the benchmark rejected its configuration"), in the sweep's
     # table, the node's summary and the report, where the lock's own line said what to remove

@@ -271,6 +271,9 @@ def execute(s: dict, stdout) -> int:
     previous = existing_records(plan.out)
     done = already_done(plan, previous)
     todo = pending(s["SEQLENS"], done)
+    log = Log(plan.log_path)
+    for warning in plan.warnings:  # before anything runs; each process's own repeat of it is not echoed
+        log.show(f"warning: {warning}\n")
     if s["DRY_RUN"]:
         dry_run(plan, todo, stdout)
         return 0
@@ -278,7 +281,7 @@ def execute(s: dict, stdout) -> int:
     signals = Signals()
     signals.install()  # scancel / kill: the same clean stop as Ctrl-C
     try:
-        ctx = Context(plan, RecordWriter(SCRIPT, plan.out, stream=stdout), Log(plan.log_path), signals)
+        ctx = Context(plan, RecordWriter(SCRIPT, plan.out, stream=stdout), log, signals)
         return run(ctx, previous, done, todo)
     finally:
         signals.restore()

@@ -138,6 +138,7 @@ def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> R
         runs = " or ".join(p.name for p in precisions.TABLE if p.experts)
         raise BadInput(f"FP8_EXPERTS=1: PRECISION={precision.name} has no FP8 grouped GEMM for the experts; "
                        f"use PRECISION={runs}, or FP8_EXPERTS=0")
+    warnings += no_effect(settings, cut, precision, has_gpu)
     peak, source, peak_warning = gpus.resolve_peak(machine.gpu_name, "bf16", settings["PEAK_TFLOPS"])
     if peak_warning:
         warnings.append(peak_warning)
@@ -149,6 +150,22 @@ def resolve(settings: dict, machine: Machine, model_config, seq_lens: list) -> R
                         f"fused MoE would replace the experts that run the FP8 grouped GEMM")
     return Resolved(settings, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
                     tuple(warnings), liger_moe, liger_swiglu)
+
+
+def no_effect(settings: dict, cut: cuts.Cut | None, precision: precisions.Precision, has_gpu: bool) -> list:
+    """A line for each setting that can change nothing in this run: it would run as without
+    it, silently (issue 46: FP8_EXPERTS=1 on a dense model, NUM_EXPERTS where the layer cut keeps
+    no MoE layer, a low precision on CPU, where torchao emulates it)."""
+    lines = []
+    if cut is not None and not cuts.experts_of(cut.counted):
+        where = (f"the cut to NUM_LAYERS={settings['NUM_LAYERS']} keeps no MoE layer of {settings['MODEL']}"
+                 if cuts.experts_of(cut.full) else f"MODEL={settings['MODEL']} has no MoE layer")
+        lines += [f"{name}={settings[name]:d}: {where}: it changes nothing here"
+                  for name in ("NUM_EXPERTS", "FP8_EXPERTS") if settings[name]]
+    if precision.low and not has_gpu:
+        lines.append(f"PRECISION={precision.name} on CPU: torchao emulates the format (every linear it can "
+                     f"convert, no size threshold, nothing compiled): the numbers run, not its speed")
+    return lines
 
 
 def check_packing(doc_len: int, seq_lens: list, backend: str) -> None:

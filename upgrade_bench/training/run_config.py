@@ -102,6 +102,10 @@ def resolve_here(settings: dict) -> RunConfig:
     converts = (low_precision.plan_on_meta(cut.config, resolved.precision, thresholds=has_gpu,
                                            experts=settings["FP8_EXPERTS"])
                 if resolved.precision.low else None)
+    if settings["FP8_EXPERTS"] and converts and converts["kept_experts"] and not converts["converted_experts"]:
+        kept = "; ".join(converts["kept_experts"])  # its experts modules, each kept in bf16 (gpt-oss's: row-major)
+        warnings.append(f"FP8_EXPERTS=1: no experts module of MODEL={settings['MODEL']} can run the FP8 grouped "
+                        f"GEMM ({kept}): its experts stay bf16, it changes nothing here")
     return RunConfig(resolved, int(os.environ.get("RANK", "0")), local_rank, device, weights, path, warnings,
                      os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels, converts)
 
