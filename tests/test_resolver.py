@@ -190,7 +190,7 @@ def test_a_setting_that_changes_nothing_on_this_model_or_machine_says_so_before_
     # issue 46: each ran as without it, with no word
     def warned(machine, **env):
         s = training(SEQ_LEN=64, **env)
-        return [w for w in resolver.resolve(s, machine, model.cheap_config(s["MODEL"]), [64]).warnings
+        return [w for w in resolver.resolve(s, machine, model.cheap_config(s.MODEL), [64]).warnings
                 if "changes nothing" in w or "emulates" in w]
 
     assert warned(H200, MODEL="tiny", PRECISION="fp8-rowwise", FP8_EXPERTS=1) == [

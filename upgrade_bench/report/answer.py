@@ -10,7 +10,7 @@ backtest's coverage for that kind of workload). Every number is the verdict bloc
 forecast block's; this module only words them.
 """
 from .comparisons import HEALTH, Comparison
-from .forecasts import SeriesForecast
+from .forecast.page import SeriesForecast
 from .series import seq_label
 from .tables import fmt
 from .verdict import ABOVE, BELOW, UNDECIDED, WITHIN

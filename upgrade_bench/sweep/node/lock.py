@@ -13,7 +13,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..faults import BadInput
+from ...faults import BadInput
 
 LOCK_NAME = ".run_node.lock"
 

@@ -16,7 +16,7 @@ folder's records lack of this request runs (the sweep and the decomposition poin
 attention by length, the other steps if no earlier run of them ended with exit 0), so one more
 length measures only that length. Another model, cut, training setting, attention backend or
 GPU is refused in one line naming the difference, before anything runs: give it a NODE_OUT of
-its own. One run at a time holds the folder (folder_lock.py): a second one started on it is
+its own. One run at a time holds the folder (lock.py): a second one started on it is
 refused in one line naming the first's pid. A failed step or point is a record and the next
 one runs; the last line says what is missing (exit 1 then). Ctrl-C or SIGTERM stops the step
 running and its processes, keeps what was written, and exits 130 or 143. The estimate is rough
@@ -29,16 +29,21 @@ import sys
 import time
 from pathlib import Path
 
-from .. import faults, settings
-from ..faults import BadInput
-from ..hardware import devices
-from ..interrupts import Signals, ignored
-from ..log import header
-from ..log.records import RecordWriter, folder_problem
-from ..numfmt import fmt_s
-from ..training import variables
-from . import child_process, folder_lock, node_plan, sweep_plan
-from .node_plan import STEPS
+from ... import faults, settings
+from ...faults import BadInput
+from ...hardware import devices
+from ...interrupts import Signals, ignored
+from ...log import header
+from ...log.records import RecordWriter, folder_problem
+from ...numfmt import fmt_s
+from ...capability import main as capabilities
+from ...kernels.attention import main as attention
+from ...kernels.comm import main as comm
+from ...kernels.hbm import main as hbm
+from ...training import variables
+from .. import child_process, plan as sweep_plan
+from . import lock, plan as node_plan
+from .plan import STEPS
 
 SCRIPT = "run_node.sh"
 VARS = [
@@ -52,6 +57,9 @@ VARS = [
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
 OWN = {v.name for v in VARS}
+# The scripts whose settings a step passes on from the node's environment (mamf-finder.py
+# takes flags, and the training steps are run_sweep.sh's).
+CHILDREN = {"capabilities": capabilities, "hbm": hbm, "comm": comm, "attention": attention}
 # The sweep's settings each training step sets itself (SEQLENS: from the node's, DECOMPOSE_SEQLENS).
 SET_PER_STEP = ("OUT", "RESUME")
 # A step stopped by Ctrl-C or SIGTERM gets this long to stop its own processes (a sweep: its
@@ -85,36 +93,36 @@ def check_out(environ) -> None:
 def load(argv) -> tuple[dict, dict, dict]:
     """(the node's settings, the sweep's, the step scripts as modules); BadInput on any bad
     or misspelt setting, before anything runs."""
-    children = {name: settings.script_module(script) for name, script in node_plan.CHILDREN.items()}
-    every = suite_vars(children)
+    every = suite_vars(CHILDREN)
     names = {v.name for v in every}
     s = settings.load(VARS, __doc__, argv, known=names)
     settings.check_misspelt(every)
-    node_plan.check_skip(s["SKIP"])
+    node_plan.check_skip(s.SKIP)
     check_out(os.environ)
     for name in SET_PER_STEP:  # else silently replaced by the node's own
         if os.environ.get(name):
             raise BadInput(f"{name} is set: run_node.sh sets it per step (the sweep's records go to NODE_OUT, "
                            f"which a rerun resumes); use NODE_OUT, and another one for a fresh run")
     train = sweep_plan.load_settings([], sweep_plan.__doc__, known=names)
-    if train["FIND_MAX_SEQLEN"]:
+    if train.FIND_MAX_SEQLEN:
         raise BadInput("FIND_MAX_SEQLEN=1: the node runs the sweep; run ./run_sweep.sh alone for the "
                        "capacity search")
-    return s, train, children
+    return s, train, CHILDREN
 
 
 def main(argv=None) -> int:
     faults.require(SCRIPT, *faults.TRAINING_STACK)
     s, train, children = load(sys.argv[1:] if argv is None else argv)
-    out = Path(os.path.abspath(s["NODE_OUT"]))
-    if s["DRY_RUN"]:
+    out = Path(os.path.abspath(s.NODE_OUT))
+    if s.DRY_RUN:
         planned(s, train, out, children)
         return 0
-    with folder_lock.held(out, f"NODE_OUT={s['NODE_OUT']!r}"):  # before the plan reads the folder
+    with lock.held(out, f"NODE_OUT={s.NODE_OUT!r}"):  # before the plan reads the folder
         steps = planned(s, train, out, children)
         writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
-        writer.write("header", **header.fields({**s, **{k: train[k] for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
-                                               "", [], steps=[st.name for st in steps]))
+        writer.write("header", **header.fields(
+            {**settings.as_dict(s), **{k: getattr(train, k) for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
+            "", [], steps=[st.name for st in steps]))
         signals = Signals()
         signals.install()
         try:
@@ -123,22 +131,22 @@ def main(argv=None) -> int:
             signals.restore()
 
 
-def planned(s: dict, train: dict, out: Path, children: dict) -> list:
+def planned(s, train, out: Path, children: dict) -> list:
     """The steps to run, their plan said; BadInput where the folder holds records of another
-    configuration."""
+    configuration, or where a step cannot run on this machine (DRY_RUN: said in the plan)."""
     python = os.environ.get("PYTHON") or sys.executable
     steps = node_plan.plan(s, train, out, python, children, os.environ, OWN)
     conflict = node_plan.folder_conflict(steps, out)
     if conflict:
-        raise BadInput(f"NODE_OUT={s['NODE_OUT']!r} holds another configuration's records ({conflict}): give "
+        raise BadInput(f"NODE_OUT={s.NODE_OUT!r} holds another configuration's records ({conflict}): give "
                        f"this run a NODE_OUT of its own; the folder's own configuration resumes it")
-    steps = [st for st in steps if st.name not in s["SKIP"]]
-    say(node_plan.plan_text(steps, train["GPUS"] or len(devices.visible_gpus())))
+    steps = [st for st in steps if st.name not in s.SKIP]
+    say(node_plan.plan_text(steps, train.GPUS or len(devices.visible_gpus())))
     cannot = [st for st in steps if st.cannot and not st.finished]
-    if cannot and not s["DRY_RUN"]:  # before the steps that can run: not an hour, then the refusal
+    if cannot and not s.DRY_RUN:  # before the steps that can run: not an hour, then the refusal
         names = " ".join(st.name for st in cannot)
         raise BadInput(f"{names}: cannot run on this machine ({cannot[0].cannot}); or leave them out: "
-                       f"SKIP='{' '.join(s['SKIP'] + [st.name for st in cannot])}'")
+                       f"SKIP='{' '.join(list(s.SKIP) + [st.name for st in cannot])}'")
     return steps
 
 
