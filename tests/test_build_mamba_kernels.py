@@ -150,3 +150,11 @@ def test_a_target_dir_that_cannot_be_a_folder_is_one_line(tmp_path):
     proc = build(tmp_path, "afile/site", toolkit_and_python(tmp_path, ()))
     assert (proc.returncode, proc.stderr) == (
         1, "build_mamba_kernels.sh: error: TARGET_DIR 'afile/site': cannot make or write a folder there\n")
+
+
+@pytest.mark.parametrize("args", [["--wheelhouse", ""], ["--cpu", "--wheelhouse", ""], ["--wheelhouse"]])
+def test_install_sh_refuses_a_wheelhouse_of_no_folder_in_one_line(args):
+    # issue 46: --wheelhouse '' passed the folder check and installed from the index
+    proc = run_proc(["bash", str(REPO / "install.sh"), *args], {}, timeout=30)
+    assert (proc.returncode, proc.stderr) == (
+        2, "install.sh: error: --wheelhouse needs a folder (it was given none, or '')\n")

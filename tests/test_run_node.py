@@ -173,6 +173,10 @@ def test_a_node_out_that_cannot_be_written_is_refused_before_anything(bad_out, i
 @pytest.mark.parametrize("env, line", [
     ({"DRYRUN": "1"}, "error: DRYRUN is not a setting of this script: did you mean DRY_RUN?"),
     ({"MODLE": "tiny"}, "error: MODLE is not a setting of this script: did you mean MODEL?"),
+    # issue 46: ran bf16 with no word; counted as on by the estimate, read as off by Triton
+    ({"precision": "fp8-rowwise"}, "error: precision is not a setting of this script: did you mean PRECISION?"),
+    ({"TRITON_CACHE_AUTOTUNING": "2"}, "error: TRITON_CACHE_AUTOTUNING='2': Triton reads it as off"),
+    ({"TRITON_CACHE_AUTOTUNNING": "1"}, "error: TRITON_CACHE_AUTOTUNNING is not a variable Triton reads: did you"),
     ({"ITER": "3"}, "error: ITER is not a setting of this script: did you mean ITERS?"),  # a step script's
     ({"SKIP": "mamff"}, "error: SKIP='mamff': 'mamff' is no step; expected names among capabilities mamf"),
     ({"SKIP": " ".join(node_plan.STEPS)}, f"error: SKIP='{' '.join(node_plan.STEPS)}': every"),
@@ -605,6 +609,10 @@ def test_a_hybrids_linear_mixers_tune_in_each_process_unless_triton_keeps_the_tu
     assert node_cost.mixer_tuning(hybrid, {}) == "each"
     assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "1"}) == "once"
     assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "0"}) == "each"
+    # issue 46: 'false' or 'off' was counted as on, while Triton reads it as off
+    for off in ("false", "off", "OFF"):
+        assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": off}) == "each"
+    assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "true"}) == "once"
     assert node_cost.mixer_tuning(dense, {}) == "" and node_cost.mixer_tuning(None, {}) == ""
     # 132 s (Qwen3-Next) and 82 s (Granite) on a fresh H200: 130 s a process
     assert node_cost.start_s(hybrid, "sdpa", mixers=True) - node_cost.start_s(hybrid, "sdpa") == 130.0
