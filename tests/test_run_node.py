@@ -483,6 +483,12 @@ def test_the_lock_ends_with_the_run_and_a_refused_run_leaves_no_folder_it_made(t
     os.close(folder_lock.take(out, "NODE_OUT"))  # nothing holds it after a run
 
 
+def test_how_the_comm_steps_ranks_start_is_not_part_of_its_identity():
+    # bench_comm.py's RANKS is newer than folders whose comm step ran: they resume, not conflict
+    identity = node_plan.child_identity(node.CHILDREN["comm"], {"OUTPUT": "/x/comm.jsonl"})
+    assert "RANKS" not in identity and identity["OPS"] == ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
+
+
 def test_a_second_run_node_sh_on_a_folder_in_use_exits_2_with_the_holders_pid(tmp_path, start_proc):
     out = tmp_path / "node"
     out.mkdir()

@@ -226,6 +226,9 @@ TRITON_VARS = (
     "TRITON_OVERRIDE_ARCH", "TRITON_OVERRIDE_DIR", "TRITON_PRINT_AUTOTUNING", "TRITON_PTXAS_PATH",
     "TRITON_REDIS_HOST", "TRITON_REDIS_KEY_FORMAT", "TRITON_REDIS_PORT", "TRITON_REMOTE_CACHE_BACKEND",
     "TRITON_REPRODUCER_PATH", "TRITON_STORE_BINARY_ONLY")
+# What a launcher (torchrun, deepspeed, bench_comm.py's RANKS) sets in each rank: never a
+# misspelling (RANK beside bench_comm.py's RANKS).
+LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 # How Triton reads a boolean variable (knobs.env_bool): on for these, in any case; off for anything
 # else. The suite reads TRITON_CACHE_AUTOTUNING too (the node's estimate): it takes Triton's on and a
 # plain off, and refuses the rest ('2', 'garbage'), which Triton would read as off without a word.
@@ -255,7 +258,7 @@ def misspelt(variables, environ=None, known=()) -> list[str]:
     names = [v.name for v in variables]
     out = []
     for key in sorted(environ):
-        if key in names or key in known or key in TRITON_VARS:
+        if key in names or key in known or key in TRITON_VARS or key in LAUNCHER_VARS:
             continue
         upper = key.upper()
         match = ([upper] if upper in names or upper in known else

@@ -38,6 +38,8 @@ OUTPUTS = {"capabilities": "capabilities.jsonl", "mamf": "mamf.jsonl", "hbm": "h
            "attention": "attention.jsonl", "sweep": "sweep.jsonl", "decomposition": "decompose.jsonl"}
 # A kernel benchmark's timing window changes how precisely a point is timed, not what it measures.
 TIMING = frozenset(v.name for v in timing.window_vars(attn_bench.TIMING_DEFAULTS, ""))
+# Nor does how a step's ranks are started (bench_comm.py's RANKS, a setting newer than some folders).
+NOT_MEASURED = TIMING | {"RANKS"}
 # bench_flash_attn.py records the heads it resolved from MODEL where these were 0 (unset).
 HEAD_SETTINGS = ("NHEADS", "NHEADS_KV", "HEAD_DIM")
 DECOMPOSE_STEPS = 3  # profiled steps per point: bench_decompose.py's PROFILE_STEPS
@@ -81,8 +83,8 @@ def training_step(name: str, train: Settings, out: Path, lengths: list, decompos
     todo = sweep_plan.pending(lengths, sweep_plan.already_done(plan, sweep_plan.existing_records(plan.out)))
     identity = {**machine, **run_identity(plan.config)[0], "attn_backend": plan.backend}
     return Step(name, ["bash", str(REPO / "run_sweep.sh")], env, OUTPUTS[name], identity, sorted(set(lengths)),
-                todo, estimate_s=cost.points_s(plan, todo, cost.mixer_tuning(plan.resolved.cut and plan.resolved.cut.counted,
-                                                                  environ) == "each"),
+                todo, estimate_s=cost.points_s(plan, todo, cost.mixer_tuning(
+                    plan.resolved.cut and plan.resolved.cut.counted, environ) == "each"),
                 cannot=None if machine["gpu_count"] else host_problem(plan), sweep=plan)
 
 
@@ -101,7 +103,7 @@ def child_identity(module, env: dict) -> dict:
     steps before it ran), less what does not change what it measures."""
     parsed = settings.parse(module.VARS, env)
     getattr(module, "validate", lambda s: None)(parsed)
-    return run_identity(settings.as_dict(parsed), ignore=TIMING)[0]
+    return run_identity(settings.as_dict(parsed), ignore=NOT_MEASURED)[0]
 
 
 def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, environ, own: set) -> list:
