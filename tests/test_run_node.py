@@ -102,6 +102,7 @@ def test_a_cpu_plan_says_the_training_steps_cannot_run_where_the_model_outgrows_
     assert code == 0, err
     cannot = ("MODEL=llama-3.1-8b (8B parameters) needs at least 120 GiB for its weights, gradients and Adam state "
               "(16 bytes a parameter); this machine has 24.0 GiB and no GPU: try MODEL=tiny")
+    err = [line for line in err if line.startswith("[node] ")]
     assert err[5].startswith("[node] 5. sweep at 8192 32768 65536 131072 196608 262144: cannot run on this "
                              "machine: " + cannot)
     assert err[6] == "[node] 6. decomposition at 8192 32768: cannot run on this machine: as the sweep"
@@ -116,7 +117,16 @@ def test_a_cpu_plan_says_the_training_steps_cannot_run_where_the_model_outgrows_
         "SKIP='mamf sweep decomposition'")
     host_gib(256)  # a host that holds it: planned, its time unknown without a GPU peak
     code, err = in_process(DRY_RUN=1, NODE_OUT=tmp_path / "node")
-    assert code == 0 and err[5].startswith("[node] 5. sweep at 8192 32768 65536 131072 196608 262144: ~?  ")
+    assert code == 0 and "[node] 5. sweep at 8192 32768 65536 131072 196608 262144: ~?  " in "\n".join(err)
+
+
+def test_a_setting_that_changes_nothing_is_said_before_the_nodes_plan(tmp_path, in_process):
+    # issue 46: the sweep's own line went to its log file, after the steps before it
+    code, err = in_process(**TINY, PRECISION="fp8-rowwise", FP8_EXPERTS=1, DRY_RUN=1, NODE_OUT=tmp_path / "node")
+    said = [line for line in err if line.startswith("warning: ")]
+    assert code == 0 and "warning: FP8_EXPERTS=1: MODEL=tiny has no MoE layer: it changes nothing here" in said
+    assert len(said) == len(set(said)) and err.index(said[-1]) < err.index(next(
+        line for line in err if line.startswith("[node] 1. ")))
 
 
 def test_a_model_that_is_no_model_is_refused_before_the_plan(in_process):

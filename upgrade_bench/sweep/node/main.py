@@ -141,6 +141,9 @@ def planned(s, train, out: Path, children: dict) -> list:
         raise BadInput(f"NODE_OUT={s.NODE_OUT!r} holds another configuration's records ({conflict}): give "
                        f"this run a NODE_OUT of its own; the folder's own configuration resumes it")
     steps = [st for st in steps if st.name not in s.SKIP]
+    training = {w: None for st in steps if st.sweep and not st.finished for w in st.sweep.warnings}
+    for warning in training:  # a setting that changes nothing here among them: said before the plan
+        say(f"warning: {warning}")
     say(node_plan.plan_text(steps, train.GPUS or len(devices.visible_gpus())))
     cannot = [st for st in steps if st.cannot and not st.finished]
     if cannot and not s.DRY_RUN:  # before the steps that can run: not an hour, then the refusal
