@@ -500,8 +500,13 @@ def shipped_analysis():
 def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     text = (shipped_report / "report.md").read_text()
     sections = [line for line in text.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Is this node healthy?"  # first of all: a sick baseline skews every verdict
+    node = text[text.index(sections[0]):text.index(sections[1])]
+    assert node.splitlines()[2] == "**H200 SXM in results is healthy**: 8 figure(s) at 95% of their reference or above."
+    assert "| MAMF bf16 | 802.2 TFLOPS | 794.5 TFLOPS | published" in node
+    sections = sections[1:]
     assert sections[0] == "## The answer"  # before any table: the answer for the guide's pair
-    assert text.splitlines()[2:5] == ["Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00.", "", "## The answer"]
+    assert text[:text.index(sections[0])].endswith("Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00.\n\n")
     answer = text[text.index(sections[0]):text.index(sections[1])]
     assert ("- B200 SXM (guide's published) at 8K to 128K: 1.18x to 1.99x (point estimates 1.18x, 1.62x, 1.84x, "
             "1.99x) as fast; dearer per token by 0.3% to 70.0% at $3.50 vs $7.00 per GPU-hour ($0.355 vs $0.599, "
@@ -792,15 +797,16 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
     assert f"warning: {log}: 4 skipped (2 x not JSON; 1 x a JSON list, not a record; 1 x no kind)" in err
     text = (out / "report.md").read_text()
     block = verdict_blocks.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
-    # the terminal prints the answer, then the block
-    assert stdout.startswith("Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00.\n\n## The answer\n")
+    # the terminal prints the node check (its MAMF against the published one), the answer, then the block
+    assert stdout.startswith(f"**H200 SXM in {tmp_path} is healthy**: 1 figure(s) at 95%")
+    assert "\n\nPrices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00.\n\n## The answer\n" in stdout
     assert ("- B200 SXM (measured) at 1K: 2.00x (1.91x to 2.18x) as fast; cheaper per token by 0.1% to 12.8% at "
             "$2.00 vs $4.00 per GPU-hour ($0.056 vs $0.053 per 1M tokens, H200 SXM vs B200 SXM); break-even price "
             "ratio 2.10x (2.00x to 2.29x) (the price ratio is 2.00x); fits, 10.0 GiB at most of its 178.4 GiB") in stdout
     assert "- B200 SXM (measured): One side only: not measured on H200 SXM (measured) at 512; H200 SXM (measured) cannot run this (OOM) at 4K" in stdout
     assert stdout[stdout.index("## 1."):].startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])
-    assert [line for line in text.splitlines() if line.startswith("## ")][:2] == \
-        ["## The answer", "## 1. B200 SXM vs H200 SXM: measured vs measured"]
+    assert [line for line in text.splitlines() if line.startswith("## ")][:3] == \
+        ["## Is this node healthy?", "## The answer", "## 1. B200 SXM vs H200 SXM: measured vs measured"]
     assert "| 1K | 10.0% | 400.0 | 800.0 | 40.4% | 35.6% | 2.00x | 2.28x | 0.88x | 2.00x | ok | 10.0 | 10.0 |" \
         in text
     assert "Skipped 4 malformed line(s) or record(s)" in text and "WARNING" not in text

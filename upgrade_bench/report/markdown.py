@@ -9,6 +9,8 @@ from . import detail_tables, formats
 from .answer import answer_markdown
 from .comparisons import Analysis
 from .forecast.page import forecast_markdown
+from .node_health import NO_VERDICT
+from .node_page import headline, node_markdown
 from .series import GUIDE_LABEL, seq_label
 from .tables import fmt
 from .text import md_cell, md_text
@@ -45,9 +47,17 @@ def opening(a: Analysis) -> list:
     return out + ([answer] if answer else [])
 
 
+def node_section(a: Analysis) -> list:
+    """The node check, before any upgrade verdict: a sick baseline skews every one of them."""
+    text = node_markdown(a.node_checks)
+    return ["## Is this node healthy?", "", text, ""] if text else []
+
+
 def terminal_text(a: Analysis) -> str:
-    """What plot_results.py prints: the answer, the verdict blocks, then the series not compared."""
-    out = opening(a) + [verdict_block(c, a.data.also_in) for c in a.comparisons]
+    """What plot_results.py prints: each node's check, the answer, the verdict blocks, then the
+    series not compared."""
+    nodes = [headline(c) + "\n" for c in a.node_checks if c.status != NO_VERDICT]  # the page lists those too
+    out = nodes + opening(a) + [verdict_block(c, a.data.also_in) for c in a.comparisons]
     if not a.comparisons:
         out.append(f"No comparison: {no_comparison_words(a)}.\n")
     lonely = unpaired_markdown(a)
@@ -84,7 +94,7 @@ def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
                 "what they held is missing from the verdicts below.", ""]
-    out += opening(a)
+    out += node_section(a) + opening(a)
     if a.forecasts:
         out += ["## Forecasts (not measured)", ""] + [forecast_markdown(fc) + "\n" for fc in a.forecasts]
     if not a.comparisons:

@@ -22,7 +22,9 @@ at most 5 minutes for something to answer at MASTER_ADDR:MASTER_PORT, then says 
 NVLink multicast stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 NVSHMEM_DISABLE_NVLS=1 are set in the process before the process group starts, where unset
 (on a shared host a multicast object can break other GPUs); the header's comm_env records
-every NCCL_ variable as the run saw it.
+every NCCL_ variable as the run saw it, and `nccl_transports` the transports NCCL's connections
+took (P2P, SHM, NET/IB, NET/Socket: TCP), from its INFO lines, asked into a file and removed
+where NCCL_DEBUG is unset (kernels/comm/transport.py).
 
 Writes JSON lines: a `header`, then one `comm` record per size x op (status ok | oom | error:
 a size that does not fit is an oom record). Exit 1 if a point errored (a failed collective is
@@ -46,10 +48,10 @@ import time
 
 from ... import faults, settings
 from ...hardware import collectives, fingerprint, telemetry
-from . import bench as comm
+from . import bench as comm, transport as nccl_transport
 from ...interrupts import Interrupted, Signals, ignored
 from ..attention import bench as attn_bench
-from .. import ranks, timing
+from .. import ranks as local_ranks, timing
 from ...paths import REPO
 from ...log import header, records
 from ...faults import BadInput
@@ -157,6 +159,7 @@ def measure_all() -> int:
     problem = rendezvous_problem(os.environ, rank, TIMEOUT_S)
     if problem:
         raise BadInput(f"rank {rank}: {problem}")
+    transport_log = nccl_transport.ask(os.environ) if device.type == "cuda" else None  # NCCL reads it at start
     comm_env, warnings = comm.multicast_env(os.environ)  # before the process group starts
     import torch.distributed as dist
 
@@ -170,10 +173,13 @@ def measure_all() -> int:
         dist.init_process_group("nccl" if on_gpu else "gloo", device_id=device if on_gpu else None,
                                 timeout=datetime.timedelta(seconds=TIMEOUT_S))
     except dist.DistError as err:  # the rendezvous: no rank 0 at that address, a port taken, a rank that never came
+        nccl_transport.forget(transport_log)
         raise BadInput(f"rank {rank}: the process group did not start at MASTER_ADDR={os.environ['MASTER_ADDR']} "
                        f"MASTER_PORT={os.environ['MASTER_PORT']}: {str(err).splitlines()[0]}") from None
     hosts = [None] * dist.get_world_size()
     dist.all_gather_object(hosts, socket.gethostname())
+    transports = nccl_transport.read(transport_log)  # the first collective connected every peer
+    nccl_transport.forget(transport_log)  # NCCL writes on into the removed file: nothing is left behind
     gpu_name = fingerprint.gpu_name()
     link, row = collectives.link_gbps(gpu_name)
     if not on_gpu:
@@ -186,7 +192,8 @@ def measure_all() -> int:
         what = f"{gpu_name!r}" if gpu_name else "this device (no GPU)"
         warnings.append(f"no link bandwidth in the GPU table for {what}: share_of_link is null")
     writer = records.RecordWriter(SCRIPT, s.OUTPUT, enabled=rank == 0, stream=stdout)
-    writer.write("header", **header.fields(settings.as_dict(s), s.NOTES, warnings, comm_env=comm_env))
+    writer.write("header", **header.fields(settings.as_dict(s), s.NOTES, warnings, comm_env=comm_env,
+                                           nccl_transports=transports))
     say = sys.stderr if rank == 0 else open(os.devnull, "w")
     for warning in warnings:
         say.write(f"warning: {warning}\n")
@@ -205,7 +212,7 @@ def start_ranks(count: int, environ) -> int:
     if environ.get("RANK") or environ.get("WORLD_SIZE"):
         raise BadInput(f"RANKS={count} with RANK/WORLD_SIZE set: a launcher started this process already; unset "
                        f"RANKS under a launcher, or start it alone with RANKS")
-    return ranks.launch([sys.executable, str(REPO / SCRIPT)], count, environ, unset=("RANKS",))
+    return local_ranks.launch([sys.executable, str(REPO / SCRIPT)], count, environ, unset=("RANKS",))
 
 
 def rendezvous_problem(environ, rank: int, wait_s: float, connect=socket.create_connection) -> str | None:
