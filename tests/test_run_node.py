@@ -372,6 +372,10 @@ def test_the_point_a_signal_stopped_is_missing_as_interrupted_the_later_ones_as_
     for code in (130, 143, -signal.SIGINT):
         assert node_plan.missing(sweep, code, out) == ["sweep at 128 (interrupted)", "sweep at 256 (not run)"]
     assert node_plan.missing(sweep, 1, out) == ["sweep at 128 (not run)", "sweep at 256 (not run)"]
+    # issue 46: a stale build lock read "bad_input" here: the sweep's error record says what stopped it
+    RecordWriter("run_sweep.sh", str(out / "sweep.jsonl"), stream=open(os.devnull, "w")).write(
+        "error", seq_len=256, error="environment", message="exit code 5: the machine's environment stopped it")
+    assert node_plan.missing(sweep, 5, out) == ["sweep at 128 (not run)", "sweep at 256 (environment)"]
     hbm = planned(out, **TINY, NODE_OUT=out, DRY_RUN=1)["hbm"]  # issue 46: "hbm (exit -9)", nothing more
     assert node_plan.missing(hbm, -9, out) == ["hbm (killed by SIGKILL (exit -9): the host's OOM killer?)"]
     assert node_plan.missing(hbm, 1, out) == ["hbm (exit 1)"]
