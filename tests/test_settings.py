@@ -217,9 +217,12 @@ def test_a_triton_flag_triton_would_read_as_off_by_accident_is_refused(raw):
 
 def test_an_output_name_that_is_not_utf8_is_refused_not_written_under_another_name(tmp_path):
     raw = os.fsdecode(os.fsencode(str(tmp_path)) + b"/r\xe9sultats.jsonl")  # Latin-1, as a shell may pass it
-    with pytest.raises(BadInput, match=r"^OUTPUT='.*\\udce9sultats.jsonl': a file name that is not UTF-8 \(it "
-                                       r"would be written under another name\); name it in UTF-8$"):
+    for name in ("OUTPUT", "--output_file", "OUT"):  # every results file's one check
+        with pytest.raises(BadInput, match=rf"^{name}='.*\\udce9sultats.jsonl': a file name that is not UTF-8 \(it "
+                                           r"would be written under another name\); name it in UTF-8$"):
+            settings.check_output(name, raw)
+    with pytest.raises(BadInput, match="a file name that is not UTF-8"):  # parsed, never made valid first
         settings.parse([settings.OUTPUT], {"OUTPUT": raw})
     assert os.listdir(tmp_path) == []
-    utf8 = str(tmp_path / "résultats.jsonl")
-    assert settings.parse([settings.OUTPUT], {"OUTPUT": utf8}).OUTPUT == utf8
+    settings.check_output("OUTPUT", str(tmp_path / "résultats.jsonl"))
+    assert settings.parse([settings.OUTPUT], {"OUTPUT": "résultats.jsonl"}).OUTPUT == "résultats.jsonl"

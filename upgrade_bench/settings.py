@@ -110,17 +110,25 @@ def parse_value(var: Var, raw: str):
         return values
     if var.kind == "str_list":
         return text.replace(",", " ").split()
-    if var.kind == "output" and raw != raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace"):
-        raise BadInput(f"{var.name}={raw!r}: a file name that is not UTF-8 (it would be written under another "
-                       f"name); name it in UTF-8")
+    if var.kind == "output":  # a file name: refused, not made valid
+        check_utf8(var.name, raw)
     # Invalid UTF-8 in the environment arrives as lone surrogates (Python's surrogateescape):
     # made valid here, as U+FFFD, so no record carries text that cannot be encoded.
     return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def check_utf8(name: str, path: str) -> None:
+    """BadInput for a file name that is not UTF-8 (its bytes arrive as lone surrogates): made
+    valid, it would be written under another name."""
+    if path != path.encode("utf-8", "surrogateescape").decode("utf-8", "replace"):
+        raise BadInput(f"{name}={path!r}: a file name that is not UTF-8 (it would be written under another "
+                       f"name); name it in UTF-8")
+
+
 def check_output(name: str, path: str) -> None:
     """BadInput unless records can be appended to `path`: the one check of every
     results file (OUTPUT, --output_file, the sweep's OUT), made before any work."""
+    check_utf8(name, path)
     problem = output_problem(path)
     if problem:
         raise BadInput(f"{name}={path!r}: cannot write there ({problem})")
