@@ -2,6 +2,7 @@
 before it, each step's record, resume by identity (the tiny preset for real: a killed sweep,
 longer SEQLENS, changed ATTN_SEQLENS, another model), what a rerun leaves missing, and a stop
 that takes the step's processes with it."""
+import errno
 import json
 import os
 from dataclasses import replace
@@ -502,6 +503,15 @@ def test_how_the_comm_steps_ranks_start_is_not_part_of_its_identity():
     # bench_comm.py's RANKS is newer than folders whose comm step ran: they resume, not conflict
     identity = node_plan.child_identity(node.CHILDREN["comm"], {"OUTPUT": "/x/comm.jsonl"})
     assert "RANKS" not in identity and identity["OPS"] == ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
+
+
+def test_a_folder_whose_filesystem_has_no_locks_runs_unlocked_and_says_so(tmp_path, monkeypatch, capsys):
+    def no_locks(fd, how):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+    monkeypatch.setattr(folder_lock.fcntl, "flock", no_locks)
+    os.close(folder_lock.take(tmp_path, "NODE_OUT='x'"))
+    assert capsys.readouterr().err == (f"warning: NODE_OUT='x': cannot lock it here ({os.strerror(errno.ENOLCK)}): "
+                                       f"nothing stops a second run_node.sh on it while this one runs\n")
 
 
 def test_a_second_run_node_sh_on_a_folder_in_use_exits_2_with_the_holders_pid(tmp_path, start_proc):

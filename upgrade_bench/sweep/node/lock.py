@@ -10,6 +10,7 @@ third run lock a new file beside a holder of the old one.
 """
 import fcntl
 import os
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -30,6 +31,9 @@ def take(folder: Path, label: str) -> int:
         os.close(fd)
         raise BadInput(f"{label} is in use by another run_node.sh (pid {holder}): one run at a time on a "
                        f"folder; wait for it to end, or give this run a folder of its own") from None
+    except OSError as err:  # a filesystem without locks (ENOLCK): the run goes on, said
+        sys.stderr.write(f"warning: {label}: cannot lock it here ({err.strerror or err}): nothing stops a second "
+                         f"run_node.sh on it while this one runs\n")
     os.ftruncate(fd, 0)
     os.write(fd, str(os.getpid()).encode())
     return fd
