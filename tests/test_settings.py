@@ -226,3 +226,9 @@ def test_an_output_name_that_is_not_utf8_is_refused_not_written_under_another_na
     assert os.listdir(tmp_path) == []
     settings.check_output("OUTPUT", str(tmp_path / "résultats.jsonl"))
     assert settings.parse([settings.OUTPUT], {"OUTPUT": "résultats.jsonl"}).OUTPUT == "résultats.jsonl"
+    from upgrade_bench.sweep import plan as sweep_plan
+    from upgrade_bench.sweep.node import main as node
+
+    for variables, name in ((sweep_plan.VARS, "OUT"), (node.VARS, "NODE_OUT")):  # a folder's name alike
+        with pytest.raises(BadInput, match=f"^{name}='.*': a file name that is not UTF-8"):
+            settings.parse(variables, {name: raw})

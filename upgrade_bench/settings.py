@@ -27,7 +27,7 @@ _FALSE = {"0"}
 @dataclass(frozen=True)
 class Var:
     name: str
-    kind: str  # int | float | bool | choice | str | int_list | str_list | output (a file appended to)
+    kind: str  # int | float | bool | choice | str | int_list | str_list | output (a file appended to) | path
     default: object
     help: str
     choices: tuple = ()
@@ -110,7 +110,7 @@ def parse_value(var: Var, raw: str):
         return values
     if var.kind == "str_list":
         return text.replace(",", " ").split()
-    if var.kind == "output":  # a file name: refused, not made valid
+    if var.kind in ("output", "path"):  # a file or folder name: refused, not made valid
         check_utf8(var.name, raw)
     # Invalid UTF-8 in the environment arrives as lone surrogates (Python's surrogateescape):
     # made valid here, as U+FFFD, so no record carries text that cannot be encoded.
@@ -136,7 +136,7 @@ def check_output(name: str, path: str) -> None:
 
 # The Python type each kind of Var parses to.
 TYPES = {"int": int, "float": float, "bool": bool, "choice": str, "str": str, "int_list": list[int],
-         "str_list": list[str], "output": str}
+         "str_list": list[str], "output": str, "path": str}
 
 
 class Settings:

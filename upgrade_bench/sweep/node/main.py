@@ -47,7 +47,7 @@ from .plan import STEPS
 
 SCRIPT = "run_node.sh"
 VARS = [
-    settings.Var("NODE_OUT", "str", "out/node", "the folder every log of the node goes to (one to copy); "
+    settings.Var("NODE_OUT", "path", "out/node", "the folder every log of the node goes to (one to copy); "
                  "a rerun resumes it, another configuration is refused"),
     settings.Var("SKIP", "str_list", [], "steps to leave out: " + " ".join(STEPS)),
     settings.Var("ATTN_SEQLENS", "int_list", [8192, 32768], "isolated-attention lengths", min=1,
