@@ -50,8 +50,10 @@ import sys
 from upgrade_bench.hardware import gpus
 from upgrade_bench.log import records, staged
 from upgrade_bench.faults import BadInput, Parser, run_main
-from upgrade_bench.report import (backtest, calibration, comparisons, export, forecast_attention, forecast_comm,
-                                  forecasts, inputs, markdown, published, published_pairs, series)
+from upgrade_bench.report import (backtest, calibration, comparisons, cost, dollars, export, forecast_attention,
+                                  forecast_comm, forecasts, inputs, markdown, published, published_pairs, series,
+                                  terminal)
+from upgrade_bench.report.answer import workloads
 
 
 def parse_args(argv):
@@ -73,6 +75,19 @@ def parse_args(argv):
     p.add_argument("--forecast", action="append", default=[], metavar="GPU",
                    help="forecast this GPU of the GPU table (e.g. B200) for every measured series of "
                         "another GPU, from its own steps; repeatable; labelled a forecast everywhere")
+    p.add_argument("--tokens", default="1T", metavar="N",
+                   help="tokens to train the whole model on, for its cost and time on each GPU "
+                        "(e.g. 1T, 500B, 2e12) [1T]")
+    p.add_argument("--gpus", type=str, metavar="G",
+                   help="GPUs of the node the training cost is for [the node of each workload's logs]")
+    p.add_argument("--own", action="append", default=[], metavar="GPU=USD_PER_GPU[:YEARS]",
+                   help="price of buying one GPU and the years it is spread over [4]: the owner's $/token "
+                        "(hardware plus measured board energy x PUE x --kwh) beside the renter's")
+    p.add_argument("--kwh", default=str(cost.DEFAULT_USD_PER_KWH), metavar="USD",
+                   help="price of a kWh for the owner's cost [0.08: US industrial average, EIA]")
+    p.add_argument("--pue", default=str(cost.DEFAULT_PUE), metavar="X",
+                   help="the facility's power usage effectiveness [1.3: the upper end AI data centres "
+                        "report, Uptime Institute]")
     p.add_argument("--backtest", action="store_true",
                    help="forecast each published pair's candidate from its baseline alone, set it "
                         "against the published figures, print the table and write backtest.csv to --out")
@@ -126,13 +141,87 @@ def parse_prices(specs) -> dict:
     return prices
 
 
+TOKEN_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+MAX_TRAIN_TOKENS = 1e16   # beyond any training run: a typo
+
+
+def _number(flag: str, text: str, low: float, high: float, what: str) -> float:
+    """A flag's number within [low, high], else BadInput naming the flag, the value and the range."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not low <= value <= high:
+        raise BadInput(f"{flag} {text!r}: expected {what} from {low:g} to {high:g}")
+    return value
+
+
+def parse_tokens(text: str) -> float:
+    """--tokens '1T', '500B', '2e12' -> tokens; BadInput for anything else."""
+    number, scale = text.strip(), 1.0
+    if number[-1:].upper() in TOKEN_SUFFIXES:
+        number, scale = number[:-1], TOKEN_SUFFIXES[number[-1].upper()]
+    try:
+        tokens = float(number) * scale
+    except ValueError:
+        tokens = math.nan
+    if not 1 <= tokens <= MAX_TRAIN_TOKENS:
+        raise BadInput(f"--tokens {text!r}: expected a token count from 1 to {MAX_TRAIN_TOKENS:.0e}, "
+                       "e.g. 1T, 500B or 2e12")
+    return tokens
+
+
+def parse_owned(specs: list) -> dict:
+    """--own GPU=USD_PER_GPU[:YEARS] -> {GPU table name: (USD, years)}; BadInput names a bad one."""
+    out = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        usd_text, _, years_text = value.partition(":")
+        gpu = forecast_gpu(name) if name.strip() else None
+        if not sep or gpu is None:
+            raise BadInput(f"--own {spec!r}: expected GPU=USD_PER_GPU[:YEARS] with a GPU of the GPU table "
+                           f"({', '.join(gpus.names())}), e.g. H200=30000:4")
+        if gpu in out:
+            raise BadInput(f"--own {spec!r}: {gpu} is owned twice; give one")
+        out[gpu] = (_number("--own", usd_text, 100, 10_000_000, "a price per GPU in dollars"),
+                    _number("--own", years_text, 0.5, 20, "years") if years_text else cost.DEFAULT_YEARS)
+    return out
+
+
+def assumptions(args) -> dollars.Assumptions:
+    """The cost flags, checked: BadInput names a bad one."""
+    g = None if args.gpus is None else int(_number("--gpus", args.gpus, 1, 100_000, "a GPU count"))
+    if args.gpus is not None and g != float(args.gpus):
+        raise BadInput(f"--gpus {args.gpus!r}: expected a whole GPU count from 1 to 100000")
+    return dollars.Assumptions(parse_tokens(args.tokens), g, parse_owned(args.own),
+                               _number("--kwh", args.kwh, 0.001, 10, "dollars per kWh"),
+                               _number("--pue", args.pue, 1, 3, "a power usage effectiveness"))
+
+
+def forecast_gpu(name: str) -> str | None:
+    """The GPU table's name a --forecast value spells: the name itself (any case), or the start
+    of names up to a space ('B200' of 'B200 SXM') where the table reads it as one of them
+    ('H200' as 'H200 SXM', not 'H200 NVL'); None for anything else ('B2000', 'B200-NVL')."""
+    wanted = " ".join(name.split()).lower()
+    names = gpus.names()
+    exact = [n for n in names if n.lower() == wanted]
+    if exact:
+        return exact[0]
+    prefixed = [n for n in names if n.lower().startswith(wanted + " ")]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    read = gpus.table_name(name)
+    return read if read in prefixed else None
+
+
 def forecast_gpus(names: list) -> list:
-    """The GPU table's names of --forecast values; BadInput for one the table lacks."""
+    """The GPU table's names of --forecast values; BadInput for one the table does not spell."""
     out = []
     for name in names:
-        table_name = gpus.table_name(name)
+        table_name = forecast_gpu(name)
         if table_name is None:
-            raise BadInput(f"--forecast {name!r}: not a GPU of the GPU table; known: {', '.join(gpus.names())}")
+            raise BadInput(f"--forecast {name!r}: not a GPU name of the GPU table (a name or its first "
+                           f"word); known: {', '.join(gpus.names())}")
         if table_name not in out:
             out.append(table_name)
     return out
@@ -214,7 +303,7 @@ def stack_errors(a: comparisons.Analysis) -> list:
     return found + [f"{s.label} mixes stacks" for s, _ in a.mixed_stacks if not s.reference]
 
 
-def write_outputs(analysis, args, paths, tally, backtest_rows=None) -> list:
+def write_outputs(analysis, args, paths, tally, backtest_rows=None, money: str = "") -> list:
     """report.md, the figures, the flat table and (with `backtest_rows`) backtest.csv, or
     backtest.csv alone without an analysis; OSError ends the run with one line."""
     written = []
@@ -229,7 +318,7 @@ def write_outputs(analysis, args, paths, tally, backtest_rows=None) -> list:
                 from upgrade_bench.report import figures  # matplotlib, once the inputs are known good
                 pngs = figures.write_all(analysis, folder, stage.open)
                 with stage.open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
-                    f.write(markdown.render(analysis, pngs, paths, tally))
+                    f.write(markdown.render(analysis, pngs, paths, tally, money))
                 names = ["report.md"] + pngs + names
             if flag == "--out" and backtest_rows is not None:
                 with stage.open(os.path.join(folder, "backtest.csv"), "w", encoding="utf-8", newline="") as f:
@@ -264,12 +353,16 @@ def main(argv=None) -> int:
         if problem:
             raise BadInput(f"{flag} {folder!r}: {problem}")
     candidates = forecast_gpus(args.forecast)
+    opts = assumptions(args)
     backtest_rows = backtest.backtest(published_pairs.all_records()) if args.backtest or candidates else None
     analysis = tally = paths = None
     if args.inputs:  # every input is read and checked before anything is written
         tally = inputs.Tally()
         paths = inputs.expand(args.inputs)
         analysis = analyse(args, paths, tally, prices, candidates, backtest_rows)
+        unpriced = sorted(set(opts.owned) - set(analysis.prices) - set(analysis.forecast_prices))
+        if unpriced:  # the owner's call stands beside the renter's: a GPU owned is priced too
+            raise BadInput(f"--own {unpriced[0]}: no --price for it; the owner's cost is set beside the renter's")
     if args.write_guide_reference:
         write_guide_reference(args.write_guide_reference)
     if analysis is None:
@@ -283,13 +376,14 @@ def main(argv=None) -> int:
     if tally.duplicates:
         sys.stderr.write(f"note: {sum(tally.duplicates.values())} record(s) repeated in another log "
                          "counted once\n")
-    for line in analysis.forecast_notes:
-        sys.stderr.write(f"note: {line}\n")
-    sys.stdout.write(markdown.terminal_text(analysis))  # the answer first, the backtest after it
-    if args.backtest:
+    found = workloads(analysis)
+    report = os.path.join(args.out, "report.md") if args.out else None
+    sys.stdout.write(terminal.terminal_text(analysis, dollars.text_lines(found, opts), report))
+    if args.backtest:  # the answer first, the backtest after it
         print_backtest(backtest_rows)
     sys.stdout.flush()
-    for line in write_outputs(analysis, args, paths, tally, backtest_rows if args.backtest else None):
+    money = dollars.dollars_markdown(found, opts) if found else ""
+    for line in write_outputs(analysis, args, paths, tally, backtest_rows if args.backtest else None, money):
         sys.stderr.write(f"wrote {line}\n")
     return 0
 

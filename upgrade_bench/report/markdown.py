@@ -37,23 +37,13 @@ def prices_line(a: Analysis) -> str:
             "No prices given (--price GPU=USD_PER_GPU_HOUR): speed only, no $/token verdicts.")
 
 
-def opening(a: Analysis) -> list:
-    """What the terminal and the page open with: the prices, why a --forecast shows nothing,
-    and the answer per baseline."""
+def opening(a: Analysis, dollars: str = "") -> list:
+    """What the page opens with: the prices, why a --forecast shows nothing, the answer per
+    workload, and `dollars` (the cost to train and the owner's cost). A check of the node
+    itself, which must come before any upgrade verdict, goes first: before the prices."""
     out = [prices_line(a), ""] + [f"**{note}**\n" for note in a.forecast_notes]
     answer = answer_markdown(a)
-    return out + ([answer] if answer else [])
-
-
-def terminal_text(a: Analysis) -> str:
-    """What plot_results.py prints: the answer, the verdict blocks, then the series not compared."""
-    out = opening(a) + [verdict_block(c, a.data.also_in) for c in a.comparisons]
-    if not a.comparisons:
-        out.append(f"No comparison: {no_comparison_words(a)}.\n")
-    lonely = unpaired_markdown(a)
-    if lonely:
-        out.append("## Series not compared\n\n" + lonely + "\n")
-    return "\n".join(out)
+    return out + ([answer] if answer else []) + ([dollars] if dollars else [])
 
 
 def inputs_markdown(a: Analysis, inputs, tally) -> str:
@@ -78,13 +68,13 @@ def inputs_markdown(a: Analysis, inputs, tally) -> str:
     return "\n\n".join(lines)
 
 
-def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
+def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") -> str:
     """report.md: the verdict blocks first, then the unpaired series, figures and tables."""
     out = ["# GPU upgrade report", ""]
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
                 "what they held is missing from the verdicts below.", ""]
-    out += opening(a)
+    out += opening(a, dollars)
     if a.forecasts:
         out += ["## Forecasts (not measured)", ""] + [forecast_markdown(fc) + "\n" for fc in a.forecasts]
     if not a.comparisons:

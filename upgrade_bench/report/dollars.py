@@ -1,0 +1,251 @@
+"""The buyer's two other questions, per workload and GPU: what training the whole model on N
+tokens costs and takes on a node (GPU-hours, dollars, days, each with its range), and what a
+token costs a team that owns the GPUs (the hardware amortised plus the board's energy times
+PUE times the price of a kWh), with the owner's per-token call beside the renter's.
+
+Throughput is the workload's measured tokens per second per GPU (a candidate's: measured, or
+the baseline's times its speedup range); a cut's is scaled to the whole model by the FLOP
+count (whole_model.py), said so. Energy is the summaries' measured board energy per token
+(`energy_j_per_token`); a GPU without it in its logs (published, forecast) takes its rated
+board power, from the share measured in training (cost.TRAINING_POWER_SHARE) up to all of it,
+labelled an estimate; a measured run without telemetry (a CPU, no NVML) says so and gets no
+owner's cost. Formulas in cost.py.
+"""
+import textwrap
+from dataclasses import dataclass, field
+
+from ..hardware import gpus
+from .answer import NO_FIT, WORKLOAD_KINDS, Workload, workload_words as words
+from .cost import (DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEARS, TRAINING_POWER_SHARE, board_j_per_token,
+                   owned_usd_per_gpu_hour, owner_usd_per_mtok, train_cost)
+from .series import seq_label
+from .tables import md_table
+from .terminal import WIDTH
+from .verdict import ABOVE, BELOW, WITHIN, call, step_time_range, tokens_per_s_per_gpu
+
+
+@dataclass
+class Assumptions:
+    tokens: float                          # --tokens
+    gpus: int | None = None                # --gpus; None: the node of the workload's logs
+    owned: dict = field(default_factory=dict)   # GPU table name -> (USD per GPU, years)
+    usd_per_kwh: float = DEFAULT_USD_PER_KWH
+    pue: float = DEFAULT_PUE
+
+
+@dataclass
+class Side:
+    """One GPU running one workload at one length: its throughput and energy, each (mid, low, high)."""
+    gpu: str
+    source: str                  # 'measured', "guide's published", 'forecast'
+    tokens_per_s: tuple          # whole-model tokens per second per GPU
+    j_per_token: tuple | None    # whole-model board joules per token; None: not measured
+    energy_how: str              # 'measured', 'rated board power ...', or why none
+    usd_per_gpu_hour: float | None
+    fits: bool = True
+
+
+def _triple(mid: float, factors: tuple | None) -> tuple:
+    """(mid, low, high) of a throughput whose step time spans `factors` of its own (fast, slow)."""
+    return (mid, mid / factors[1], mid / factors[0]) if factors else (mid, mid, mid)
+
+
+def _rated(gpu: str, tokens_per_s: tuple) -> tuple:
+    """(J/token (mid, low, high), how) from the GPU table's board power, or (None, why)."""
+    spec = gpus.lookup(gpu)
+    if spec is None or not spec.tdp_w:
+        return None, "no measured energy and no rated board power in the GPU table"
+    low_w, high_w = spec.tdp_w * TRAINING_POWER_SHARE, spec.tdp_w
+    return ((board_j_per_token(low_w, tokens_per_s[0]), board_j_per_token(low_w, tokens_per_s[2]),
+             board_j_per_token(high_w, tokens_per_s[1])),
+            f"estimated: {TRAINING_POWER_SHARE:.0%} to 100% of its rated {spec.tdp_w:.0f} W")
+
+
+def base_side(w: Workload, seq_len: int, price: float | None) -> Side | None:
+    s = w.base
+    point = s.points.get(seq_len)
+    tok = tokens_per_s_per_gpu(point) if point else None
+    if not tok:
+        return None
+    factor = 1.0 if w.scope.whole else w.scope.factors.get(seq_len)
+    if factor is None:
+        return None
+    tokens = _triple(tok / factor, step_time_range(s.repeats.get(seq_len) or [point], point))
+    energy = point.get("energy_j_per_token")
+    if energy:
+        return Side(s.gpu, s.provenance, tokens, (energy * factor,) * 3, "measured", price)
+    if not s.reference:
+        return Side(s.gpu, s.provenance, tokens, None, "not measured: its summaries record no board energy "
+                    "(a CPU run, or no GPU telemetry)", price)
+    return Side(s.gpu, s.provenance, tokens, *_rated(s.gpu, tokens), price)
+
+
+def candidate_side(base: Side, regime, seq_len: int) -> Side:
+    i = regime.seq_lens.index(seq_len)
+    mid, low, high = regime.speedups[i]
+    tokens = (base.tokens_per_s[0] * mid, base.tokens_per_s[1] * low, base.tokens_per_s[2] * high)
+    j, how = _rated(regime.candidate, tokens)
+    return Side(regime.candidate, regime.source, tokens, j, how, regime.prices[1], regime.word != NO_FIT)
+
+
+def sides(w: Workload, seq_len: int) -> list:
+    """The baseline and each candidate at one length, baseline first; [] where unknown."""
+    price = next((r.prices[0] for r in w.regimes if r.prices[0]), None)
+    base = base_side(w, seq_len, price)
+    if base is None:
+        return []
+    return [base] + [candidate_side(base, r, seq_len) for r in w.regimes if seq_len in r.seq_lens]
+
+
+def node_gpus(w: Workload, opts: Assumptions) -> int:
+    counts = [r.gpu_count for r in w.base.runs.values() if r.gpu_count]
+    return opts.gpus or (max(counts) if counts else 1)
+
+
+@dataclass
+class OwnerCost:
+    usd_per_mtok: tuple | None   # (mid, low, high), None without an owned price or energy
+    why: str = ""
+
+
+def owner_cost(side: Side, opts: Assumptions) -> OwnerCost:
+    owned = opts.owned.get(side.gpu)
+    if owned is None:
+        return OwnerCost(None, f"no --own {side.gpu.split()[0]}=USD")
+    if side.j_per_token is None:
+        return OwnerCost(None, f"energy {side.energy_how}")
+    hourly = owned_usd_per_gpu_hour(*owned)
+    # the dearest end: the slowest throughput with the most energy; the cheapest: the reverse
+    mids = [owner_usd_per_mtok(hourly, t, j, opts.pue, opts.usd_per_kwh)
+            for t, j in ((side.tokens_per_s[0], side.j_per_token[0]), (side.tokens_per_s[2], side.j_per_token[1]),
+                         (side.tokens_per_s[1], side.j_per_token[2]))]
+    return OwnerCost(tuple(mids))
+
+
+def owner_call(base: OwnerCost, cand: OwnerCost, fits: bool):
+    """The owner's per-token call of a candidate (verdict.call over both ranges), or None."""
+    if not (base.usd_per_mtok and cand.usd_per_mtok) or not fits:
+        return None
+    b, c = base.usd_per_mtok, cand.usd_per_mtok
+    return call(c[0] / b[0], (c[1] / b[2], c[2] / b[1]))
+
+
+OWNER_WORDS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even"}
+
+
+def compact(v: float) -> str:
+    """3 significant digits with K, M, B or T: 188K, 1.2M, 1T."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g}{suffix}"
+    return f"{v:.3g}"
+
+
+def _fmt_range(t: tuple, unit: str = "") -> str:
+    """'$1.23M ($1.10M-$1.40M)': the mid and its range, compact; the mid alone where they print alike."""
+    mid, low, high = (unit + compact(v) for v in t)
+    return mid if low == high == mid else f"{mid} ({low}-{high})"
+
+
+def first_length(w: Workload) -> int | None:
+    lengths = sorted({n for r in w.regimes for n in r.seq_lens} & set(w.base.points))
+    return lengths[0] if lengths else None
+
+
+def train_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
+    """Per GPU at one length: '<GPU source>: N GPU-hours, $X, D days on G GPUs' with ranges."""
+    g = node_gpus(w, opts)
+    out = []
+    for side in sides(w, seq_len):
+        costs = [train_cost(opts.tokens, t, g, side.usd_per_gpu_hour) for t in side.tokens_per_s]
+        hours = tuple(c.gpu_hours for c in (costs[0], costs[2], costs[1]))  # fastest throughput, fewest hours
+        days = tuple(c.days for c in (costs[0], costs[2], costs[1]))
+        usd = tuple(c.usd for c in (costs[0], costs[2], costs[1])) if side.usd_per_gpu_hour else None
+        text = f"{side.gpu} {side.source}: {_fmt_range(hours)} GPU-h"
+        text += f", {_fmt_range(usd, '$')}" if usd else ", no price"
+        text += f", {_fmt_range(days)} days"
+        out.append(text + ("" if side.fits else "; does not fit its memory as configured"))
+    return out
+
+
+def owner_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
+    """Per GPU at one length: the owner's $/1M tokens, and each candidate's call beside the renter's."""
+    found = sides(w, seq_len)
+    if not found:
+        return []
+    costs = [owner_cost(s, opts) for s in found]
+    out = []
+    for i, (side, cost) in enumerate(zip(found, costs)):
+        text = f"{side.gpu} {side.source}: "
+        if cost.usd_per_mtok is None:
+            out.append(text + f"no owner's cost ({cost.why})")
+            continue
+        text += f"{_fmt_range(cost.usd_per_mtok, '$')}/1M tokens"
+        text += "" if side.energy_how == "measured" else " (energy " + side.energy_how.split(":")[0] + ")"
+        if i:
+            got = owner_call(costs[0], cost, side.fits)
+            renter = next((r.word for r in w.regimes if r.candidate == side.gpu and r.source == side.source
+                           and seq_len in r.seq_lens), None)
+            text += (f"; owner: {OWNER_WORDS.get(got.word, got.word) if got else 'no call'}, renter: "
+                     f"{OWNER_WORDS.get(renter, 'no call') if renter else 'no call'}")
+        out.append(text)
+    return out
+
+
+def assumptions_words(opts: Assumptions) -> str:
+    owned = ", ".join(f"{gpu} ${usd:,.0f} over {years:g} years" for gpu, (usd, years) in opts.owned.items())
+    return (f"{owned}; ${opts.usd_per_kwh:g}/kWh, PUE {opts.pue:g}; board energy only (no host, network or "
+            "storage); hardware used round the clock")
+
+
+def yours(workload_list: list) -> Workload | None:
+    """The workload the terminal prices: the first kind (a measured whole model before a cut
+    before a published one) with a priced length, the one with the most lengths of that kind."""
+    found = [w for w in workload_list if first_length(w) is not None and sides(w, first_length(w))]
+    if not found:
+        return None
+    order = min(w.order for w in found)
+    return max((w for w in found if w.order == order), key=lambda w: len({n for r in w.regimes for n in r.seq_lens}))
+
+
+def text_lines(workload_list: list, opts: Assumptions) -> list:
+    """The terminal's lines: the cost to train and the owner's cost of your workload at its first length."""
+    w = yours(workload_list)
+    if w is None:
+        return []
+    n = first_length(w)
+    scaled = "" if w.scope.whole else f", scaled by FLOPs from the cut ({w.scope.words})"
+    out = textwrap.wrap(f"Training the whole model on {compact(opts.tokens)} tokens (--tokens) at {seq_label(n)}, "
+                        f"a node of {node_gpus(w, opts)} GPU(s) (--gpus){scaled}: {words(w)}", WIDTH,
+                        subsequent_indent="    ", break_on_hyphens=False)
+    out += [f"  {line}" for line in train_lines(w, opts, n)]
+    if opts.owned:
+        out += textwrap.wrap(f"Owning ({assumptions_words(opts)}), at {seq_label(n)}:", WIDTH,
+                             subsequent_indent="    ", break_on_hyphens=False)
+        out += [f"  {line}" for line in owner_lines(w, opts, n)]
+    return out
+
+
+def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
+    """report.md's section: per workload and length, the cost to train on each GPU, and with
+    --own the owner's cost per token and call."""
+    out = [f"## Cost to train the whole model on {compact(opts.tokens)} tokens", "",
+           "GPU-hours, dollars and days on a node (`--tokens`, `--gpus`; the node size from the logs "
+           "otherwise), from the measured step times: a candidate's from the baseline's times its "
+           "speedup range; a cut's scaled to the whole model by its FLOPs per token. Ranges: the step-time "
+           "spread, or a forecast's range.", ""]
+    if opts.owned:
+        out += [f"Owner's cost per token: {assumptions_words(opts)}. Defaults: PUE {DEFAULT_PUE} (AI data "
+                f"centres report 1.1-1.3, Uptime Institute), ${DEFAULT_USD_PER_KWH}/kWh (US industrial "
+                f"average, EIA), {DEFAULT_YEARS:g} years. Energy is each run's measured board energy per token; "
+                f"a GPU without logs takes {TRAINING_POWER_SHARE:.0%} (Newkirk et al., arXiv 2506.14551: "
+                "measured training power against rated) to 100% of its rated board power.", ""]
+    rows = []
+    for w in workload_list:
+        for n in sorted({n for r in w.regimes for n in r.seq_lens} & set(w.base.points)):
+            train = train_lines(w, opts, n)
+            owner = owner_lines(w, opts, n) if opts.owned else [""] * len(train)
+            for t, o in zip(train, owner):
+                rows.append([f"{WORKLOAD_KINDS[w.order]}: {words(w)}", seq_label(n), str(node_gpus(w, opts)), t, o])
+    out.append(md_table(["workload", "seq_len", "GPUs", "to train: GPU-hours, $, days", "owner's $/1M tokens"], rows))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,92 @@
+"""What plot_results.py prints: the answer as plain text that fits a 100-column terminal.
+
+One line per workload (its kind, model, cut and settings), then one per candidate and run of
+lengths with one call: the speedup range, the call, both sides' $/1M tokens at the first of
+those lengths, the price per GPU-hour below which the candidate pays off, and memory fit.
+Everything else (the sentences with every number, the verdict blocks, forecasts, tables)
+is in report.md; the last line says where.
+"""
+import textwrap
+
+from .answer import NO_FIT, SHORT_CALLS, WORKLOAD_KINDS, Regime, workload_words, workloads
+from .tables import fmt
+from .verdict import NOISE_FLOOR
+from .whole_model import scaling_words
+
+WIDTH = 100
+MOST_WORKLOADS = 6     # more go to report.md: the terminal keeps to one screen
+SOURCES = {"measured": "measured", "forecast": "forecast"}
+COLUMNS = (("candidate", 19), ("lengths", 10), ("speedup", 11), ("per token", 14), ("$/1M tok at 1st", 17),
+           ("pays off below", 14), ("memory GiB", 0))
+
+
+def _row(cells: list) -> str:
+    return "  " + "".join(c.ljust(w) if w else c for c, (_, w) in zip(cells, COLUMNS)).rstrip()
+
+
+def _range(values: list, suffix: str = "", digits: int = 2) -> str:
+    low, high = min(values), max(values)
+    a, b = f"{low:.{digits}f}", f"{high:.{digits}f}"
+    return f"{a}{suffix}" if a == b else f"{a}-{b}{suffix}"
+
+
+def regime_row(r: Regime) -> str:
+    source = SOURCES.get(r.source, "published")
+    speed = _range([s[1] for s in r.speedups] + [s[2] for s in r.speedups], "x")
+    if r.word == NO_FIT:
+        call = "no call"
+    elif r.word is None:
+        call = "no price"
+    else:
+        call = SHORT_CALLS[r.word]
+        if r.margins:
+            call += " " + _range([m[0] * 100 for m in r.margins] + [m[1] * 100 for m in r.margins], "%", 0)
+    usd = (f"{fmt(r.base_usd[0], 'usd')} v {fmt(r.cand_usd[0], 'usd')}"
+           if r.base_usd and r.base_usd[0] is not None and r.cand_usd[0] is not None else "-")
+    pays = f"${_range(r.break_even_usd)}/h" if r.break_even_usd and r.word not in (NO_FIT, None) else "-"
+    memory = ("not recorded" if r.fits is None else
+              f"fits {r.peak_gib:.0f}/{r.hbm_gib:.0f}" if r.fits else f"NO {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
+    return _row([f"{r.candidate} {source}", r.lengths, speed, call, usd, pays, memory])
+
+
+def _wrapped(text: str, indent: str) -> list:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
+
+
+def answer_lines(a) -> list:
+    """The answer's plain-text lines: a column heading, then per workload its line and its
+    candidates'; '' lines between workloads."""
+    found = workloads(a)
+    if not found:
+        return []
+    out = [_row([name for name, _ in COLUMNS])]
+    for w in found[:MOST_WORKLOADS]:
+        out += _wrapped(f"{WORKLOAD_KINDS[w.order].capitalize()}: {workload_words(w)}", "")
+        if not w.scope.whole:
+            out += _wrapped(scaling_words(w.scope), "  ")
+        out += [regime_row(r) for r in w.regimes]
+        for note in w.notes:
+            out += _wrapped(note, "  ")
+    if len(found) > MOST_WORKLOADS:
+        out.append(f"... and {len(found) - MOST_WORKLOADS} more workloads in report.md")
+    return out
+
+
+def prices_text(a) -> str:
+    prices = [f"{g} ${usd:.2f}" for g, usd in {**a.prices, **a.forecast_prices}.items()]
+    if not prices:
+        return "No prices given (--price GPU=USD_PER_GPU_HOUR): speed only, no $/token calls."
+    return (f"Prices per GPU-hour: {', '.join(prices)}. A call needs its range and a {NOISE_FLOOR:.0%} noise "
+            "floor.")
+
+
+def terminal_text(a, extra: list = (), report: str | None = None) -> str:
+    """What plot_results.py prints: prices, why a --forecast gave nothing, the answer, `extra`
+    lines (the cost to train, the owner's cost), and where the rest is."""
+    out = _wrapped(prices_text(a), "") + [line for note in a.forecast_notes for line in _wrapped(note, "")]
+    lines = answer_lines(a)
+    out += lines if lines else [f"No comparison and no forecast: see {report or 'report.md'} for the series and why."]
+    out += list(extra)
+    if report:
+        out.append(f"Every series, sentence, table and figure: {report}")
+    return "\n".join(out) + "\n"
