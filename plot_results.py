@@ -376,6 +376,8 @@ def main(argv=None) -> int:
     if tally.duplicates:
         sys.stderr.write(f"note: {sum(tally.duplicates.values())} record(s) repeated in another log "
                          "counted once\n")
+    for line in analysis.forecast_notes:
+        sys.stderr.write(f"note: {line}\n")
     found = workloads(analysis)
     report = os.path.join(args.out, "report.md") if args.out else None
     sys.stdout.write(terminal.terminal_text(analysis, dollars.text_lines(found, opts), report))

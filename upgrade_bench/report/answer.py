@@ -14,6 +14,7 @@ regimes as plain text.
 """
 from dataclasses import dataclass, field
 
+from ..log.field_types import MAX_NUMBER
 from .comparisons import HEALTH, Comparison
 from .cost import break_even_usd_per_gpu_hour
 from .forecasts import SeriesForecast
@@ -46,6 +47,7 @@ class Regime:
     hbm_gib: float | None = None    # the candidate's
     sure: str = ""                  # how sure, in words
     note: str = ""                  # instead of a call: why none
+    across: str = ""                # the --ignore-config settings the pair differs in, with both values
 
     @property
     def lengths(self) -> str:
@@ -111,8 +113,6 @@ def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
     rows = [r for r in c.rows if r.speedup is not None]
     lonely = one_sided(c).strip()
     notes = [f"{who}: {lonely}"] if lonely else []
-    if c.ignored:
-        notes.append(f"{who}: paired across {ignored_words(c.ignored)} (--ignore-config)")
     if not rows:
         return [], notes or [f"{who}: no length measured on both sides."]
     out = []
@@ -127,7 +127,7 @@ def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
             [_scaled(r.other_usd_per_mtok, r.seq_len, sc) for r in seg],
             c.usd_per_gpu_hour, max(filter(None, peaks), default=None), c.other.hbm_gib, sure_words(c),
             "" if seg[0].cost else (f"no price for {' and '.join(c.unpriced)}" if c.unpriced else
-                                    "no throughput recorded")))
+                                    "no throughput recorded"), ignored_words(c.ignored) if c.ignored else ""))
     return out, notes
 
 
@@ -204,30 +204,37 @@ def _span(values: list, kind: str) -> str:
     return fmt(low, kind) if fmt(low, kind) == fmt(high, kind) else f"{fmt(low, kind)} to {fmt(high, kind)}"
 
 
+def usd_per_hour(usd: float) -> str:
+    """A price per GPU-hour to the cent ('$6.54'); a broken log's in a few characters."""
+    return f"${usd:.2f}" if abs(usd) <= MAX_NUMBER else fmt(usd, "usd")
+
+
 def regime_sentence(r: Regime, base_gpu: str) -> str:
     """One regime in words, every number with its length."""
-    who = f"{r.candidate} ({r.source}{', not measured' if r.source == 'forecast' else ''})"
+    who = f"{r.candidate} ({r.source}{', not measured' if r.source == 'forecast' else ''})" + (
+        f", paired across {r.across} (--ignore-config)" if r.across else "")
     mids = [s[0] for s in r.speedups]
     text = (f"{who} at {r.lengths.replace('-', ' to ')}: {_span([s[1] for s in r.speedups] + [s[2] for s in r.speedups], 'x')}"
             f" as fast (point estimates {', '.join(fmt(m, 'x') for m in mids)})")
     if r.word == NO_FIT:
-        text += (f"; no price call: the workload takes {fmt(r.peak_gib)} GiB, more than its {fmt(r.hbm_gib)} GiB "
-                 "(a reconfigured run that fits would need its own forecast)")
+        text += (f"; no price call: it does not fit, the baseline's peak is {fmt(r.peak_gib)} GiB, more than its "
+                 f"{fmt(r.hbm_gib)} GiB (a configuration that fits would need its own run)")
     elif r.word:
         call = CALL_WORDS[r.word]
         if r.margins:
             call += f" by {_span([m[0] for m in r.margins] + [m[1] for m in r.margins], 'pct')}"
         usd = ", ".join(f"{fmt(b, 'usd')} vs {fmt(c, 'usd')} at {seq_label(n)}"
                         for n, b, c in zip(r.seq_lens, r.base_usd, r.cand_usd))
-        pays = ", ".join(f"${p:.2f} at {seq_label(n)}" for n, p in zip(r.seq_lens, r.break_even_usd))
+        pays = ", ".join(f"{usd_per_hour(p)} at {seq_label(n)}" for n, p in zip(r.seq_lens, r.break_even_usd))
         text += (f"; {call} at ${r.prices[0]:.2f} vs ${r.prices[1]:.2f} per GPU-hour ($/1M tokens {base_gpu} vs "
                  f"{r.candidate}: {usd}); {r.candidate} pays off below {pays} per GPU-hour")
     else:
         text += f"; no $/token call: {r.note}"
+    whose = "the baseline's peak, " if r.source == "forecast" else ""
     if r.word != NO_FIT:
         text += ("; memory not recorded" if r.fits is None else
-                 f"; fits, {fmt(r.peak_gib)} GiB at most of its {fmt(r.hbm_gib)} GiB" if r.fits else
-                 f"; does not fit: {fmt(r.peak_gib)} GiB of {fmt(r.hbm_gib)} GiB")
+                 f"; fits: {whose}{fmt(r.peak_gib)} GiB at most, in its {fmt(r.hbm_gib)} GiB" if r.fits else
+                 f"; does not fit: {whose}{fmt(r.peak_gib)} GiB of {fmt(r.hbm_gib)} GiB")
     return text + f"; how sure: {r.sure}."
 
 

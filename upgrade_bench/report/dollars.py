@@ -21,6 +21,7 @@ from .cost import (DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEARS, TRAINING_POW
 from .series import seq_label
 from .tables import md_table
 from .terminal import WIDTH
+from .whole_model import scaling_words
 from .verdict import ABOVE, BELOW, WITHIN, call, step_time_range, tokens_per_s_per_gpu
 
 
@@ -152,43 +153,52 @@ def first_length(w: Workload) -> int | None:
     return lengths[0] if lengths else None
 
 
+def train_cells(side: Side, opts: Assumptions, g: int) -> tuple:
+    """(GPU-hours, dollars, days) of training on `g` GPUs, each its mid and range."""
+    costs = [train_cost(opts.tokens, t, g, side.usd_per_gpu_hour) for t in side.tokens_per_s]
+    by_time = (costs[0], costs[2], costs[1])  # the mid, the fastest throughput, the slowest
+    usd = _fmt_range(tuple(c.usd for c in by_time), "$") if side.usd_per_gpu_hour else "no price"
+    return (_fmt_range(tuple(c.gpu_hours for c in by_time)), usd, _fmt_range(tuple(c.days for c in by_time)))
+
+
 def train_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
-    """Per GPU at one length: '<GPU source>: N GPU-hours, $X, D days on G GPUs' with ranges."""
-    g = node_gpus(w, opts)
+    """Per GPU at one length: '<GPU> <source>: N GPU-h, $X, D days', each with its range."""
     out = []
     for side in sides(w, seq_len):
-        costs = [train_cost(opts.tokens, t, g, side.usd_per_gpu_hour) for t in side.tokens_per_s]
-        hours = tuple(c.gpu_hours for c in (costs[0], costs[2], costs[1]))  # fastest throughput, fewest hours
-        days = tuple(c.days for c in (costs[0], costs[2], costs[1]))
-        usd = tuple(c.usd for c in (costs[0], costs[2], costs[1])) if side.usd_per_gpu_hour else None
-        text = f"{side.gpu} {side.source}: {_fmt_range(hours)} GPU-h"
-        text += f", {_fmt_range(usd, '$')}" if usd else ", no price"
-        text += f", {_fmt_range(days)} days"
-        out.append(text + ("" if side.fits else "; does not fit its memory as configured"))
+        hours, usd, days = train_cells(side, opts, node_gpus(w, opts))
+        out.append(f"{side.gpu} {side.source}: {hours} GPU-h, {usd}, {days} days"
+                   + ("" if side.fits else "; does not fit its memory as configured"))
+    return out
+
+
+def owner_cells(w: Workload, opts: Assumptions, seq_len: int) -> list:
+    """Per GPU at one length: (owner's $/1M tokens with its energy's source, the owner's call,
+    the renter's call), the calls '' for the baseline."""
+    found = sides(w, seq_len)
+    costs = [owner_cost(s, opts) for s in found]
+    out = []
+    for i, (side, cost) in enumerate(zip(found, costs)):
+        if cost.usd_per_mtok is None:
+            out.append((f"none: {cost.why}", "", ""))
+            continue
+        usd = f"{_fmt_range(cost.usd_per_mtok, '$')}" + ("" if side.energy_how == "measured" else
+                                                          f" (energy {side.energy_how})")
+        renter = next((r.word for r in w.regimes if r.candidate == side.gpu and r.source == side.source
+                       and seq_len in r.seq_lens), None)
+        got = owner_call(costs[0], cost, side.fits) if i else None
+        out.append((usd, OWNER_WORDS.get(got.word, got.word) if got else ("" if not i else "no call"),
+                    ("" if not i else OWNER_WORDS.get(renter, "no call"))))
     return out
 
 
 def owner_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
     """Per GPU at one length: the owner's $/1M tokens, and each candidate's call beside the renter's."""
-    found = sides(w, seq_len)
-    if not found:
-        return []
-    costs = [owner_cost(s, opts) for s in found]
     out = []
-    for i, (side, cost) in enumerate(zip(found, costs)):
-        text = f"{side.gpu} {side.source}: "
-        if cost.usd_per_mtok is None:
-            out.append(text + f"no owner's cost ({cost.why})")
-            continue
-        text += f"{_fmt_range(cost.usd_per_mtok, '$')}/1M tokens"
-        text += "" if side.energy_how == "measured" else " (energy " + side.energy_how.split(":")[0] + ")"
-        if i:
-            got = owner_call(costs[0], cost, side.fits)
-            renter = next((r.word for r in w.regimes if r.candidate == side.gpu and r.source == side.source
-                           and seq_len in r.seq_lens), None)
-            text += (f"; owner: {OWNER_WORDS.get(got.word, got.word) if got else 'no call'}, renter: "
-                     f"{OWNER_WORDS.get(renter, 'no call') if renter else 'no call'}")
-        out.append(text)
+    for side, (usd, owner, renter) in zip(sides(w, seq_len), owner_cells(w, opts, seq_len)):
+        energy = "" if side.energy_how == "measured" or usd.startswith("none") else " (energy estimated)"
+        usd = usd.split(" (energy")[0]
+        out.append(f"{side.gpu} {side.source}: {usd}/1M tokens{energy}"
+                   + (f"; owner: {owner}, renter: {renter}" if owner else ""))
     return out
 
 
@@ -227,25 +237,30 @@ def text_lines(workload_list: list, opts: Assumptions) -> list:
 
 
 def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
-    """report.md's section: per workload and length, the cost to train on each GPU, and with
-    --own the owner's cost per token and call."""
+    """report.md's section: per workload, length and GPU the cost to train, and with --own the
+    owner's cost per token and call beside the renter's."""
     out = [f"## Cost to train the whole model on {compact(opts.tokens)} tokens", "",
-           "GPU-hours, dollars and days on a node (`--tokens`, `--gpus`; the node size from the logs "
-           "otherwise), from the measured step times: a candidate's from the baseline's times its "
-           "speedup range; a cut's scaled to the whole model by its FLOPs per token. Ranges: the step-time "
-           "spread, or a forecast's range.", ""]
+           "GPU-hours, dollars and days on a node (`--tokens`, `--gpus`; else the node of the workload's logs), "
+           "from measured step times: a candidate's is the baseline's throughput times its speedup range; a "
+           "cut's is scaled to the whole model by its FLOPs per token, at the cut's TFLOPS per GPU. Ranges: the "
+           "step-time spread, or a forecast's range."]
     if opts.owned:
-        out += [f"Owner's cost per token: {assumptions_words(opts)}. Defaults: PUE {DEFAULT_PUE} (AI data "
-                f"centres report 1.1-1.3, Uptime Institute), ${DEFAULT_USD_PER_KWH}/kWh (US industrial "
-                f"average, EIA), {DEFAULT_YEARS:g} years. Energy is each run's measured board energy per token; "
-                f"a GPU without logs takes {TRAINING_POWER_SHARE:.0%} (Newkirk et al., arXiv 2506.14551: "
-                "measured training power against rated) to 100% of its rated board power.", ""]
-    rows = []
+        out += ["", f"Owner's cost per token: {assumptions_words(opts)}. Defaults: PUE {DEFAULT_PUE} (AI data "
+                f"centres report 1.1-1.3, Uptime Institute), ${DEFAULT_USD_PER_KWH}/kWh (US industrial average, "
+                f"EIA), {DEFAULT_YEARS:g} years. Energy: each run's measured board energy per token; a GPU without "
+                f"it takes {TRAINING_POWER_SHARE:.0%} (measured training power against rated, Newkirk et al., "
+                "arXiv 2506.14551) to 100% of its rated board power, said so."]
+    headers = ["seq_len", "GPU", "GPU-hours", "dollars", "days"]
+    headers += ["owner's $/1M tokens", "owner's call", "renter's call"] if opts.owned else []
     for w in workload_list:
+        rows = []
         for n in sorted({n for r in w.regimes for n in r.seq_lens} & set(w.base.points)):
-            train = train_lines(w, opts, n)
-            owner = owner_lines(w, opts, n) if opts.owned else [""] * len(train)
-            for t, o in zip(train, owner):
-                rows.append([f"{WORKLOAD_KINDS[w.order]}: {words(w)}", seq_label(n), str(node_gpus(w, opts)), t, o])
-    out.append(md_table(["workload", "seq_len", "GPUs", "to train: GPU-hours, $, days", "owner's $/1M tokens"], rows))
+            owner = owner_cells(w, opts, n) if opts.owned else None
+            for i, side in enumerate(sides(w, n)):
+                rows.append([seq_label(n), f"{side.gpu} ({side.source})", *train_cells(side, opts, node_gpus(w, opts))]
+                            + (list(owner[i]) if owner else []))
+        if rows:
+            scaled = "" if w.scope.whole else f" Scaled from the cut: {scaling_words(w.scope)}."
+            out += ["", f"**{WORKLOAD_KINDS[w.order].capitalize()}: {words(w)}**, on {node_gpus(w, opts)} "
+                        f"GPU(s).{scaled}", "", md_table(headers, rows)]
     return "\n".join(out) + "\n"

@@ -9,6 +9,8 @@ is in report.md; the last line says where.
 import textwrap
 
 from .answer import NO_FIT, SHORT_CALLS, WORKLOAD_KINDS, Regime, workload_words, workloads
+from ..log.field_types import MAX_NUMBER
+from .markdown import no_comparison_words, prices_line
 from .tables import fmt
 from .verdict import NOISE_FLOOR
 from .whole_model import scaling_words
@@ -16,8 +18,8 @@ from .whole_model import scaling_words
 WIDTH = 100
 MOST_WORKLOADS = 6     # more go to report.md: the terminal keeps to one screen
 SOURCES = {"measured": "measured", "forecast": "forecast"}
-COLUMNS = (("candidate", 19), ("lengths", 10), ("speedup", 11), ("per token", 14), ("$/1M tok at 1st", 17),
-           ("pays off below", 14), ("memory GiB", 0))
+COLUMNS = (("candidate", 19), ("lengths", 10), ("speedup", 11), ("per token", 15), ("$/1M tok at 1st", 17),
+           ("pays off below", 15), ("GiB of HBM", 0))
 
 
 def _row(cells: list) -> str:
@@ -26,7 +28,8 @@ def _row(cells: list) -> str:
 
 def _range(values: list, suffix: str = "", digits: int = 2) -> str:
     low, high = min(values), max(values)
-    a, b = f"{low:.{digits}f}", f"{high:.{digits}f}"
+    fixed = max(abs(low), abs(high)) <= MAX_NUMBER  # a broken log's ratio: not its 300 digits
+    a, b = (f"{low:.{digits}f}", f"{high:.{digits}f}") if fixed else (f"{low:.3g}", f"{high:.3g}")
     return f"{a}{suffix}" if a == b else f"{a}-{b}{suffix}"
 
 
@@ -45,7 +48,7 @@ def regime_row(r: Regime) -> str:
            if r.base_usd and r.base_usd[0] is not None and r.cand_usd[0] is not None else "-")
     pays = f"${_range(r.break_even_usd)}/h" if r.break_even_usd and r.word not in (NO_FIT, None) else "-"
     memory = ("not recorded" if r.fits is None else
-              f"fits {r.peak_gib:.0f}/{r.hbm_gib:.0f}" if r.fits else f"NO {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
+              f"{r.peak_gib:.0f} of {r.hbm_gib:.0f}" if r.fits else f"NO: {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
     return _row([f"{r.candidate} {source}", r.lengths, speed, call, usd, pays, memory])
 
 
@@ -64,7 +67,8 @@ def answer_lines(a) -> list:
         out += _wrapped(f"{WORKLOAD_KINDS[w.order].capitalize()}: {workload_words(w)}", "")
         if not w.scope.whole:
             out += _wrapped(scaling_words(w.scope), "  ")
-        out += [regime_row(r) for r in w.regimes]
+        for r in w.regimes:
+            out += [regime_row(r)] + (_wrapped(f"(paired across {r.across}, --ignore-config)", "    ") if r.across else [])
         for note in w.notes:
             out += _wrapped(note, "  ")
     if len(found) > MOST_WORKLOADS:
@@ -72,20 +76,26 @@ def answer_lines(a) -> list:
     return out
 
 
+def nothing_lines(a) -> list:
+    """Where there is no answer: why, and the series that pair with nothing (the first few)."""
+    out = _wrapped(f"No comparison and no forecast: {no_comparison_words(a)}.", "")
+    for s, why in a.unpaired[:MOST_WORKLOADS]:
+        out += _wrapped(f"{s.label}: {why}", "  ")
+    if len(a.unpaired) > MOST_WORKLOADS:
+        out.append(f"  ... and {len(a.unpaired) - MOST_WORKLOADS} more series in report.md")
+    return out
+
+
 def prices_text(a) -> str:
-    prices = [f"{g} ${usd:.2f}" for g, usd in {**a.prices, **a.forecast_prices}.items()]
-    if not prices:
-        return "No prices given (--price GPU=USD_PER_GPU_HOUR): speed only, no $/token calls."
-    return (f"Prices per GPU-hour: {', '.join(prices)}. A call needs its range and a {NOISE_FLOOR:.0%} noise "
-            "floor.")
+    text = prices_line(a)
+    return text + f" A call needs its range and a {NOISE_FLOOR:.0%} noise floor." if a.prices or a.forecast_prices else text
 
 
 def terminal_text(a, extra: list = (), report: str | None = None) -> str:
-    """What plot_results.py prints: prices, why a --forecast gave nothing, the answer, `extra`
-    lines (the cost to train, the owner's cost), and where the rest is."""
-    out = _wrapped(prices_text(a), "") + [line for note in a.forecast_notes for line in _wrapped(note, "")]
-    lines = answer_lines(a)
-    out += lines if lines else [f"No comparison and no forecast: see {report or 'report.md'} for the series and why."]
+    """What plot_results.py prints: the prices, the answer, `extra` lines (the cost to train, the
+    owner's cost), and where the rest is (why a --forecast gave nothing goes to stderr)."""
+    out = _wrapped(prices_text(a), "")
+    out += answer_lines(a) or nothing_lines(a)
     out += list(extra)
     if report:
         out.append(f"Every series, sentence, table and figure: {report}")
