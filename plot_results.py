@@ -145,14 +145,15 @@ TOKEN_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 MAX_TRAIN_TOKENS = 1e16   # beyond any training run: a typo
 
 
-def _number(flag: str, text: str, low: float, high: float, what: str) -> float:
-    """A flag's number within [low, high], else BadInput naming the flag, the value and the range."""
+def _number(flag: str, text: str, low: float, high: float, what: str, given: str | None = None) -> float:
+    """A flag's number within [low, high], else BadInput naming the flag, the value as `given`
+    (the whole of it, where the number is a part) and the range."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not low <= value <= high:
-        raise BadInput(f"{flag} {text!r}: expected {what} from {low:g} to {high:g}")
+        raise BadInput(f"{flag} {given or repr(text)}: expected {what} from {low:g} to {high:g}")
     return value
 
 
@@ -183,8 +184,8 @@ def parse_owned(specs: list) -> dict:
                            f"({', '.join(gpus.names())}), e.g. H200=30000:4")
         if gpu in out:
             raise BadInput(f"--own {spec!r}: {gpu} is owned twice; give one")
-        out[gpu] = (_number("--own", usd_text, 100, 10_000_000, "a price per GPU in dollars"),
-                    _number("--own", years_text, 0.5, 20, "years") if years_text else cost.DEFAULT_YEARS)
+        out[gpu] = (_number("--own", usd_text, 100, 10_000_000, "a price per GPU in dollars", repr(spec)),
+                    _number("--own", years_text, 0.5, 20, "years", repr(spec)) if years_text else cost.DEFAULT_YEARS)
     return out
 
 

@@ -195,10 +195,11 @@ def owner_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
     """Per GPU at one length: the owner's $/1M tokens, and each candidate's call beside the renter's."""
     out = []
     for side, (usd, owner, renter) in zip(sides(w, seq_len), owner_cells(w, opts, seq_len)):
-        energy = "" if side.energy_how == "measured" or usd.startswith("none") else " (energy estimated)"
+        energy = "" if side.energy_how == "measured" or usd.startswith("none") else " (est. energy)"
         usd = usd.split(" (energy")[0]
-        out.append(f"{side.gpu} {side.source}: {usd}/1M tokens{energy}"
-                   + (f"; owner: {owner}, renter: {renter}" if owner else ""))
+        out.append(f"{side.gpu} {side.source}: " + (f"no owner's cost ({usd.removeprefix('none: ')})"
+                                                     if usd.startswith("none") else f"{usd}/1M tokens{energy}")
+                   + (f"; owner {owner}, renter {renter}" if owner else ""))
     return out
 
 
@@ -206,6 +207,10 @@ def assumptions_words(opts: Assumptions) -> str:
     owned = ", ".join(f"{gpu} ${usd:,.0f} over {years:g} years" for gpu, (usd, years) in opts.owned.items())
     return (f"{owned}; ${opts.usd_per_kwh:g}/kWh, PUE {opts.pue:g}; board energy only (no host, network or "
             "storage); hardware used round the clock")
+
+
+def _wrap(line: str) -> list:
+    return textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
 
 
 def yours(workload_list: list) -> Workload | None:
@@ -228,11 +233,11 @@ def text_lines(workload_list: list, opts: Assumptions) -> list:
     out = textwrap.wrap(f"Training the whole model on {compact(opts.tokens)} tokens (--tokens) at {seq_label(n)}, "
                         f"a node of {node_gpus(w, opts)} GPU(s) (--gpus){scaled}: {words(w)}", WIDTH,
                         subsequent_indent="    ", break_on_hyphens=False)
-    out += [f"  {line}" for line in train_lines(w, opts, n)]
+    out += [wrapped for line in train_lines(w, opts, n) for wrapped in _wrap(line)]
     if opts.owned:
         out += textwrap.wrap(f"Owning ({assumptions_words(opts)}), at {seq_label(n)}:", WIDTH,
                              subsequent_indent="    ", break_on_hyphens=False)
-        out += [f"  {line}" for line in owner_lines(w, opts, n)]
+        out += [wrapped for line in owner_lines(w, opts, n) for wrapped in _wrap(line)]
     return out
 
 
