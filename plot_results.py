@@ -381,7 +381,7 @@ def main(argv=None) -> int:
         sys.stderr.write(f"note: {line}\n")
     found = workloads(analysis)
     report = os.path.join(args.out, "report.md") if args.out else None
-    sys.stdout.write(terminal.terminal_text(analysis, dollars.text_lines(found, opts), report))
+    sys.stdout.write(terminal.terminal_text(analysis, opts, report))
     if args.backtest:  # the answer first, the backtest after it
         print_backtest(backtest_rows)
     sys.stdout.flush()

@@ -71,19 +71,20 @@ def test_one_node_folder_with_a_forecast_prices_the_cut_as_the_whole_model_and_o
     assert code == 0, err
     fits_a_terminal(lines)
     text = "\n".join(lines)
-    assert "Cut, measured: llama-3.1-8b, 8 of 32 layers: 1 GPU; H200 SXM" in lines
-    assert "$/token scaled to the whole model by its FLOPs per token (x3.38-3.53)" in text
+    assert "[1] Measured cut: llama-3.1-8b, 8 of 32 layers: 1 GPU" in lines
+    assert "  $/token scaled x3.38-3.53 to the whole model by FLOPs per token, at the cut's TFLOPS/GPU" in lines
     (row,) = [line for line in lines if line.startswith("  B200 SXM forecast  8K")]
     factor = WHOLE_8K_TFLOP / CUT_8K_TFLOP
     base_usd = 3.50 * 1e6 / (CUT_8K_TOKENS_PER_S * 3600) * factor  # the cut's $0.036 as the model's
-    assert f"${base_usd:.3f} v $" in row and row.endswith("84 of 180") and "/h" in row
+    assert f"${base_usd:.3f} v $" in row and row.endswith("84/180") and "/h" in row
     # the whole model on 2T tokens on 8 GPUs, at the cut's tokens per second over the FLOP factor
     tokens_per_s = CUT_8K_TOKENS_PER_S / factor
     gpu_hours = 2e12 / tokens_per_s / 3600
     assert any(line.startswith(f"  H200 SXM measured: {compact(gpu_hours)} (") and
                f"GPU-h, ${compact(gpu_hours * 3.50)} (" in line and f", {compact(gpu_hours / 8 / 24)} (" in line
                for line in lines), text
-    assert "scaled by FLOPs" in text and "from the cut (8 of 32 layers)" in text
+    assert ("Training the whole model of [1] on 2T tokens (--tokens) at 8K, 8 GPU(s) (--gpus), scaled by FLOPs "
+            "from the") in " ".join(lines)
     # the owner: $30,000 over 4 years plus the measured board energy x PUE 1.2 x $0.10/kWh
     owner = (30_000 / (4 * 365.25 * 24) * 1e6 / (tokens_per_s * 3600)
              + CUT_8K_J_PER_TOKEN * factor * 1e6 / 3.6e6 * 1.2 * 0.10)

@@ -518,17 +518,19 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     text = (shipped_report / "report.md").read_text()
     lines = fits_a_terminal((shipped_report / "stdout.txt").read_text())
     # each workload by its kind, measured whole models first, cuts then, the guide's figures last
-    kinds = [line.split(":")[0] for line in lines if line.startswith(("Whole model", "Cut", "Published"))]
-    assert kinds == ["Whole model, measured"] * 2 + ["Cut, measured", "Published, not measured here"]
-    cut = lines.index(next(line for line in lines if line.startswith("Cut, measured: llama-3.1-8b, 8 of 32 layers")))
-    assert "$/token scaled to the whole model by its FLOPs per token (x3.38-3.53)" in " ".join(lines[cut:cut + 4])
+    kinds = [line.split(":")[0] for line in lines if line.startswith("[")]
+    assert kinds == ["[1] Measured whole model", "[2] Measured whole model", "[3] Measured cut", "[4] Published"]
+    cut = lines.index(next(line for line in lines if line.startswith("[3] Measured cut: llama-3.1-8b, 8 of 32 layers")))
+    assert "  $/token scaled x3.38-3.53 to the whole model by FLOPs per token, at the cut's TFLOPS/GPU" in lines[cut:cut + 3]
     # the cut's $/1M tokens are the whole model's (x3.38 the cut's $0.035), never the cut's own
-    assert any(line.startswith("  B200 SXM forecast  8K-32K") and "$0.120 v $0.128" in line and "$6.54-6.81/h" in line
-               for line in lines)
+    assert "  B200 SXM forecast  8K-32K    1.38-2.43x even           $0.120 v $0.128  $6.54-6.81/h   84/180" in lines
     # the guide's pair: dearer past the noise floor at 8K-64K, even beyond (0.5% to 1.6%: rounding, no call)
-    assert ("  B200 SXM published 8K-64K    1.18-1.84x dearer 9-70%   $0.355 v $0.599  $4.15-6.44/h   38 of 180"
-            in lines)
+    assert "  B200 SXM published 8K-64K    1.18-1.84x dearer 9-70%   $0.355 v $0.599  $4.15-6.44/h   38/180" in lines
     assert any(line.startswith("  B200 SXM published 128K-256K 1.99-2.04x even ") for line in lines)
+    assert ("Bottom line [2]: B200 SXM (forecast) at $7.00/GPU-hour is even at 8K-128K; it pays off below "
+            "$3.73-6.31/GPU-hour.") == " ".join(line.strip() for line in lines if "Bottom line" in line or
+                                                line.startswith("  $3.73"))
+    assert "Training the whole model of [2] on 1T tokens (--tokens) at 8K, 2 GPU(s) (--gpus):" in lines
     assert lines[-1] == f"Every series, sentence, table and figure: {shipped_report / 'report.md'}"
     # the page: the same answer in sentences, every number with its length
     sections = [line for line in text.splitlines() if line.startswith("## ")]
@@ -827,11 +829,13 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
     block = verdict_blocks.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
     # the terminal prints the answer in plain text; the page has it in sentences, then the block
     lines = fits_a_terminal(stdout)
-    assert lines[:4] == [
-        "Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00. A call needs its range and a 4% noise floor.",
-        "  candidate          lengths   speedup    per token      $/1M tok at 1st  pays off below GiB of HBM",
-        "Whole model, measured: llama-3.1-8b, all layers: 8 GPUs; H200 SXM",
-        "  B200 SXM measured  1K-2K     1.75-2.62x even           $0.056 v $0.053  $4.00-4.40/h   20 of 178"]
+    assert lines[:6] == [
+        "Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00. Cheaper or dearer: past the range and a 4%",
+        "  noise floor.",
+        "  vs H200 SXM        lengths   speedup    per token      $/1M tok at 1st  pays off below GiB/HBM",
+        "[1] Measured whole model: llama-3.1-8b: 8 GPUs",
+        "  B200 SXM measured  1K-2K     1.75-2.62x even           $0.056 v $0.053  $4.00-4.40/h   20/178",
+        "  B200 SXM measured  3K        2.20x      undecided      $0.069 v $0.065  $4.40/h        30/178"]
     assert ("- B200 SXM (measured) at 1K to 2K: 1.75x to 2.62x as fast (point estimates 2.00x, 2.20x); even per token "
             "at $2.00 vs $4.00 per GPU-hour ($/1M tokens H200 SXM vs B200 SXM: $0.056 vs $0.053 at 1K, $0.062 vs "
             "$0.059 at 2K); B200 SXM pays off below $4.00 at 1K, $4.40 at 2K per GPU-hour; fits: 20.0 GiB at most, "

@@ -183,10 +183,11 @@ def workloads(a) -> list:
     return sorted(by_base.values(), key=lambda w: w.order)
 
 
-WORKLOAD_KINDS = {0: "whole model, measured", 1: "cut, measured", 2: "published, not measured here"}
+WORKLOAD_KINDS = {0: "measured whole model", 1: "measured cut", 2: "published, not measured here"}
+TERSE_KINDS = {0: "measured whole model", 1: "measured cut", 2: "published"}
 
 
-def workload_words(w: Workload) -> str:
+def workload_words(w: Workload, gpu: bool = True) -> str:
     """'llama-3.1-8b, 8 of 32 layers: 1 GPU, ZeRO-2, ... on H200 SXM': the series' label in
     the workload's words (its provenance is the workload's kind)."""
     model = ", ".join(str(m) for m in w.base.settings("MODEL")) or "model not recorded"
@@ -196,7 +197,14 @@ def workload_words(w: Workload) -> str:
     if "GPU" not in settings:  # the label names only the settings that differ between series
         settings = ", ".join(filter(None, [", ".join(config_phrase("world_size", v)
                                                      for v in w.base.settings("world_size")), settings]))
-    return f"{model}, {w.scope.words}" + (f": {settings}" if settings else "") + f"; {w.base.gpu}"
+    shape = "" if w.scope.whole else f", {w.scope.words}"
+    return f"{model}{shape}" + (f": {settings}" if settings else "") + (f"; {w.base.gpu}" if gpu else "")
+
+
+def workload_title(w: Workload, gpu: bool = True, kinds: dict = WORKLOAD_KINDS) -> str:
+    """'Measured whole model: llama-3.1-8b: 2 GPUs, ...; H200 SXM' (without the GPU where the
+    page names it once for every workload)."""
+    return f"{kinds[w.order].capitalize()}: {workload_words(w, gpu)}"
 
 
 def _span(values: list, kind: str) -> str:
@@ -245,7 +253,7 @@ def answer_markdown(a) -> str:
         return ""
     out = ["## The answer", ""]
     for w in found:
-        out += [f"**{WORKLOAD_KINDS[w.order].capitalize()}: {workload_words(w)}**", ""]
+        out += [f"**{workload_title(w)}**", ""]
         if not w.scope.whole:
             out += [f"*{scaling_words(w.scope)}.*", ""]
         out += [f"- {regime_sentence(r, w.base.gpu)}" for r in w.regimes] + [f"- {n}" for n in w.notes] + [""]

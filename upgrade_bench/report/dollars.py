@@ -11,16 +11,14 @@ board power, from the share measured in training (cost.TRAINING_POWER_SHARE) up 
 labelled an estimate; a measured run without telemetry (a CPU, no NVML) says so and gets no
 owner's cost. Formulas in cost.py.
 """
-import textwrap
 from dataclasses import dataclass, field
 
 from ..hardware import gpus
-from .answer import NO_FIT, WORKLOAD_KINDS, Workload, workload_words as words
+from .answer import NO_FIT, Workload, workload_title
 from .cost import (DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEARS, TRAINING_POWER_SHARE, board_j_per_token,
                    owned_usd_per_gpu_hour, owner_usd_per_mtok, train_cost)
 from .series import seq_label
 from .tables import md_table
-from .terminal import WIDTH
 from .whole_model import scaling_words
 from .verdict import ABOVE, BELOW, WITHIN, call, step_time_range, tokens_per_s_per_gpu
 
@@ -205,12 +203,7 @@ def owner_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
 
 def assumptions_words(opts: Assumptions) -> str:
     owned = ", ".join(f"{gpu} ${usd:,.0f} over {years:g} years" for gpu, (usd, years) in opts.owned.items())
-    return (f"{owned}; ${opts.usd_per_kwh:g}/kWh, PUE {opts.pue:g}; board energy only (no host, network or "
-            "storage); hardware used round the clock")
-
-
-def _wrap(line: str) -> list:
-    return textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+    return f"{owned}; ${opts.usd_per_kwh:g}/kWh, PUE {opts.pue:g}; GPU board energy only"
 
 
 def yours(workload_list: list) -> Workload | None:
@@ -223,21 +216,17 @@ def yours(workload_list: list) -> Workload | None:
     return max((w for w in found if w.order == order), key=lambda w: len({n for r in w.regimes for n in r.seq_lens}))
 
 
-def text_lines(workload_list: list, opts: Assumptions) -> list:
-    """The terminal's lines: the cost to train and the owner's cost of your workload at its first length."""
-    w = yours(workload_list)
-    if w is None:
-        return []
+def text_lines(w: Workload, number: int, opts: Assumptions) -> list:
+    """The terminal's lines on workload `w` (numbered `number` above) at its first length: the
+    cost to train, and with --own the owner's cost; items indented by two spaces."""
     n = first_length(w)
     scaled = "" if w.scope.whole else f", scaled by FLOPs from the cut ({w.scope.words})"
-    out = textwrap.wrap(f"Training the whole model on {compact(opts.tokens)} tokens (--tokens) at {seq_label(n)}, "
-                        f"a node of {node_gpus(w, opts)} GPU(s) (--gpus){scaled}: {words(w)}", WIDTH,
-                        subsequent_indent="    ", break_on_hyphens=False)
-    out += [wrapped for line in train_lines(w, opts, n) for wrapped in _wrap(line)]
+    out = [f"Training the whole model of [{number}] on {compact(opts.tokens)} tokens (--tokens) at {seq_label(n)}, "
+           f"{node_gpus(w, opts)} GPU(s) (--gpus){scaled}:"]
+    out += [f"  {line}" for line in train_lines(w, opts, n)]
     if opts.owned:
-        out += textwrap.wrap(f"Owning ({assumptions_words(opts)}), at {seq_label(n)}:", WIDTH,
-                             subsequent_indent="    ", break_on_hyphens=False)
-        out += [wrapped for line in owner_lines(w, opts, n) for wrapped in _wrap(line)]
+        out.append(f"Owning ({assumptions_words(opts)}), at {seq_label(n)}:")
+        out += [f"  {line}" for line in owner_lines(w, opts, n)]
     return out
 
 
@@ -254,7 +243,8 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
                 f"centres report 1.1-1.3, Uptime Institute), ${DEFAULT_USD_PER_KWH}/kWh (US industrial average, "
                 f"EIA), {DEFAULT_YEARS:g} years. Energy: each run's measured board energy per token; a GPU without "
                 f"it takes {TRAINING_POWER_SHARE:.0%} (measured training power against rated, Newkirk et al., "
-                "arXiv 2506.14551) to 100% of its rated board power, said so."]
+                "arXiv 2506.14551) to 100% of its rated board power, said so. Not counted: the host CPUs, network "
+                "and storage; the hardware is taken to work round the clock."]
     headers = ["seq_len", "GPU", "GPU-hours", "dollars", "days"]
     headers += ["owner's $/1M tokens", "owner's call", "renter's call"] if opts.owned else []
     for w in workload_list:
@@ -266,6 +256,6 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
                             + (list(owner[i]) if owner else []))
         if rows:
             scaled = "" if w.scope.whole else f" Scaled from the cut: {scaling_words(w.scope)}."
-            out += ["", f"**{WORKLOAD_KINDS[w.order].capitalize()}: {words(w)}**, on {node_gpus(w, opts)} "
+            out += ["", f"**{workload_title(w)}**, on {node_gpus(w, opts)} "
                         f"GPU(s).{scaled}", "", md_table(headers, rows)]
     return "\n".join(out) + "\n"

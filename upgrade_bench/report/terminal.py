@@ -8,18 +8,20 @@ is in report.md; the last line says where.
 """
 import textwrap
 
-from .answer import NO_FIT, SHORT_CALLS, WORKLOAD_KINDS, Regime, workload_words, workloads
+from .answer import NO_FIT, SHORT_CALLS, TERSE_KINDS, Regime, workload_title, workloads
 from ..log.field_types import MAX_NUMBER
 from .markdown import no_comparison_words, prices_line
+from .series import seq_label
 from .tables import fmt
 from .verdict import NOISE_FLOOR
+from .dollars import Assumptions, text_lines, yours
 from .whole_model import scaling_words
 
 WIDTH = 100
 MOST_WORKLOADS = 6     # more go to report.md: the terminal keeps to one screen
 SOURCES = {"measured": "measured", "forecast": "forecast"}
 COLUMNS = (("candidate", 19), ("lengths", 10), ("speedup", 11), ("per token", 15), ("$/1M tok at 1st", 17),
-           ("pays off below", 15), ("GiB of HBM", 0))
+           ("pays off below", 15), ("GiB/HBM", 0))
 
 
 def _row(cells: list) -> str:
@@ -48,23 +50,25 @@ def regime_row(r: Regime) -> str:
            if r.base_usd and r.base_usd[0] is not None and r.cand_usd[0] is not None else "-")
     pays = f"${_range(r.break_even_usd)}/h" if r.break_even_usd and r.word not in (NO_FIT, None) else "-"
     memory = ("not recorded" if r.fits is None else
-              f"{r.peak_gib:.0f} of {r.hbm_gib:.0f}" if r.fits else f"NO: {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
+              f"{r.peak_gib:.0f}/{r.hbm_gib:.0f}" if r.fits else f"NO: {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
     return _row([f"{r.candidate} {source}", r.lengths, speed, call, usd, pays, memory])
 
 
 def _wrapped(text: str, indent: str) -> list:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False)
 
 
-def answer_lines(a) -> list:
-    """The answer's plain-text lines: a column heading, then per workload its line and its
-    candidates'; '' lines between workloads."""
-    found = workloads(a)
+def answer_lines(found: list) -> list:
+    """The answer's plain-text lines: a column heading, then per workload (numbered) its line
+    and its candidates'."""
     if not found:
         return []
-    out = [_row([name for name, _ in COLUMNS])]
-    for w in found[:MOST_WORKLOADS]:
-        out += _wrapped(f"{WORKLOAD_KINDS[w.order].capitalize()}: {workload_words(w)}", "")
+    bases = {w.base.gpu for w in found}
+    one = bases.pop() if len(bases) == 1 else None  # the usual case: named once, in the heading
+    out = [_row([f"vs {one}" if one else "candidate"] + [name for name, _ in COLUMNS[1:]])]
+    for i, w in enumerate(found[:MOST_WORKLOADS], 1):
+        out += _wrapped(f"[{i}] {workload_title(w, gpu=not one, kinds=TERSE_KINDS)}", "")
         if not w.scope.whole:
             out += _wrapped(scaling_words(w.scope), "  ")
         for r in w.regimes:
@@ -88,15 +92,45 @@ def nothing_lines(a) -> list:
 
 def prices_text(a) -> str:
     text = prices_line(a)
-    return text + f" A call needs its range and a {NOISE_FLOOR:.0%} noise floor." if a.prices or a.forecast_prices else text
+    return (text + f" Cheaper or dearer: past the range and a {NOISE_FLOOR:.0%} noise floor."
+            if a.prices or a.forecast_prices else text)
 
 
-def terminal_text(a, extra: list = (), report: str | None = None) -> str:
-    """What plot_results.py prints: the prices, the answer, `extra` lines (the cost to train, the
-    owner's cost), and where the rest is (why a --forecast gave nothing goes to stderr)."""
+def bottom_line(number: int, w) -> list:
+    """Per candidate of workload `w` (yours): its calls by lengths and the price it pays off below."""
+    out = []
+    for cand in dict.fromkeys((r.candidate, r.source) for r in w.regimes):
+        regimes = [r for r in w.regimes if (r.candidate, r.source) == cand]
+        runs = []  # consecutive regimes of one call, as one run of lengths
+        for r in (r for r in regimes if r.word):
+            if runs and runs[-1][0] == r.word:
+                runs[-1][2] = r.seq_lens[-1]
+            else:
+                runs.append([r.word, r.seq_lens[0], r.seq_lens[-1]])
+        calls = "; ".join(f"{SHORT_CALLS[word] if word != NO_FIT else 'does not fit'} at {seq_label(first)}"
+                          + (f"-{seq_label(last)}" if last != first else "") for word, first, last in runs)
+        pays = [p for r in regimes if r.word not in (None, NO_FIT) for p in r.break_even_usd]
+        if not calls:
+            continue
+        text = (f"Bottom line [{number}]: {cand[0]} ({cand[1]}) at ${regimes[0].prices[1]:.2f}/GPU-hour is {calls}"
+                + (f"; it pays off below ${_range(pays)}/GPU-hour" if pays else "") + ".")
+        out += _wrapped(text, "")
+    return out
+
+
+def terminal_text(a, opts: Assumptions, report: str | None = None) -> str:
+    """What plot_results.py prints: the prices, the answer, the bottom line, the cost to train
+    and the owner's cost of your workload, and where the rest is (why a --forecast gave nothing
+    goes to stderr)."""
     out = _wrapped(prices_text(a), "")
-    out += answer_lines(a) or nothing_lines(a)
-    out += list(extra)
+    found = workloads(a)
+    out += answer_lines(found) or nothing_lines(a)
+    w = yours(found)
+    if w is not None:
+        number = found.index(w) + 1
+        out += bottom_line(number, w)
+        out += [wrapped for line in text_lines(w, number, opts)
+                for wrapped in (_wrapped(line[2:], "  ") if line.startswith("  ") else _wrapped(line, ""))]
     if report:
         out.append(f"Every series, sentence, table and figure: {report}")
     return "\n".join(out) + "\n"

@@ -83,5 +83,4 @@ def scaling_words(sc: Scope) -> str:
         return f"{sc.words}: {sc.caveat}"
     xs = sorted(sc.factors.values())
     span = f"x{xs[0]:.2f}" if f"{xs[0]:.2f}" == f"{xs[-1]:.2f}" else f"x{xs[0]:.2f}-{xs[-1]:.2f}"
-    return (f"{sc.words}: $/token scaled to the whole model by its FLOPs per token ({span}), "
-            "assuming it runs at the cut's TFLOPS per GPU")
+    return f"$/token scaled {span} to the whole model by FLOPs per token, at the cut's TFLOPS/GPU"
