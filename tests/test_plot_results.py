@@ -29,7 +29,8 @@ STACK = {"python": "3.12.12", "torch": "2.13.0", "cuda": "13.0", "transformers":
 CONFIG = {"MODEL": "llama-3.1-8b", "ZERO_STAGE": 3, "GRAD_CHECKPOINT": True, "OFFLOAD_OPTIMIZER": True,
           "USE_LIGER": True, "ATTN_BACKEND": "auto", "PACKED_DOC_LEN": 0, "world_size": 8,
           "SEQ_LEN": [1024], "OUTPUT": "x.jsonl", "NOTES": ""}
-README_ARGS = ["results/", "--price", "H200=3.50", "--price", "B200=7.00", "--forecast", "B200"]
+README_ARGS = ["results/", "--price", "H200=3.50", "--price", "B200=7.00", "--forecast", "B200", "--own", "H200=30000",
+               "--own", "B200=45000"]
 
 
 def rec(kind, run_id, **fields):
@@ -519,8 +520,8 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     lines = fits_a_terminal((shipped_report / "stdout.txt").read_text())
     # each workload by its kind, measured whole models first, cuts then, the guide's figures last
     kinds = [line.split(":")[0] for line in lines if line.startswith("[")]
-    assert kinds == ["[1] Measured whole model", "[2] Measured whole model", "[3] Measured cut", "[4] Published"]
-    cut = lines.index(next(line for line in lines if line.startswith("[3] Measured cut: llama-3.1-8b, 8 of 32 layers")))
+    assert kinds == ["[1] Whole model", "[2] Whole model", "[3] Cut", "[4] Published"]
+    cut = lines.index(next(line for line in lines if line.startswith("[3] Cut: llama-3.1-8b, 8 of 32 layers")))
     assert "  $/token scaled x3.38-3.53 to the whole model by FLOPs per token, at the cut's TFLOPS/GPU" in lines[cut:cut + 3]
     # the cut's $/1M tokens are the whole model's (x3.38 the cut's $0.035), never the cut's own
     assert "  B200 SXM forecast  8K-32K    1.38-2.43x even           $0.120 v $0.128  $6.54-6.81/h   84/180" in lines
@@ -531,10 +532,14 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
             "$3.73-6.31/GPU-hour.") == " ".join(line.strip() for line in lines if "Bottom line" in line or
                                                 line.startswith("  $3.73"))
     assert "Training the whole model of [2] on 1T tokens (--tokens) at 8K, 2 GPU(s) (--gpus):" in lines
+    # the owner: H200 $30,000 over 4 years, its measured 0.181 J/token at 8K x PUE 1.3 x $0.08/kWh
+    h200 = 30_000 / (4 * 8766) * 1e6 / (1357.2781101171818 * 3600) + 0.18085103352864584 / 3.6 * 1.3 * 0.08
+    assert f"  H200 SXM measured: ${h200:.2f} (" in lines[-3] and "(est. energy); owner even, renter even" in lines[-2]
     assert lines[-1] == f"Every series, sentence, table and figure: {shipped_report / 'report.md'}"
     # the page: the same answer in sentences, every number with its length
     sections = [line for line in text.splitlines() if line.startswith("## ")]
     assert sections[:3] == ["## The answer", "## Cost to train the whole model on 1T tokens", "## Forecasts (not measured)"]
+    assert "Owner's cost per token: H200 SXM $30,000/4y, B200 SXM $45,000/4y; $0.08/kWh, PUE 1.3" in text
     answer = text[text.index(sections[0]):text.index(sections[1])]
     assert ("- B200 SXM (guide's published) at 8K to 64K: 1.18x to 1.84x as fast (point estimates 1.18x, 1.62x, "
             "1.84x); dearer per token by 8.5% to 70.0% at $3.50 vs $7.00 per GPU-hour ($/1M tokens H200 SXM vs "
@@ -829,11 +834,10 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
     block = verdict_blocks.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
     # the terminal prints the answer in plain text; the page has it in sentences, then the block
     lines = fits_a_terminal(stdout)
-    assert lines[:6] == [
-        "Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00. Cheaper or dearer: past the range and a 4%",
-        "  noise floor.",
+    assert lines[:5] == [
+        "Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00. Cheaper/dearer: beyond range + 4% noise.",
         "  vs H200 SXM        lengths   speedup    per token      $/1M tok at 1st  pays off below GiB/HBM",
-        "[1] Measured whole model: llama-3.1-8b: 8 GPUs",
+        "[1] Whole model: llama-3.1-8b: 8 GPUs",
         "  B200 SXM measured  1K-2K     1.75-2.62x even           $0.056 v $0.053  $4.00-4.40/h   20/178",
         "  B200 SXM measured  3K        2.20x      undecided      $0.069 v $0.065  $4.40/h        30/178"]
     assert ("- B200 SXM (measured) at 1K to 2K: 1.75x to 2.62x as fast (point estimates 2.00x, 2.20x); even per token "

@@ -184,7 +184,7 @@ def workloads(a) -> list:
 
 
 WORKLOAD_KINDS = {0: "measured whole model", 1: "measured cut", 2: "published, not measured here"}
-TERSE_KINDS = {0: "measured whole model", 1: "measured cut", 2: "published"}
+TERSE_KINDS = {0: "whole model", 1: "cut", 2: "published"}  # the terminal's: measured unless published
 
 
 def workload_words(w: Workload, gpu: bool = True) -> str:

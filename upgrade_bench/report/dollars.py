@@ -202,8 +202,8 @@ def owner_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
 
 
 def assumptions_words(opts: Assumptions) -> str:
-    owned = ", ".join(f"{gpu} ${usd:,.0f} over {years:g} years" for gpu, (usd, years) in opts.owned.items())
-    return f"{owned}; ${opts.usd_per_kwh:g}/kWh, PUE {opts.pue:g}; GPU board energy only"
+    owned = ", ".join(f"{gpu} ${usd:,.0f}/{years:g}y" for gpu, (usd, years) in opts.owned.items())
+    return f"{owned}; ${opts.usd_per_kwh:g}/kWh, PUE {opts.pue:g}; board energy only"
 
 
 def yours(workload_list: list) -> Workload | None:

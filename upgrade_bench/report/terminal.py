@@ -92,7 +92,7 @@ def nothing_lines(a) -> list:
 
 def prices_text(a) -> str:
     text = prices_line(a)
-    return (text + f" Cheaper or dearer: past the range and a {NOISE_FLOOR:.0%} noise floor."
+    return (text + f" Cheaper/dearer: beyond range + {NOISE_FLOOR:.0%} noise."
             if a.prices or a.forecast_prices else text)
 
 
