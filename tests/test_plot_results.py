@@ -528,10 +528,10 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     # the guide's pair: dearer past the noise floor at 8K-64K, even beyond (0.5% to 1.6%: rounding, no call)
     assert "  B200 SXM published 8K-64K    1.18-1.84x dearer 9-70%   $0.355 v $0.599  $4.15-6.44/h   38/180" in lines
     assert any(line.startswith("  B200 SXM published 128K-256K 1.99-2.04x even ") for line in lines)
-    assert ("Bottom line [2]: B200 SXM (forecast) at $7.00/GPU-hour is even at 8K-128K; it pays off below "
+    assert ("Bottom line [1]: B200 SXM (forecast) at $7.00/GPU-hour is even at 8K-128K; it pays off below "
             "$3.73-6.31/GPU-hour.") == " ".join(line.strip() for line in lines if "Bottom line" in line or
                                                 line.startswith("  $3.73"))
-    assert "Training the whole model of [2] on 1T tokens (--tokens) at 8K, 2 GPU(s) (--gpus):" in lines
+    assert "Training the whole model of [1] on 1T tokens (--tokens) at 8K, 2 GPU(s) (--gpus):" in lines
     # the owner: H200 $30,000 over 4 years, its measured 0.181 J/token at 8K x PUE 1.3 x $0.08/kWh
     h200 = 30_000 / (4 * 8766) * 1e6 / (1357.2781101171818 * 3600) + 0.18085103352864584 / 3.6 * 1.3 * 0.08
     assert f"  H200 SXM measured: ${h200:.2f} (" in lines[-3] and "(est. energy); owner even, renter even" in lines[-2]

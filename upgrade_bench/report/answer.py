@@ -180,7 +180,10 @@ def workloads(a) -> list:
     for fc in a.forecasts:
         w = of(fc.base)
         w.regimes += forecast_regimes(fc, w.scope)
-    return sorted(by_base.values(), key=lambda w: w.order)
+    # within a kind, a cut priced as its whole model before one that is not, then the workload
+    # measured at the most lengths: the first is the one the bottom line prices
+    return sorted(by_base.values(), key=lambda w: (w.order, not (w.scope.whole or w.scope.scaled),
+                                                   -len({n for r in w.regimes for n in r.seq_lens})))
 
 
 WORKLOAD_KINDS = {0: "measured whole model", 1: "measured cut", 2: "published, not measured here"}
@@ -193,7 +196,8 @@ def workload_words(w: Workload, gpu: bool = True) -> str:
     model = ", ".join(str(m) for m in w.base.settings("MODEL")) or "model not recorded"
     settings = w.base.label.split(": ", 1)[1] if ": " in w.base.label else ""
     settings = settings.removesuffix(f" ({w.base.provenance})")
-    settings = ", ".join(p for p in settings.split(", ") if p and not p.endswith("layers"))
+    settings = ", ".join(p for p in settings.split(", ") if p and not p.endswith("layers")
+                         and not p.startswith("MODEL="))
     if "GPU" not in settings:  # the label names only the settings that differ between series
         settings = ", ".join(filter(None, [", ".join(config_phrase("world_size", v)
                                                      for v in w.base.settings("world_size")), settings]))

@@ -207,13 +207,9 @@ def assumptions_words(opts: Assumptions) -> str:
 
 
 def yours(workload_list: list) -> Workload | None:
-    """The workload the terminal prices: the first kind (a measured whole model before a cut
-    before a published one) with a priced length, the one with the most lengths of that kind."""
-    found = [w for w in workload_list if first_length(w) is not None and sides(w, first_length(w))]
-    if not found:
-        return None
-    order = min(w.order for w in found)
-    return max((w for w in found if w.order == order), key=lambda w: len({n for r in w.regimes for n in r.seq_lens}))
+    """The workload the terminal prices: the first (answer.workloads' order: a measured whole
+    model before a cut before a published one, the most lengths first) with a priced length."""
+    return next((w for w in workload_list if first_length(w) is not None and sides(w, first_length(w))), None)
 
 
 def text_lines(w: Workload, number: int, opts: Assumptions) -> list:

@@ -18,7 +18,8 @@ from .dollars import Assumptions, text_lines, yours
 from .whole_model import scaling_words
 
 WIDTH = 100
-MOST_WORKLOADS = 6     # more go to report.md: the terminal keeps to one screen
+MOST_LINES = 30        # one screen; what does not fit is in report.md, the last line says so
+MOST_SERIES = 6        # series named where nothing pairs
 SOURCES = {"measured": "measured", "forecast": "forecast"}
 COLUMNS = (("candidate", 19), ("lengths", 10), ("speedup", 11), ("per token", 15), ("$/1M tok at 1st", 17),
            ("pays off below", 15), ("GiB/HBM", 0))
@@ -59,34 +60,43 @@ def _wrapped(text: str, indent: str) -> list:
                          break_on_hyphens=False)
 
 
-def answer_lines(found: list) -> list:
+def answer_lines(found: list, budget: int = MOST_LINES) -> list:
     """The answer's plain-text lines: a column heading, then per workload (numbered) its line
-    and its candidates'."""
+    and its candidates', as many workloads as `budget` lines hold (one kept for saying how many
+    more report.md has)."""
     if not found:
         return []
     bases = {w.base.gpu for w in found}
     one = bases.pop() if len(bases) == 1 else None  # the usual case: named once, in the heading
     out = [_row([f"vs {one}" if one else "candidate"] + [name for name, _ in COLUMNS[1:]])]
-    for i, w in enumerate(found[:MOST_WORKLOADS], 1):
-        out += _wrapped(f"[{i}] {workload_title(w, gpu=not one, kinds=TERSE_KINDS)}", "")
-        if not w.scope.whole:
-            out += _wrapped(scaling_words(w.scope), "  ")
-        for r in w.regimes:
-            out += [regime_row(r)] + (_wrapped(f"(paired across {r.across}, --ignore-config)", "    ") if r.across else [])
-        for note in w.notes:
-            out += _wrapped(note, "  ")
-    if len(found) > MOST_WORKLOADS:
-        out.append(f"... and {len(found) - MOST_WORKLOADS} more workloads in report.md")
+    for i, w in enumerate(found, 1):
+        lines = workload_lines(i, w, not one)
+        if len(out) + len(lines) > budget - (i < len(found)) and i > 1:
+            out.append(f"... and {len(found) - i + 1} more workloads in report.md")
+            break
+        out += lines
+    return out
+
+
+def workload_lines(i: int, w, gpu: bool) -> list:
+    """Workload `w` numbered `i`: its line, a cut's scaling, a line per candidate and run of lengths."""
+    out = _wrapped(f"[{i}] {workload_title(w, gpu=gpu, kinds=TERSE_KINDS)}", "")
+    if not w.scope.whole:
+        out += _wrapped(scaling_words(w.scope), "  ")
+    for r in w.regimes:
+        out += [regime_row(r)] + (_wrapped(f"(paired across {r.across}, --ignore-config)", "    ") if r.across else [])
+    for note in w.notes:
+        out += _wrapped(note, "  ")
     return out
 
 
 def nothing_lines(a) -> list:
     """Where there is no answer: why, and the series that pair with nothing (the first few)."""
     out = _wrapped(f"No comparison and no forecast: {no_comparison_words(a)}.", "")
-    for s, why in a.unpaired[:MOST_WORKLOADS]:
+    for s, why in a.unpaired[:MOST_SERIES]:
         out += _wrapped(f"{s.label}: {why}", "  ")
-    if len(a.unpaired) > MOST_WORKLOADS:
-        out.append(f"  ... and {len(a.unpaired) - MOST_WORKLOADS} more series in report.md")
+    if len(a.unpaired) > MOST_SERIES:
+        out.append(f"  ... and {len(a.unpaired) - MOST_SERIES} more series in report.md")
     return out
 
 
@@ -122,15 +132,16 @@ def terminal_text(a, opts: Assumptions, report: str | None = None) -> str:
     """What plot_results.py prints: the prices, the answer, the bottom line, the cost to train
     and the owner's cost of your workload, and where the rest is (why a --forecast gave nothing
     goes to stderr)."""
-    out = _wrapped(prices_text(a), "")
+    head = _wrapped(prices_text(a), "")
     found = workloads(a)
-    out += answer_lines(found) or nothing_lines(a)
     w = yours(found)
+    tail = []
     if w is not None:
         number = found.index(w) + 1
-        out += bottom_line(number, w)
-        out += [wrapped for line in text_lines(w, number, opts)
-                for wrapped in (_wrapped(line[2:], "  ") if line.startswith("  ") else _wrapped(line, ""))]
+        tail += bottom_line(number, w)
+        tail += [wrapped for line in text_lines(w, number, opts)
+                 for wrapped in (_wrapped(line[2:], "  ") if line.startswith("  ") else _wrapped(line, ""))]
     if report:
-        out.append(f"Every series, sentence, table and figure: {report}")
-    return "\n".join(out) + "\n"
+        tail.append(f"Every series, sentence, table and figure: {report}")
+    body = answer_lines(found, MOST_LINES - len(head) - len(tail)) or nothing_lines(a)
+    return "\n".join(head + body + tail) + "\n"

@@ -65,14 +65,13 @@ def scope(s: Series) -> Scope:
                                  ", ".join(filter(None, [layers and f"{layers} layers",
                                                          experts and f"{experts} experts"])))
     if experts:
-        return Scope(False, words, caveat="an expert cut gives each expert more tokens than the whole model "
-                                          "does: its step flatters the model, and its price is the cut's")
+        return Scope(False, words, caveat="the expert cut flatters the step (more tokens per expert): "
+                                          "no whole-model $/token")
     if spec is None:
-        return Scope(False, words, caveat="the whole model's config is not at hand to scale by: the price is "
-                                          "the cut's, not the model's")
+        return Scope(False, words, caveat="no whole-model config at hand to scale by: no whole-model $/token")
     factors = {n: whole_model_factor(whole_tflop_per_step(spec, p), p["model_tflop_per_step"])
                for n, p in s.points.items() if p.get("model_tflop_per_step")}
-    return Scope(False, words, factors, "" if factors else "its summaries record no FLOP count to scale by")
+    return Scope(False, words, factors, "" if factors else "no FLOP count to scale by: no whole-model $/token")
 
 
 def scaling_words(sc: Scope) -> str:
@@ -80,7 +79,7 @@ def scaling_words(sc: Scope) -> str:
     if sc.whole:
         return ""
     if not sc.scaled:
-        return f"{sc.words}: {sc.caveat}"
+        return sc.caveat
     xs = sorted(sc.factors.values())
     span = f"x{xs[0]:.2f}" if f"{xs[0]:.2f}" == f"{xs[-1]:.2f}" else f"x{xs[0]:.2f}-{xs[-1]:.2f}"
     return f"$/token scaled {span} to the whole model by FLOPs per token, at the cut's TFLOPS/GPU"
