@@ -11,9 +11,13 @@ compares them, one comparison per pair of series of the same configuration:
                 side is only published ("measured vs guide's published")
   health check  a measured series and the published figures of the same GPU and config
 
-The terminal and report.md open with the answer (a sentence per baseline, candidate and run
-of lengths: speedup range, per-token call, break-even ratio, memory fit, how sure). Each
-comparison then gets a verdict block: the two series
+The terminal prints the answer in 100 columns: per workload (your measured whole model, cuts
+priced as their whole model by FLOPs, published figures) a line per candidate and run of
+lengths: speedup range, per-token call (beyond the range and a 4% noise floor; none where it
+does not fit), $/1M tokens, the price per GPU-hour it pays off below, memory; then the bottom
+line, the cost to train --tokens on --gpus, and with --own the owner's $/token (amortised GPUs
+plus measured board energy x --pue x --kwh). report.md says the same in sentences, then each
+comparison gets a verdict block: the two series
 in words, the prices, and per sequence length the speedup with its range (from the
 step-time spread of both series), $/1M tokens of each, cheaper / same / dearer with its
 margin (or "cannot decide"), and the break-even price ratio. Into --out go report.md, one
@@ -22,6 +26,7 @@ decomposition.png where those records exist, and the flat table points.csv/point
 (also alone with --export).
 
     python plot_results.py results/ --price H200=3.50 --price B200=7.00 --out results/report
+    python plot_results.py node/ --price H200=3.50 --price B200=7.00 --forecast B200 --own H200=30000 --own B200=45000
     python plot_results.py my_h200_logs/ results/reference/ --ignore-config world_size
     python plot_results.py --write-guide-reference results/reference/guide.jsonl
 
