@@ -706,12 +706,31 @@ def test_the_decomposition_table_lists_every_decomposition_the_figure_shows():
     # decomposition.png drew the measured 1-GPU decompositions; the table listed only pairs.
     a = analysis_of(one_gpu_eight_layers())
     fig = figures.draw_decomposition(a)
-    shown = [t.get_text().replace("\n  ", " ") for t in fig.legends[0].get_texts()]
+    shown = [t.get_text().replace("\n", " ") for t in fig.axes[0].get_yticklabels()]
     figures.plt.close(fig)
     text = detail_tables.decomposition_markdown(a)
     assert len(shown) == 3 and all(name in text for name in shown), shown
     (cut,) = [name for name in shown if "1 GPU" in name]
     assert f"| {cut} | 8K | attention | 461.0 | 30.0 |" in text and f"| {cut} | 8K | total | 386.0 | 300.0 |" in text
+
+
+def test_the_decomposition_bars_add_up_to_the_step(shipped_analysis):
+    a, _ = shipped_analysis
+    fig = figures.draw_decomposition(a)
+    ax = fig.axes[0]
+    ends = {}
+    for bar in ax.patches:  # each row's parts, left to right, as shares of its step
+        y = round(bar.get_y() + bar.get_height() / 2)
+        ends[y] = max(ends.get(y, 0.0), bar.get_x() + bar.get_width())
+    words = [t.get_text() for t in ax.texts]
+    figures.plt.close(fig)
+    assert ends and all(end == pytest.approx(1.0) for end in ends.values())
+    # the guide's right-sized 8K H200: attention 447 TFLOPS and the rest 463, one 915 ms step
+    assert "915 ms = attention 118 (447 TFLOPS) + everything else 797 (463 TFLOPS)" in words
+    segments, total = figures.step_segments({"buckets": {"attention": {"ms": 30.0, "tflops": 400.0},
+                                                         "gemm": {"ms": 170.0}, "other": {"ms": 100.0}},
+                                             "total": {"ms": 300.0}})
+    assert total == 300.0 and sum(ms for _, ms, _ in segments) == 300.0 and len(segments) == 3
 
 
 def test_forecasts_are_drawn_dotted_over_a_hatched_range_and_named_forecasts(shipped_analysis):

@@ -12,8 +12,8 @@ from .comparison_figure import draw_comparison
 from .comparisons import Analysis, usd_per_mtok_by_length
 from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
-from .plotkit import (BAR_ROW_IN, DPI, FORECAST_HATCH, FORECAST_LINE, MARKERS, PALETTE, colours, figure_legend,
-                      finish, from_zero, panel_grid, plot_line, plt, save, seq_axis)
+from .plotkit import (DPI, FORECAST_HATCH, FORECAST_LINE, MARKERS, PALETTE, colours, figure_legend, finish,
+                      from_zero, panel_grid, plot_line, plt, save, seq_axis, wrap_text)
 from .series import seq_label
 from .words import unlike_across
 
@@ -128,46 +128,66 @@ def draw_attention(a: Analysis):
     return fig
 
 
+# One colour per part of the step, in every panel (the series are the rows).
+PART_COLOURS = {"attention": PALETTE[0], "gemm": PALETTE[1], "linear_mixer": PALETTE[2], "other": PALETTE[7],
+                "everything else": PALETTE[4]}
+UNATTRIBUTED = "everything else"
+
+
+def step_segments(record: dict) -> tuple:
+    """([(part, ms, TFLOPS or None)], step ms): the parts that add up to the step, each bucket
+    with a time, then what they leave of the step's total (a published decomposition names
+    only attention: the rest is its `everything else`)."""
+    parts = decomposition_parts(record)
+    total = (parts.get("total") or {}).get("ms") or record.get("wall_step_ms")
+    buckets = [(name, p["ms"], p.get("tflops")) for name, p in (record.get("buckets") or {}).items()
+               if isinstance(p, dict) and p.get("ms")]
+    if not total:
+        return buckets, sum(ms for _, ms, _ in buckets)
+    rest = total - sum(ms for _, ms, _ in buckets)
+    if rest > 0.005 * total:  # beyond rounding: the part the buckets do not name
+        alone = [name for name, _, _ in buckets] == ["attention"]
+        buckets.append((UNATTRIBUTED, rest, (parts.get("everything else") or {}).get("tflops") if alone else None))
+    return buckets, total
+
+
 def draw_decomposition(a: Analysis):
-    """TFLOPS per part of the step (attention, gemm, other, everything else, total) per
-    series, as horizontal bars labelled with TFLOPS and milliseconds; one panel per length."""
+    """Each decomposed series' step as one bar of its time (100% = the step), split into its
+    parts (attention, GEMMs, other kernels, ...), each part's ms and TFLOPS written beside the
+    bar; one panel per length. Time shares add up; TFLOPS of parts do not."""
     series, named = decomposed(a.data.series)
     lens = sorted({n for s in series for n in s.decompositions})
     if not lens:
         return None
-    col = colours(series)
-    bars = max(sum(len(decomposition_parts(s.decompositions[n])) for s in series if n in s.decompositions)
-               for n in lens)
-    fig, axes = plt.subplots(1, len(lens), dpi=DPI, squeeze=False,
-                             figsize=(9.0 * len(lens), BAR_ROW_IN * bars + 1.2))
-    for ax, n in zip(axes[0], lens):
+    rows = max(sum(1 for s in series if n in s.decompositions) for n in lens)
+    fig, axes = plt.subplots(len(lens), 1, dpi=DPI, squeeze=False,
+                             figsize=(13.0, len(lens) * (0.55 * rows + 1.0) + 0.6))
+    for ax, n in zip(axes[:, 0], lens):
         here = [s for s in series if n in s.decompositions]
-        # Parts with TFLOPS only: `other` (norms, optimizer, ...) has time but no FLOPs.
-        parts = list(dict.fromkeys(p for s in here for p, got in decomposition_parts(s.decompositions[n]).items()
-                                   if got.get("tflops") is not None))
-        y, ticks, top = 0.0, [], 0.0
-        for part in parts:
-            start = y
-            for s in here:
-                got = decomposition_parts(s.decompositions[n]).get(part)
-                if not got or got.get("tflops") is None:
-                    continue
-                ax.barh(y, got["tflops"], height=0.8, color=col[id(s)], hatch="//" if s.reference else None,
-                        alpha=0.6 if s.reference else 1.0, label=named[id(s)])
-                ms = f", {got['ms']:.0f} ms" if got.get("ms") is not None else ""
-                ax.text(got["tflops"], y, f" {got['tflops']:.0f} TFLOPS{ms}", va="center", fontsize=7)
-                top = max(top, got["tflops"])
-                y += 1
-            ticks.append(((start + y - 1) / 2, part))
-            y += 0.6
-        ax.set_yticks([t for t, _ in ticks])
-        ax.set_yticklabels([p for _, p in ticks])
+        for y, s in enumerate(here):
+            segments, total = step_segments(s.decompositions[n])
+            left = 0.0
+            for part, ms, _ in segments:
+                ax.barh(y, ms / total, left=left, height=0.6, color=PART_COLOURS.get(part, "grey"),
+                        hatch="//" if s.reference else None, alpha=0.6 if s.reference else 1.0,
+                        edgecolor="white", label=part)
+                left += ms / total
+            words = " + ".join(f"{part} {ms:.0f}" + (f" ({tflops:.0f} TFLOPS)" if tflops else "")
+                               for part, ms, tflops in segments)
+            ax.text(1.01, y, f"{total:.0f} ms = {words}", va="center", fontsize=7,
+                    transform=ax.get_yaxis_transform(), clip_on=False)
+        ax.set_yticks(range(len(here)))
+        ax.set_yticklabels([wrap_text(named[id(s)], 48) for s in here], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlim(0, top * 1.35)   # room for the labels right of the longest bar
-        ax.set_xlabel("TFLOPS")
-        ax.set_title(f"Step decomposition at {seq_label(n)} (one clock; hatched: published)")
+        ax.set_xlim(0, 1)
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x:.0%}")
+        ax.set_xlabel("share of the step's time (one clock; hatched: published)")
+        ax.set_title(f"Step decomposition at {seq_label(n)}: each bar is one step", fontsize=10)
         ax.grid(True, axis="x", alpha=0.3)
-    finish(fig, figure_legend(fig, axes[0], ncol=1, chars=110, note=unlike_across(series)))
+    finish(fig, figure_legend(fig, axes[:, 0], ncol=len(PART_COLOURS), chars=40, note=unlike_across(series)))
+    for ax in axes[:, 0]:  # the parts' words beside the bars: the panels make room on the right
+        box = ax.get_position()
+        ax.set_position([box.x0, box.y0, box.width * 0.55, box.height])
     return fig
 
 

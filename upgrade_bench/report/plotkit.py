@@ -25,7 +25,6 @@ LEGEND_FONT = 8
 TICK_FONT = 8
 SEQ_AXIS = "sequence length (tokens)"
 NOTE_CHARS = 60                    # wrap width of a comparison's notes (8 pt in a 5 in panel)
-BAR_ROW_IN = 0.26                  # one bar of decomposition.png
 # Distinct colours, one per series (matplotlib's tab10 without its grey, which marks
 # reference lines here, then darker extras; black is the MAMF line).
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
