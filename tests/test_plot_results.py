@@ -646,7 +646,7 @@ def test_no_panel_is_drawn_empty():
 def test_each_series_has_its_own_colour_and_published_lines_are_dashed(shipped_analysis):
     a, _ = shipped_analysis
     fig = figures.draw_overview(a)
-    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    lines = {line.get_label(): line for ax in fig.axes[:2] for line in ax.get_lines()}  # whole models, cuts
     assert len({line.get_color() for line in lines.values()}) == len(lines) == 5
     assert {label.endswith("(guide's published)") for label, line in lines.items()
             if line.get_linestyle() == "--"} == {True}
@@ -714,6 +714,27 @@ def test_the_decomposition_table_lists_every_decomposition_the_figure_shows():
     assert f"| {cut} | 8K | attention | 461.0 | 30.0 |" in text and f"| {cut} | 8K | total | 386.0 | 300.0 |" in text
 
 
+def test_upgrade_png_keeps_cuts_apart_labels_hbm_in_its_unit_and_leaves_no_blank_slot(shipped_analysis):
+    a, _ = shipped_analysis
+    fig = figures.draw_overview(a)
+    titles = [ax.get_title() for ax in fig.axes]
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    rows_cols = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    figures.plt.close(fig)
+    assert titles[:2] == ["Training throughput per GPU: whole models", "Training throughput per GPU: cuts of a model"]
+    assert rows_cols[0] * rows_cols[1] == len(fig.axes) == 4  # 2 x 2: no third column left blank
+    assert "B200 SXM HBM 180 GB (datasheet)" in texts and "H200 SXM HBM 139.8 GiB (as measured)" in texts
+
+
+def test_every_gpu_compared_is_named_in_the_attention_figure(shipped_analysis):
+    a, _ = shipped_analysis
+    fig = figures.draw_attention(a)
+    title = fig.legends[0].get_title().get_text().replace("\n  ", " ")
+    figures.plt.close(fig)
+    assert ("B200 SXM: no isolated-attention records in these logs; the guide publishes only its fa4 over the "
+            "H200 SXM's fa3, fwd+bwd: 1.88x at 8K, 1.95x at 32K") in title
+
+
 def test_the_decomposition_bars_add_up_to_the_step(shipped_analysis):
     a, _ = shipped_analysis
     fig = figures.draw_decomposition(a)
@@ -741,13 +762,14 @@ def test_forecasts_are_drawn_dotted_over_a_hatched_range_and_named_forecasts(shi
     fig = figures.draw_overview(a)
     fig.canvas.draw()
     assert overlaps(fig) == []
-    for ax in fig.axes[:1] + fig.axes[2:]:  # throughput and $/token
+    for ax in fig.axes[:2] + fig.axes[3:]:  # throughput of whole models and of cuts, and $/token
         lines = [line for line in ax.get_lines() if "forecast" in line.get_label()]
         assert lines and all(line.get_linestyle() == ":" and line.get_marker() in (None, "None") and
                              line.get_label().endswith("not measured") for line in lines)
         assert {line.get_linestyle() for line in ax.get_lines() if line not in lines} <= {"-", "--"}
         assert len([col for col in ax.collections if col.get_hatch()]) >= len(lines)
-    assert len([line for line in fig.axes[0].get_lines() if "forecast" in line.get_label()]) == len(a.forecasts)
+    assert len([line for ax in fig.axes[:2] for line in ax.get_lines() if "forecast" in line.get_label()]) == \
+        len(a.forecasts)
     figures.plt.close(fig)
 
 
@@ -1005,7 +1027,7 @@ def test_panels_of_amounts_start_at_zero(shipped_analysis):
     a, _ = shipped_analysis
     figs = [figures.draw_comparison(a.comparisons[0], a), figures.draw_overview(a), figures.draw_attention(a)]
     panels = [ax for fig in figs for ax in fig.axes if ax.axison and not ax.get_title().startswith("Speedup")]
-    assert len(panels) == 4 + 3 + 2 and [ax.get_title() for ax in panels if ax.get_ylim()[0] != 0] == []
+    assert len(panels) == 4 + 4 + 2 and [ax.get_title() for ax in panels if ax.get_ylim()[0] != 0] == []
     # nor does the highest point sit on the frame (the axis keeps its margin above)
     for ax in figs[2].axes:
         assert ax.get_ylim()[1] >= 1.04 * max(max(line.get_ydata()) for line in ax.get_lines())

@@ -6,8 +6,8 @@ prices), and a panel naming the lines and the pair's warnings. A panel without d
 drawn; draw_comparison returns the Figure, so tests can measure its text.
 """
 from .comparisons import HEALTH, Analysis, Comparison, capacity_of
-from .plotkit import (LEGEND_FONT, NOTE_CHARS, WARNING_COLOUR, colours, from_zero, label_ticks, legend_entries,
-                      panel_grid, plot_line, seq_axis, wrap_text)
+from .plotkit import (LEGEND_FONT, NOTE_CHARS, WARNING_COLOUR, colours, from_zero, hbm_words, label_ticks,
+                      legend_entries, panel_grid, plot_line, seq_axis, wrap_text)
 from .series import seq_label
 from .words import ignored_words, stack_words, title
 
@@ -78,10 +78,9 @@ def _memory_panel(ax, c: Comparison, col: dict, gpu_map: dict) -> list:
     hbm = {}
     for s in (c.base, c.other):
         if s.hbm_gib:
-            hbm.setdefault(s.gpu, (col[id(s)], set()))[1].add(s.hbm_gib)
-    for gpu, (colour, values) in hbm.items():
-        ax.axhline(max(values), color=colour, linestyle=":",
-                   label=f"{gpu} HBM " + " / ".join(f"{v:g}" for v in sorted(values)) + " GiB")
+            hbm.setdefault((s.gpu, s.hbm_gib), (col[id(s)], not s.reference))
+    for (gpu, value), (colour, measured) in hbm.items():
+        ax.axhline(value, color=colour, linestyle=":", label=hbm_words(gpu, value, measured))
     for s in (c.base, c.other):
         for cap in capacity_of(s, gpu_map[s.gpu]):
             fit, peak = cap.get("max_fit_seq_len"), cap.get("peak_mem_gib_at_max")

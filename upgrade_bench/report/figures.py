@@ -12,39 +12,54 @@ from .comparison_figure import draw_comparison
 from .comparisons import Analysis, usd_per_mtok_by_length
 from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
+from ..hardware import gpus
+from .published import GUIDE_ATTENTION_PACKAGE, GUIDE_ISOLATED_ATTENTION_RATIO
 from .plotkit import (DPI, FORECAST_HATCH, FORECAST_LINE, MARKERS, PALETTE, colours, figure_legend, finish,
-                      from_zero, panel_grid, plot_line, plt, save, seq_axis, wrap_text)
+                      from_zero, hbm_words, panel_grid, plot_line, plt, save, seq_axis, wrap_text)
 from .series import seq_label
+from .whole_model import scope
 from .words import unlike_across
 
 
 def draw_overview(a: Analysis):
-    """Every sweep series on shared axes: TFLOPS per GPU, peak memory (where recorded), $/1M
-    tokens (where priced); and every forecast, dotted over its hatched range, beside the
+    """Every sweep series on shared axes: TFLOPS per GPU (cuts of a model, and their forecasts,
+    in a panel of their own beside the whole models'), peak memory (where recorded), $/1M tokens
+    of whole models (where priced); every forecast dotted over its hatched range, beside the
     series it was made from."""
     shown = [s for s in a.data.series if s.points]
     if not shown:
         return None
-    col = colours([s for s in a.data.series if s.is_sweep])
-    # A model cut to a few layers makes tokens far cheaper than the whole model would:
-    # its $/token is no price of training that model, so it stays off this panel.
-    priced = [s for s in shown if s.gpu in a.prices and not s.config.get("NUM_LAYERS")]
+    colour = colours([s for s in a.data.series if s.is_sweep])
+    col = {id(s): (colour[id(s)], i) for i, s in enumerate(shown)}  # a series' colour and marker in every panel
+    cuts = [s for s in shown if not scope(s).whole]
+    whole = [s for s in shown if s not in cuts]
+    # A cut does a fraction of its model's work per token: its $/token is no price of training
+    # that model, so it stays off this panel (the answer scales it, and says so).
+    priced = [s for s in whole if s.gpu in a.prices]
     memory = any(p.get("peak_mem_gib") is not None for s in shown for p in s.points.values())
-    panels = [_throughput_panel] + ([_memory_panel] if memory else []) + ([_money_panel] if priced else [])
+    panels = ([(_throughput_panel, whole, "Training throughput per GPU" + (": whole models" if cuts else ""))]
+              if whole else [])
+    panels += [(_throughput_panel, cuts, "Training throughput per GPU: cuts of a model")] if cuts else []
+    panels += [(_memory_panel, shown, "Peak memory")] if memory else []
+    panels += [(_money_panel, priced, "")] if priced else []
     fig, axes = panel_grid(len(panels), "All series (each its own colour; published dashed"
                            + ("; forecasts dotted over a hatched range" if a.forecasts else "") + ")")
-    for ax, draw in zip(axes, panels):
-        seq_axis(ax, draw(ax, a, shown, col, priced))
+    for ax, (draw, members, title) in zip(axes, panels):
+        seq_axis(ax, draw(ax, a, members, col))
+        if title:
+            ax.set_title(title, fontsize=10 if cuts else None)
     from_zero(axes)
-    finish(fig, figure_legend(fig, axes[:1], ncol=2, chars=80, note=unlike_across(shown)))
+    finish(fig, figure_legend(fig, axes, ncol=2, chars=80, note=unlike_across(shown)))
     return fig
 
 
-def _series_lines(ax, shown: list, col: dict, field: str) -> list:
-    """Each shown series' `field` against sequence length; the lengths drawn."""
+def _series_lines(ax, members: list, col: dict, field: str) -> list:
+    """Each series' `field` against sequence length; the lengths drawn. A series keeps its
+    marker in every panel (its place among the series with points)."""
     lens = []
-    for i, s in enumerate(shown):
-        lens += plot_line(ax, s, col[id(s)], i, [(n, p.get(field)) for n, p in s.points.items()], s.label)
+    for s in members:
+        colour, i = col[id(s)]
+        lens += plot_line(ax, s, colour, i, [(n, p.get(field)) for n, p in s.points.items()], s.label)
     return lens
 
 
@@ -52,37 +67,38 @@ RANGE_KEY = ("forecast range (hatched): each ratio at its slow and fast end, wid
              "  largest backtest miss of its kind of workload")
 
 
-def _throughput_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
-    lens = _series_lines(ax, shown, col, "tflops_per_gpu")
-    for fc in a.forecasts:
-        lens += forecast_line(ax, fc, col[id(fc.base)], [(r.seq_len, r.tflops) for r in fc.rows])
-    if a.forecasts:  # one legend key for every range, in no series' colour
+def _throughput_panel(ax, a: Analysis, members: list, col: dict) -> list:
+    lens = _series_lines(ax, members, col, "tflops_per_gpu")
+    made = [fc for fc in a.forecasts if any(fc.base is s for s in members)]
+    for fc in made:
+        lens += forecast_line(ax, fc, col[id(fc.base)][0], [(r.seq_len, r.tflops) for r in fc.rows])
+    if made:  # one legend key for every range, in no series' colour
         ax.fill_between([], [], facecolor="none", edgecolor="grey", hatch=FORECAST_HATCH, linewidth=0.0,
                         label=RANGE_KEY)
-    ax.set(ylabel="model TFLOPS per GPU", title="Training throughput per GPU")
+    ax.set(ylabel="model TFLOPS per GPU")
     return lens
 
 
-def _memory_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
-    lens = _series_lines(ax, shown, col, "peak_mem_gib")
+def _memory_panel(ax, a: Analysis, members: list, col: dict) -> list:
+    lens = _series_lines(ax, members, col, "peak_mem_gib")
     for g in a.order:
         gpu = a.data.gpus[g]
-        if gpu.hbm_gib and any(s.gpu == g for s in shown):
+        if gpu.hbm_gib and any(s.gpu == g for s in members):
             ax.axhline(gpu.hbm_gib, color="grey", linestyle=":", linewidth=1)
-            ax.annotate(f"{g} HBM {gpu.hbm_gib:g} GiB", (0.01, gpu.hbm_gib),
-                        xycoords=("axes fraction", "data"), fontsize=7, color="grey", va="bottom")
-    ax.set(ylabel="peak memory per GPU (GiB)", title="Peak memory")
+            ax.annotate(hbm_words(g, gpu.hbm_gib, any(s.gpu == g and not s.reference for s in members)),
+                        (0.01, gpu.hbm_gib), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
+                        va="bottom")
+    ax.set(ylabel="peak memory per GPU (GiB)")
     return lens
 
 
-def _money_panel(ax, a: Analysis, shown: list, col: dict, priced: list) -> list:
+def _money_panel(ax, a: Analysis, priced: list, col: dict) -> list:
     lens = []
-    for i, s in enumerate(shown):
-        if s in priced:
-            lens += plot_line(ax, s, col[id(s)], i, list(usd_per_mtok_by_length(s, a.prices[s.gpu]).items()), s.label)
+    for s in priced:
+        lens += plot_line(ax, s, *col[id(s)], list(usd_per_mtok_by_length(s, a.prices[s.gpu]).items()), s.label)
     for fc in a.forecasts:
         if any(fc.base is s for s in priced):
-            lens += forecast_line(ax, fc, col[id(fc.base)], [(r.seq_len, r.usd_per_mtok) for r in fc.rows])
+            lens += forecast_line(ax, fc, col[id(fc.base)][0], [(r.seq_len, r.usd_per_mtok) for r in fc.rows])
     ax.set(ylabel="$ per 1M tokens (per GPU)", title="$/1M tokens at "
            + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()) + " (whole models)")
     ax.title.set_fontsize(10)
@@ -124,8 +140,26 @@ def draw_attention(a: Analysis):
         ax.set_title(f"{pass_}: heads {f['heads']}/{f['kv_heads']}, d {f['head_dim']}, causal {f['causal']}"
                      + extra, fontsize=10)
     from_zero(axes)
-    finish(fig, figure_legend(fig, axes, ncol=min(4, len(lines)), chars=40))
+    finish(fig, figure_legend(fig, axes, ncol=min(4, len(lines)), chars=40, note=attention_missing(a, lines)))
     return fig
+
+
+def attention_missing(a: Analysis, lines: list) -> str:
+    """Each GPU the page compares that has no isolated-attention line here, and what is known of
+    it instead (the guide's published kernel ratio over the baseline), or ''."""
+    drawn = {gpu for gpu, _, _ in lines}
+    compared = [g for c in a.comparisons for g in (c.base.gpu, c.other.gpu)] + [fc.candidate for fc in a.forecasts]
+    out = []
+    for gpu in dict.fromkeys(compared):
+        if gpu in drawn:
+            continue
+        ratios = GUIDE_ISOLATED_ATTENTION_RATIO.get((a.baseline, gpu), {})
+        kernels = {gpus.lookup(g).name: k for g, (k, _, _) in GUIDE_ATTENTION_PACKAGE.items()}
+        known = (f"; the guide publishes only its {kernels.get(gpu)} over the {a.baseline}'s {kernels.get(a.baseline)}, "
+                 "fwd+bwd: " + ", ".join(f"{v:g}x at {seq_label(n)}" for n, v in sorted(ratios.items()))
+                 if ratios else "")
+        out.append(f"{gpu}: no isolated-attention records in these logs{known}")
+    return "\n".join(out)
 
 
 # One colour per part of the step, in every panel (the series are the rows).
