@@ -67,7 +67,7 @@ if [ $cpu = 0 ]; then
     die "compute capability $cc is below 8.0: no bf16 tensor cores; pass --force fa4|none to try anyway"
   # The package ATTN_BACKEND=auto would pick here, from the backend table (standard library
   # only: the venv does not exist yet).
-  attn=$("$PYTHON" -E -S -c 'import sys; from upgrade_bench.kernels.attn_backends import install_choice; print(install_choice(sys.argv[1]))' "$cc") ||
+  attn=$("$PYTHON" -E -S -c 'import sys; from upgrade_bench.kernels.attention.backends import install_choice; print(install_choice(sys.argv[1]))' "$cc") ||
     die "cannot read the attention backend table (upgrade_bench/kernels/attn_backends.py) with $PYTHON"
   [ "$attn" = none ] && say "compute capability $cc has no FA3/FA4 build: the suite will use SDPA"
   [ -n "$force" ] && attn=$force
@@ -182,8 +182,8 @@ PY
     say "verify: a tiny attention call with $attn"
     ATTN=$attn "$PY" - <<'PY' >&2 || die "verify failed: the attention package does not run on this GPU" 1
 import os, torch
-from upgrade_bench.kernels.attn_adapters import BSHD, Args
-from upgrade_bench.kernels.attn_backends import KERNELS
+from upgrade_bench.kernels.attention.adapters import BSHD, Args
+from upgrade_bench.kernels.attention.backends import KERNELS
 attn = os.environ["ATTN"]
 backend = KERNELS[attn if attn != "none" else "sdpa-math"]
 q = torch.randn(1, 256, 4, 128, device="cuda", dtype=torch.bfloat16)

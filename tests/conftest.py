@@ -2,6 +2,7 @@
 ranks under the DeepSpeed launcher) and read its JSONL, or run its main in this process; a
 small disk that fills up."""
 import errno
+import importlib
 import importlib.util
 import json
 import os
@@ -16,7 +17,7 @@ import pytest
 from upgrade_bench import faults
 from upgrade_bench.training import extensions, variables
 from upgrade_bench.log.records import read_lines
-from upgrade_bench.sweep import sweep_plan
+from upgrade_bench.sweep import plan as sweep_plan
 
 # One thread per torch process: pytest.ini runs two workers on two cores, and many tests start
 # processes of their own (a launcher and its ranks), so an op spread over both cores only waits
@@ -116,8 +117,20 @@ def main_in_process(as_script, capsys):
     return run
 
 
+# Each top-level Python script is a shim of its wing's main module.
+SCRIPT_MODULES = {"benchmark.py": "upgrade_bench.training.benchmark_main",
+                  "bench_decompose.py": "upgrade_bench.training.decompose_main",
+                  "bench_flash_attn.py": "upgrade_bench.kernels.attention.main",
+                  "mamf-finder.py": "upgrade_bench.kernels.mamf.main", "bench_hbm.py": "upgrade_bench.kernels.hbm.main",
+                  "bench_comm.py": "upgrade_bench.kernels.comm.main", "check_capabilities.py": "upgrade_bench.capability.main",
+                  "plot_results.py": "upgrade_bench.report.main"}
+
+
 def import_script(name: str):
-    """A script of the repo as a module, its main() not run."""
+    """A script of the repo as a module, its main() not run: a top-level script's wing module, a
+    tool by its path."""
+    if name in SCRIPT_MODULES:
+        return importlib.import_module(SCRIPT_MODULES[name])
     spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), REPO / name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

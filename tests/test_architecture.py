@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import REPO
-from upgrade_bench.models import architecture, flops, model
+from upgrade_bench.models import cuts, architecture, flops, model
 from upgrade_bench.faults import BadInput
 
 
@@ -182,23 +182,22 @@ def test_qwen_windows_only_with_use_sliding_window_and_from_max_window_layers():
 
 
 def test_cut_keeps_the_family_pattern_and_says_when_it_cannot():
-    notes = []
-    cut = model.spec(model.load_config("qwen3-next-80b-a3b", 4, notes))
-    assert cut.mix() == {"linear_attention": 3, "full_attention": 1} and notes == []
-    model.load_config("qwen3-next-80b-a3b", 2, notes)
-    assert notes == ["NUM_LAYERS=2: the first 2 layers (2 linear_attention) have no full_attention, "
-                     "which the full model has (36 linear_attention, 12 full_attention): cut to a "
-                     "whole period of its pattern"]
-    notes = []
-    model.load_config("deepseek-v3", 3, notes)
-    assert "have no MoE layers" in notes[0]
+    def cut(preset: str, layers: int):
+        return cuts.cut(model.load_config(preset), layers, 0, preset)
+
+    four = cut("qwen3-next-80b-a3b", 4)
+    assert model.spec(four.config).mix() == {"linear_attention": 3, "full_attention": 1} and not four.note
+    assert cut("qwen3-next-80b-a3b", 2).note == (
+        "NUM_LAYERS=2: the first 2 layers (2 linear_attention) have no full_attention, which the full model has "
+        "(36 linear_attention, 12 full_attention): cut to a whole period of its pattern")
+    assert "have no MoE layers" in cut("deepseek-v3", 3).note
     # Granite's cut keeps transformers' own words, from which it builds Mamba layers
-    granite = model.load_config("granite-4.0-h-small", 6, notes)
+    granite = cut("granite-4.0-h-small", 6).config
     assert granite.layer_types == ["linear_attention"] * 5 + ["full_attention"]
     assert model.spec(granite).mix() == {"mamba2": 5, "full_attention": 1}
     import transformers
 
-    net = transformers.AutoModelForCausalLM.from_config(model.load_config("tiny-granite-hybrid", 2))
+    net = transformers.AutoModelForCausalLM.from_config(cuts.cut(model.load_config("tiny-granite-hybrid"), 2).config)
     assert [layer.mamba is not None for layer in net.model.layers] == [True, True]
 
 

@@ -8,13 +8,16 @@ import types
 import pytest
 import torch
 
-from conftest import REPO, import_script, run_proc
-from upgrade_bench.kernels import attn_adapters, attn_backends
+from upgrade_bench import settings
+from conftest import REPO, run_proc
+from upgrade_bench.kernels.attention import adapters as attn_adapters, backends as attn_backends
 from upgrade_bench.training import variables
-from upgrade_bench.kernels.attn_backends import BACKENDS, KERNELS, TRAINING, resolve
+from upgrade_bench.kernels.attention.backends import BACKENDS, KERNELS, TRAINING, resolve
 from upgrade_bench.faults import BadInput
 from upgrade_bench.hardware import fingerprint
 from upgrade_bench.hardware.fingerprint import Device
+from upgrade_bench.kernels.attention import main as bench_flash_attn
+from upgrade_bench.capability import main as capabilities
 
 ALL = set(TRAINING)
 HOPPER, BLACKWELL, AMPERE, CPU = Device((9, 0)), Device((10, 0)), Device((8, 0)), Device(None)
@@ -130,7 +133,7 @@ FLEX_SHAPES = {  # the check's shapes (attn_kernels.check_shape): tile edges off
 def test_flex_computes_the_models_mask_and_sinks(extra):
     """The BlockMask and the sink renormalisation against the float64 reference, forward: on CPU
     FlexAttention runs its unfused reference (no backward there; the GPU check covers it)."""
-    from upgrade_bench.kernels import attn_kernels
+    from upgrade_bench.kernels.attention import kernels as attn_kernels
 
     shape = attn_kernels.AttentionShape(2, attn_kernels.CHECK_SEQ_LEN, 4, 2, 64, **extra)
     gen = torch.Generator().manual_seed(3)
@@ -163,12 +166,12 @@ def test_training_names_are_settings_choices_and_transformers_implementations():
 def test_kernel_names_are_the_benchmarks_and_the_capability_items():
     assert list(KERNELS) == ["fa3", "fa4", "fa2", "sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math",
                              "flex"]
-    bench = import_script("bench_flash_attn.py")
-    bench.validate({"BACKENDS": list(KERNELS), "PASSES": ["fwd"], "PACKED_DOC_LEN": 0, "SEQLENS": [8]},
+    bench = bench_flash_attn
+    bench.validate(settings.parse(bench.VARS, {"BACKENDS": " ".join(KERNELS), "PASSES": "fwd", "SEQLENS": "8"}),
                    KERNELS)
     (var,) = [v for v in bench.VARS if v.name == "BACKENDS"]
     assert var.help.endswith(" ".join(KERNELS))
-    order = [b.name for b in import_script("check_capabilities.py").ATTENTION_ORDER]
+    order = [b.name for b in capabilities.ATTENTION_ORDER]
     assert sorted(order) == sorted(KERNELS)
     assert order[:4] == ["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "sdpa-math"]  # torch's own first
     assert all(b.run and b.layout for b in KERNELS.values())

@@ -16,11 +16,12 @@ import torch
 
 from conftest import REPO, import_script, parse_jsonl, script_env
 from upgrade_bench.hardware import collectives
-from upgrade_bench.kernels import comm
+from upgrade_bench.kernels.comm import bench as comm
 from upgrade_bench.interrupts import Interrupted
 from upgrade_bench.log import checks, records
+from upgrade_bench.kernels.comm import main as bench
+from upgrade_bench.report import main as plot_results
 
-bench = import_script("bench_comm.py")
 MIB = 2**20
 # No sustained windows: a CPU's timings test the plumbing, not a link.
 CPU_TIMING = {"ITERS": "2", "WARMUP": "1", "WARMUP_MS": "0", "TIME_MS": "0"}
@@ -271,7 +272,8 @@ def test_the_report_shows_each_nodes_best_busbw_and_its_share_of_the_link():
 
 
 def test_the_interconnect_ratio_is_measured_call_for_call_where_both_gpus_have_comm_records():
-    from upgrade_bench.report import forecast_comm, forecast_model, series
+    from upgrade_bench.report.forecast import comm as forecast_comm, model as forecast_model
+    from upgrade_bench.report import series
     measured = forecast_comm.measured_comm(series.load(H200_NODE + B200_NODE), "H200 SXM", "B200 SXM")
     assert (measured.mid, measured.low, measured.high) == (pytest.approx(1.9), pytest.approx(1.8), 2.0)
     assert measured.source == ("bus bandwidth measured here on both GPUs (bench_comm.py: all_gather, all_reduce on 8 "
@@ -293,7 +295,6 @@ def test_the_interconnect_ratio_is_measured_call_for_call_where_both_gpus_have_c
 def test_the_forecast_page_says_which_interconnect_ratio_it_used(tmp_path, monkeypatch):
     import json
 
-    import plot_results
     from upgrade_bench.report import figures
     monkeypatch.setattr(figures, "write_all", lambda a, out_dir, opener=open: [])
     # a 2-GPU H200 sweep: its length-independent time (host and exposed ZeRO communication) is `fixed`

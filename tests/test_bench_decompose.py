@@ -4,13 +4,13 @@ import io
 
 import pytest
 
-from conftest import import_script, run_proc
+from conftest import run_proc
 from upgrade_bench.training import decompose, engine
 from upgrade_bench import faults
 from upgrade_bench.models.flops import StepFlops
 from upgrade_bench.log.records import read_lines
+from upgrade_bench.training import decompose_main as script
 
-script = import_script("bench_decompose.py")
 
 
 # Real names as torch's profiler reports them (demangled; long template arguments shortened

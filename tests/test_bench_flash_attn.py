@@ -1,4 +1,4 @@
-"""bench_flash_attn.py and upgrade_bench.kernels.attn_kernels, on CPU.
+"""bench_flash_attn.py and upgrade_bench.kernels.attention.kernels, on CPU.
 
 FLOP counts against hand-computed numbers, discovery with faked imports and capabilities,
 the script run for real with torch's CPU SDPA kernels (its main in-process; a subprocess for
@@ -16,18 +16,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import REPO, import_script, run_proc
-from upgrade_bench.kernels import attn_bench
+from upgrade_bench import settings
+from conftest import REPO, run_proc
+from upgrade_bench.kernels.attention import bench as attn_bench
 from upgrade_bench import faults
 from upgrade_bench.hardware import fingerprint
 from upgrade_bench.models import flops
-from upgrade_bench.kernels import attn_kernels as ak
-from upgrade_bench.kernels.attn_adapters import BHSD
-from upgrade_bench.kernels.attn_backends import KERNELS, Backend
+from upgrade_bench.kernels.attention import kernels as ak
+from upgrade_bench.kernels.attention.adapters import BHSD
+from upgrade_bench.kernels.attention.backends import KERNELS, Backend
 from upgrade_bench.hardware.fingerprint import Device
 from upgrade_bench.log.records import read_lines
+from upgrade_bench.kernels.attention import main as bench
 
-bench = import_script("bench_flash_attn.py")
 
 TINY = {"NHEADS": "4", "NHEADS_KV": "2", "HEAD_DIM": "16"}
 sdpa_math = KERNELS["sdpa-math"].run
@@ -162,13 +163,14 @@ def test_windows_and_sinks_pick_the_kernels_that_take_them():
 
 def test_auto_times_what_the_models_own_training_would_use():
     # gpt-oss: transformers refuses FA3 and SDPA for its sinks, so training takes FA4, else flex
-    gpt_oss = bench.family_refusals({**dict.fromkeys(("NHEADS", "NHEADS_KV", "HEAD_DIM"), 0), "MODEL": "tiny-gpt-oss"})
+    gpt_oss = bench.family_refusals(settings.parse(bench.VARS, {"MODEL": "tiny-gpt-oss"}))
     assert set(gpt_oss) == {"sdpa", "fa3", "fa2"}
     no_fa4 = {**NOTHING_MISSING, "fa4": "flash-attn-4 is not installed"}
     layer = dict(window=True, sinks=True)
     assert names(ak.discover(["auto"], KERNELS, HOPPER, no_fa4, False, **layer, refused=gpt_oss)) == ["flex"]
     assert names(ak.discover(["auto"], KERNELS, HOPPER, NOTHING_MISSING, False, **layer, refused=gpt_oss)) == ["fa4"]
-    assert bench.family_refusals({"NHEADS": 32, "NHEADS_KV": 8, "HEAD_DIM": 128, "MODEL": "tiny-gpt-oss"}) == {}
+    assert bench.family_refusals(settings.parse(bench.VARS, {"NHEADS": "32", "NHEADS_KV": "8", "HEAD_DIM": "128",
+                                                             "MODEL": "tiny-gpt-oss"})) == {}
     # on CPU its training runs eager, whose computation is the math kernel's
     assert names(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False, refused=gpt_oss)) == ["sdpa-math"]
     assert names(ak.discover(["auto"], KERNELS, CPU, NOTHING_MISSING, False)) == ["sdpa-flash"]  # sdpa's
@@ -355,8 +357,7 @@ def test_named_unavailable_backend_and_packed_documents(run_main):
 def test_a_model_that_cannot_be_loaded_names_the_explicit_heads_way_out():
     with pytest.raises(faults.BadInput, match=r"^MODEL='/nonexistent': not a preset .*; or set NHEADS, "
                                               r"NHEADS_KV and HEAD_DIM$"):
-        bench.layer_shapes({"MODEL": "/nonexistent", "NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0,
-                            "SEQLENS": [64], "BATCH": 1, "CAUSAL": True, "PACKED_DOC_LEN": 0})
+        bench.layer_shapes(settings.parse(bench.VARS, {"MODEL": "/nonexistent", "SEQLENS": "64"}))
 
 
 def test_a_config_no_model_has_is_one_line(tmp_path):
@@ -366,8 +367,7 @@ def test_a_config_no_model_has_is_one_line(tmp_path):
     config = {**json.loads((REPO / "configs" / "tiny.json").read_text()), "num_hidden_layers": 10**6}
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(faults.BadInput, match="num_hidden_layers=1000000: no model has more than 4096 layers"):
-        bench.layer_shapes({"MODEL": str(tmp_path), "NHEADS": 0, "NHEADS_KV": 0, "HEAD_DIM": 0,
-                            "SEQLENS": [64], "BATCH": 1, "CAUSAL": True, "PACKED_DOC_LEN": 0})
+        bench.layer_shapes(settings.parse(bench.VARS, {"MODEL": str(tmp_path), "SEQLENS": "64"}))
 
 
 # --- the script for real -----------------------------------------------------------------------
@@ -480,23 +480,24 @@ def test_the_reference_with_sinks_by_hand():
 
 
 def test_each_distinct_layer_of_a_model_is_a_shape():
-    env = {"BATCH": 1, "SEQLENS": [64], "CAUSAL": True, "PACKED_DOC_LEN": 0, "NHEADS": 0,
-           "NHEADS_KV": 0, "HEAD_DIM": 0}
-    gpt_oss = bench.layer_shapes({**env, "MODEL": "gpt-oss-20b"})
+    def env(model: str, **extra):
+        return settings.parse(bench.VARS, {"SEQLENS": "64", "MODEL": model, **extra})
+
+    gpt_oss = bench.layer_shapes(env("gpt-oss-20b"))
     assert [attn_bench.layer_label(x) for x in gpt_oss] == ["sliding_attention(w=128, sinks)",
                                                             "full_attention(sinks)"]
     assert (gpt_oss[0].heads, gpt_oss[0].kv_heads, gpt_oss[0].head_dim) == (64, 8, 64)
-    gemma = bench.layer_shapes({**env, "MODEL": "gemma-3-12b"})
+    gemma = bench.layer_shapes(env("gemma-3-12b"))
     assert [(x.layer, x.window, x.head_dim) for x in gemma] == [("sliding_attention", 1024, 256),
                                                                 ("full_attention", 0, 256)]
-    mla = bench.layer_shapes({**env, "MODEL": "deepseek-v3"})
+    mla = bench.layer_shapes(env("deepseek-v3"))
     assert [attn_bench.layer_label(x) for x in mla] == ["full_attention(qk 192, v 128)"]
-    hybrid = bench.layer_shapes({**env, "MODEL": "qwen3-next-80b-a3b"})
+    hybrid = bench.layer_shapes(env("qwen3-next-80b-a3b"))
     assert [(x.layer, x.heads, x.kv_heads, x.head_dim, x.v_dim) for x in hybrid] == [
         ("linear_attention", 32, 16, 128, 128), ("full_attention", 16, 2, 256, 256)]
     with pytest.raises(faults.BadInput, match="linear-attention layers.*CAUSAL=1 and PACKED_DOC_LEN=0"):
-        bench.layer_shapes({**env, "MODEL": "qwen3-next-80b-a3b", "PACKED_DOC_LEN": 16})
-    granite = bench.layer_shapes({**env, "MODEL": "granite-4.0-h-small"})  # heads, groups, d_state, head dim
+        bench.layer_shapes(env("qwen3-next-80b-a3b", PACKED_DOC_LEN="16"))
+    granite = bench.layer_shapes(env("granite-4.0-h-small"))  # heads, groups, d_state, head dim
     assert [(x.layer, x.heads, x.kv_heads, x.head_dim, x.v_dim) for x in granite] == [
         ("mamba2", 128, 1, 128, 64), ("full_attention", 32, 8, 128, 128)]
 
@@ -504,7 +505,7 @@ def test_each_distinct_layer_of_a_model_is_a_shape():
 def test_the_gated_deltanet_check_against_transformers_torch_recurrence():
     # the check's plumbing with the torch recurrence as the "kernel": errors are rounding only;
     # a kernel that forgets the decay g is caught
-    from upgrade_bench.kernels import linear_kernels
+    from upgrade_bench.kernels.attention import linear as linear_kernels
     from transformers.models.qwen3_next.modeling_qwen3_next import torch_chunk_gated_delta_rule
 
     def torch_kernel(q, k, v, g, beta, a):
@@ -570,7 +571,7 @@ def test_the_table_keeps_a_models_layers_apart():
 
 def test_the_time_left_counts_each_points_floor_and_calls():
     # 3 points of 1, 1 and 10 TFLOP; floors 0.2 + 0.5 s, 1 + 3 + 10 calls each
-    s = {"WARMUP_MS": 200.0, "TIME_MS": 500.0, "WARMUP": 3, "ITERS": 10}
+    s = settings.parse(bench.VARS, {"WARMUP_MS": "200", "TIME_MS": "500", "WARMUP": "3", "ITERS": "10"})
     out = io.StringIO()
     progress = attn_bench.Progress([1e12, 1e12, 10e12], s, out)
     assert progress.left_s() is None  # no speed seen yet

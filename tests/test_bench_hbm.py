@@ -12,14 +12,15 @@ import time
 import pytest
 import torch
 
-from conftest import import_script, run_proc
+from conftest import run_proc
 from upgrade_bench.hardware import bandwidth
-from upgrade_bench.kernels import attn_bench, hbm
+from upgrade_bench.kernels.attention import bench as attn_bench
+from upgrade_bench.kernels.hbm import bench as hbm
 from upgrade_bench.log import checks
 from upgrade_bench.log.records import read_lines
 from upgrade_bench.report import comparisons, detail_tables, markdown, series
+from upgrade_bench.kernels.hbm import main as bench
 
-bench = import_script("bench_hbm.py")
 MIB = 2**20
 # No sustained windows: a CPU's timings test the plumbing, not the memory.
 CPU_TIMING = {"ITERS": "3", "WARMUP": "1", "WARMUP_MS": "0", "TIME_MS": "0"}

@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from conftest import import_script, run_proc
-from upgrade_bench.kernels import attn_backends
+from conftest import run_proc
+from upgrade_bench.kernels.attention import backends as attn_backends
 from upgrade_bench import faults
 from upgrade_bench.hardware import fingerprint
 from upgrade_bench.capability import verdicts as caps
@@ -14,6 +14,7 @@ from upgrade_bench.faults import BadInput
 from upgrade_bench.capability import probes
 from upgrade_bench.report import series
 from upgrade_bench.report.capability_table import capability_table
+from upgrade_bench.capability import main as capabilities
 
 HOPPER = fingerprint.Device((9, 0))
 BLACKWELL = fingerprint.Device((10, 0))
@@ -306,7 +307,7 @@ def _run(tmp_path, **env):
 def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path, as_script, capsys, monkeypatch):
     # main in this process, every probe for real; the process boundary (exit code, nothing on
     # stdout) is the real process's of test_bad_settings_stop_before_any_work_in_one_line
-    script = import_script("check_capabilities.py")
+    script = capabilities
     out = tmp_path / "caps.jsonl"
     capacity = tmp_path / "sweep.jsonl"
     capacity.write_text("\n".join(json.dumps(r) for r in _log()) + "\n")
@@ -344,7 +345,7 @@ def test_bad_settings_stop_before_any_work_in_one_line(tmp_path):
 
 
 def test_a_bad_value_is_one_line_and_exit_2(as_script, capsys):
-    script = import_script("check_capabilities.py")
+    script = capabilities
     as_script("check_capabilities.py", script.VARS, {"MEMORY_PROBE_S": "0"})
     assert faults.run_main(script.main) == 2
     out = capsys.readouterr()
@@ -364,7 +365,7 @@ def test_a_capacity_log_that_is_no_text_log_is_bad_input(tmp_path, content, prob
     else:
         path.write_bytes(content)
     with pytest.raises(BadInput) as err:
-        import_script("check_capabilities.py").load_capacity_log(str(path))
+        capabilities.load_capacity_log(str(path))
     assert str(err.value) == f"CAPACITY_LOG={str(path)!r}: {problem}"
 
 

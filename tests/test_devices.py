@@ -6,7 +6,7 @@ import pytest
 
 from conftest import REPO, SWEEP_CLEARED
 from upgrade_bench.hardware import devices, fingerprint
-from upgrade_bench.sweep import sweep_plan
+from upgrade_bench.sweep import plan as sweep_plan
 from upgrade_bench.hardware.devices import rocm
 from upgrade_bench.hardware.devices.gpu import Gpu
 from upgrade_bench.faults import BadInput

@@ -1,17 +1,14 @@
 """The page in dollars: the terminal answer that fits, a cut's price as the whole model's, no call
 on a tie or a workload that does not fit, the cost to train and the owner's cost, each number
 against one computed by hand from the committed logs."""
-import contextlib
-import io
 import json
-import os
 
 import pytest
 
-import plot_results
 from conftest import REPO
 from upgrade_bench import faults
 from upgrade_bench.report import cost, verdict
+from upgrade_bench.report import main as plot_results
 from upgrade_bench.report.dollars import compact
 
 NODE = REPO / "results" / "h200-moe-8" / "node"

@@ -55,7 +55,7 @@ def test_gpt_oss_takes_eager_under_auto_on_cpu_and_refuses_sdpa_by_name():
     # FA4 nor flex runs, so eager, and the header's why says each step.
     base = {**TINY_FAST, "MODEL": "tiny-gpt-oss"}
     rc = run_config.resolve_here(settings.parse(variables.TRAINING_VARS, base))
-    assert rc.backend == "eager"
+    assert rc.resolved.backend == "eager"
     assert rc.resolved.backend_why == (
         "auto on cpu: eager (fa3 is refused: transformers would swap in the hub kernel kernels-community/"
         "vllm-flash-attn3 for its sinks (model type 'gpt_oss'); fa4 needs a CUDA GPU; sdpa is refused: "

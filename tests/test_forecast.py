@@ -8,11 +8,12 @@ import re
 import numpy as np
 import pytest
 
-import plot_results
 from upgrade_bench import faults
-from upgrade_bench.report import forecast_model
+from upgrade_bench.report.forecast import model as forecast_model
 from upgrade_bench.hardware import gpus
-from upgrade_bench.report import backtest, calibration, forecast_attention, forecasts, published, published_pairs
+from upgrade_bench.report.forecast import backtest, calibration, attention as forecast_attention, page as forecasts
+from upgrade_bench.report.published import guide as published, pairs as published_pairs
+from upgrade_bench.report import main as plot_results
 
 H200, B200 = gpus.lookup("NVIDIA H200"), gpus.lookup("NVIDIA B200")
 
@@ -361,7 +362,7 @@ def test_precision_sets_the_kind_and_the_ratios_and_a_log_without_it_is_bf16():
 
 
 def test_the_gemms_work_is_the_summarys_exact_count_where_it_has_one():
-    from upgrade_bench.report import forecasts
+    from upgrade_bench.report.forecast import page as forecasts
 
     summary = {"model_tflop_per_step": 10.0, "attn_flop_share": 0.2}
     assert forecasts.gemm_tflop(summary, True) == (8.0, True)  # the dense part; the recompute estimated later

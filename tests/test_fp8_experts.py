@@ -8,13 +8,13 @@ import json
 import pytest
 import torch
 
-from conftest import REPO, import_script, parse_jsonl, run_proc
+from conftest import REPO, parse_jsonl, run_proc
 from upgrade_bench import faults
 from upgrade_bench.hardware import precisions
 from upgrade_bench.log import records
 from upgrade_bench.training import engine, fp8_experts, low_precision, variables
+from upgrade_bench.training import benchmark_main as benchmark
 
-benchmark = import_script("benchmark.py")
 
 
 def test_each_group_starts_at_a_multiple_of_16_rows_and_holds_at_least_16():

@@ -5,7 +5,7 @@ import pytest
 
 from conftest import REPO
 from upgrade_bench.hardware import gpus
-from upgrade_bench.kernels import mamf
+from upgrade_bench.kernels.mamf import search as mamf
 
 
 @pytest.mark.parametrize("device, name, bf16", [

@@ -6,9 +6,9 @@ import sys
 
 from conftest import REPO
 from upgrade_bench.hardware import fingerprint
-from upgrade_bench.kernels import attn_backends
+from upgrade_bench.kernels.attention import backends as attn_backends
 from upgrade_bench.log import runs
-from upgrade_bench.report import published
+from upgrade_bench.report.published import guide as published
 from upgrade_bench import settings
 from upgrade_bench.training import variables
 
@@ -18,7 +18,7 @@ PACKAGE = REPO / "upgrade_bench"
 # attention backend table (TABLES).
 RANK = {"faults": 0, "paths": 0, "numfmt": 0, "interrupts": 0, "hardware": 1, "models": 1, "log": 2,
         "settings": 3, "kernels": 4, "report": 4, "capability": 5, "training": 6, "sweep": 7}
-TABLES = {"upgrade_bench.kernels.attn_backends", "upgrade_bench.kernels.attn_adapters"}
+TABLES = {"upgrade_bench.kernels.attention.backends", "upgrade_bench.kernels.attention.adapters"}
 
 
 def wing(module: str) -> str:
@@ -57,6 +57,24 @@ def test_every_import_points_down():
     assert upward == []
 
 
+def test_an_entry_point_is_imported_only_by_the_node_that_runs_its_script():
+    # A script's main module (its VARS and main) sits at the top of its wing: the node reads the
+    # settings of the scripts it runs; nothing else leans on an entry point.
+    leaning = []
+    for path in PACKAGE.rglob("*.py"):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for target in imports(path):
+            if target.endswith(("main", "_main")) and module != "upgrade_bench.sweep.node.main":
+                leaning.append(f"{module} -> {target}")
+    assert leaning == []
+
+
+def test_no_module_loads_another_by_its_file_path():
+    # importlib's file loaders hide an arrow from this test's import graph (settings.script_module did)
+    hidden = [str(p.relative_to(REPO)) for p in PACKAGE.rglob("*.py") if "spec_from_file_location" in p.read_text()]
+    assert hidden == []
+
+
 def test_loading_the_report_loads_no_measuring_code():
     code = ("import sys; import plot_results; "
             "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('upgrade_bench.')}))")
@@ -67,7 +85,7 @@ def test_loading_the_report_loads_no_measuring_code():
     loaded = subprocess.run([sys.executable, "-c", "import sys, plot_results; print(sorted(m for m in sys.modules "
                              "if m.startswith('upgrade_bench.kernels')))"], capture_output=True, text=True, cwd=REPO,
                             timeout=60).stdout
-    assert set(eval(loaded)) <= TABLES | {"upgrade_bench.kernels"}
+    assert set(eval(loaded)) <= TABLES | {"upgrade_bench.kernels", "upgrade_bench.kernels.attention"}
 
 
 def test_the_header_lists_every_attention_package():

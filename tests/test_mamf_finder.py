@@ -10,9 +10,9 @@ from conftest import REPO, import_script, parse_jsonl, run_proc
 from upgrade_bench.models import flops
 from upgrade_bench.hardware import gpus
 from upgrade_bench import faults
-from upgrade_bench.kernels import mamf, mamf_run
+from upgrade_bench.kernels.mamf import search as mamf, run as mamf_run
 from upgrade_bench.faults import BadInput
-from upgrade_bench.kernels.mamf import GemmShape
+from upgrade_bench.kernels.mamf.search import GemmShape
 
 SCRIPT = "mamf-finder.py"
 LATTICE = range(256, 20480 + 1, 256)  # every shape the GPU search space can reach

@@ -57,7 +57,7 @@ def test_architectures_the_flop_count_does_not_cover_are_refused(tmp_path):
         run_config.resolve_here(training(MODEL=saved(tmp_path, bert)))
     # A window is counted now (the causal band), not refused: Mistral windows every layer.
     windowed = {**TINY, "model_type": "mistral", "sliding_window": 32}
-    spec = run_config.resolve_here(training(MODEL=saved(tmp_path, windowed))).spec
+    spec = run_config.resolve_here(training(MODEL=saved(tmp_path, windowed))).resolved.cut.counted
     assert spec.mix() == {"sliding_attention": 2} and spec.layers[0].mixer.window == 32
 
 
@@ -67,7 +67,7 @@ def test_a_document_of_one_token_is_refused_as_every_label_would_be_masked():
     for doc_len, predicted in ((1, 0), (2, 4)):  # 8 tokens: what the loss can learn from
         batch = engine.make_batch(1, 8, doc_len, (0, 50), torch.device("cpu"), torch.Generator().manual_seed(0))
         assert int((batch["labels"][0, 1:] != -100).sum()) == predicted  # labels shift by one
-    assert run_config.resolve_here(training(PACKED_DOC_LEN=2)).settings["PACKED_DOC_LEN"] == 2
+    assert run_config.resolve_here(training(PACKED_DOC_LEN=2)).resolved.settings.PACKED_DOC_LEN == 2
 
 
 # ---------------------------------------------------------------- a hub id, online or not

@@ -2,7 +2,7 @@
 from conftest import REPO
 from upgrade_bench.models import model
 from upgrade_bench import paths
-from upgrade_bench.sweep import sweep_plan
+from upgrade_bench.sweep import plan as sweep_plan
 
 
 def test_the_repository_root_holds_the_presets_and_the_sweeps_default_benchmark():

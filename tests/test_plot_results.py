@@ -16,12 +16,13 @@ import struct
 import pytest
 from matplotlib.text import Text
 
-import plot_results
 from conftest import REPO, mount_tmpfs, unmount
 from upgrade_bench import faults
 from upgrade_bench.log import records
-from upgrade_bench.report import (backtest, calibration, comparisons, detail_tables, figures, inputs, markdown, plotkit,
-                                  published, published_pairs, series, stacks, tables, verdict_blocks, words)
+from upgrade_bench.report.forecast import backtest, calibration
+from upgrade_bench.report import comparisons, detail_tables, figures, inputs, markdown, plotkit, series, stacks, tables, verdict_blocks, words
+from upgrade_bench.report.published import guide as published, pairs as published_pairs
+from upgrade_bench.report import main as plot_results
 
 H200_PEAK, B200_PEAK = 989.0, 2250.0
 STACK = {"python": "3.12.12", "torch": "2.13.0", "cuda": "13.0", "transformers": "5.14.1",

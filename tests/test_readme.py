@@ -1,6 +1,7 @@
 """The README documents every variable, and CI runs exactly the README's test command."""
 from conftest import REPO, import_script
-from upgrade_bench.sweep import node, sweep_plan
+from upgrade_bench.sweep.node import main as node
+from upgrade_bench.sweep import plan as sweep_plan
 from upgrade_bench.training import variables
 from upgrade_bench.log import schema
 

@@ -131,7 +131,7 @@ def test_reader_refuses_a_newer_schema():
 ])
 def test_a_log_the_user_named_that_cannot_be_read_is_bad_input(tmp_path, content, problem):
     # RESUME reads OUT, check_capabilities reads CAPACITY_LOG: one line, never a traceback.
-    from upgrade_bench.sweep import sweep_plan
+    from upgrade_bench.sweep import plan as sweep_plan
 
     path = tmp_path / "log.jsonl"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())

@@ -12,10 +12,10 @@ import re
 
 import pytest
 
-import plot_results
 from test_plot_results import _tables_are_rectangular, skip_figures, two_gpu_log
 from upgrade_bench import faults
-from upgrade_bench.report import published
+from upgrade_bench.report.published import guide as published
+from upgrade_bench.report import main as plot_results
 
 # 30 runs of 1 to 12 mutations each break every one of the log's ~60 records about 3 times
 SEED, RUNS, RUNS_WITH_FIGURES = 1234, 30, 2

@@ -5,10 +5,12 @@ import os
 
 import pytest
 
-import plot_results
 from conftest import REPO
 from test_plot_results import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
-from upgrade_bench.report import forecasts, published, series, words
+from upgrade_bench.report.forecast import page as forecasts
+from upgrade_bench.report.published import guide as published
+from upgrade_bench.report import series, words
+from upgrade_bench.report import main as plot_results
 
 H200_PEAK = 989.0
 

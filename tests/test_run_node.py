@@ -4,6 +4,7 @@ longer SEQLENS, changed ATTN_SEQLENS, another model), what a rerun leaves missin
 that takes the step's processes with it."""
 import json
 import os
+from dataclasses import replace
 import signal
 import sys
 import threading
@@ -11,16 +12,17 @@ import time
 
 import pytest
 
-from conftest import REPO, SWEEP_CLEARED, import_script, mount_tmpfs, records, run_proc, unmount
+from conftest import REPO, SWEEP_CLEARED, mount_tmpfs, records, run_proc, unmount
 from upgrade_bench import faults, settings
 from upgrade_bench.hardware import devices
 from upgrade_bench.log.records import RecordWriter
 from upgrade_bench.models import flops, model
-from upgrade_bench.sweep import node, node_plan, sweep_plan
+from upgrade_bench.sweep.node import cost as node_cost, main as node, plan as node_plan
+from upgrade_bench.sweep import plan as sweep_plan
 from upgrade_bench.training import low_precision, resolver, variables
 
 RUN_NODE = REPO / "run_node.sh"
-CHILDREN = {name: import_script(script) for name, script in node_plan.CHILDREN.items()}
+CHILDREN = node.CHILDREN
 EVERY = node.suite_vars(CHILDREN)
 # What a node test's process reads: set by the test, nothing leaks in from this environment.
 NODE_CLEARED = SWEEP_CLEARED | {v.name for v in EVERY}
@@ -185,7 +187,7 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     # peak, for two backends, after a 28 s start.
     calls_s = sum(7 * k * n * n * 32 * 128 / (0.5 * 989e12) for n in (8192, 32768) for k in (2, 5, 7))
     assert steps["attention"].estimate_s == pytest.approx(28 + 2 * (6 * 0.7 + calls_s))
-    step_s = {n: node_plan.training_step_s(spec, n, 989.0, False) for n in (8192, 32768)}
+    step_s = {n: node_cost.training_step_s(spec, n, 989.0, False) for n in (8192, 32768)}
     assert step_s[8192] == flops.step_flops(spec, 1, 8192).hardware / (989e12 * 0.35)
     # start-up: 20 s, 1.5 s per billion weights with the optimizer on the GPU (8 layers of the 8B:
     # 2.80B with both embeddings), and a 10 s first step, per process: a length each, as in the sweep
@@ -197,14 +199,14 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     # once built (torch's layout: the op's folder holding its library), no step pays for it;
     # a skipped sweep leaves the build to the decomposition
     replan = lambda skip=(): {st.name: st for st in node_plan.plan(  # noqa: E731
-        {**s, "SKIP": list(skip)}, train, tmp_path, "python", children, os.environ, {v.name for v in node.VARS})}
+        replace(s, SKIP=list(skip)), train, tmp_path, "python", children, os.environ, {v.name for v in node.VARS})}
     assert replan(["sweep"])["decomposition"].estimate_s == pytest.approx(35 + start + 15 * step_s[8192], abs=0.05)
     (tmp_path / "ext" / "fused_adam").mkdir(parents=True)
     (tmp_path / "ext" / "fused_adam" / "fused_adam.so").touch()
     assert replan()["sweep"].estimate_s == pytest.approx(2 * start + 12 * sum(step_s.values()), abs=0.1)
     # the optimizer offloaded needs CPU Adam, a build of its own
     offloaded = lambda: {st.name: st for st in node_plan.plan(  # noqa: E731
-        s, {**train, "OFFLOAD_OPTIMIZER": True}, tmp_path, "python", children, os.environ,
+        s, replace(train, OFFLOAD_OPTIMIZER=True), tmp_path, "python", children, os.environ,
         {v.name for v in node.VARS})}["sweep"].estimate_s
     unbuilt = offloaded()
     (tmp_path / "ext" / "cpu_adam").mkdir()
@@ -212,19 +214,19 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     assert unbuilt - offloaded() == pytest.approx(35)
     # issue 38: the decomposition ran Liger off where the sweep ran it on, and did not fit at 32K
     assert steps["sweep"].sweep.resolved.use_liger and steps["decomposition"].sweep.resolved.use_liger
-    assert steps["hbm"].estimate_s == node_plan.HBM_S
+    assert steps["hbm"].estimate_s == node_cost.HBM_S
     assert list(steps) == [n for n in node_plan.STEPS if n != "comm"]  # one GPU: bench_comm.py would refuse it
     # on two GPUs bench_comm.py after bench_hbm.py, under the DeepSpeed launcher, its records in the folder
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))] * 2)
     two = {st.name: st for st in node_plan.plan(s, train, tmp_path, "python", children, os.environ,
                                                 {v.name for v in node.VARS})}
-    assert list(two) == list(node_plan.STEPS) and two["comm"].estimate_s == node_plan.COMM_S
+    assert list(two) == list(node_plan.STEPS) and two["comm"].estimate_s == node_cost.COMM_S
     assert two["comm"].argv == ["python", "-m", "deepspeed.launcher.runner", "--num_gpus", "2", str(REPO / "bench_comm.py")]
     assert two["comm"].env == {"OUTPUT": str(tmp_path / "comm.jsonl")}
     # a backend that compiles in the first step (flex: 80 s) replaces the 10 s of it, per process
     # the optimizer on the host: DeepSpeed's CPU Adam pins its state, 10 s per billion weights
-    assert node_plan.start_s(spec, "sdpa", True) - node_plan.start_s(spec, "sdpa") == pytest.approx(8.5 * spec.total_params / 1e9)
-    flex = node_plan.start_s(spec, "flex") - node_plan.start_s(spec, "sdpa")
+    assert node_cost.start_s(spec, "sdpa", True) - node_cost.start_s(spec, "sdpa") == pytest.approx(8.5 * spec.total_params / 1e9)
+    flex = node_cost.start_s(spec, "flex") - node_cost.start_s(spec, "sdpa")
     assert flex == pytest.approx(80 - 10)
 
 
@@ -507,18 +509,18 @@ def test_the_slurm_batch_script_runs_run_node_sh_on_the_allocation(tmp_path):
 
 def test_a_low_precision_adds_its_compile_to_each_process_first_step():
     spec = model.spec(model.load_config("tiny"))
-    assert node_plan.start_s(spec, "sdpa", low_precision=True) - node_plan.start_s(spec, "sdpa") == \
+    assert node_cost.start_s(spec, "sdpa", low_precision=True) - node_cost.start_s(spec, "sdpa") == \
         low_precision.FIRST_STEP_S == 18.0  # three linear shapes compiled: 17-18 s on an H200
 
 
 def test_a_hybrids_linear_mixers_tune_in_each_process_unless_triton_keeps_the_tuning():
     hybrid, dense = model.spec(model.load_config("tiny-qwen3-next")), model.spec(model.load_config("tiny"))
-    assert node_plan.mixer_tuning(hybrid, {}) == "each"
-    assert node_plan.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "1"}) == "once"
-    assert node_plan.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "0"}) == "each"
-    assert node_plan.mixer_tuning(dense, {}) == "" and node_plan.mixer_tuning(None, {}) == ""
+    assert node_cost.mixer_tuning(hybrid, {}) == "each"
+    assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "1"}) == "once"
+    assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "0"}) == "each"
+    assert node_cost.mixer_tuning(dense, {}) == "" and node_cost.mixer_tuning(None, {}) == ""
     # 132 s (Qwen3-Next) and 82 s (Granite) on a fresh H200: 130 s a process
-    assert node_plan.start_s(hybrid, "sdpa", mixers=True) - node_plan.start_s(hybrid, "sdpa") == 130.0
+    assert node_cost.start_s(hybrid, "sdpa", mixers=True) - node_cost.start_s(hybrid, "sdpa") == 130.0
 
 
 def test_what_the_first_training_process_builds_once_goes_to_the_first_step_that_runs(tmp_path):

@@ -17,13 +17,13 @@ import pytest
 
 from conftest import (ONE_RANK, REPO, RUN_SWEEP, SMALL_DISK_BYTES, SWEEP_CLEARED, records, run_proc, run_sweep,
                       sweep_env)
-from upgrade_bench.sweep import child_process, runner, sweep_plan
+from upgrade_bench.sweep import child_process, runner, plan as sweep_plan
 from upgrade_bench.hardware import devices
 from upgrade_bench import faults, interrupts
 from upgrade_bench.faults import BadInput, WriteFailed
 from upgrade_bench.log.records import read_lines
 from upgrade_bench.log.runs import run_identity
-from upgrade_bench.sweep.sweep_tables import sweep_table
+from upgrade_bench.sweep.tables import sweep_table
 
 
 
@@ -108,9 +108,9 @@ def test_real_sweep_with_real_oom_then_resume_plans_only_the_missing_point(one_r
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [])
     plan = sweep_plan.prepare(sweep_plan.load_settings([], "doc"))
     assert run_identity(plan.config) == run_identity(header["config"])
-    done = sweep_plan.done_summaries(kept, plan.config, plan.s["SEQLENS"])
+    done = sweep_plan.done_summaries(kept, plan.config, plan.s.SEQLENS)
     assert set(done) == {64}
-    assert sweep_plan.process_plan(sweep_plan.pending(plan.s["SEQLENS"], done), True) == [[128]]
+    assert sweep_plan.process_plan(sweep_plan.pending(plan.s.SEQLENS, done), True) == [[128]]
 
 
 # ---------------------------------------------------------------- faults (fake benchmark)

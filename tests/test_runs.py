@@ -32,7 +32,7 @@ def test_records_join_the_latest_header_of_their_run_before_them():
 
 
 def test_resume_skips_a_point_only_of_the_same_resolved_backend():
-    from upgrade_bench.sweep.sweep_plan import done_summaries
+    from upgrade_bench.sweep.plan import done_summaries
 
     config = {"MODEL": "m", "ATTN_BACKEND": "auto"}
     header = {"kind": "header", "run_id": "a", "config": {**config, "ATTN_BACKEND": "fa3"}, "attn_backend": "fa3"}

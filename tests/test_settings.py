@@ -18,14 +18,14 @@ def parse(**env):
 
 def test_defaults_are_the_guides_long_context_config():
     s = parse()
-    assert (s["ZERO_STAGE"], s["OFFLOAD_OPTIMIZER"], s["GRAD_CHECKPOINT"], s["USE_LIGER"]) == (3, True, True, "auto")
-    assert s["MODEL"] == "llama-3.1-8b" and s["SEQ_LEN"] == [8192] and s["BATCH_SIZE"] == 1
+    assert (s.ZERO_STAGE, s.OFFLOAD_OPTIMIZER, s.GRAD_CHECKPOINT, s.USE_LIGER) == (3, True, True, "auto")
+    assert s.MODEL == "llama-3.1-8b" and s.SEQ_LEN == [8192] and s.BATCH_SIZE == 1
 
 
 def test_values_are_typed():
     s = parse(SEQ_LEN="8192, 32768", ZERO_STAGE="2", OFFLOAD_OPTIMIZER="0", GRAD_CHECKPOINT=" 1 ")
-    assert s["SEQ_LEN"] == [8192, 32768] and s["ZERO_STAGE"] == 2
-    assert s["OFFLOAD_OPTIMIZER"] is False and s["GRAD_CHECKPOINT"] is True
+    assert s.SEQ_LEN == [8192, 32768] and s.ZERO_STAGE == 2
+    assert s.OFFLOAD_OPTIMIZER is False and s.GRAD_CHECKPOINT is True
 
 
 @pytest.mark.parametrize("name, value, allowed", [
@@ -57,7 +57,7 @@ def test_bad_values_name_variable_value_and_allowed(name, value, allowed):
 def test_the_largest_seed_plus_any_seq_len_is_still_a_seed_torch_takes():
     import torch
 
-    seed = parse(SEED=str(2**63 - 1))["SEED"]  # the largest SEED allowed
+    seed = parse(SEED=str(2**63 - 1)).SEED  # the largest SEED allowed
     # the scripts seed with SEED + seq_len; a sequence length is far below 2**62
     assert torch.Generator().manual_seed(seed + 2**62).initial_seed() == seed + 2**62
     with pytest.raises(ValueError, match="Overflow"):
@@ -72,7 +72,7 @@ def test_load_refuses_an_output_it_cannot_append_to_before_anything_runs(tmp_pat
         settings.load(TRAINING_VARS, "doc", argv=[])
     assert str(err.value) == f"OUTPUT={str(tmp_path)!r}: cannot write there (is a folder)"
     monkeypatch.setenv("OUTPUT", str(tmp_path / "new" / "log.jsonl"))
-    assert settings.load(TRAINING_VARS, "doc", argv=[])["OUTPUT"].endswith("log.jsonl")
+    assert settings.load(TRAINING_VARS, "doc", argv=[]).OUTPUT.endswith("log.jsonl")
     assert list(tmp_path.iterdir()) == []  # the check leaves nothing behind
 
 
@@ -100,8 +100,8 @@ def test_help_of_a_tool_with_no_variables_says_so():
 
 def test_with_defaults_changes_only_named_defaults():
     changed = settings.with_defaults(TRAINING_VARS, ZERO_STAGE=2)
-    assert settings.parse(changed, {})["ZERO_STAGE"] == 2
-    assert settings.parse(changed, {})["STEPS"] == 10
+    assert settings.parse(changed, {}).ZERO_STAGE == 2
+    assert settings.parse(changed, {}).STEPS == 10
 
 
 def test_help_to_a_reader_that_left_ends_quietly_with_exit_0(tmp_path, monkeypatch):
@@ -133,8 +133,8 @@ def test_integers_are_plain_decimal_digits_only(raw):
     # int() takes '6_4' as 64 and Arabic-Indic digits too: neither is what --help names.
     with pytest.raises(BadInput, match=r"^SEQ_LEN="):
         settings.parse(TRAINING_VARS, {"SEQ_LEN": raw})
-    assert settings.parse(TRAINING_VARS, {"SEQ_LEN": " 8192, 32768 "})["SEQ_LEN"] == [8192, 32768]
-    assert settings.parse(TRAINING_VARS, {"NUM_LAYERS": "+4"})["NUM_LAYERS"] == 4
+    assert settings.parse(TRAINING_VARS, {"SEQ_LEN": " 8192, 32768 "}).SEQ_LEN == [8192, 32768]
+    assert settings.parse(TRAINING_VARS, {"NUM_LAYERS": "+4"}).NUM_LAYERS == 4
 
 
 def test_help_into_a_closed_pipe_prints_no_traceback_and_exits_0():
@@ -155,17 +155,17 @@ def test_help_into_a_closed_pipe_prints_no_traceback_and_exits_0():
 def test_invalid_utf8_in_a_text_setting_becomes_valid_text():
     # NOTES=$'caf\xe9 \xff' reaches Python as lone surrogates; a record must be encodable
     raw = b"caf\xe9 \xff".decode("utf-8", "surrogateescape")
-    notes = parse(NOTES=raw)["NOTES"]
+    notes = parse(NOTES=raw).NOTES
     assert notes == "caf\ufffd \ufffd" and notes.encode("utf-8")
 
 
 def test_a_peak_of_minus_zero_is_the_unset_zero():
-    value = parse(PEAK_TFLOPS="-0")["PEAK_TFLOPS"]
+    value = parse(PEAK_TFLOPS="-0").PEAK_TFLOPS
     assert value == 0.0 and str(value) == "0.0"
 
 
 def test_a_misspelt_variable_stops_the_script_naming_the_real_one():
-    from upgrade_bench.sweep import sweep_plan
+    from upgrade_bench.sweep import plan as sweep_plan
 
     environ = {"SEQLEN": "8192", "PATH": "/bin", "HOME": "/root", "MODEL_DIR": "/m", "ZERO_STAGES": "2",
                "SEQ_LEN": "64"}

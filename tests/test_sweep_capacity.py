@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from upgrade_bench.sweep import sweep_capacity as capacity
-from upgrade_bench.sweep.sweep_capacity import Probe
+from upgrade_bench.sweep import capacity
+from upgrade_bench.sweep.capacity import Probe
 
 
 def probe_runner(threshold, peak=None, hbm=None):

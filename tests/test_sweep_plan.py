@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO, SWEEP_CLEARED, run_proc
 from upgrade_bench.hardware import devices
-from upgrade_bench.sweep import launch, sweep_plan
+from upgrade_bench.sweep import launch, plan as sweep_plan
 from upgrade_bench.faults import BadInput
 
 
@@ -32,7 +32,7 @@ def plan_of(environ, **env):
 def dry_run(environ, **env) -> list[str]:
     plan = plan_of(environ, DRY_RUN=1, **env)
     out = io.StringIO()
-    sweep_plan.dry_run(plan, sweep_plan.pending(plan.s["SEQLENS"], {}), out)
+    sweep_plan.dry_run(plan, sweep_plan.pending(plan.s.SEQLENS, {}), out)
     return out.getvalue().splitlines()
 
 
@@ -195,7 +195,7 @@ def test_the_cpu_sweep_install_sh_suggests_is_the_tiny_model_into_the_ignored_fo
     *assignments, command = shlex.split(shlex.split(line.split("=", 1)[1])[0])
     assert command == "./run_sweep.sh"
     plan = plan_of(environ, **dict(a.split("=", 1) for a in assignments))
-    assert plan.s["MODEL"] == "tiny" and plan.s["SEQLENS"] == [64, 128]
+    assert plan.s.MODEL == "tiny" and plan.s.SEQLENS == [64, 128]
     assert Path(plan.out).parent == REPO / sweep_plan.CPU_OUT
 
 
@@ -304,10 +304,10 @@ def test_gpus_above_what_this_node_sees(environ, tmp_path):
 def test_a_capacity_search_with_nothing_to_search_is_refused_and_a_sweep_ignores_the_limit(environ):
     environ.setenv("MAX_SEQLEN_LIMIT", "8192")
     environ.setenv("FIND_MAX_SEQLEN", "1")
-    assert sweep_plan.load_settings([], "doc")["MAX_SEQLEN_LIMIT"] == 8192  # one probe is a search
+    assert sweep_plan.load_settings([], "doc").MAX_SEQLEN_LIMIT == 8192  # one probe is a search
     environ.setenv("FIND_MAX_SEQLEN", "0")
     environ.setenv("MAX_SEQLEN_LIMIT", "1")
-    assert sweep_plan.load_settings([], "doc")["MAX_SEQLEN_LIMIT"] == 1
+    assert sweep_plan.load_settings([], "doc").MAX_SEQLEN_LIMIT == 1
 
 
 # ---------------------------------------------------------------- the script

@@ -60,26 +60,26 @@ def main() -> int:
     ranks = dist.get_world_size()
     calls = {"all_reduce": lambda out, inp: dist.all_reduce(inp), "all_gather": dist.all_gather_single,
              "reduce_scatter": dist.reduce_scatter_single, "all_to_all": dist.all_to_all_single}
-    for mib in s["SIZES_MIB"]:
+    for mib in s.SIZES_MIB:
         for op in OPS:
             size, inp_bytes, out_bytes = nccl_tests_bytes(op, mib * 2**20, ranks)
             inp = torch.rand(inp_bytes // 4, device=device)
             out = torch.empty(out_bytes // 4, device=device)
-            for _ in range(s["WARMUP"]):
+            for _ in range(s.WARMUP):
                 calls[op](out, inp)
             if gpu:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                for _ in range(s["ITERS"]):
+                for _ in range(s.ITERS):
                     calls[op](out, inp)
                 end.record()
                 torch.cuda.synchronize()
-                ms = start.elapsed_time(end) / s["ITERS"]
+                ms = start.elapsed_time(end) / s.ITERS
             else:
                 t0 = time.perf_counter()
-                for _ in range(s["ITERS"]):
+                for _ in range(s.ITERS):
                     calls[op](out, inp)
-                ms = (time.perf_counter() - t0) * 1e3 / s["ITERS"]
+                ms = (time.perf_counter() - t0) * 1e3 / s.ITERS
             mean = torch.tensor([ms], dtype=torch.float64, device=device)
             dist.all_reduce(mean)
             ms = mean.item() / ranks

@@ -12,29 +12,27 @@ sys.path.insert(0, str(REPO))
 PAGE = REPO / "docs" / "configuration.md"
 
 
-def script_vars(name: str) -> list:
-    """A top-level script's VARS, its main() not run."""
-    from upgrade_bench.settings import script_module
-
-    return script_module(name).VARS
-
-
 def sections() -> dict:
     """{heading of docs/configuration.md: the variables its table lists}."""
-    from upgrade_bench.sweep import node, sweep_plan
-    from upgrade_bench.training import variables
+    from upgrade_bench.capability import main as capabilities
+    from upgrade_bench.kernels.attention import main as attention
+    from upgrade_bench.kernels.comm import main as comm
+    from upgrade_bench.kernels.hbm import main as hbm
+    from upgrade_bench.sweep.node import main as node
+    from upgrade_bench.sweep import plan as sweep_plan
+    from upgrade_bench.training import decompose_main, variables
 
     training = variables.TRAINING_VARS
     names = {v.name for v in training}
     return {
         "benchmark.py": training,
-        "bench_decompose.py": [v for v in script_vars("bench_decompose.py") if v.name not in names],
+        "bench_decompose.py": [v for v in decompose_main.VARS if v.name not in names],
         "run_sweep.sh": sweep_plan.VARS,
         "run_node.sh": node.VARS,
-        "bench_flash_attn.py": script_vars("bench_flash_attn.py"),
-        "bench_hbm.py": script_vars("bench_hbm.py"),
-        "bench_comm.py": script_vars("bench_comm.py"),
-        "check_capabilities.py": script_vars("check_capabilities.py"),
+        "bench_flash_attn.py": attention.VARS,
+        "bench_hbm.py": hbm.VARS,
+        "bench_comm.py": comm.VARS,
+        "check_capabilities.py": capabilities.VARS,
     }
 
 

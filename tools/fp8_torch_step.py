@@ -45,17 +45,17 @@ def build(s: dict, recipe: str):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = AutoConfig.from_pretrained(s["CONFIG"])
-    config.num_hidden_layers = s["NUM_LAYERS"]
+    config = AutoConfig.from_pretrained(s.CONFIG)
+    config.num_hidden_layers = s.NUM_LAYERS
     if hasattr(config, "layer_types") and config.layer_types:
-        config.layer_types = config.layer_types[:s["NUM_LAYERS"]]
-    if s["LIGER"]:
+        config.layer_types = config.layer_types[:s.NUM_LAYERS]
+    if s.LIGER:
         from liger_kernel.transformers import _apply_liger_kernel
 
         _apply_liger_kernel(config.model_type)
     torch.manual_seed(0)
     with torch.device("cuda"):
-        net = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation=s["ATTN"])
+        net = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation=s.ATTN)
     net.config.use_cache = False
     converted = 0
     if recipe != "bf16":
@@ -101,15 +101,15 @@ def main() -> int:
     s = settings.load(VARS, __doc__)
     import torch
 
-    for recipe in s["RECIPES"]:
+    for recipe in s.RECIPES:
         net, config, converted = build(s, recipe)
-        step_optimizer, zero_grad = optimizer(net, s["MASTER"])
-        for seq_len in s["SEQLENS"]:
+        step_optimizer, zero_grad = optimizer(net, s.MASTER)
+        for seq_len in s.SEQLENS:
             gen = torch.Generator().manual_seed(seq_len)
             ids = torch.randint(0, min(config.vocab_size, 128000), (1, seq_len), generator=gen).cuda()
             torch.cuda.reset_peak_memory_stats()
             times, losses = [], []
-            for step in range(s["WARMUP_STEPS"] + s["STEPS"]):
+            for step in range(s.WARMUP_STEPS + s.STEPS):
                 torch.cuda.synchronize()
                 start = time.perf_counter()
                 loss = net(input_ids=ids, labels=ids, use_cache=False).loss
@@ -118,14 +118,14 @@ def main() -> int:
                 zero_grad()
                 value = loss.item()
                 torch.cuda.synchronize()
-                if step >= s["WARMUP_STEPS"]:
+                if step >= s.WARMUP_STEPS:
                     times.append((time.perf_counter() - start) * 1e3)
                     losses.append(value)
                 elif step == 0:
                     first_ms = (time.perf_counter() - start) * 1e3  # the compile, for a float8 recipe
             print(json.dumps({"tool": "fp8_torch_step", "recipe": recipe, "seq_len": seq_len,
-                              "num_layers": s["NUM_LAYERS"], "attn": s["ATTN"], "liger": s["LIGER"],
-                              "master": s["MASTER"],
+                              "num_layers": s.NUM_LAYERS, "attn": s.ATTN, "liger": s.LIGER,
+                              "master": s.MASTER,
                               "converted_linears": converted, "step_ms": statistics.median(times),
                               "step_ms_min": min(times), "step_ms_max": max(times), "steps": len(times),
                               "first_step_ms": first_ms, "loss_mean": statistics.fmean(losses),

@@ -26,7 +26,7 @@ def main() -> int:
     import torch
     from triton.testing import do_bench
 
-    for mib in s["SIZES_MIB"]:
+    for mib in s.SIZES_MIB:
         src = torch.empty(mib * 2**20 // 4, dtype=torch.float32, device="cuda").uniform_()
         dst = torch.empty_like(src)
         ops = {"copy": (lambda: dst.copy_(src), 2), "read": (lambda: src.sum(), 1),

@@ -105,12 +105,12 @@ VARS = [settings.Var("MODEL", "str", "llama-3.1-8b", "model preset, config folde
 
 def main() -> int:
     s = settings.load(VARS, __doc__)
-    spec = model.spec(model.load_config(s["MODEL"]))
+    spec = model.spec(model.load_config(s.MODEL))
     for m in spec.distinct_mixers():
         if m.kind not in QUADRATIC:
             continue
-        for seq_len in s["SEQLENS"]:
-            for rec in time_layer(m, seq_len, s["BACKEND"], s["MODEL"]):
+        for seq_len in s.SEQLENS:
+            for rec in time_layer(m, seq_len, s.BACKEND, s.MODEL):
                 print(json.dumps(rec), flush=True)
     return 0
 

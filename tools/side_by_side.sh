@@ -87,7 +87,7 @@ print(json.dumps(config, indent=2))' "configs/$MODEL.json" "$NUM_LAYERS" 2>&1) |
 GUIDE_ATTN=
 if [ "$ATTN_BACKEND" != auto ]; then
   GUIDE_ATTN=$(python3 -c 'import sys
-from upgrade_bench.kernels.attn_backends import TRAINING
+from upgrade_bench.kernels.attention.backends import TRAINING
 b = TRAINING.get(sys.argv[1])
 print("ATTN=" + b.hf_name if b else "not one of auto " + " ".join(TRAINING))
 sys.exit(0 if b else 2)' "$ATTN_BACKEND") || fail "ATTN_BACKEND='$ATTN_BACKEND': $GUIDE_ATTN"

@@ -1,22 +1,23 @@
 """Environment-variable settings: one declarative table per script, validated up front.
 
-A script lists its `Var`s, calls `load(VARS, __doc__)`, and gets a plain dict. Any bad
+A script lists its `Var`s, calls `load(VARS, __doc__)`, and gets a frozen, typed settings
+object read by attribute with each variable's own name (`s.SEQ_LEN`). Any bad
 value raises faults.BadInput naming the variable, the value and what is allowed, before a
 model or a GPU is touched (the script's run_main makes it one line and exit 2), and so does
 a variable that looks like a setting but is none (MODLE for MODEL): a warning scrolled by
 while the default 8B trained for an hour. `--help` prints the table.
 """
 import difflib
-import importlib.util
 import math
 import os
 import re
 import sys
-from dataclasses import dataclass, replace
+import copy
+import functools
+from dataclasses import asdict, dataclass, make_dataclass, replace
 
 from .faults import BadInput
 from .log.records import output_problem
-from .paths import REPO
 
 # Exactly what --help and the README name ("0 or 1"): a "yes" or "on" is refused, not guessed.
 _TRUE = {"1"}
@@ -122,14 +123,38 @@ def check_output(name: str, path: str) -> None:
         raise BadInput(f"{name}={path!r}: cannot write there ({problem})")
 
 
-def parse(variables, environ=None) -> dict:
+# The Python type each kind of Var parses to.
+TYPES = {"int": int, "float": float, "bool": bool, "choice": str, "str": str, "int_list": list[int],
+         "str_list": list[str], "output": str}
+
+
+class Settings:
+    """What every script's settings object is (settings_type): frozen, a typed field per Var."""
+
+
+@functools.cache
+def _settings_type(fields: tuple) -> type:
+    return make_dataclass("Settings", [(name, TYPES[kind]) for name, kind in fields], bases=(Settings,), frozen=True)
+
+
+def settings_type(variables) -> type:
+    """The frozen dataclass of a variable table: a typed field per Var, named as the variable."""
+    return _settings_type(tuple((v.name, v.kind) for v in variables))
+
+
+def parse(variables, environ=None):
     """Resolve every Var from `environ` (default os.environ); unset or empty -> default."""
     environ = os.environ if environ is None else environ
-    out = {}
+    values = {}
     for var in variables:
         raw = environ.get(var.name, "")
-        out[var.name] = var.default if raw == "" else parse_value(var, raw)
-    return out
+        values[var.name] = copy.copy(var.default) if raw == "" else parse_value(var, raw)
+    return settings_type(variables)(**values)
+
+
+def as_dict(s) -> dict:
+    """A settings object as {variable name: value}, for a record's config."""
+    return asdict(s)
 
 
 def with_defaults(variables, **defaults):
@@ -161,7 +186,7 @@ def print_help(text: str) -> None:
     sys.exit(0)
 
 
-def load(variables, doc: str, argv=None, known=()) -> dict:
+def load(variables, doc: str, argv=None, known=()):
     """Entry point for scripts: --help, then parse; BadInput on an argument, a value or a
     misspelt setting (`known`: further names that are settings, see check_misspelt)."""
     argv = sys.argv[1:] if argv is None else argv
@@ -174,8 +199,8 @@ def load(variables, doc: str, argv=None, known=()) -> dict:
                        f"environment variables (see --help)")
     values = parse(variables)
     for var in variables:
-        if var.kind == "output" and values[var.name]:
-            check_output(var.name, values[var.name])
+        if var.kind == "output" and getattr(values, var.name):
+            check_output(var.name, getattr(values, var.name))
     check_misspelt(variables, known=known)
     return values
 
@@ -202,15 +227,6 @@ def check_misspelt(variables, environ=None, known=()) -> None:
     lines = misspelt(variables, environ, known)
     if lines:
         raise BadInput("; ".join(lines) + " Nothing ran: fix or unset it (a misspelt setting would be ignored)")
-
-
-def script_module(name: str):
-    """A top-level script of the repository as a module, its main() not run: its VARS (and
-    validate), for a parent that passes its environment on to it (run_node.sh) and the docs."""
-    spec = importlib.util.spec_from_file_location(name.replace("-", "_").removesuffix(".py"), REPO / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # torch seeds are unsigned 64-bit, and the scripts seed with SEED + seq_len: a SEED below 2^63

@@ -3,4 +3,5 @@
 verdicts   gates (formats.NEEDS, the attention table), the classification of a probe's outcome,
            the memory rule of thumb, topology parsing and the terminal table, all pure
 probes     the tiny real operations (matmul formats, attention kernels, memory, topology)
+main       check_capabilities.py: its settings, the plan of items, the run
 """

@@ -15,8 +15,8 @@ import time
 
 import torch
 
-from ..kernels import attn_backends, attn_kernels
-from ..kernels.attn_adapters import BSHD
+from ..kernels.attention import backends as attn_backends, kernels as attn_kernels
+from ..kernels.attention.adapters import BSHD
 from .verdicts import NVML_LEVEL_CODE, NotEngaged, Passed, WrongResult, check_close, parse_topo_matrix, summarize_topology
 from ..faults import is_oom
 

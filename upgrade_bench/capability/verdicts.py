@@ -22,7 +22,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from ..kernels import attn_backends
+from ..kernels.attention import backends as attn_backends
 from ..faults import is_oom
 from ..hardware import formats
 from ..hardware.fingerprint import Device

@@ -5,9 +5,12 @@ config minus NOT_IDENTITY: two runs with the same identity measured the same wor
 a sweep's RESUME skips a point the file already holds for it, the capacity search is seeded
 with it, and the report puts both in one series.
 """
+import dataclasses
 import json
 
-TORCH_FALLBACK = "torch_fallback"  # not a setting: the fast kernels a header says ran as torch's code
+from ..models.layers import TORCH_FALLBACK
+
+FALLBACK_KEY = "torch_fallback"  # not a setting: the config key of the fast kernels a header says ran as torch's code
 
 # Config keys that vary per process of one sweep or do not change the workload: SEQ_LEN,
 # OUTPUT and NOTES differ between a sweep's processes; STEPS and SEED (and bench_decompose's
@@ -21,7 +24,7 @@ def torch_fallbacks(mixer_kernels) -> tuple:
     """The kernels a header's `mixer_kernels` says ran as transformers' torch fallback."""
     if not isinstance(mixer_kernels, dict):
         return ()
-    return tuple(sorted(str(k) for k, where in mixer_kernels.items() if where == "torch fallback"))
+    return tuple(sorted(str(k) for k, where in mixer_kernels.items() if where == TORCH_FALLBACK))
 
 
 # The header fields config_as_run reads; run_sweep copies them into the error it writes for a
@@ -38,7 +41,7 @@ def config_as_run(config: dict, header: dict) -> dict:
     out = dict(config)
     slow = torch_fallbacks(header.get("mixer_kernels"))
     if slow:
-        out[TORCH_FALLBACK] = ", ".join(slow)
+        out[FALLBACK_KEY] = ", ".join(slow)
     low = header.get("low_precision")
     experts = low.get("converted_experts") if isinstance(low, dict) else None
     if type(experts) is int:
@@ -117,10 +120,10 @@ def conflicting_runs(records) -> dict:
     return {run_id: sorted(names) for run_id, names in seen.items() if len(names) > 1}
 
 
-def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf: str) -> dict:
-    """The `config` a training-step header records: the settings as resolved on the machine,
-    with what identifies the run and nothing that would part equal runs."""
-    s = dict(settings)
+def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str) -> dict:
+    """The `config` a training-step header records: the settings (a settings object) as resolved
+    on the machine, with what identifies the run and nothing that would part equal runs."""
+    s = dataclasses.asdict(settings)
     s.update(USE_LIGER=use_liger, world_size=world_size)
     # The caching allocator's settings move peak memory and the memory ceiling (on the
     # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
@@ -138,10 +141,10 @@ def training_config(settings: dict, use_liger: bool, world_size: int, alloc_conf
 
 
 # Settings a config records only when they differ from these (logs written before each
-# existed ran with it); readers take a missing key as the default. TORCH_FALLBACK is no setting:
+# existed ran with it); readers take a missing key as the default. FALLBACK_KEY is no setting:
 # config_as_run adds it only where a kernel fell back, so its absence reads as none did.
 IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
-                     TORCH_FALLBACK: ""}
+                     FALLBACK_KEY: ""}
 
 
 def is_default(key: str, value) -> bool:

@@ -13,6 +13,9 @@ from typing import Callable
 
 from ..faults import BadInput
 
+# Where a header's mixer_kernels says a hybrid's fast kernel ran as transformers' torch code.
+TORCH_FALLBACK = "torch fallback"
+
 FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention"
 MAMBA2 = "mamba2"  # a Mamba-2 (SSD) layer: transformers files it under linear_attention too
 QUADRATIC = (FULL, SLIDING)  # the mixers whose cost grows with s^2 (a window caps it)

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from ..faults import BadInput
-from . import architecture, cuts
+from . import architecture, cuts, layers
 from ..paths import REPO
 
 # Every config in configs/ is a preset by its file name: adding one is adding the file.
@@ -115,13 +115,12 @@ def hub_config(repo_id: str):
     return AutoConfig.from_pretrained(repo_id)
 
 
-def load_config(model: str, num_layers: int = 0, notes: list | None = None, num_experts: int = 0):
-    """A transformers config from a preset name, a local path or a hub id, cut (cuts.cut) to
-    `num_layers` layers and `num_experts` routed experts (a note on what the cut lacks joins
-    `notes`).
+def load_config(model: str):
+    """A transformers config from a preset name, a local path or a hub id, whole (the resolver
+    cuts it: cuts.cut).
 
-    BadInput: no config there, sizes no model can have, a cut the model cannot take, or a hub
-    id that is neither cached nor fetchable now.
+    BadInput: no config there, sizes no model can have, or a hub id that is neither cached nor
+    fetchable now.
     """
     from transformers import AutoConfig
 
@@ -133,10 +132,7 @@ def load_config(model: str, num_layers: int = 0, notes: list | None = None, num_
     except Exception as err:  # OSError for a missing path, validation errors for a bad config
         first_line = (str(err).splitlines() or [""])[0][:200]
         raise BadInput(f"{not_a_model(model)} ({type(err).__name__}: {first_line})") from None
-    done = cuts.cut(config, num_layers, num_experts, model)
-    if done.note and notes is not None:
-        notes.append(done.note)
-    return done.config
+    return cuts.cut(config, 0, 0, model).config  # a whole model's sizes checked as a cut's are
 
 
 def spec(config) -> architecture.ModelSpec:
@@ -144,14 +140,13 @@ def spec(config) -> architecture.ModelSpec:
     return architecture.describe(config)
 
 
-TORCH_FALLBACK = "torch fallback"
 
 
 def _origin(fn) -> str:
-    """Where a layer's kernel comes from: its package's module, or TORCH_FALLBACK for None
+    """Where a layer's kernel comes from: its package's module, or layers.TORCH_FALLBACK for None
     (the layer then runs its own torch code) and for transformers' torch versions."""
     origin = getattr(fn, "__module__", None) or ""
-    return TORCH_FALLBACK if fn is None or origin.startswith("transformers") else origin
+    return layers.TORCH_FALLBACK if fn is None or origin.startswith("transformers") else origin
 
 
 def _fast_kernel(target: str):
@@ -197,10 +192,10 @@ def mixer_kernels(hf_config) -> dict:
         if not hasattr(layer, attr):
             # transformers 5.17: the layer calls a module function whose decorator picks, at
             # import, a hub kernel if asked for, else the package when it imports, else torch
-            out[attr] = f"{package} (transformers' choice)" if installed else TORCH_FALLBACK
+            out[attr] = f"{package} (transformers' choice)" if installed else layers.TORCH_FALLBACK
             continue
         held = _origin(getattr(layer, attr))
-        if held == TORCH_FALLBACK and installed:
+        if held == layers.TORCH_FALLBACK and installed:
             held = f"{package} (bound by the suite: transformers held its torch code)"
         out[attr] = held
     return out
@@ -217,7 +212,7 @@ def bind_mixer_kernels(net, model_type: str) -> int:
     changed = 0
     for layer in (m for m in net.modules() if type(m).__name__ == cls):
         for attr, fn in kernels.items():
-            if fn is not None and hasattr(layer, attr) and _origin(getattr(layer, attr)) == TORCH_FALLBACK:
+            if fn is not None and hasattr(layer, attr) and _origin(getattr(layer, attr)) == layers.TORCH_FALLBACK:
                 setattr(layer, attr, fn)
                 changed += 1
     return changed
@@ -226,7 +221,7 @@ def bind_mixer_kernels(net, model_type: str) -> int:
 def mixer_kernel_warnings(model_type: str, kernels: dict) -> list:
     """What a header warns of mixer_kernels: a torch fallback, whose timings are not the
     architecture's speed."""
-    slow = [name for name, where in kernels.items() if where == TORCH_FALLBACK]
+    slow = [name for name, where in kernels.items() if where == layers.TORCH_FALLBACK]
     if not slow:
         return []
     targets = architecture.FAMILIES[model_type].fast_kernels[1]

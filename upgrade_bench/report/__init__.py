@@ -1,5 +1,7 @@
 """plot_results.py's report: from JSON-lines records to $/token verdicts, report.md and figures.
 
+main          the script: its arguments, the analysis, the outputs
+
 inputs        arguments to files, files to checked records (types, duplicates), one at a time
 series        records grouped into runs, series (GPU + backend + configuration) and GPUs
 stacks        software-stack parity (the guide's caveat 2)
@@ -8,14 +10,8 @@ baseline      the GPUs a user names (--baseline, --price) matched to the logs', 
 comparisons   pairing series into comparisons and everything computed about each
 decompositions  a step decomposition's parts and a pair's per-part rows
 isolated_attention  isolated attention kernel lines per GPU and the best-backend ratios
-published     the guide's published H200/B200 figures as records (results/reference/guide.jsonl)
-published_pairs  the other published pairs (Megatron-Bridge's tables) as records, and every pair
-forecast_model  the forecast's pure model: a measured step's parts scaled by the GPUs' ratios
-forecast_attention  the attention ratio's sources: isolated kernels measured on both GPUs, else published
-calibration   kinds of workload (attention- or dense-bound, precision) and each kind's range widening
-forecasts     forecasts from measured series and the page's forecast block
-forecast_comm  the interconnect ratio's source: bus bandwidth measured on both GPUs, else the datasheets'
-backtest      every published pair forecast from its baseline alone, leave one pair out, per kind
+published/    published figures as records: the guide's, and the other published pairs
+forecast/     the forecast: its model, ratios' sources, calibration, page block and backtest
 words         a series and a comparison in words, shared by the page and the figures
 answer        the first screen: a sentence per baseline, candidate and regime, before any table
 verdict_blocks  the verdict block of each comparison, which follows the answer

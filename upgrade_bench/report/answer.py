@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..log.field_types import MAX_NUMBER
 from .comparisons import HEALTH, Comparison
 from .cost import break_even_usd_per_gpu_hour
-from .forecasts import SeriesForecast
+from .forecast.page import SeriesForecast
 from .series import Series, config_phrase, seq_label
 from .tables import fmt
 from .verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN

@@ -2,7 +2,7 @@
 baseline chosen when none is named."""
 from ..faults import BadInput
 from ..hardware import gpus
-from .published import PUBLISHED_GPUS, SHIPPED_PATH
+from .published.guide import PUBLISHED_GPUS, SHIPPED_PATH
 
 
 def match_gpu(name: str, gpu_map: dict) -> str | None:

@@ -13,7 +13,7 @@ import json
 import os
 
 from .comparisons import Analysis
-from .forecasts import FORECAST
+from .forecast.page import FORECAST
 from .text import csv_cell
 from .verdict import tokens_per_s_per_gpu, usd_per_mtok
 

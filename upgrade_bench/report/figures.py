@@ -13,7 +13,7 @@ from .comparisons import Analysis, usd_per_mtok_by_length
 from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
 from ..hardware import gpus
-from .published import GUIDE_ATTENTION_PACKAGE, GUIDE_ISOLATED_ATTENTION_RATIO
+from .published.guide import GUIDE_ATTENTION_PACKAGE, GUIDE_ISOLATED_ATTENTION_RATIO
 from .plotkit import (DPI, FORECAST_HATCH, FORECAST_LINE, MARKERS, PALETTE, colours, figure_legend, finish,
                       from_zero, hbm_words, panel_grid, plot_line, plt, save, seq_axis, wrap_text)
 from .series import seq_label

@@ -8,7 +8,7 @@ nothing and why, then the figures and the detailed tables.
 from . import detail_tables, formats
 from .answer import answer_markdown
 from .comparisons import Analysis
-from .forecasts import forecast_markdown
+from .forecast.page import forecast_markdown
 from .series import GUIDE_LABEL, seq_label
 from .tables import fmt
 from .text import md_cell, md_text

@@ -313,7 +313,7 @@ def config_phrase(key: str, value) -> str:
                "NUM_EXPERTS": "" if none else f"{value} experts",
                # Said where on: off is the default and a dense model's only value.
                "FP8_EXPERTS": ("experts in FP8" if value else "") if type(value) is bool else f"FP8_EXPERTS={value!r}",
-               runs.TORCH_FALLBACK: f"torch fallback: {value}" if value else "",
+               runs.FALLBACK_KEY: f"torch fallback: {value}" if value else "",
                # Recorded only when set (log/runs.training_config).
                "PYTORCH_CUDA_ALLOC_CONF": "default allocator" if value is None else f"allocator {value}"}
     return phrases.get(key, f"{key}={_short(value)}")

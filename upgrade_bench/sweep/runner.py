@@ -44,10 +44,11 @@ from ..interrupts import Signals, ignored
 from ..numfmt import sig
 from ..paths import REPO
 from ..log.records import RecordWriter, claim_stdout
-from .sweep_capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
-from .sweep_plan import VARS, Plan, already_done, dry_run, existing_records, fallback_note, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line
+from .capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
+from .plan import VARS, Plan, already_done, dry_run, existing_records, fallback_note, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line
 from ..numfmt import fmt_s
-from .sweep_tables import capacity_table, sweep_table
+from .tables import capacity_table, sweep_table
+from ..settings import Settings
 
 SCRIPT = "run_sweep.sh"
 
@@ -109,7 +110,7 @@ def _run_once(ctx: Context, seq_lens: list[int], probe: bool, on_summary) -> Pro
         env = {**without_sweep_settings(os.environ), **extra, "PYTHONPATH": _pythonpath()}
         if extra.get("CUDA_VISIBLE_DEVICES") == "":
             del env["CUDA_VISIBLE_DEVICES"]
-        result = run_process(argv, env, seq_lens, ctx.plan.s["POINT_TIMEOUT"], ctx.log, on_summary,
+        result = run_process(argv, env, seq_lens, ctx.plan.s.POINT_TIMEOUT, ctx.log, on_summary,
                              ctx.plan.multi_node, ctx.writer.stream)
     finally:
         if node_lines:
@@ -140,7 +141,7 @@ def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dic
     if result.error is not None and result.status == "failed":
         return {"seq_len": at, "error": result.error.get("error"), "message": result.error.get("message")}, None
     if result.status == "timeout":
-        kind, message = "timeout", (f"no summary within POINT_TIMEOUT={ctx.plan.s['POINT_TIMEOUT']:g} s; "
+        kind, message = "timeout", (f"no summary within POINT_TIMEOUT={ctx.plan.s.POINT_TIMEOUT:g} s; "
                                     f"process group killed")
     else:
         kind, message = faults.exit_meaning(result.exit_code)
@@ -182,7 +183,7 @@ def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict) ->
             f"{fmt_s(now - ctx.started)}, ETA {fmt_s(eta_s(durations, len(todo) - done))}")
 
     while remaining:
-        batch = process_plan(remaining, ctx.plan.s["REUSE_PROCESS"])[0]
+        batch = process_plan(remaining, ctx.plan.s.REUSE_PROCESS)[0]
         last[0] = time.monotonic()
         result = start_process(ctx, batch, False, on_summary)
         if result.status == "interrupted":
@@ -211,7 +212,7 @@ def run_capacity(ctx: Context, known: list[Probe]) -> dict:
         (the default) a fresh process each, as a training job at that length starts."""
         probes = []
         try:
-            for batch in process_plan(lengths, s["REUSE_PROCESS"]):
+            for batch in process_plan(lengths, s.REUSE_PROCESS):
                 probes += run_process_of(batch)
                 if not probes or not probes[-1].fits:
                     break
@@ -238,7 +239,7 @@ def run_capacity(ctx: Context, known: list[Probe]) -> dict:
                 f"{'' if p.peak_mem_gib is None else f', peak {sig(p.peak_mem_gib)} GiB'}")
         return probes
 
-    capacity = find_max_seq_len(run, min(s["SEQLENS"]), s["SEQLEN_STEP"], s["MAX_SEQLEN_LIMIT"], known)
+    capacity = find_max_seq_len(run, min(s.SEQLENS), s.SEQLEN_STEP, s.MAX_SEQLEN_LIMIT, known)
     ctx.writer.write("capacity", config=ctx.plan.config, **capacity)
     if not capacity["complete"]:
         say("capacity search interrupted: the record holds the bracket found so far; run again "
@@ -255,13 +256,13 @@ def main(argv=None) -> int:
         return faults.exit_for_signal(signal.SIGINT)
 
 
-def execute(s: dict, stdout) -> int:
+def execute(s: Settings, stdout) -> int:
     """Plan the sweep, then run it, or write its commands to `stdout` (DRY_RUN); the exit code."""
     plan = prepare(s)
     previous = existing_records(plan.out)
     done = already_done(plan, previous)
-    todo = pending(s["SEQLENS"], done)
-    if s["DRY_RUN"]:
+    todo = pending(s.SEQLENS, done)
+    if s.DRY_RUN:
         dry_run(plan, todo, stdout)
         return 0
     faults.require(SCRIPT, *faults.TRAINING_STACK)  # its processes' Python is this one
@@ -284,7 +285,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
     """
     plan, s = ctx.plan, ctx.plan.s
     ctx.writer.write("header", **header.fields(
-        {**{v.name: s[v.name] for v in VARS}, **plan.config}, s["NOTES"], plan.warnings,
+        {**{v.name: getattr(s, v.name) for v in VARS}, **plan.config}, s.NOTES, plan.warnings,
         hardware=plan.hardware, attn_backend=plan.backend, peak_tflops=plan.resolved.peak_tflops,
         peak_source=plan.resolved.peak_source, precision=plan.resolved.precision.name,
         model_cut=plan.resolved.cut and plan.resolved.cut.label(), out=plan.out, log=plan.log_path,
@@ -298,7 +299,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
             sys.stderr.write(f"warning: {note}\n")
     summaries, failures, capacity, interrupted, stopped = {}, {}, None, False, None
     try:
-        if s["FIND_MAX_SEQLEN"]:
+        if s.FIND_MAX_SEQLEN:
             capacity = run_capacity(ctx, known_probes(previous, plan.config))
             interrupted = not capacity["complete"]
         else:
@@ -310,16 +311,16 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
     with ignored():  # what ran gets its record and its table, whatever comes now
         totals = timing_totals([p.timing() for p in ctx.processes])
         try:
-            ctx.writer.write("sweep", mode="capacity" if s["FIND_MAX_SEQLEN"] else "sweep",
-                             reuse_process=s["REUSE_PROCESS"], interrupted=interrupted,
+            ctx.writer.write("sweep", mode="capacity" if s.FIND_MAX_SEQLEN else "sweep",
+                             reuse_process=s.REUSE_PROCESS, interrupted=interrupted,
                              wall_s=time.monotonic() - ctx.started, points_ok=len(summaries),
                              points_failed=len(failures), **totals)
         except WriteFailed as err:
             stopped = stopped or err
         if capacity is not None:
             sys.stderr.write(capacity_table(capacity) + "\n")
-        elif not s["FIND_MAX_SEQLEN"]:
-            sys.stderr.write(sweep_table(s["SEQLENS"], summaries, failures, done) + "\n")
+        elif not s.FIND_MAX_SEQLEN:
+            sys.stderr.write(sweep_table(s.SEQLENS, summaries, failures, done) + "\n")
         say(f"{len(ctx.processes)} process(es), {fmt_s(totals['process_wall_s'])}: start-up "
             f"{fmt_s(totals['startup_s'])}, steps {fmt_s(totals['steps_s'])}")
         if ctx.log.error:

@@ -38,20 +38,20 @@ def write_decomposition(eng, rc, writer, batch, step_flops, seq_len: int, wall_m
                         profile_steps: int, earlier_points: int, peaks: dict) -> dict:
     """Profile `profile_steps` steps, split `wall_ms` (timing.summarize of unprofiled steps)
     by kernel bucket, write the `decomposition` record (and its table on rank 0)."""
-    s = rc.settings
+    s = rc.resolved.settings
     kernel_us = profiled_kernel_us(eng, batch, rc.device, profile_steps)
     low = rc.low_precision["converted_params"] if rc.low_precision else 0
-    low_tflop = flops.linear_flops(low, s["BATCH_SIZE"] * seq_len) / 1e12
-    fields = decompose.decompose(wall_ms["median"], kernel_us, profile_steps, step_flops, rc.peak_tflops,
+    low_tflop = flops.linear_flops(low, s.BATCH_SIZE * seq_len) / 1e12
+    fields = decompose.decompose(wall_ms["median"], kernel_us, profile_steps, step_flops, rc.resolved.peak_tflops,
                                  low_tflop=low_tflop)
-    record = writer.write("decomposition", seq_len=seq_len, batch_size=s["BATCH_SIZE"],
-                          packed_doc_len=s["PACKED_DOC_LEN"], time_steps=wall_ms["n"],
+    record = writer.write("decomposition", seq_len=seq_len, batch_size=s.BATCH_SIZE,
+                          packed_doc_len=s.PACKED_DOC_LEN, time_steps=wall_ms["n"],
                           wall_step_ms_min=wall_ms["min"], wall_step_ms_max=wall_ms["max"],
                           profile_steps=profile_steps,
                           source="cuda kernels" if rc.device.type == "cuda" else "cpu ops (self time)",
                           **peaks, earlier_points_in_process=earlier_points,
-                          attn_backend=rc.backend, use_liger=rc.use_liger,
-                          world_size=rc.world_size, profiled_rank=rc.rank, **fields)
+                          attn_backend=rc.resolved.backend, use_liger=rc.resolved.use_liger,
+                          world_size=rc.resolved.world_size, profiled_rank=rc.rank, **fields)
     if rc.rank == 0:
         sys.stderr.write(decompose.table(record) + "\n")
     return record

@@ -8,10 +8,12 @@ import sys
 import time
 
 from ..models import flops, layers, model
-from ..kernels import attn_backends, timing
+from ..kernels.attention import backends as attn_backends
+from ..kernels import timing
 from . import extensions, low_precision, memory
 from .run_config import RunConfig, header_fields, resolve_here, zero3_moe
 from ..faults import NonFiniteLoss, WriteFailed, error_fields, exit_code_for
+from ..settings import Settings
 
 
 def sanitize_arch_list(value: str) -> str:
@@ -32,17 +34,17 @@ def prepare_process_env(environ=os.environ) -> None:
         environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
 
 
-def deepspeed_config(s: dict, on_gpu: bool) -> dict:
+def deepspeed_config(s: Settings, on_gpu: bool) -> dict:
     """The DeepSpeed config for one point of the guide's sweep."""
     # The guide's ZeRO settings, every stage. overlap_comm also puts ZeRO-2's gradient
     # reduction buffers on DeepSpeed's side stream, in the caching allocator's pool of that
     # stream: on the 8-layer H200 run at 8K, without it the default stream's pool needed an
     # extra 10.4 GiB segment and peaked 5.2 GiB higher (67.7 vs 62.5 GiB reserved).
-    zero = {"stage": s["ZERO_STAGE"], "overlap_comm": True, "contiguous_gradients": True}
-    if s["OFFLOAD_OPTIMIZER"]:
+    zero = {"stage": s.ZERO_STAGE, "overlap_comm": True, "contiguous_gradients": True}
+    if s.OFFLOAD_OPTIMIZER:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": on_gpu}
     config = {
-        "train_micro_batch_size_per_gpu": s["BATCH_SIZE"],
+        "train_micro_batch_size_per_gpu": s.BATCH_SIZE,
         "gradient_accumulation_steps": 1,
         "gradient_clipping": 1.0,
         "bf16": {"enabled": True},
@@ -50,7 +52,7 @@ def deepspeed_config(s: dict, on_gpu: bool) -> dict:
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
     }
-    if s["OFFLOAD_OPTIMIZER"] or on_gpu:
+    if s.OFFLOAD_OPTIMIZER or on_gpu:
         # DeepSpeed's own AdamW: CPU Adam when offloaded, fused Adam on the GPU (as the guide).
         config["optimizer"] = {"type": "AdamW", "params": {
             "lr": 1e-5, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.0}}
@@ -68,35 +70,35 @@ def build_engine(rc: RunConfig, mark=None):
     if on_gpu:
         torch.cuda.set_device(rc.device)
     backend = "nccl" if on_gpu else "gloo"
-    if rc.world_size == 1:
+    if rc.resolved.world_size == 1:
         # A world of one needs no rendezvous: an in-process store, not a TCP port that another
         # run on the host may hold. DeepSpeed then takes the initialized process group as it is.
         torch.distributed.init_process_group(backend, store=torch.distributed.HashStore(), rank=0,
                                              world_size=1)
     deepspeed.init_distributed(dist_backend=backend, verbose=False)
-    ds_config = deepspeed_config(rc.settings, on_gpu)
+    ds_config = deepspeed_config(rc.resolved.settings, on_gpu)
     keep_alive = None
-    if rc.settings["ZERO_STAGE"] == 3:
+    if rc.resolved.settings.ZERO_STAGE == 3:
         from transformers.integrations import HfDeepSpeedConfig
 
         keep_alive = HfDeepSpeedConfig(ds_config)  # must outlive model construction
-    if rc.use_liger:
-        model.apply_liger(rc.hf_config.model_type, rc.resolved.liger_swiglu)
-    torch.manual_seed(rc.settings["SEED"])
-    net = model.build(rc.hf_config, attn_backends.BACKENDS[rc.backend].hf_name, rc.weights,
+    if rc.resolved.use_liger:
+        model.apply_liger(rc.resolved.cut.config.model_type, rc.resolved.liger_swiglu)
+    torch.manual_seed(rc.resolved.settings.SEED)
+    net = model.build(rc.resolved.cut.config, attn_backends.BACKENDS[rc.resolved.backend].hf_name, rc.weights,
                       rc.weights_path, rc.device, torch.bfloat16)
-    model.bind_mixer_kernels(net, rc.hf_config.model_type)  # as rc.mixer_kernels says
-    if rc.precision.low:  # after the model is built, before DeepSpeed flattens or partitions it
-        converted = low_precision.convert(net, rc.precision, emulate=not on_gpu, experts=rc.settings["FP8_EXPERTS"])
+    model.bind_mixer_kernels(net, rc.resolved.cut.config.model_type)  # as rc.mixer_kernels says
+    if rc.resolved.precision.low:  # after the model is built, before DeepSpeed flattens or partitions it
+        converted = low_precision.convert(net, rc.resolved.precision, emulate=not on_gpu, experts=rc.resolved.settings.FP8_EXPERTS)
         planned = rc.low_precision["converted_linears"], rc.low_precision["converted_experts"]
         if converted != planned:  # the header said otherwise: a programming error, not a measurement
-            raise AssertionError(f"(linears, experts modules) converted to {rc.precision.name}: {converted}, "
+            raise AssertionError(f"(linears, experts modules) converted to {rc.resolved.precision.name}: {converted}, "
                                  f"the header says {planned}")
     if zero3_moe(rc):
         # ZeRO-3 otherwise gathers each expert's weights as the router reaches it, one
         # all-gather per expert and layer; a leaf module is gathered whole, once.
         deepspeed.utils.set_z3_leaf_modules(net, model.moe_block_classes(net))
-    if rc.settings["GRAD_CHECKPOINT"]:
+    if rc.resolved.settings.GRAD_CHECKPOINT:
         net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     net.train()
     if mark:
@@ -155,13 +157,13 @@ def prepare_point(rc: RunConfig, seq_len: int):
     """
     import torch
 
-    s = rc.settings
-    generator = torch.Generator().manual_seed(s["SEED"] + seq_len)
-    batch = make_batch(s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"], token_range(rc.hf_config),
+    s = rc.resolved.settings
+    generator = torch.Generator().manual_seed(s.SEED + seq_len)
+    batch = make_batch(s.BATCH_SIZE, seq_len, s.PACKED_DOC_LEN, token_range(rc.resolved.cut.config),
                        rc.device, generator)
     memory.reset_point_counters(rc.device)
-    return batch, flops.step_flops(rc.spec, s["BATCH_SIZE"], seq_len, s["PACKED_DOC_LEN"],
-                                   s["GRAD_CHECKPOINT"])
+    return batch, flops.step_flops(rc.resolved.cut.counted, s.BATCH_SIZE, seq_len, s.PACKED_DOC_LEN,
+                                   s.GRAD_CHECKPOINT)
 
 
 def precision_fields(rc: RunConfig, model_flops: float, tokens: int) -> dict:
@@ -173,7 +175,7 @@ def precision_fields(rc: RunConfig, model_flops: float, tokens: int) -> dict:
     share = flops.low_precision_share(converted, tokens, model_flops)
     spec = gpus.lookup(fingerprint.gpu_name())
     mamf_bf16 = spec and spec.mamf_tflops("bf16")
-    mamf_low = spec and spec.mamf_tflops(rc.precision.peak_dtype) if rc.precision.low else mamf_bf16
+    mamf_low = spec and spec.mamf_tflops(rc.resolved.precision.peak_dtype) if rc.resolved.precision.low else mamf_bf16
     if not (mamf_bf16 and mamf_low):
         return {"low_precision_flop_share": share, "precision_bound_ms": None, "precision_bound_source": None}
     return {"low_precision_flop_share": share,
@@ -241,12 +243,12 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     stdout = records.claim_stdout()
     prepare_process_env()
     rc = resolve_here(s)
-    writer = records.RecordWriter(script, s["OUTPUT"], enabled=rc.rank == 0, stream=stdout)
+    writer = records.RecordWriter(script, s.OUTPUT, enabled=rc.rank == 0, stream=stdout)
     writer.write("header", **header_fields(rc))
     if rc.rank == 0:
         for warning in rc.warnings:
             sys.stderr.write(f"warning: {warning}\n")
-    debug = memory.Debug(rc, writer) if s["MEM_DEBUG"] else None
+    debug = memory.Debug(rc, writer) if s.MEM_DEBUG else None
     seq_len = None
     try:
         say_rank0(rc, "start-up: building the model and the DeepSpeed engine (minutes for an 8B "
@@ -256,12 +258,12 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
             say_rank0(rc, notice)
         started = time.monotonic()
         eng, _keep_alive = build_engine(rc, debug.mark if debug else None)
-        attends = any(kind in layers.QUADRATIC for kind in rc.spec.mix())  # a Mamba-only cut has none
-        say_rank0(rc, started_text(time.monotonic() - started, s["SEQ_LEN"], rc.backend if attends else None,
-                                     rc.precision.low and rc.device.type == "cuda",
-                                     any(v != model.TORCH_FALLBACK for v in (rc.mixer_kernels or {}).values()),
+        attends = any(kind in layers.QUADRATIC for kind in rc.resolved.cut.counted.mix())  # a Mamba-only cut has none
+        say_rank0(rc, started_text(time.monotonic() - started, s.SEQ_LEN, rc.resolved.backend if attends else None,
+                                     rc.resolved.precision.low and rc.device.type == "cuda",
+                                     any(v != layers.TORCH_FALLBACK for v in (rc.mixer_kernels or {}).values()),
                                      rc.resolved.liger_moe))
-        for earlier_points, seq_len in enumerate(s["SEQ_LEN"]):
+        for earlier_points, seq_len in enumerate(s.SEQ_LEN):
             run_point(eng, rc, writer, seq_len, earlier_points, debug)
     except WriteFailed:
         raise  # no record can say so: faults.run_main makes it one line and an exit code

@@ -3,7 +3,7 @@ run_sweep.sh passes them through): their defaults are the guide's long-context c
 Here, not in settings.py, because their choices come from the domain tables (the model
 presets and families, the attention backends)."""
 from ..hardware import precisions
-from ..kernels.attn_backends import TRAINING, auto_help
+from ..kernels.attention.backends import TRAINING, auto_help
 from ..models.architecture import FAMILIES
 from ..models.layers import MAX_INT
 from ..models.model import PRESETS

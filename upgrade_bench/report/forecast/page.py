@@ -8,11 +8,11 @@ on published pairs of that kind (backtest.py), and each row says how often such 
 """
 from dataclasses import dataclass, field
 
-from . import calibration, forecast_attention, forecast_model
-from ..hardware import gpus
-from .series import Series, seq_label
-from .tables import fmt, md_table
-from .verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
+from . import calibration, attention as forecast_attention, model as forecast_model
+from ...hardware import gpus
+from ..series import Series, seq_label
+from ..tables import fmt, md_table
+from ..verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
 
 FORECAST = "forecast"
 COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}

@@ -18,11 +18,12 @@ other traffic between the calls training runs back to back.
 """
 from dataclasses import dataclass
 
-from . import attn_bench, timing
-from .. import faults
-from ..hardware import telemetry
-from ..hardware.bandwidth import OPS, best_by_op, datasheet_gb_per_s, gb_per_s, share_of_datasheet
-from ..numfmt import grid, pct, sig
+from ..attention import bench as attn_bench
+from .. import timing
+from ... import faults
+from ...hardware import telemetry
+from ...hardware.bandwidth import OPS, best_by_op, datasheet_gb_per_s, gb_per_s, share_of_datasheet
+from ...numfmt import grid, pct, sig
 
 MIB = 2**20
 # float32 elements: torch's reduction and fill kernels load and store them vectorised. The
@@ -101,7 +102,7 @@ def measure(op: str, buffer_mib: int, b: HbmBench) -> dict:
         call = make_call(op, buffer_bytes, b.device)
         call()  # the first call (the allocator, a lazy kernel load) is never timed
         (times, method), gpu = b.sampler.during(lambda: timing.time_iterations(
-            call, b.device, s["ITERS"], s["WARMUP"], warmup_ms=s["WARMUP_MS"], time_ms=s["TIME_MS"]))
+            call, b.device, s.ITERS, s.WARMUP, warmup_ms=s.WARMUP_MS, time_ms=s.TIME_MS))
     except Exception as err:
         return {**fields, **faults.point_status(err)}
     finally:
@@ -129,7 +130,7 @@ def run_all(b: HbmBench, writer, out) -> list[dict]:
     line per point on `out` (attn_bench.Progress with bytes for FLOPs: its speed is the best
     TB/s so far; a point too big to allocate costs no time); returns the records."""
     s = b.s
-    points = [(op, mib) for mib in s["SIZES_MIB"] for op in s["OPS"]]
+    points = [(op, mib) for mib in s.SIZES_MIB for op in s.OPS]
     fits = [not attn_bench.too_big(allocated_bytes(op, mib * MIB), b.capacity_bytes) for op, mib in points]
     progress = attn_bench.Progress([bytes_moved(op, mib * MIB) if fit else None
                                     for (op, mib), fit in zip(points, fits)], s, out)

@@ -26,7 +26,8 @@ from ..paths import REPO
 from ..log.records import read_log
 from ..log.runs import run_identity, torch_fallbacks, with_headers
 from ..settings import Var
-from .sweep_capacity import PROBE_STEPS, doubling_ladder
+from .capacity import PROBE_STEPS, doubling_ladder
+from ..settings import Settings
 
 GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]
 # A sweep without a GPU tries the suite out: its records go to this ignored folder, not to
@@ -76,14 +77,14 @@ def slug(name: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") if name else "cpu"
 
 
-def resolve_training(training: dict, first_gpu, world: int, model_config=None) -> resolver.Resolved:
+def resolve_training(training, first_gpu, world: int, model_config=None) -> resolver.Resolved:
     """What a benchmark process of these `training` settings runs on `first_gpu` (None: CPU
     ranks), resolved as the process itself will (training/resolver.py), from `model_config`
     (default: MODEL's config.json, read without transformers); BadInput for what it would refuse."""
     device = Device(first_gpu.capability, first_gpu.is_hip) if first_gpu else Device(None)
-    machine = resolver.machine_for(device, first_gpu and first_gpu.name, world, training["ATTN_BACKEND"])
-    config = model_config if model_config is not None else model.cheap_config(training["MODEL"])
-    return resolver.resolve(training, machine, config, training["SEQ_LEN"])
+    machine = resolver.machine_for(device, first_gpu and first_gpu.name, world, training.ATTN_BACKEND)
+    config = model_config if model_config is not None else model.cheap_config(training.MODEL)
+    return resolver.resolve(training, machine, config, training.SEQ_LEN)
 
 
 def resolve_out(out: str, results_dir: str, gpu: str, backend: str, stamp: str, resume: bool,
@@ -178,9 +179,9 @@ def done_summaries(records: list[dict], config: dict, seq_lens: list[int], backe
 def already_done(plan: "Plan", previous: list[dict]) -> dict[int, dict]:
     """seq_len -> summary of the points of this sweep that OUT's records (`previous`) hold:
     what RESUME skips, and what run_node.sh counts as done."""
-    if plan.s["FIND_MAX_SEQLEN"]:
+    if plan.s.FIND_MAX_SEQLEN:
         return {}
-    return done_summaries(previous, plan.config, plan.s["SEQLENS"], plan.backend, plan.s["DECOMPOSE"] > 0)
+    return done_summaries(previous, plan.config, plan.s.SEQLENS, plan.backend, plan.s.DECOMPOSE > 0)
 
 
 def fallback_note(records: list[dict], done: dict) -> str:
@@ -213,7 +214,7 @@ def process_plan(todo: list[int], reuse: bool) -> list[list[int]]:
 @dataclass(frozen=True)
 class Plan:
     """What a sweep runs, as checked before anything starts."""
-    s: dict  # the sweep's and benchmark.py's settings
+    s: Settings  # the sweep's and benchmark.py's settings
     out: str
     log_path: str
     python: str
@@ -235,7 +236,7 @@ class Plan:
 
     def picks_port(self) -> bool:
         """Whether each process gets a free port found now (the launcher on one node)."""
-        return not (self.s["MASTER_PORT"] or self.hostfile or self.gpus == 1)
+        return not (self.s.MASTER_PORT or self.hostfile or self.gpus == 1)
 
     def command(self, seq_lens: list[int], probe: bool) -> tuple[dict, list[str], list[str]]:
         """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value
@@ -244,9 +245,9 @@ class Plan:
         include, child_visible = self.devices
         if child_visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = child_visible
-        port = free_port() if self.picks_port() else self.s["MASTER_PORT"] or None
-        argv = launch.launch_argv(self.python, str(REPO / self.s["BENCHMARK"]), self.gpus, self.hostfile,
-                           self.s["MASTER_ADDR"], port, include)
+        port = free_port() if self.picks_port() else self.s.MASTER_PORT or None
+        argv = launch.launch_argv(self.python, str(REPO / self.s.BENCHMARK), self.gpus, self.hostfile,
+                           self.s.MASTER_ADDR, port, include)
         node_lines = node_env_lines(os.environ, env, user_ds_env()) if self.multi_node else []
         return env, argv, node_lines
 
@@ -269,47 +270,47 @@ def load_settings(argv, doc: str, known=()) -> dict:
     return s
 
 
-def check_capacity_bounds(s: dict) -> None:
+def check_capacity_bounds(s: Settings) -> None:
     """BadInput when FIND_MAX_SEQLEN has nothing to search (a limit below where it starts) or
     is asked for what its one-step probes cannot give."""
-    if s["FIND_MAX_SEQLEN"] and s["DECOMPOSE"]:
-        raise BadInput(f"DECOMPOSE={s['DECOMPOSE']} with FIND_MAX_SEQLEN=1: a capacity probe times one step "
+    if s.FIND_MAX_SEQLEN and s.DECOMPOSE:
+        raise BadInput(f"DECOMPOSE={s.DECOMPOSE} with FIND_MAX_SEQLEN=1: a capacity probe times one step "
                        f"and writes no point to decompose; decompose a sweep's points (FIND_MAX_SEQLEN=0)")
-    limit, step, first = s["MAX_SEQLEN_LIMIT"], s["SEQLEN_STEP"], min(s["SEQLENS"])
-    if s["FIND_MAX_SEQLEN"] and limit < max(step, first):
+    limit, step, first = s.MAX_SEQLEN_LIMIT, s.SEQLEN_STEP, min(s.SEQLENS)
+    if s.FIND_MAX_SEQLEN and limit < max(step, first):
         raise BadInput(f"MAX_SEQLEN_LIMIT={limit}: below SEQLEN_STEP ({step}) or the "
                        f"smallest SEQLENS ({first}), where FIND_MAX_SEQLEN starts")
 
 
-def prepare(s: dict, environ=os.environ) -> Plan:
+def prepare(s: Settings, environ=os.environ) -> Plan:
     """Every check the sweep can make before anything starts (BadInput -> exit 2)."""
-    hostfile = os.path.abspath(s["HOSTFILE"]) if s["HOSTFILE"] else ""
+    hostfile = os.path.abspath(s.HOSTFILE) if s.HOSTFILE else ""
     hosts = []
     if hostfile:
         if not os.path.isfile(hostfile):
-            raise BadInput(f"HOSTFILE={s['HOSTFILE']!r}: no such file")
+            raise BadInput(f"HOSTFILE={s.HOSTFILE!r}: no such file")
         try:
             hosts = launch.parse_hostfile(Path(hostfile).read_text())
         except ValueError as err:
-            raise BadInput(f"HOSTFILE={s['HOSTFILE']!r}: {err}") from None
-    if not (REPO / s["BENCHMARK"]).is_file():
-        raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: no such file")
-    if not s["BENCHMARK"].endswith(".py"):  # each point runs it under Python (or the DeepSpeed launcher)
-        raise BadInput(f"BENCHMARK={s['BENCHMARK']!r}: not a Python script (.py), which each point runs "
+            raise BadInput(f"HOSTFILE={s.HOSTFILE!r}: {err}") from None
+    if not (REPO / s.BENCHMARK).is_file():
+        raise BadInput(f"BENCHMARK={s.BENCHMARK!r}: no such file")
+    if not s.BENCHMARK.endswith(".py"):  # each point runs it under Python (or the DeepSpeed launcher)
+        raise BadInput(f"BENCHMARK={s.BENCHMARK!r}: not a Python script (.py), which each point runs "
                        f"with the project's interpreter; the default is benchmark.py")
-    problem = model.cheap_problem(s["MODEL"])
+    problem = model.cheap_problem(s.MODEL)
     if problem:  # before any process starts, DRY_RUN too: not 12 lines from a benchmark later
         raise BadInput(problem)
-    out_is_folder = s["OUT"].endswith("/") or os.path.isdir(s["OUT"])
-    if s["OUT"] and not out_is_folder:
-        settings.check_output("OUT", s["OUT"])
+    out_is_folder = s.OUT.endswith("/") or os.path.isdir(s.OUT)
+    if s.OUT and not out_is_folder:
+        settings.check_output("OUT", s.OUT)
 
     seen = devices.visible_gpus(environ)
     first = seen[0] if seen else None
-    problem = launch.gpus_problem(s["GPUS"], len(seen), s["DRY_RUN"], bool(hostfile), len(os.sched_getaffinity(0)))
+    problem = launch.gpus_problem(s.GPUS, len(seen), s.DRY_RUN, bool(hostfile), len(os.sched_getaffinity(0)))
     if problem:
         raise BadInput(problem)
-    per_node = s["GPUS"] or (0 if hostfile else max(len(seen), 1))
+    per_node = s.GPUS or (0 if hostfile else max(len(seen), 1))
     if hostfile:  # GPUS=0: every host's slots
         world = per_node * len(hosts) if per_node else sum(slots for _, slots in hosts)
     else:
@@ -318,18 +319,19 @@ def prepare(s: dict, environ=os.environ) -> Plan:
         selected = (None, None) if hostfile else launch.select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node)
     except ValueError as err:
         raise BadInput(str(err)) from None
-    training = {v.name: s[v.name] for v in PASSED}
-    training.update(SEQ_LEN=sorted(set(s["SEQLENS"])), OUTPUT="")
-    if s["FIND_MAX_SEQLEN"]:
-        training.update(PROBE_STEPS)
+    passed = {v.name: getattr(s, v.name) for v in PASSED}
+    passed.update(SEQ_LEN=sorted(set(s.SEQLENS)), OUTPUT="")
+    if s.FIND_MAX_SEQLEN:
+        passed.update(PROBE_STEPS)
+    training = settings.settings_type(variables.TRAINING_VARS)(**passed)
     resolved = resolve_training(training, first, world)
     backend = resolved.backend
     config = resolved.config(environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
     default_folder = str(REPO / ("results" if first or hostfile else CPU_OUT))
-    folder = s["OUT"] if s["OUT"] and out_is_folder else default_folder
+    folder = s.OUT if s.OUT and out_is_folder else default_folder
     existing = os.listdir(folder) if os.path.isdir(folder) else []
-    out = resolve_out(s["OUT"], default_folder, slug(first and first.name), backend,
-                      time.strftime("%Y%m%d-%H%M%S"), s["RESUME"], existing)
+    out = resolve_out(s.OUT, default_folder, slug(first and first.name), backend,
+                      time.strftime("%Y%m%d-%H%M%S"), s.RESUME, existing)
     settings.check_output("OUT", out)
     config["OUTPUT"] = out
     return Plan(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
@@ -346,15 +348,15 @@ def existing_records(path: str) -> list[dict]:
 def dry_run(plan: Plan, todo: list[int], out) -> None:
     """Write the command of every process the sweep would start to `out`; run nothing."""
     s = plan.s
-    lengths, probe = ((doubling_ladder(min(s["SEQLENS"]), s["MAX_SEQLEN_LIMIT"]), True)
-                      if s["FIND_MAX_SEQLEN"] else (todo, False))
-    plans = [(lens, probe) for lens in process_plan(lengths, s["REUSE_PROCESS"])]
+    lengths, probe = ((doubling_ladder(min(s.SEQLENS), s.MAX_SEQLEN_LIMIT), True)
+                      if s.FIND_MAX_SEQLEN else (todo, False))
+    plans = [(lens, probe) for lens in process_plan(lengths, s.REUSE_PROCESS)]
     for lens, probe in plans:
         extra, argv, node_lines = plan.command(lens, probe)
         if node_lines:  # shown, not written: a dry run leaves nothing behind
             extra["DS_ENV_FILE"] = "(a temporary file of the lines below)"
         out.write(shell_line({**passed_through(os.environ), **extra}, argv) + "\n")
         out.writelines(f"#   {line}\n" for line in node_lines)
-    if s["FIND_MAX_SEQLEN"]:
+    if s.FIND_MAX_SEQLEN:
         out.write("# the ladder stops at its first length that does not fit; later probes depend on "
                   "where that is\n")

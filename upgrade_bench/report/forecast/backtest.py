@@ -10,11 +10,12 @@ ones, with what differs named.
 """
 import statistics
 
-from . import calibration, forecast_model, forecasts, published_pairs
-from ..hardware import gpus
-from .series import Series, seq_label
-from .tables import fmt, md_table
-from .verdict import ratio
+from . import calibration, model as forecast_model, page as forecasts
+from ..published import pairs as published_pairs
+from ...hardware import gpus
+from ..series import Series, seq_label
+from ..tables import fmt, md_table
+from ..verdict import ratio
 
 BACKTEST_COLUMNS = ("pair", "gpus", "model", "like_for_like", "differs", "kind", "metric", "seq_len", "split", "forecast",
                     "forecast_low", "forecast_high", "published", "error", "widened_by", "calibrated_on",

@@ -13,26 +13,25 @@ The decomposition step is a sweep of DECOMPOSE_SEQLENS with DECOMPOSE=N: the swe
 settings (Liger included) and identity, each length in a process of its own, a point that
 does not fit a recorded error; RESUME counts a point of it done only with its decomposition.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..faults import BadInput
-from ..hardware import devices
-from ..kernels import attn_backends, attn_bench, timing
-from ..log.records import read_log
-from ..log.runs import identity_difference, run_identity, with_headers
-from ..models import flops, layers
-from ..numfmt import fmt_s
-from ..paths import REPO
-from ..training import extensions, low_precision as low_precision_step
-from . import sweep_plan
+from ...faults import BadInput
+from ...hardware import devices
+from ...kernels.attention import bench as attn_bench
+from ...kernels import timing
+from ...log.records import read_log
+from ...log.runs import identity_difference, run_identity, with_headers
+from ...numfmt import fmt_s
+from ...paths import REPO
+from ...training import extensions
+from .. import plan as sweep_plan
+from . import cost
+from ... import settings
+from ...settings import Settings
 
 STEPS = ("capabilities", "mamf", "hbm", "comm", "attention", "sweep", "decomposition")
 TRAINING_STEPS = ("sweep", "decomposition")
-# The scripts whose settings a step passes on from the node's environment (mamf-finder.py
-# takes flags, and the training steps are run_sweep.sh's).
-CHILDREN = {"capabilities": "check_capabilities.py", "hbm": "bench_hbm.py", "comm": "bench_comm.py",
-            "attention": "bench_flash_attn.py"}
 OUTPUTS = {"capabilities": "capabilities.jsonl", "mamf": "mamf.jsonl", "hbm": "hbm.jsonl", "comm": "comm.jsonl",
            "attention": "attention.jsonl", "sweep": "sweep.jsonl", "decomposition": "decompose.jsonl"}
 # A kernel benchmark's timing window changes how precisely a point is timed, not what it measures.
@@ -40,45 +39,6 @@ TIMING = frozenset(v.name for v in timing.window_vars(attn_bench.TIMING_DEFAULTS
 # bench_flash_attn.py records the heads it resolved from MODEL where these were 0 (unset).
 HEAD_SETTINGS = ("NHEADS", "NHEADS_KV", "HEAD_DIM")
 DECOMPOSE_STEPS = 3  # profiled steps per point: bench_decompose.py's PROFILE_STEPS
-
-# Rough costs behind the estimate, from the node command's runs on one H200
-# (results/h200-families-3/node/node.jsonl and results/h200-precision-7/node/node.jsonl: each
-# step's estimate and wall time):
-CAPABILITIES_S = 28.0       # check_capabilities.py's probes: 23 s, 31 s
-MAMF_S = 45.0               # mamf-finder.py's default search: 42 s, 41 s, 38 s
-ATTENTION_START_S = 28.0    # bench_flash_attn.py up to its first point: imports, each backend's check
-ATTENTION_BACKENDS = 2      # its default: the kernel training picks here, and cuDNN SDPA
-ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on the H200's 989 peak
-# A training process before its first step: imports, model build, DeepSpeed init. It grows with
-# the model where the optimizer lives on the host (DeepSpeed's CPU Adam pins its state: an 8B on
-# 2 GPUs, ZeRO-3 and offload, took 70-120 s a point) and barely without (the 8-layer cut of the
-# 8B, 2.8B weights, ZeRO-2 on the GPU: 24 s a process, results/h200-precision-7/node/sweep.log).
-START_S = 20.0
-START_S_PER_BPARAM = 1.5
-START_S_PER_BPARAM_OFFLOAD = 10.0
-# DeepSpeed's Adam op, JIT-built by the first training process of a node where no earlier run
-# built it (install.sh builds none): fused Adam took 34 s on the H200's 16 cores
-# (results/h200-precision-7/progress.log, "prebuild").
-ADAM_BUILD_S = 35.0
-# Liger's fused MoE (resolver.Resolved.liger_moe) autotunes its Triton kernels (seven, over 16 to
-# 40 configurations each) in each process's first step. On the H200 (results/h200-moe-8/, Triton's
-# own timings): 194 s with nothing compiled (Qwen3-30B-A3B, 128 experts), 31 s with the kernels
-# compiled by the run before (32 experts): about 0.13 s a configuration, whatever the experts. So a
-# compile once per node (Triton's cache keeps it) and the tuning in every process.
-LIGER_MOE_COMPILE_S = 160.0
-LIGER_MOE_TUNE_S = 31.0
-# A hybrid's linear mixers (FLA's Gated DeltaNet, mamba-ssm's Mamba-2) are Triton kernels that
-# compile and autotune in a process's first step: 132 s for 4 layers of Qwen3-Next and 82 s for
-# Granite 4.0-H's on a fresh H200 (results/h200-experts-9/). Triton's cache keeps the compiled
-# kernels, the tuning only with TRITON_CACHE_AUTOTUNING=1 (the next Qwen3-Next process then ran
-# both lengths in 33 s). A later process's tuning without it was not measured: counted whole.
-MIXER_FIRST_STEP_S = 130.0
-FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
-ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
-HBM_S = 18.0                # bench_hbm.py's defaults: 20 s, 17 s and 16 s (results/h200-hbm-6, h200-precision-7)
-# bench_comm.py's defaults, not yet timed on a node: 28 points of 1.5 s windows (42 s), and the
-# launcher, torch and NCCL's first connections before them (a training process's start, ~20 s).
-COMM_S = 60.0
 
 
 @dataclass
@@ -106,142 +66,81 @@ class Step:
         return dict(self.env)
 
 
-def start_s(spec, backend: str, offload: bool = False, low_precision: bool = False,
-            liger_moe: bool = False, mixers: bool = False) -> float:
-    """A training process's start-up and first step, by the model's size (all its weights),
-    where its optimizer lives, and what the attention backend (FlexAttention: over a minute
-    cold), a low precision's compiled linears, Liger's fused MoE and (`mixers`) a hybrid's
-    linear mixers compile or tune there."""
-    first_step = (max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
-                  + (low_precision_step.FIRST_STEP_S if low_precision else 0.0)
-                  + (LIGER_MOE_TUNE_S if liger_moe else 0.0)
-                  + (MIXER_FIRST_STEP_S if mixers else 0.0))
-    per_bparam = START_S_PER_BPARAM_OFFLOAD if offload else START_S_PER_BPARAM
-    return START_S + per_bparam * spec.total_params / 1e9 + first_step
-
-
-def attention_s(spec, lengths: list, peak_tflops: float | None) -> float | None:
-    """bench_flash_attn.py with its default backends and timing over the model's quadratic
-    layers at `lengths`, each point its floors and calls at ATTENTION_MFU of the peak (the
-    linear mixers' FLA kernels are not in it); None without a peak (a CPU) or a model."""
-    if not peak_tflops or spec is None:
-        return None
-    work = [flops.attention_kernel_flops(1, n, m.heads, m.qk_head_dim, pass_=p, window=m.window,
-                                         v_head_dim=m.v_head_dim)
-            for m in spec.distinct_mixers() if m.kind in layers.QUADRATIC
-            for n in lengths for p in attn_bench.PASSES] * ATTENTION_BACKENDS
-    floor_s, calls = attn_bench.floor_and_calls(attn_bench.TIMING_DEFAULTS)
-    return ATTENTION_START_S + attn_bench.points_s(work, floor_s, calls, ATTENTION_MFU * peak_tflops)
-
-
-def training_step_s(spec, seq_len: int, peak_tflops: float | None, grad_checkpoint: bool) -> float | None:
-    """One fwd+bwd+step at ASSUMED_MFU of the peak; None without a peak (a CPU)."""
-    if not peak_tflops:
-        return None
-    work = flops.step_flops(spec, 1, seq_len, grad_checkpoint=grad_checkpoint).hardware
-    return work / (peak_tflops * 1e12 * ASSUMED_MFU)
-
-
-def mixer_tuning(spec, environ) -> str:
-    """How often a hybrid's linear mixers compile and tune on this node: 'once' where
-    TRITON_CACHE_AUTOTUNING keeps the tuning for later processes, else 'each' process; '' for a
-    model without linear mixers (or not at hand)."""
-    if spec is None or not any(kind in layers.LINEAR_MIXERS for kind in spec.mix()):
-        return ""
-    return "once" if environ.get("TRITON_CACHE_AUTOTUNING", "") not in ("", "0") else "each"
-
-
-def points_s(plan: sweep_plan.Plan, lengths: list, mixers_each: bool = False) -> float | None:
-    """A sweep of `plan` over `lengths`: each process's start-up (with its linear mixers' tuning
-    where `mixers_each`), then every point's warm-up, timed and (DECOMPOSE) profiled steps; None
-    without a peak or a model."""
-    s, r = plan.s, plan.resolved
-    if r.cut is None or not r.peak_tflops:
-        return None
-    steps = s["WARMUP_STEPS"] + s["STEPS"] + s["DECOMPOSE"]
-    starts = len(sweep_plan.process_plan(lengths, s["REUSE_PROCESS"]))
-    return starts * start_s(r.cut.counted, r.backend, s["OFFLOAD_OPTIMIZER"], r.precision.low, r.liger_moe,
-                            mixers_each) + sum(
-        steps * training_step_s(r.cut.counted, n, r.peak_tflops, s["GRAD_CHECKPOINT"]) for n in lengths)
-
-
-def training_step(name: str, train: dict, out: Path, lengths: list, decompose: int, dry_run: bool,
+def training_step(name: str, train: Settings, out: Path, lengths: list, decompose: int, dry_run: bool,
                   machine: dict, environ) -> Step:
     """The sweep or the decomposition step: run_sweep.sh on `lengths`, planned by the sweep's own
     planner (sweep_plan.prepare: its checks, resolution and RESUME), what is left and its estimate."""
     env = {"OUT": str(out / OUTPUTS[name]), "RESUME": "1", "SEQLENS": " ".join(map(str, lengths))}
     if decompose:
         env["DECOMPOSE"] = str(decompose)
-    plan = sweep_plan.prepare({**train, "SEQLENS": lengths, "OUT": env["OUT"], "RESUME": True,
-                               "DECOMPOSE": decompose or train["DECOMPOSE"], "DRY_RUN": dry_run}, environ)
+    plan = sweep_plan.prepare(replace(train, SEQLENS=lengths, OUT=env["OUT"], RESUME=True,
+                                       DECOMPOSE=decompose or train.DECOMPOSE, DRY_RUN=dry_run), environ)
     todo = sweep_plan.pending(lengths, sweep_plan.already_done(plan, sweep_plan.existing_records(plan.out)))
     identity = {**machine, **run_identity(plan.config)[0], "attn_backend": plan.backend}
     return Step(name, ["bash", str(REPO / "run_sweep.sh")], env, OUTPUTS[name], identity, sorted(set(lengths)),
-                todo, estimate_s=points_s(plan, todo, mixer_tuning(plan.resolved.cut and plan.resolved.cut.counted,
+                todo, estimate_s=cost.points_s(plan, todo, cost.mixer_tuning(plan.resolved.cut and plan.resolved.cut.counted,
                                                                   environ) == "each"), sweep=plan)
 
 
 def child_identity(module, env: dict) -> dict:
     """A step script's settings as it will parse them from `env` (BadInput now, not after the
     steps before it ran), less what does not change what it measures."""
-    from .. import settings
-
     parsed = settings.parse(module.VARS, env)
     getattr(module, "validate", lambda s: None)(parsed)
-    return run_identity(parsed, ignore=TIMING)[0]
+    return run_identity(settings.as_dict(parsed), ignore=TIMING)[0]
 
 
-def plan(s: dict, train: dict, out: Path, python: str, children: dict, environ, own: set) -> list:
+def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, environ, own: set) -> list:
     """Every step, in order, with its command, identity, what is left of it and its estimate
     (SKIP's steps too: the folder must not hold another configuration of them either);
-    `children`: the step scripts as modules (settings.script_module); `own`: the node's settings."""
+    `children`: the step scripts' modules (node.main.CHILDREN); `own`: the node's settings."""
     seen = devices.visible_gpus(environ)
     machine = {"gpu_name": seen[0].name if seen else None, "gpu_count": len(seen)}
-    train_lengths = sorted(set(train["SEQLENS"]))
-    sweep = training_step("sweep", train, out, train_lengths, 0, s["DRY_RUN"], machine, environ)
-    decomposition = training_step("decomposition", train, out, sorted(set(s["DECOMPOSE_SEQLENS"])),
-                                  train["DECOMPOSE"] or DECOMPOSE_STEPS, s["DRY_RUN"], machine, environ)
+    train_lengths = sorted(set(train.SEQLENS))
+    sweep = training_step("sweep", train, out, train_lengths, 0, s.DRY_RUN, machine, environ)
+    decomposition = training_step("decomposition", train, out, sorted(set(s.DECOMPOSE_SEQLENS)),
+                                  train.DECOMPOSE or DECOMPOSE_STEPS, s.DRY_RUN, machine, environ)
     resolved = sweep.sweep.resolved
     spec = resolved.cut.counted if resolved.cut else None
-    attention_lengths = sorted(set(s["ATTN_SEQLENS"]))
+    attention_lengths = sorted(set(s.ATTN_SEQLENS))
     envs = {"capabilities": {"OUTPUT": str(out / OUTPUTS["capabilities"])},
             "hbm": {"OUTPUT": str(out / OUTPUTS["hbm"])}, "comm": {"OUTPUT": str(out / OUTPUTS["comm"])},
-            "attention": {"MODEL": train["MODEL"], "SEQLENS": " ".join(map(str, attention_lengths)),
+            "attention": {"MODEL": train.MODEL, "SEQLENS": " ".join(map(str, attention_lengths)),
                           "OUTPUT": str(out / OUTPUTS["attention"])}}
     asked = {name: {**machine, **child_identity(children[name], step_environ(environ, name, env, own))}
              for name, env in envs.items()}
-    attention = Step("attention", [python, str(REPO / "bench_flash_attn.py")], envs["attention"],
+    attention = Step("attention", [python, str(REPO / children["attention"].SCRIPT)], envs["attention"],
                      OUTPUTS["attention"], asked["attention"], attention_lengths, attention_lengths)
     steps = [
-        Step("capabilities", [python, str(REPO / "check_capabilities.py")], envs["capabilities"],
-             OUTPUTS["capabilities"], asked["capabilities"], estimate_s=CAPABILITIES_S),
+        Step("capabilities", [python, str(REPO / children["capabilities"].SCRIPT)], envs["capabilities"],
+             OUTPUTS["capabilities"], asked["capabilities"], estimate_s=cost.CAPABILITIES_S),
         Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / OUTPUTS["mamf"])], {},
-             OUTPUTS["mamf"], dict(machine), estimate_s=MAMF_S),
-        Step("hbm", [python, str(REPO / "bench_hbm.py")], envs["hbm"], OUTPUTS["hbm"], asked["hbm"], estimate_s=HBM_S),
+             OUTPUTS["mamf"], dict(machine), estimate_s=cost.MAMF_S),
+        Step("hbm", [python, str(REPO / children["hbm"].SCRIPT)], envs["hbm"], OUTPUTS["hbm"], asked["hbm"], estimate_s=cost.HBM_S),
         # one GPU has no link to measure (bench_comm.py refuses one rank): the step is planned on 2+
         *([Step("comm", [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(machine["gpu_count"]),
-                         str(REPO / "bench_comm.py")], envs["comm"], OUTPUTS["comm"], asked["comm"],
-                estimate_s=COMM_S)] if machine["gpu_count"] >= 2 else []),
+                         str(REPO / children["comm"].SCRIPT)], envs["comm"], OUTPUTS["comm"], asked["comm"],
+                estimate_s=cost.COMM_S)] if machine["gpu_count"] >= 2 else []),
         attention,
         sweep,
         decomposition,
     ]
     resume(steps, out)
-    attention.estimate_s = attention_s(spec, attention.todo, resolved.peak_tflops) if attention.todo else 0.0
-    add_first_process_costs(steps, s["SKIP"], train, resolved.liger_moe, environ,
-                            mixer_tuning(spec, environ) == "once")
+    attention.estimate_s = cost.attention_s(spec, attention.todo, resolved.peak_tflops) if attention.todo else 0.0
+    add_first_process_costs(steps, s.SKIP, train, resolved.liger_moe, environ,
+                            cost.mixer_tuning(spec, environ) == "once")
     return steps
 
 
-def add_first_process_costs(steps: list, skip: list, train: dict, liger_moe: bool, environ,
+def add_first_process_costs(steps: list, skip: list, train: Settings, liger_moe: bool, environ,
                             mixers_once: bool = False) -> None:
     """What the node's first training process builds once for the rest, to the estimate of the
     first training step that will run points: the Adam op where no earlier run left it built,
     Liger's fused MoE kernels and, where Triton keeps their tuning, a hybrid's linear mixers
     (Triton's cache is not looked into: counted every run)."""
-    op = extensions.adam_op(bool(train["OFFLOAD_OPTIMIZER"]))
-    once = ((0.0 if extensions.is_built(op, extensions.cache_root(environ)) else ADAM_BUILD_S)
-            + (LIGER_MOE_COMPILE_S if liger_moe else 0.0) + (MIXER_FIRST_STEP_S if mixers_once else 0.0))
+    op = extensions.adam_op(bool(train.OFFLOAD_OPTIMIZER))
+    once = ((0.0 if extensions.is_built(op, extensions.cache_root(environ)) else cost.ADAM_BUILD_S)
+            + (cost.LIGER_MOE_COMPILE_S if liger_moe else 0.0) + (cost.MIXER_FIRST_STEP_S if mixers_once else 0.0))
     first = next((st for st in steps if st.name in TRAINING_STEPS and st.name not in skip and st.todo
                   and st.estimate_s is not None), None)
     if first:
@@ -337,7 +236,7 @@ def plan_text(steps: list, gpu_count: int) -> str:
     training = next((st.sweep.resolved for st in steps if st.sweep), None)
     if training:
         cut = training.cut.label() if training.cut else "its config not at hand yet"
-        lines.append(f"[node] training (sweep, decomposition): {training.settings['MODEL']}, {cut}, attention "
+        lines.append(f"[node] training (sweep, decomposition): {training.settings.MODEL}, {cut}, attention "
                      f"{training.backend}, Liger {'on' if training.use_liger else 'off'}, {training.world_size} "
                      f"rank(s)")
     for i, st in enumerate(steps, 1):

@@ -8,9 +8,9 @@ strength beta in (0, 1); the kernel L2-normalises q and k itself. The correctnes
 compares with transformers' own torch version of the same chunked recurrence
 (torch_chunk_gated_delta_rule) on float32 copies of the same rounded inputs.
 """
-from .attn_adapters import BSHD, Args
-from .attn_backends import Backend, Package
-from .attn_kernels import CHECK_SEQ_LEN, AttentionShape, Check, _error
+from .adapters import BSHD, Args
+from .backends import Backend, Package
+from .kernels import CHECK_SEQ_LEN, AttentionShape, Check, _error
 
 
 def _fla_run(q, k, v, g, beta, a: Args):

@@ -12,11 +12,11 @@ NVIDIA H200 and B200 datasheets' dense bf16 figures (989 and 2250) and HBM the g
 """
 import json
 
-from ..models import architecture, flops
-from ..hardware import gpus
-from ..paths import REPO
-from ..log import header, records
-from ..log.checks import tokens_per_s
+from ...models import architecture, flops
+from ...hardware import gpus
+from ...paths import REPO
+from ...log import header, records
+from ...log.checks import tokens_per_s
 
 PUBLISHED_GPUS = ("H200", "B200")
 SHIPPED_PATH = "results/reference/guide.jsonl"   # in the repository, written by --write-guide-reference

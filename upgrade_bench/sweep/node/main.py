@@ -27,16 +27,21 @@ import sys
 import time
 from pathlib import Path
 
-from .. import faults, settings
-from ..faults import BadInput
-from ..hardware import devices
-from ..interrupts import Signals, ignored
-from ..log import header
-from ..log.records import RecordWriter, folder_problem
-from ..numfmt import fmt_s
-from ..training import variables
-from . import child_process, node_plan, sweep_plan
-from .node_plan import STEPS
+from ... import faults, settings
+from ...faults import BadInput
+from ...hardware import devices
+from ...interrupts import Signals, ignored
+from ...log import header
+from ...log.records import RecordWriter, folder_problem
+from ...numfmt import fmt_s
+from ...capability import main as capabilities
+from ...kernels.attention import main as attention
+from ...kernels.comm import main as comm
+from ...kernels.hbm import main as hbm
+from ...training import variables
+from .. import child_process, plan as sweep_plan
+from . import plan as node_plan
+from .plan import STEPS
 
 SCRIPT = "run_node.sh"
 VARS = [
@@ -49,6 +54,9 @@ VARS = [
                  "32K shows the attention-bound side)", min=1, max=variables.MAX_TOKENS),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
+# The scripts whose settings a step passes on from the node's environment (mamf-finder.py
+# takes flags, and the training steps are run_sweep.sh's).
+CHILDREN = {"capabilities": capabilities, "hbm": hbm, "comm": comm, "attention": attention}
 # The sweep's settings each training step sets itself (SEQLENS: from the node's, DECOMPOSE_SEQLENS).
 SET_PER_STEP = ("OUT", "RESUME")
 # A step stopped by Ctrl-C or SIGTERM gets this long to stop its own processes (a sweep: its
@@ -82,45 +90,44 @@ def check_out(environ) -> None:
 def load(argv) -> tuple[dict, dict, dict]:
     """(the node's settings, the sweep's, the step scripts as modules); BadInput on any bad
     or misspelt setting, before anything runs."""
-    children = {name: settings.script_module(script) for name, script in node_plan.CHILDREN.items()}
-    every = suite_vars(children)
+    every = suite_vars(CHILDREN)
     names = {v.name for v in every}
     s = settings.load(VARS, __doc__, argv, known=names)
     settings.check_misspelt(every)
-    node_plan.check_skip(s["SKIP"])
+    node_plan.check_skip(s.SKIP)
     check_out(os.environ)
     for name in SET_PER_STEP:  # else silently replaced by the node's own
         if os.environ.get(name):
             raise BadInput(f"{name} is set: run_node.sh sets it per step (the sweep's records go to NODE_OUT, "
                            f"which a rerun resumes); use NODE_OUT, and another one for a fresh run")
     train = sweep_plan.load_settings([], sweep_plan.__doc__, known=names)
-    if train["FIND_MAX_SEQLEN"]:
+    if train.FIND_MAX_SEQLEN:
         raise BadInput("FIND_MAX_SEQLEN=1: the node runs the sweep; run ./run_sweep.sh alone for the "
                        "capacity search")
-    return s, train, children
+    return s, train, CHILDREN
 
 
 def main(argv=None) -> int:
     faults.require(SCRIPT, *faults.TRAINING_STACK)
     s, train, children = load(sys.argv[1:] if argv is None else argv)
-    out = Path(os.path.abspath(s["NODE_OUT"]))
+    out = Path(os.path.abspath(s.NODE_OUT))
     python = os.environ.get("PYTHON") or sys.executable
     own = {v.name for v in VARS}
     steps = node_plan.plan(s, train, out, python, children, os.environ, own)
     conflict = node_plan.folder_conflict(steps, out)
     if conflict:
-        raise BadInput(f"NODE_OUT={s['NODE_OUT']!r} holds another configuration's records ({conflict}): give "
+        raise BadInput(f"NODE_OUT={s.NODE_OUT!r} holds another configuration's records ({conflict}): give "
                        f"this run a NODE_OUT of its own; the folder's own configuration resumes it")
-    steps = [st for st in steps if st.name not in s["SKIP"]]
-    say(node_plan.plan_text(steps, train["GPUS"] or len(devices.visible_gpus())))
-    if s["DRY_RUN"]:
+    steps = [st for st in steps if st.name not in s.SKIP]
+    say(node_plan.plan_text(steps, train.GPUS or len(devices.visible_gpus())))
+    if s.DRY_RUN:
         return 0
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise BadInput(f"NODE_OUT={s['NODE_OUT']!r}: cannot make it ({err.strerror or err})") from None
+        raise BadInput(f"NODE_OUT={s.NODE_OUT!r}: cannot make it ({err.strerror or err})") from None
     writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
-    writer.write("header", **header.fields({**s, **{k: train[k] for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
+    writer.write("header", **header.fields({**settings.as_dict(s), **{k: getattr(train, k) for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
                                            "", [], steps=[st.name for st in steps]))
     signals = Signals()
     signals.install()

@@ -19,11 +19,11 @@ shipped file is what this code writes); the page does not read that folder, the 
 """
 import json
 
-from ..hardware import gpus
-from ..log import header, records
-from ..models import architecture, flops
-from ..paths import REPO
-from . import published
+from ...hardware import gpus
+from ...log import header, records
+from ...models import architecture, flops
+from ...paths import REPO
+from . import guide as published
 
 REFERENCE = "megatron-bridge"
 SHIPPED_PATH = "results/published/megatron_bridge.jsonl"

@@ -24,12 +24,12 @@ ran one call more would wait forever for the others). NCCL on GPUs, gloo on CPU 
 """
 from dataclasses import dataclass
 
-from .. import faults
-from . import attn_bench, timing
-from ..hardware import telemetry
-from ..hardware.collectives import (OPS, algbw_gbps, allocated_bytes, best_by_op, buffer_bytes, busbw_gbps,
-                                    link_gbps, op_bytes, part_bytes, share_of_link)
-from ..numfmt import grid, pct, sig
+from ... import faults
+from ..attention import bench as attn_bench
+from .. import timing
+from ...hardware import telemetry
+from ...hardware.collectives import OPS, algbw_gbps, allocated_bytes, best_by_op, buffer_bytes, busbw_gbps, link_gbps, op_bytes, part_bytes, share_of_link
+from ...numfmt import grid, pct, sig
 
 MIB = 2**20
 # float32: nccl-tests' default (-d float) and the Open Book's all_reduce_bench.py; a link
@@ -134,7 +134,7 @@ def measure(op: str, size_mib: int, b: CommBench) -> dict:
     try:
         call()  # the first call (NCCL's connections, a lazy kernel load) is never timed
         (times, method), gpu = b.sampler.during(lambda: timing.time_iterations(
-            call, b.device, s["ITERS"], s["WARMUP"], warmup_ms=s["WARMUP_MS"], time_ms=s["TIME_MS"],
+            call, b.device, s.ITERS, s.WARMUP, warmup_ms=s.WARMUP_MS, time_ms=s.TIME_MS,
             agree=lambda values: over_ranks(values, b.device, "max")))
     finally:
         call = None  # the buffers go before the next point allocates its own
@@ -164,7 +164,7 @@ def run_all(b: CommBench, write, out) -> list[dict]:
     that raises is an `error` record and the last: the ranks may no longer run the same calls.
     Ctrl-C or SIGTERM (interrupts.Interrupted) ends it between two collectives."""
     s = b.s
-    points = [(op, mib) for mib in s["SIZES_MIB"] for op in s["OPS"]]
+    points = [(op, mib) for mib in s.SIZES_MIB for op in s.OPS]
     work = [None if attn_bench.too_big(allocated_bytes(op, mib * MIB, b.ranks), b.capacity_bytes)
             else op_bytes(op, mib * MIB, b.ranks) for op, mib in points]
     progress = attn_bench.Progress(work, s, out)
@@ -172,9 +172,9 @@ def run_all(b: CommBench, write, out) -> list[dict]:
     b.sampler.start()
     failed = False
     try:
-        for mib in s["SIZES_MIB"]:
+        for mib in s.SIZES_MIB:
             done = []
-            for op in s["OPS"]:
+            for op in s.OPS:
                 try:
                     fields = measure(op, mib, b)
                 except Exception as err:  # in a collective: nothing after it can be trusted to match

@@ -5,14 +5,14 @@ The search itself is mamf.search (pure); a shape's measurement is mamf_bench.Mat
 import sys
 import time
 
-from .. import faults
-from ..hardware import fingerprint, gpus, telemetry
-from ..log import header
-from . import mamf
-from ..faults import BadInput
-from ..interrupts import Interrupted, Signals, ignored
-from .mamf_bench import MatmulBench
-from ..log.records import RecordWriter
+from ... import faults
+from ...hardware import fingerprint, gpus, telemetry
+from ...log import header
+from . import search as mamf
+from ...faults import BadInput
+from ...interrupts import Interrupted, Signals, ignored
+from .bench import MatmulBench
+from ...log.records import RecordWriter
 
 SEARCH_BUDGET_S = 60.0
 # Screens rank shapes; only full measurements are reported as the MAMF. 10 + 30 iterations

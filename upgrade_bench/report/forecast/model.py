@@ -26,7 +26,7 @@ ratio and the fast end of every ratio, then widens by the backtest's own error.
 import math
 from dataclasses import dataclass
 
-from ..hardware.gpus import GPUSpec
+from ...hardware.gpus import GPUSpec
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,16 @@ before each, outside the pair (timing.time_iterations).
 import time
 from dataclasses import dataclass, replace
 
-from . import attn_backends, attn_kernels, linear_kernels, timing
-from .. import faults
-from ..models import flops
-from ..hardware import fingerprint
-from ..hardware import telemetry
-from ..models.layers import LINEAR
-from ..faults import BadInput
-from ..numfmt import fmt_s, sig
+from . import backends as attn_backends, kernels as attn_kernels, linear as linear_kernels
+from .. import timing
+from ... import faults
+from ...models import flops
+from ...hardware import fingerprint
+from ...hardware import telemetry
+from ...models.layers import LINEAR
+from ...faults import BadInput
+from ...numfmt import fmt_s, sig
+from ...settings import Settings
 
 
 PASSES = ("fwd", "bwd", "fwd_bwd")
@@ -78,7 +80,7 @@ def pass_calls(forward, leaves, dout, pass_: str):
 @dataclass
 class AttentionBench:
     """What every point of one run shares."""
-    s: dict                      # the settings
+    s: Settings                      # the settings
     dtype: object                # torch dtype of DTYPE
     device: object
     flush: timing.CacheFlusher
@@ -98,8 +100,8 @@ def time_pass(forward, leaves, dout, pass_, b: AttentionBench) -> dict:
     timed()  # a first call (the backward's FA4 JIT compile, say) is never timed
     s = b.s
     (times, method), gpu = b.sampler.during(lambda: timing.time_iterations(
-        timed, b.device, s["ITERS"], s["WARMUP"], untimed, warmup_ms=s["WARMUP_MS"],
-        time_ms=s["TIME_MS"]))
+        timed, b.device, s.ITERS, s.WARMUP, untimed, warmup_ms=s.WARMUP_MS,
+        time_ms=s.TIME_MS))
     stats = timing.summarize(times)
     return {"ms": stats["median"], "ms_min": stats["min"], "ms_max": stats["max"],
             "iters": stats["n"], **method, **gpu}
@@ -116,9 +118,9 @@ def run_check(backend, base: attn_kernels.AttentionShape, b: AttentionBench):
     """(gqa mode, Check), or the fields of the one record a backend gets when it cannot run."""
     try:
         if base.layer == LINEAR:
-            return linear_kernels.check(backend, base, b.dtype, b.device, b.s["SEED"])
+            return linear_kernels.check(backend, base, b.dtype, b.device, b.s.SEED)
         return attn_kernels.check_backend(backend, attn_kernels.check_shape(base), b.dtype, b.device,
-                                          b.s["SEED"])
+                                          b.s.SEED)
     except attn_kernels.NoKernel as err:
         return {"status": "unavailable", "reason": f"torch has no {backend.name} kernel for these "
                 f"inputs: {err}"}
@@ -134,7 +136,7 @@ def prepare(backend, shape, mode: str, b: AttentionBench):
     problem = too_big(shape.input_bytes(b.dtype.itemsize), memory_bytes(b.device))
     if problem:  # not allocated: past a CPU's RAM that would be the OOM killer, not an error
         return {"status": "oom", "reason": problem}
-    torch.manual_seed(b.s["SEED"] + shape.seq_len)
+    torch.manual_seed(b.s.SEED + shape.seq_len)
     try:
         if shape.layer == LINEAR:
             args, all_leaves = attn_kernels.Args(causal=True), linear_kernels.random_inputs(
@@ -172,10 +174,10 @@ def measure(inputs, shape, pass_, verdict: dict, check, b: AttentionBench) -> di
 TIMING_DEFAULTS = {"ITERS": 5, "WARMUP": 1, "WARMUP_MS": 200.0, "TIME_MS": 500.0}
 
 
-def floor_and_calls(s: dict) -> tuple[float, int]:
+def floor_and_calls(s: Settings) -> tuple[float, int]:
     """(seconds, calls) every point costs whatever its kernel: the warm-up and timed windows'
     floors, and the first (JIT) call, WARMUP and ITERS calls."""
-    return (s["WARMUP_MS"] + s["TIME_MS"]) / 1e3, 1 + s["WARMUP"] + s["ITERS"]
+    return (s.WARMUP_MS + s.TIME_MS) / 1e3, 1 + s.WARMUP + s.ITERS
 
 
 def points_s(work_flop: list, floor_s: float, calls: int, tflops: float) -> float:
@@ -193,7 +195,7 @@ class Progress:
     for FLOPs and TB/s for TFLOPS: the same arithmetic). On H200 (FA4, 128K) a
     FLOP-proportional estimate said 600 hours after the first 1K point."""
 
-    def __init__(self, work: list, s: dict, out):
+    def __init__(self, work: list, s: Settings, out):
         self.work, self.out = work, out
         self.floor_s, self.calls = floor_and_calls(s)
         self.n, self.best_tflops = 0, 0.0
@@ -227,20 +229,20 @@ def run_backend(backend, base: attn_kernels.AttentionShape, b: AttentionBench, w
     checked = run_check(backend, base, b)
     if isinstance(checked, dict):
         write(backend.name, base, None, **checked)
-        for seq_len in s["SEQLENS"]:
-            for pass_ in s["PASSES"]:
+        for seq_len in s.SEQLENS:
+            for pass_ in s.PASSES:
                 progress.point(point_text(layer_label(base), backend.name, seq_len, pass_, checked))
         return
     mode, check = checked
-    tol = attn_kernels.TOLERANCE[s["DTYPE"]]
+    tol = attn_kernels.TOLERANCE[s.DTYPE]
     notes = [REPEAT_KV_NOTE if mode == "repeat_kv" else "", GVA_NOTE if mode == "gva" else "",
              MASK_NOTE if base.doc_len and backend.packed == "mask" else "",
              BAND_NOTE if base.window and backend.window == "mask" else ""]
     common = {"gqa": mode, "tol": tol, "note": "; ".join(n for n in notes if n) or None}
-    for seq_len in s["SEQLENS"]:
+    for seq_len in s.SEQLENS:
         shape = replace(base, seq_len=seq_len)
         inputs = prepare(backend, shape, mode, b)
-        for pass_ in s["PASSES"]:
+        for pass_ in s.PASSES:
             names = CHECKED[pass_] if pass_ == "fwd" or not check.backward_error else ("out",)
             verdict = attn_kernels.judge(check.errors, names, tol)
             fields = {**verdict, **inputs} if isinstance(inputs, dict) else measure(
@@ -312,12 +314,12 @@ def run_all(bench: AttentionBench, plan: list, writer, out) -> list[dict]:
             "attention", backend=backend, seq_len=shape.seq_len if pass_ else None, **{"pass": pass_},
             layer=shape.layer, batch=shape.batch, heads=shape.heads, kv_heads=shape.kv_heads,
             head_dim=shape.head_dim, v_head_dim=shape.v_dim, window=shape.window, sinks=shape.sinks,
-            causal=shape.causal, dtype=bench.s["DTYPE"], packed_doc_len=shape.doc_len, **fields))
+            causal=shape.causal, dtype=bench.s.DTYPE, packed_doc_len=shape.doc_len, **fields))
 
     s = bench.s
     progress = Progress([replace(base, seq_len=n).flops(p) for base, chosen in plan
                          for name, reason in chosen if not reason
-                         for n in s["SEQLENS"] for p in s["PASSES"]], s, out)
+                         for n in s.SEQLENS for p in s.PASSES], s, out)
     bench.sampler.start()
     for base, chosen in plan:
         for name, reason in chosen:

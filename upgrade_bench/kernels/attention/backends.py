@@ -20,11 +20,11 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from . import attn_adapters
-from ..hardware import fingerprint
-from .attn_adapters import BHSD, BSHD
-from ..faults import BadInput
-from ..hardware.fingerprint import Device
+from . import adapters as attn_adapters
+from ...hardware import fingerprint
+from .adapters import BHSD, BSHD
+from ...faults import BadInput
+from ...hardware.fingerprint import Device
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..hardware import gpus
-from ..models.flops import tflops
-from .timing import summarize
+from ...hardware import gpus
+from ...models.flops import tflops
+from ..timing import summarize
 
 # --dtype choices -> the key of the GPU table's peak for that dtype. The table lists tensor-core
 # peaks; a float32 matmul runs on TF32 tensor cores or on CUDA cores as torch's precision

@@ -15,7 +15,7 @@ Coverage is counted in the backtest with the same rule, leaving the predicted pa
 """
 from dataclasses import dataclass
 
-from .series import normalise_dtype
+from ..series import normalise_dtype
 
 ATTENTION_BOUND_SHARE = 0.5   # more of the step's FLOPs in quadratic attention than in the rest
 MIN_PAIRS = 3                 # pairs of a kind (other than the one predicted) that calibrate it

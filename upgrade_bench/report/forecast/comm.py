@@ -4,7 +4,7 @@ link ratio. Either way the ratio's source says which.
 """
 import statistics
 
-from . import forecast_model
+from . import model as forecast_model
 
 # Only sizes on the bandwidth plateau: ZeRO's collectives move hundreds of MB a call (DeepSpeed's
 # reduce_bucket_size and allgather_bucket_size default to 5e8 elements), and below 64 MiB a

@@ -14,12 +14,12 @@ testable without a GPU.
 """
 from dataclasses import dataclass, replace
 
-from . import attn_adapters, attn_backends
-from ..models import flops
-from ..models.layers import FULL, LINEAR
-from .attn_adapters import BHSD, BSHD, Args
-from .attn_backends import Backend
-from ..hardware.fingerprint import Device
+from . import adapters as attn_adapters, backends as attn_backends
+from ...models import flops
+from ...models.layers import FULL, LINEAR
+from .adapters import BHSD, BSHD, Args
+from .backends import Backend
+from ...hardware.fingerprint import Device
 
 # The check runs each kernel on this many tokens before any timing: several 128-row tiles
 # (so tile edges and the causal diagonal are crossed), small enough for a float64 reference.

@@ -8,8 +8,9 @@ cuBLAS writes such a product in bf16 only).
 """
 import time
 
-from ..models import flops
-from . import mamf, timing
+from ...models import flops
+from . import search as mamf
+from .. import timing
 
 
 class MatmulBench:

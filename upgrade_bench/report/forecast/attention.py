@@ -5,11 +5,12 @@ ratios, each for the backend each GPU trains with. forecast_model.attention_rati
 """
 import statistics
 
-from . import forecast_model, published
-from ..hardware import gpus
-from ..kernels import attn_backends
-from .isolated_attention import ATTENTION_SHAPE
-from .series import Series, seq_label
+from . import model as forecast_model
+from ..published import guide as published
+from ...hardware import gpus
+from ...kernels.attention import backends as attn_backends
+from ..isolated_attention import ATTENTION_SHAPE
+from ..series import Series, seq_label
 
 
 def published_attention(base: str, cand: str, base_backend: str | None) -> tuple[dict, str]:

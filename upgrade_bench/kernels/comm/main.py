@@ -1,0 +1,201 @@
+"""bench_comm.py: the node's interconnect, measured under the collectives ZeRO and MoE run.
+
+The guide weighs interconnect next to memory and bandwidth, and the forecast scales exposed
+communication by the GPU table's link ratio; this measures what a node's fabric delivers (a
+degraded link or a PCIe-only node shows here): all_reduce (ZeRO-1/2's gradients), all_gather
+(ZeRO-3's parameters), reduce_scatter (ZeRO-2/3's gradient shards) and all_to_all (MoE's
+tokens) over torch.distributed, NCCL on GPUs, gloo on CPU ranks. Per op and size, the
+algorithm and bus bandwidth as nccl-tests counts them (doc/PERFORMANCE.md: busbw = algbw x
+2(n-1)/n for all_reduce, (n-1)/n for the others), decimal GB/s at the median call (each call
+the mean over ranks), and busbw's share of the GPU table's link figure in one direction (half
+the datasheet's duplex figure; null for a GPU without one, or ranks on several hosts).
+Timing is sustained, as training sees it: a first call, then WARMUP and ITERS calls (at least
+WARMUP_MS and TIME_MS of them) back to back, a CUDA event pair around each, no idle gap
+(upgrade_bench/kernels/timing.py). A line per size on stderr says what it gave and the time
+left; the headline (each op's best) and a table end the run. Rank 0 writes.
+
+Run it under a launcher, two ranks or more (one rank has no link to measure: refused):
+any that sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, one rank per GPU.
+NVLink multicast stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
+NVSHMEM_DISABLE_NVLS=1 are set in the process before the process group starts, where unset
+(on a shared host a multicast object can break other GPUs); the header's comm_env records
+every NCCL_ variable as the run saw it.
+
+Writes JSON lines: a `header`, then one `comm` record per size x op (status ok | oom | error:
+a size that does not fit is an oom record). Exit 1 if a point errored (a failed collective is
+the last point: the ranks may be out of step), 2 on bad input (one rank; no rendezvous
+address, or none answering within 5 minutes; the smallest size not fitting the device: rank 0
+says what every rank finds, a rank without a GPU says so itself), 4 when a record cannot be
+written, 130 on Ctrl-C (143 on SIGTERM) with every record so far written.
+
+    torchrun --nproc_per_node=8 bench_comm.py                      # every op, 1 MiB .. 4 GiB
+    OPS=all_gather,reduce_scatter SIZES_MIB="64 1024" deepspeed --num_gpus=2 bench_comm.py
+    SIZES_MIB="1 2" torchrun --nproc_per_node=2 bench_comm.py      # CPU: gloo, seconds
+"""
+import datetime
+import os
+import signal
+import socket
+import sys
+
+from ... import faults, settings
+from ...hardware import collectives, fingerprint, telemetry
+from . import bench as comm
+from ...interrupts import Interrupted, Signals, ignored
+from ..attention import bench as attn_bench
+from .. import timing
+from ...log import header, records
+from ...faults import BadInput
+from ...settings import Settings
+
+SCRIPT = "bench_comm.py"
+# A rank that never joins, or a collective that never ends, is an error after this long, not
+# after torch's default (10 min for NCCL, 30 for gloo): the longest default call takes 20 ms.
+TIMEOUT_S = 300
+VARS = [
+    settings.Var("OPS", "str_list", list(collectives.OPS), "collectives to time: all_reduce, all_gather, "
+                 "reduce_scatter, all_to_all"),
+    settings.Var("SIZES_MIB", "int_list", comm.DEFAULT_SIZES_MIB, "MiB of each call as nccl-tests counts it "
+                 "(all_gather's output, reduce_scatter's input); a size that does not fit becomes an oom record",
+                 min=1, max=2**20),
+    *timing.window_vars(comm.TIMING_DEFAULTS, "the first call"),
+    settings.OUTPUT,
+    settings.Var("NOTES", "str", "", "free text copied into the header"),
+]
+
+
+def validate(s: Settings) -> None:
+    """Cross-variable rules settings.Var cannot express; raises BadInput."""
+    if not s.OPS or any(op not in collectives.OPS for op in s.OPS):
+        raise BadInput(f"OPS={' '.join(s.OPS)!r}: expected a list of {'|'.join(collectives.OPS)}")
+
+
+def launched(environ) -> tuple[int, int, int]:
+    """(rank, ranks, local rank) as a launcher set them; BadInput for one rank, a value that
+    is no rank, or no rendezvous address."""
+    got = {}
+    for name, default in (("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
+        raw = environ.get(name) or default
+        if not raw.isdigit():
+            raise BadInput(f"{name}={raw!r}: expected a whole number >= 0, as a launcher sets it")
+        got[name] = int(raw)
+    if got["WORLD_SIZE"] < 2:
+        raise BadInput(f"WORLD_SIZE={got['WORLD_SIZE']}: a collective needs two ranks or more; run it under a "
+                       f"launcher, one rank per GPU: torchrun --nproc_per_node=N {SCRIPT}")
+    if got["RANK"] >= got["WORLD_SIZE"]:
+        raise BadInput(f"RANK={got['RANK']}: expected below WORLD_SIZE={got['WORLD_SIZE']}")
+    port = environ.get("MASTER_PORT", "")
+    if not environ.get("MASTER_ADDR") or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"MASTER_ADDR={environ.get('MASTER_ADDR', '')!r}, MASTER_PORT={port!r}: expected rank 0's "
+                       f"host and a port from 1 to 65535, as a launcher sets them")
+    return got["RANK"], got["WORLD_SIZE"], got["LOCAL_RANK"]
+
+
+def check_fits(sizes_mib: list, ops: list, ranks: int, capacity_bytes: int) -> None:
+    """BadInput unless the smallest size fits in `capacity_bytes` for every op asked (a
+    larger size that does not is an `oom` record)."""
+    smallest = min(sizes_mib)
+    need = max(collectives.allocated_bytes(op, smallest * comm.MIB, ranks) for op in ops)
+    problem = attn_bench.too_big(need, capacity_bytes)
+    if problem:
+        raise BadInput(f"SIZES_MIB={smallest}: {problem}")
+
+
+def rank_device(rank: int, local_rank: int, ranks: int) -> tuple:
+    """(this rank's device, what one rank's buffers must fit in); BadInput, naming the rank,
+    where the host has no GPU for it: only the ranks past the GPUs find that."""
+    import torch
+
+    if not torch.cuda.is_available():  # CPU ranks share the host's RAM
+        return torch.device("cpu"), attn_bench.memory_bytes(torch.device("cpu")) // ranks
+    if local_rank >= torch.cuda.device_count():
+        raise BadInput(f"rank {rank}: LOCAL_RANK={local_rank}: this host has {torch.cuda.device_count()} GPU(s) "
+                       f"visible; one rank per GPU")
+    device = torch.device("cuda", local_rank)
+    return device, attn_bench.memory_bytes(device)
+
+
+def measure_all() -> int:
+    """The run; every rank calls it. Bad input every rank finds alike (the settings, the
+    launch, the sizes) rank 0 alone says; the others end with exit 2 quietly."""
+    try:
+        s = settings.load(VARS, __doc__)
+        validate(s)
+        rank, ranks, local_rank = launched(os.environ)
+    except BadInput:
+        if not rank_zero(os.environ):
+            return faults.EXIT_BAD_INPUT
+        raise
+    device, capacity = rank_device(rank, local_rank, ranks)
+    try:
+        check_fits(s.SIZES_MIB, s.OPS, ranks, capacity)
+    except BadInput:
+        if rank:
+            return faults.EXIT_BAD_INPUT
+        raise
+    comm_env, warnings = comm.multicast_env(os.environ)  # before the process group starts
+    import torch.distributed as dist
+
+    stdout = records.claim_stdout()  # NCCL_DEBUG and the launcher print to stdout too
+    on_gpu = device.type == "cuda"
+    if on_gpu:  # the events, the spin and all_gather_object's tensors go to the current device
+        import torch
+
+        torch.cuda.set_device(device)
+    try:
+        dist.init_process_group("nccl" if on_gpu else "gloo", device_id=device if on_gpu else None,
+                                timeout=datetime.timedelta(seconds=TIMEOUT_S))
+    except dist.DistError as err:  # the rendezvous: no rank 0 at that address, a port taken, a rank that never came
+        raise BadInput(f"rank {rank}: the process group did not start at MASTER_ADDR={os.environ['MASTER_ADDR']} "
+                       f"MASTER_PORT={os.environ['MASTER_PORT']}: {str(err).splitlines()[0]}") from None
+    hosts = [None] * dist.get_world_size()
+    dist.all_gather_object(hosts, socket.gethostname())
+    gpu_name = fingerprint.gpu_name()
+    link, row = collectives.link_gbps(gpu_name)
+    if not on_gpu:
+        warnings.append("no GPU: gloo on CPU ranks, host-clock timings, for testing the script only")
+    if len(set(hosts)) > 1:
+        warnings.append(f"ranks on {len(set(hosts))} hosts: the network between them bounds these figures, "
+                        f"not one node's links; share_of_link is null")
+        link = None
+    elif link is None:
+        what = f"{gpu_name!r}" if gpu_name else "this device (no GPU)"
+        warnings.append(f"no link bandwidth in the GPU table for {what}: share_of_link is null")
+    writer = records.RecordWriter(SCRIPT, s.OUTPUT, enabled=rank == 0, stream=stdout)
+    writer.write("header", **header.fields(settings.as_dict(s), s.NOTES, warnings, comm_env=comm_env))
+    say = sys.stderr if rank == 0 else open(os.devnull, "w")
+    for warning in warnings:
+        say.write(f"warning: {warning}\n")
+    bench = comm.CommBench(s, device, dist.get_world_size(), capacity, link, telemetry.RunSampler(local_rank))
+    done = comm.run_all(bench, writer.write, say)
+    say.write(comm.format_table(done) + "\n" + comm.headline(done, link, f"table:{row}" if row else None) + "\n")
+    failed = any(r["status"] == "error" for r in done)
+    if not failed:  # after a failed collective another rank may never arrive
+        dist.barrier()  # rank 0 hosts the store: no rank's exit pulls it from under another
+    dist.destroy_process_group()
+    return faults.EXIT_ERROR if failed else 0
+
+
+def rank_zero(environ) -> bool:
+    raw = environ.get("RANK", "0")
+    return not (raw.isdigit() and int(raw) > 0)
+
+
+def main() -> int:
+    """measure_all, and Ctrl-C or SIGTERM at any point as one line (rank 0's) and 128 + the signal."""
+    signals = Signals()
+    signals.install()
+    try:
+        return measure_all()
+    except Interrupted as sig:
+        with ignored():
+            if rank_zero(os.environ):
+                sys.stderr.write(f"interrupted by {signal.Signals(sig.signum).name}: every record so far is "
+                                 f"written\n")
+            dist = sys.modules.get("torch.distributed")  # not imported yet: no process group either
+            if dist and dist.is_initialized():
+                dist.destroy_process_group()
+        return signals.exit_code()
+    finally:
+        signals.restore()
+
