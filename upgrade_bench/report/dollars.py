@@ -169,36 +169,41 @@ def train_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
     return out
 
 
-def owner_cells(w: Workload, opts: Assumptions, seq_len: int) -> list:
-    """Per GPU at one length: (owner's $/1M tokens with its energy's source, the owner's call,
-    the renter's call), the calls '' for the baseline."""
+@dataclass
+class OwnerRow:
+    side: Side
+    cost: OwnerCost
+    owner: str = ""     # a candidate's call for an owner: cheaper / even / dearer / no call
+    renter: str = ""    # its call for a renter at the --price, beside it
+
+    def usd_words(self, unit: str = "", terse: bool = True) -> str:
+        """'$0.18 ($0.178-$0.201)' and `unit`, with where an estimated energy came from ('est.
+        energy' where `terse`); or why there is none."""
+        if self.cost.usd_per_mtok is None:
+            return f"no owner's cost ({self.cost.why})"
+        how = "" if self.side.energy_how == "measured" else " (est. energy)" if terse else f" ({self.side.energy_how})"
+        return _fmt_range(self.cost.usd_per_mtok, "$") + unit + how
+
+
+def owner_rows(w: Workload, opts: Assumptions, seq_len: int) -> list:
+    """Per GPU at one length, the baseline first: the owner's cost and, for a candidate, the
+    owner's call beside the renter's."""
     found = sides(w, seq_len)
     costs = [owner_cost(s, opts) for s in found]
-    out = []
-    for i, (side, cost) in enumerate(zip(found, costs)):
-        if cost.usd_per_mtok is None:
-            out.append((f"none: {cost.why}", "", ""))
-            continue
-        usd = f"{_fmt_range(cost.usd_per_mtok, '$')}" + ("" if side.energy_how == "measured" else
-                                                          f" (energy {side.energy_how})")
+    out = [OwnerRow(found[0], costs[0])] if found else []
+    for side, cost in zip(found[1:], costs[1:]):
         renter = next((r.word for r in w.regimes if r.candidate == side.gpu and r.source == side.source
                        and seq_len in r.seq_lens), None)
-        got = owner_call(costs[0], cost, side.fits) if i else None
-        out.append((usd, OWNER_WORDS.get(got.word, got.word) if got else ("" if not i else "no call"),
-                    ("" if not i else OWNER_WORDS.get(renter, "no call"))))
+        got = owner_call(costs[0], cost, side.fits)
+        out.append(OwnerRow(side, cost, OWNER_WORDS.get(got.word, got.word) if got else "no call",
+                            OWNER_WORDS.get(renter, "no call")))
     return out
 
 
 def owner_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
     """Per GPU at one length: the owner's $/1M tokens, and each candidate's call beside the renter's."""
-    out = []
-    for side, (usd, owner, renter) in zip(sides(w, seq_len), owner_cells(w, opts, seq_len)):
-        energy = "" if side.energy_how == "measured" or usd.startswith("none") else " (est. energy)"
-        usd = usd.split(" (energy")[0]
-        out.append(f"{side.gpu} {side.source}: " + (f"no owner's cost ({usd.removeprefix('none: ')})"
-                                                     if usd.startswith("none") else f"{usd}/1M tokens{energy}")
-                   + (f"; owner {owner}, renter {renter}" if owner else ""))
-    return out
+    return [f"{row.side.gpu} {row.side.source}: {row.usd_words('/1M tokens')}"
+            + (f"; owner {row.owner}, renter {row.renter}" if row.owner else "") for row in owner_rows(w, opts, seq_len)]
 
 
 def assumptions_words(opts: Assumptions) -> str:
@@ -246,10 +251,10 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
     for w in workload_list:
         rows = []
         for n in sorted({n for r in w.regimes for n in r.seq_lens} & set(w.base.points)):
-            owner = owner_cells(w, opts, n) if opts.owned else None
+            owner = owner_rows(w, opts, n) if opts.owned else None
             for i, side in enumerate(sides(w, n)):
                 rows.append([seq_label(n), f"{side.gpu} ({side.source})", *train_cells(side, opts, node_gpus(w, opts))]
-                            + (list(owner[i]) if owner else []))
+                            + ([owner[i].usd_words(terse=False), owner[i].owner, owner[i].renter] if owner else []))
         if rows:
             scaled = "" if w.scope.whole else f" Scaled from the cut: {scaling_words(w.scope)}."
             out += ["", f"**{workload_title(w)}**, on {node_gpus(w, opts)} "

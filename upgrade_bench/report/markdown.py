@@ -1,16 +1,17 @@
-"""report.md and what plot_results.py prints: the page in order, from the verdict blocks
-(verdict_blocks.py) and the tables after them (detail_tables.py).
+"""report.md: the page in order, from the answer (answer.py), the verdict blocks
+(verdict_blocks.py) and the tables after them (detail_tables.py); the terminal's text is
+terminal.py's.
 
-The page opens with the prices and the answer (answer.py: a sentence per baseline, candidate
-and regime), then the forecasts, one verdict block per comparison, the series that pair with
-nothing and why, then the figures and the detailed tables.
+The page opens with the prices and the answer (answer.py: a sentence per workload, candidate
+and regime), the cost to train and the owner's cost (dollars.py), then the forecasts, one
+verdict block per comparison, the series that pair with nothing and why, then the figures and
+the detailed tables.
 """
 from . import detail_tables, formats
 from .answer import answer_markdown
 from .comparisons import Analysis
 from .forecast.page import forecast_markdown
-from .series import GUIDE_LABEL, seq_label
-from .tables import fmt
+from .series import GUIDE_LABEL
 from .text import md_cell, md_text
 from .verdict_blocks import verdict_block
 from .words import stack_words, title
@@ -39,8 +40,7 @@ def prices_line(a: Analysis) -> str:
 
 def opening(a: Analysis, dollars: str = "") -> list:
     """What the page opens with: the prices, why a --forecast shows nothing, the answer per
-    workload, and `dollars` (the cost to train and the owner's cost). A check of the node
-    itself, which must come before any upgrade verdict, goes first: before the prices."""
+    workload, and `dollars` (the cost to train and the owner's cost)."""
     out = [prices_line(a), ""] + [f"**{note}**\n" for note in a.forecast_notes]
     answer = answer_markdown(a)
     return out + ([answer] if answer else []) + ([dollars] if dollars else [])
@@ -74,6 +74,8 @@ def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") ->
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
                 "what they held is missing from the verdicts below.", ""]
+    # The check of the node itself goes here, above the prices and the answer: no upgrade
+    # verdict may come before it.
     out += opening(a, dollars)
     if a.forecasts:
         out += ["## Forecasts (not measured)", ""] + [forecast_markdown(fc) + "\n" for fc in a.forecasts]

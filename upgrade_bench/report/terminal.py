@@ -132,7 +132,7 @@ def terminal_text(a, opts: Assumptions, report: str | None = None) -> str:
     """What plot_results.py prints: the prices, the answer, the bottom line, the cost to train
     and the owner's cost of your workload, and where the rest is (why a --forecast gave nothing
     goes to stderr)."""
-    head = _wrapped(prices_text(a), "")
+    head = _wrapped(prices_text(a), "")  # a check of the node itself goes before this: no verdict precedes it
     found = workloads(a)
     w = yours(found)
     tail = []
