@@ -94,13 +94,15 @@ def test_one_node_folder_with_a_forecast_prices_the_cut_as_the_whole_model_and_o
 
 
 def test_a_forecast_that_does_not_fit_gets_no_price_call(tmp_path, capsys):
-    code, lines, err = run(capsys, REPO / "results", "--forecast", "H100", "--price", "H100=2", "--price",
-                           "H200=3.5", "--out", tmp_path / "r")
+    # the 8-layer cut's 32K step took 84.4 GiB of an H200: more than an H100's 80
+    code, lines, err = run(capsys, REPO / "results" / "h200x1_8L_rightsized_fa4_liger.jsonl", "--forecast", "H100",
+                           "--price", "H100=2", "--price", "H200=3.5", "--out", tmp_path / "r")
     assert code == 0, err
     fits_a_terminal(lines)
     no_fit = [line for line in lines if "NO: " in line]
     assert no_fit and all(" no call " in line and "cheaper" not in line and "/h" not in line for line in no_fit)
     assert any(line.startswith("  H100 SXM forecast  32K ") and line.endswith("NO: 84>80") for line in no_fit)
+    assert "Bottom line [1]: H100 SXM (forecast) at $2.00/GPU-hour is cheaper at 8K; does not fit at 32K; it" in lines
     page = (tmp_path / "r" / "report.md").read_text()
     assert "no price call: it does not fit, the baseline's peak is 84.4 GiB, more than its 80 GiB" in page
 
