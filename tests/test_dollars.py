@@ -7,7 +7,7 @@ import pytest
 
 from conftest import REPO
 from upgrade_bench import faults
-from upgrade_bench.report import cost, verdict
+from upgrade_bench.report import cost, dollars, verdict
 from upgrade_bench.report import main as plot_results
 from upgrade_bench.report.dollars import compact
 
@@ -43,6 +43,16 @@ def test_the_formulas_by_hand():
         1e6 / 3.6e7 + 24_500 / 3.6e6 * 1.3 * 0.08)
     assert cost.board_j_per_token(700 * 0.76, 26_600.0) == pytest.approx(0.02)
     assert cost.whole_model_factor(WHOLE_8K_TFLOP, CUT_8K_TFLOP) == pytest.approx(3.379, abs=1e-3)
+
+
+def test_a_gpu_without_logs_draws_its_rated_power_as_the_baseline_did_or_as_training_does():
+    tokens = (1000.0, 800.0, 1250.0)  # (mid, slowest, fastest) tokens/s
+    # the baseline drew half its rating here (an offloaded step idles): the candidate too, up to 76%
+    j, how = dollars._rated("B200 SXM", tokens, share=0.5, base="H200 SXM")
+    assert j == pytest.approx((500 / 1000, 500 / 1250, 760 / 800))
+    assert how == "estimated: 50% of its rated 1000 W as the H200 SXM drew here, to 76%"
+    j, how = dollars._rated("B200 SXM", tokens)  # nothing measured: 76% (Newkirk et al.) to all of it
+    assert j == pytest.approx((760 / 1000, 760 / 1250, 1000 / 800)) and how.endswith("76% to 100% of its rated 1000 W")
 
 
 def test_the_noise_floor_is_the_spread_of_the_committed_h200_node_runs():

@@ -48,6 +48,7 @@ class Regime:
     sure: str = ""                  # how sure, in words
     note: str = ""                  # instead of a call: why none
     across: str = ""                # the --ignore-config settings the pair differs in, with both values
+    cand_j_per_token: list = field(default_factory=list)  # the candidate's measured board energy per length
 
     @property
     def lengths(self) -> str:
@@ -127,7 +128,8 @@ def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
             [_scaled(r.other_usd_per_mtok, r.seq_len, sc) for r in seg],
             c.usd_per_gpu_hour, max(filter(None, peaks), default=None), c.other.hbm_gib, sure_words(c),
             "" if seg[0].cost else (f"no price for {' and '.join(c.unpriced)}" if c.unpriced else
-                                    "no throughput recorded"), ignored_words(c.ignored) if c.ignored else ""))
+                                    "no throughput recorded"), ignored_words(c.ignored) if c.ignored else "",
+            [(r.other or {}).get("energy_j_per_token") for r in seg]))
     return out, notes
 
 

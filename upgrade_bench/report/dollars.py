@@ -42,6 +42,7 @@ class Side:
     energy_how: str              # 'measured', 'rated board power ...', or why none
     usd_per_gpu_hour: float | None
     fits: bool = True
+    power_share: float | None = None   # measured mean board power over the rated: how hard this workload drives a GPU
 
 
 def _triple(mid: float, factors: tuple | None) -> tuple:
@@ -49,15 +50,31 @@ def _triple(mid: float, factors: tuple | None) -> tuple:
     return (mid, mid / factors[1], mid / factors[0]) if factors else (mid, mid, mid)
 
 
-def _rated(gpu: str, tokens_per_s: tuple) -> tuple:
-    """(J/token (mid, low, high), how) from the GPU table's board power, or (None, why)."""
+def _rated(gpu: str, tokens_per_s: tuple, share: float | None = None, base: str = "") -> tuple:
+    """(J/token (mid, low, high), how) from the GPU table's board power, or (None, why): at
+    `share` of it, the share the baseline `base` drew measured on this workload (an offloaded
+    step leaves a GPU idle for long), between it and the share measured in training; without
+    one, from that share to the whole rating."""
     spec = gpus.lookup(gpu)
     if spec is None or not spec.tdp_w:
         return None, "no measured energy and no rated board power in the GPU table"
-    low_w, high_w = spec.tdp_w * TRAINING_POWER_SHARE, spec.tdp_w
-    return ((board_j_per_token(low_w, tokens_per_s[0]), board_j_per_token(low_w, tokens_per_s[2]),
-             board_j_per_token(high_w, tokens_per_s[1])),
-            f"estimated: {TRAINING_POWER_SHARE:.0%} to 100% of its rated {spec.tdp_w:.0f} W")
+    if share:
+        mid, low, high = share, min(share, TRAINING_POWER_SHARE), max(share, TRAINING_POWER_SHARE)
+        how = (f"estimated: {share:.0%} of its rated {spec.tdp_w:.0f} W as the {base} drew here, to "
+               f"{TRAINING_POWER_SHARE:.0%}")
+    else:
+        mid, low, high = TRAINING_POWER_SHARE, TRAINING_POWER_SHARE, 1.0
+        how = f"estimated: {TRAINING_POWER_SHARE:.0%} to 100% of its rated {spec.tdp_w:.0f} W"
+    watts = [spec.tdp_w * min(x, 1.0) for x in (mid, low, high)]
+    return ((board_j_per_token(watts[0], tokens_per_s[0]), board_j_per_token(watts[1], tokens_per_s[2]),
+             board_j_per_token(watts[2], tokens_per_s[1])), how)
+
+
+def _power_share(gpu: str, point: dict) -> float | None:
+    """The point's measured mean board power over its GPU's rated power, or None."""
+    spec = gpus.lookup(gpu)
+    watts = point.get("power_w_mean")
+    return watts / spec.tdp_w if spec and spec.tdp_w and isinstance(watts, (int, float)) and watts > 0 else None
 
 
 def base_side(w: Workload, seq_len: int, price: float | None) -> Side | None:
@@ -72,18 +89,23 @@ def base_side(w: Workload, seq_len: int, price: float | None) -> Side | None:
     tokens = _triple(tok / factor, step_time_range(s.repeats.get(seq_len) or [point], point))
     energy = point.get("energy_j_per_token")
     if energy:
-        return Side(s.gpu, s.provenance, tokens, (energy * factor,) * 3, "measured", price)
+        return Side(s.gpu, s.provenance, tokens, (energy * factor,) * 3, "measured", price,
+                    power_share=_power_share(s.gpu, point))
     if not s.reference:
         return Side(s.gpu, s.provenance, tokens, None, "not measured: its summaries record no board energy "
                     "(a CPU run, or no GPU telemetry)", price)
     return Side(s.gpu, s.provenance, tokens, *_rated(s.gpu, tokens), price)
 
 
-def candidate_side(base: Side, regime, seq_len: int) -> Side:
+def candidate_side(base: Side, regime, seq_len: int, factor: float) -> Side:
+    """A candidate at one length: the baseline's throughput times its speedup range; its own
+    measured energy where its logs hold one (a cut's times `factor`), else its rated power's."""
     i = regime.seq_lens.index(seq_len)
     mid, low, high = regime.speedups[i]
     tokens = (base.tokens_per_s[0] * mid, base.tokens_per_s[1] * low, base.tokens_per_s[2] * high)
-    j, how = _rated(regime.candidate, tokens)
+    measured = regime.cand_j_per_token[i] if regime.cand_j_per_token else None
+    j, how = ((measured * factor,) * 3, "measured") if measured else _rated(regime.candidate, tokens, base.power_share,
+                                                                             base.gpu)
     return Side(regime.candidate, regime.source, tokens, j, how, regime.prices[1], regime.word != NO_FIT)
 
 
@@ -93,7 +115,8 @@ def sides(w: Workload, seq_len: int) -> list:
     base = base_side(w, seq_len, price)
     if base is None:
         return []
-    return [base] + [candidate_side(base, r, seq_len) for r in w.regimes if seq_len in r.seq_lens]
+    factor = 1.0 if w.scope.whole else w.scope.factors[seq_len]
+    return [base] + [candidate_side(base, r, seq_len, factor) for r in w.regimes if seq_len in r.seq_lens]
 
 
 def node_gpus(w: Workload, opts: Assumptions) -> int:
