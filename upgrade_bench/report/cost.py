@@ -20,8 +20,7 @@ DEFAULT_USD_PER_KWH = 0.08
 # --own GPU=USD[:YEARS]: a GPU's price spread over 4 years of round-the-clock use.
 DEFAULT_YEARS = 4.0
 # A GPU without a measured energy: training nodes draw about 76% of their rated power (Newkirk
-# et al., arXiv 2506.14551, measured against TDP-based estimates); the range runs up to the
-# board's full rated power.
+# et al., arXiv 2506.14551, measured against TDP-based estimates).
 TRAINING_POWER_SHARE = 0.76
 
 

@@ -7,9 +7,10 @@ Throughput is the workload's measured tokens per second per GPU (a candidate's: 
 the baseline's times its speedup range); a cut's is scaled to the whole model by the FLOP
 count (whole_model.py), said so. Energy is the summaries' measured board energy per token
 (`energy_j_per_token`); a GPU without it in its logs (published, forecast) takes its rated
-board power, from the share measured in training (cost.TRAINING_POWER_SHARE) up to all of it,
-labelled an estimate; a measured run without telemetry (a CPU, no NVML) says so and gets no
-owner's cost. Formulas in cost.py.
+board power at the share the baseline drew on this workload, to the share measured in training
+(cost.TRAINING_POWER_SHARE), or from that share to all of it where the baseline's power is not
+measured, labelled an estimate; a measured run without telemetry (a CPU, no NVML) says so and
+gets no owner's cost. Formulas in cost.py.
 """
 from dataclasses import dataclass, field
 
