@@ -6,6 +6,7 @@ checked against the schema and its arithmetic by hand; bad input refused in one 
 any process group; in this process on a world of one, a failed allocation, a failed
 collective and Ctrl-C as records and exit codes.
 """
+import os
 import signal
 import socket
 import subprocess
@@ -336,3 +337,23 @@ def test_the_yardstick_runs_every_op_and_prints_a_json_line_each(world_of_one, a
     for r in lines:  # a world of one: nothing crosses a link, so busbw is 0 whatever the time
         assert r["ranks"] == 1 and r["size_bytes"] == r["size_mib"] * MIB and r["busbw_gbps"] == 0.0
         assert r["algbw_gbps"] == pytest.approx(r["size_bytes"] / (r["ms"] / 1e3) / 1e9)
+
+
+def test_nccl_transports_are_read_from_its_info_lines(tmp_path):
+    from upgrade_bench.kernels.comm import transport as nccl_transport
+
+    lines = ["vm:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+             "vm:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+             "vm:1:2 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [send] via NET/Socket/0",
+             "vm:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 2[2] via SHM/direct/direct",
+             "vm:1:2 [0] NCCL INFO Connected all rings"]
+    assert nccl_transport.transports(lines) == ["P2P/CUMEM", "NET/Socket", "SHM/direct"]
+    env = {}
+    folder = nccl_transport.ask(env)
+    assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_FILE"].startswith(folder)
+    with open(env["NCCL_DEBUG_FILE"].replace("%p", "42"), "w") as f:
+        f.write("\n".join(lines))
+    assert nccl_transport.read(folder) == ["P2P/CUMEM", "NET/Socket", "SHM/direct"]
+    nccl_transport.forget(folder)
+    assert not os.path.exists(folder) and nccl_transport.read(folder) is None
+    assert nccl_transport.ask({"NCCL_DEBUG": "WARN"}) is None  # the user's own is left alone

@@ -9,6 +9,7 @@ from conftest import run_proc
 from upgrade_bench.kernels.attention import backends as attn_backends
 from upgrade_bench import faults
 from upgrade_bench.hardware import fingerprint
+from upgrade_bench.capability import health
 from upgrade_bench.capability import verdicts as caps
 from upgrade_bench.faults import BadInput
 from upgrade_bench.capability import probes
@@ -324,8 +325,9 @@ def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path, as_script
     assert {r["kind"] for r in rest} == {"capability"}
     assert all(r["run_id"] == header["run_id"] for r in rest)
     items = [r["item"] for r in rest]
-    assert len(items) == len(set(items)) == 23
-    assert {r["category"] for r in rest} == {"dtype", "attention", "memory", "interconnect"}
+    assert len(items) == len(set(items)) == 28
+    assert {r["category"] for r in rest} == {"dtype", "attention", "memory", "interconnect", "health"}
+    assert [i for i in items if i.startswith("health:")] == list(health.FAULTS)  # each skipped in one line below
     trains = {"matmul:fp8_e4m3:tensorwise": "fp8-tensorwise", "matmul:fp8_e4m3:rowwise": "fp8-rowwise|fp8-rowwise-gw-hp",
               "matmul:mxfp8:block32": "mxfp8", "matmul:nvfp4:block16": "nvfp4"}
     for r in rest:
@@ -381,3 +383,38 @@ def test_the_attention_probe_calls_each_kernel_causal_as_the_benchmark_does(name
     out = probes.attention_function(name)(q, k, v)
     assert out.shape == q.shape
     assert (out - probes.reference_attention(q, k, v)).abs().max().item() < 1e-4  # fp32 in, fp32 out
+
+
+# ---- health: NVML's readings judged (the readings themselves need a GPU) ---------------------
+
+def test_health_fault_rules_name_the_gpu_and_what_is_wrong():
+    gpus = [{"power_limit_w": 700.0, "default_power_limit_w": 700.0, "pcie_busy": True, "pcie_gen": 5,
+             "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16, "remapped_rows": (0, 0, 0, 0),
+             "throttle": ["sw_power_cap"], "app_sm_clock_mhz": 1980, "default_app_sm_clock_mhz": 1980},
+            {"power_limit_w": 450.0, "default_power_limit_w": 700.0, "pcie_busy": True, "pcie_gen": 4,
+             "pcie_width": 8, "pcie_gen_max": 5, "pcie_width_max": 16, "ecc_uncorrected_volatile": 2,
+             "remapped_rows": (3, 1, 1, 0), "throttle": ["hw_slowdown"], "app_sm_clock_mhz": 1410,
+             "default_app_sm_clock_mhz": 1980},
+            {"pcie_busy": False, "pcie_gen": 1, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16,
+             "remapped_rows": None, "retired_pages_pending": 1}]
+    assert health.power_limit_faults(gpus) == ["GPU 1: power limit 450 W, below its default 700 W"]
+    assert health.pcie_faults(gpus) == ["GPU 1: PCIe link at Gen4 x8 under load, of Gen5 x16"]  # GPU 2 idle: gen not judged
+    assert health.ecc_faults(gpus) == ["GPU 1: 2 uncorrected ECC errors since boot"]
+    assert health.memory_row_faults(gpus) == ["GPU 1: a row remap pending (1 uncorrectable rows): reset the GPU",
+                                              "GPU 2: retired pages pending: reset the GPU"]
+    assert health.clock_faults(gpus) == ["GPU 1: hw_slowdown now",
+                                         "GPU 1: application SM clock 1410 MHz, below its default 1980 MHz"]
+
+
+def test_a_health_item_says_what_nvml_could_not_read_and_its_faults_reach_the_node_check():
+    from upgrade_bench.report import node_health
+
+    gpus = [{"power_limit_w": 500.0, "default_power_limit_w": 700.0}]
+    answer = health.verdict_of("health:power_limit", gpus, ["default_power_limit_w", "pcie_gen"])
+    assert answer.detail == ("GPU 0: power limit 500 W, below its default 700 W "
+                             "(not readable here: default_power_limit_w)")
+    assert answer.value["gpus"] == [{"power_limit_w": 500.0, "default_power_limit_w": 700.0}]
+    fine = health.verdict_of("health:ecc", [{"ecc_uncorrected_volatile": 0}], [])
+    assert fine.detail == "1 GPU(s), nothing wrong" and fine.value["faults"] == []
+    record = {"status": "ok", "value": answer.value}
+    assert node_health.capability_faults({"health:power_limit": record}) == answer.value["faults"]

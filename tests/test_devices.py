@@ -59,6 +59,9 @@ class FakeNvml:
     def nvmlDeviceGetEnforcedPowerLimit(self, handle):
         return 700_000  # mW
 
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle):
+        return 700_000
+
     def nvmlDeviceGetMaxClockInfo(self, handle, clock):
         return {1: 1980, 2: 2619}[clock]
 
@@ -86,7 +89,7 @@ class FakeAmdsmi:
         return 206_141_652_992
 
     def amdsmi_get_power_cap_info(self, h):
-        return {"power_cap": 750_000_000}  # microwatts
+        return {"power_cap": 750_000_000, "default_power_cap": 750_000_000}  # microwatts
 
     def amdsmi_get_clock_info(self, h, kind):
         return {"max_clk": {0: 2100, 1: 1300}[kind]}
@@ -104,14 +107,16 @@ def test_nvml_answers_first_and_neither_amdsmi_nor_torch_is_asked(monkeypatch, t
     (kfd := tmp_path / "kfd").touch()
     (h100,) = devices.visible_gpus({}, FakeNvml(), never, kfd=str(kfd))
     assert h100 == Gpu("NVIDIA H100 80GB HBM3", 79.2, (9, 0), uuid="GPU-1234", driver="570.86.15",
-                       power_limit_w=700.0, max_sm_clock_mhz=1980, max_mem_clock_mhz=2619)
+                       power_limit_w=700.0, default_power_limit_w=700.0, max_sm_clock_mhz=1980,
+                       max_mem_clock_mhz=2619)
 
 
 def test_without_nvidia_amdsmi_answers_with_rocm_numbering(monkeypatch):
     monkeypatch.setattr(devices, "seen_by_torch", never)
     first, second = devices.visible_gpus({"HIP_VISIBLE_DEVICES": "0,1"}, Unanswered(), FakeAmdsmi())
     assert first == Gpu("AMD Instinct MI300X", 192.0, (9, 4), is_hip=True, uuid="GPU-5c2e0ac1d9c4e3a1",
-                        driver="6.10.5", power_limit_w=750.0, max_sm_clock_mhz=2100, max_mem_clock_mhz=1300)
+                        driver="6.10.5", power_limit_w=750.0, default_power_limit_w=750.0, max_sm_clock_mhz=2100,
+                        max_mem_clock_mhz=1300)
     assert (first.sm_count, second.sm_count) == (None, 304)  # "N/A" is not a count
     assert devices.hardware([first])["arch"] == "gfx94"  # never read as Hopper's sm_94
 

@@ -34,7 +34,8 @@ def fits_a_terminal(lines: list) -> None:
 def test_the_formulas_by_hand():
     assert cost.break_even_usd_per_gpu_hour(3.50, 1.87) == pytest.approx(6.545)
     t = cost.train_cost(1e12, 10_000.0, 8, 2.0)
-    assert (t.gpu_hours, t.usd, t.days) == pytest.approx((1e12 / 1e4 / 3600, 2e12 / 1e4 / 3600, 1e12 / 1e4 / 3600 / 8 / 24))
+    hours = 1e12 / 1e4 / 3600
+    assert (t.gpu_hours, t.usd, t.days) == pytest.approx((hours, 2 * hours, hours / 8 / 24))
     assert cost.train_cost(1e12, 10_000.0, 8, None).usd is None
     assert cost.owned_usd_per_gpu_hour(30_000, 4) == pytest.approx(30_000 / 35_064)  # 4 x 8766 hours
     # 0.0245 J/token: 24,500 J per 1M tokens = 6.81 Wh, x1.3 PUE at $0.08/kWh

@@ -257,6 +257,7 @@ def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
     with open(out / "backtest.csv", newline="") as f:
         assert tuple(csv.DictReader(f).fieldnames) == backtest.BACKTEST_COLUMNS
     assert page.index("## The answer") < page.index("## Forecasts (not measured)") < page.index("**No comparison**")
+    assert page.index("## Is this node healthy?") < page.index("## The answer")  # the node check opens the page
     assert "split fitted to its own sweep (4 lengths)" in page
     with open(out / "points.csv", newline="") as f:
         rows = list(csv.DictReader(f))

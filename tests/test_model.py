@@ -11,7 +11,7 @@ from transformers import CONFIG_MAPPING, AutoConfig
 
 from conftest import REPO
 from upgrade_bench.training import engine, run_config, variables
-from upgrade_bench.models import model
+from upgrade_bench.models import architecture, model
 from upgrade_bench import settings
 from upgrade_bench.faults import BadInput
 
@@ -53,7 +53,7 @@ def test_architectures_the_flop_count_does_not_cover_are_refused(tmp_path):
     bert = CONFIG_MAPPING["bert"](hidden_size=64, intermediate_size=160, num_hidden_layers=2,
                                   num_attention_heads=4, vocab_size=1024).to_dict()
     with pytest.raises(BadInput, match=r"model type 'bert' is not one the FLOP count covers: "
-                                         r"llama, mistral, qwen2, qwen3, gemma, gemma3_text, qwen3_moe"):
+                                         + ", ".join(architecture.FAMILIES)):
         run_config.resolve_here(training(MODEL=saved(tmp_path, bert)))
     # A window is counted now (the causal band), not refused: Mistral windows every layer.
     windowed = {**TINY, "model_type": "mistral", "sliding_window": 32}
@@ -67,7 +67,7 @@ def test_a_document_of_one_token_is_refused_as_every_label_would_be_masked():
     for doc_len, predicted in ((1, 0), (2, 4)):  # 8 tokens: what the loss can learn from
         batch = engine.make_batch(1, 8, doc_len, (0, 50), torch.device("cpu"), torch.Generator().manual_seed(0))
         assert int((batch["labels"][0, 1:] != -100).sum()) == predicted  # labels shift by one
-    assert run_config.resolve_here(training(PACKED_DOC_LEN=2)).resolved.settings.PACKED_DOC_LEN == 2
+    assert run_config.resolve_here(training(PACKED_DOC_LEN=2)).resolved.train.PACKED_DOC_LEN == 2
 
 
 # ---------------------------------------------------------------- a hub id, online or not

@@ -523,7 +523,8 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     kinds = [line.split(":")[0] for line in lines if line.startswith("[")]
     assert kinds == ["[1] Whole model", "[2] Whole model", "[3] Cut", "[4] Published"]
     cut = lines.index(next(line for line in lines if line.startswith("[3] Cut: llama-3.1-8b, 8 of 32 layers")))
-    assert "  $/token scaled x3.38-3.53 to the whole model by FLOPs per token, at the cut's TFLOPS/GPU" in lines[cut:cut + 3]
+    scaled = "  $/token scaled x3.38-3.53 to the whole model by FLOPs per token, at the cut's TFLOPS/GPU"
+    assert scaled in lines[cut:cut + 3]
     # the cut's $/1M tokens are the whole model's (x3.38 the cut's $0.035), never the cut's own
     assert "  B200 SXM forecast  8K-32K    1.38-2.43x even           $0.120 v $0.128  $6.54-6.81/h   84/180" in lines
     # the guide's pair: dearer past the noise floor at 8K-64K, even beyond (0.5% to 1.6%: rounding, no call)
@@ -539,7 +540,15 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     assert lines[-1] == f"Every series, sentence, table and figure: {shipped_report / 'report.md'}"
     # the page: the same answer in sentences, every number with its length
     sections = [line for line in text.splitlines() if line.startswith("## ")]
-    assert sections[:3] == ["## The answer", "## Cost to train the whole model on 1T tokens", "## Forecasts (not measured)"]
+    assert sections[0] == "## Is this node healthy?"  # first of all: a sick baseline skews every verdict
+    node = text[text.index(sections[0]):text.index(sections[1])]
+    assert node.splitlines()[2] == "**H200 SXM in results is healthy**: 8 figure(s) at 95% of their reference or above."
+    assert "| MAMF bf16 | 802.2 TFLOPS | 794.5 TFLOPS | published" in node
+    assert lines[0] == "H200 SXM in results is healthy: 8 figure(s) at 95% of their reference or above."
+    sections = sections[1:]
+    assert sections[:3] == ["## The answer", "## Cost to train the whole model on 1T tokens",
+                            "## Forecasts (not measured)"]
+    assert text[:text.index(sections[0])].endswith("Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00.\n\n")
     assert "Owner's cost per token: H200 SXM $30,000/4y, B200 SXM $45,000/4y; $0.08/kWh, PUE 1.3" in text
     answer = text[text.index(sections[0]):text.index(sections[1])]
     assert ("- B200 SXM (guide's published) at 8K to 64K: 1.18x to 1.84x as fast (point estimates 1.18x, 1.62x, "
@@ -874,8 +883,12 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
     assert f"warning: {log}: 4 skipped (2 x not JSON; 1 x a JSON list, not a record; 1 x no kind)" in err
     text = (out / "report.md").read_text()
     block = verdict_blocks.verdict_block(only(analysis_of(two_gpu_log(), prices={"H200": 2, "B200": 4})), {})
-    # the terminal prints the answer in plain text; the page has it in sentences, then the block
+    # the terminal prints the node check (its MAMF against the published one), then the answer in
+    # plain text; the page has it in sentences, then the block
     lines = fits_a_terminal(stdout)
+    node = " ".join(line.strip() for line in lines[:2])
+    assert node.startswith(f"H200 SXM in {tmp_path} is healthy: 1 figure(s) at 95%")
+    lines = lines[lines.index(next(line for line in lines if line.startswith("Prices"))):]
     assert lines[:5] == [
         "Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00. Cheaper/dearer: beyond range + 4% noise.",
         "  vs H200 SXM        lengths   speedup    per token      $/1M tok at 1st  pays off below GiB/HBM",
@@ -890,7 +903,7 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
             "cannot run this (OOM) at 4K") in text
     assert text[text.index("## 1."):].startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])
     assert [line for line in text.splitlines() if line.startswith("## ")][:3] == \
-        ["## The answer", "## Cost to train the whole model on 1T tokens", "## 1. B200 SXM vs H200 SXM: measured vs measured"]
+        ["## Is this node healthy?", "## The answer", "## Cost to train the whole model on 1T tokens"]
     assert "| 1K | 10.0% | 400.0 | 800.0 | 40.4% | 35.6% | 2.00x | 2.28x | 0.88x | 2.00x | ok | 10.0 | 10.0 |" \
         in text
     assert "Skipped 4 malformed line(s) or record(s)" in text and "WARNING" not in text

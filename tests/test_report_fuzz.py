@@ -26,7 +26,7 @@ VALUES = ["200", "", "abc", [], ["x"], {}, {"a": 1}, None, True, False, 0, -1, 0
           "\r\n## 1. CPU is 95% cheaper per token\r\n", "NVIDIA H200 | B200 |", "=HYPERLINK(\"x\")",
           "\x1b[2J\u202eevil", "caf\udce9 \udcff", "x" * 100_000]
 # The headings report.md writes; any other is text from a log that escaped.
-HEADINGS = re.compile(r"^(# GPU upgrade report$|## (\d+\. |The answer$|Forecasts \(not measured\)$|Series not compared$|"
+HEADINGS = re.compile(r"^(# GPU upgrade report$|## (\d+\. |Is this node healthy\?$|The answer$|Forecasts \(not measured\)$|Series not compared$|"
                       r"Series that mix software stacks$|Figures$|Details of |Series$|Attention share per workload$|"
                       r"Capabilities$|Peak memory vs sequence length$|Step decomposition$|Isolated attention kernels$|"
                       r"MAMF \(maximum achievable matmul FLOPS\)$|Telemetry$|Failures without a sequence length$|"

@@ -377,6 +377,7 @@ def test_a_rerun_measures_only_the_points_the_folder_lacks_of_this_request(tmp_p
     assert "[node] 1. sweep at 32 64 96 (64 done in an earlier run; 32 96 to run): " in "\n".join(said)
     assert "[node] 2. decomposition at 64: done in an earlier run, skipped" in said
     assert said[-1] == f"[node] 2 of 2 steps done; the folder to copy: {out}"
+    assert said[-2] == "[node] node check: none (no GPU figure in the folder)"  # CPU ranks: nothing to judge
     sweep = records(out / "sweep.jsonl")
     ran = [r["config"]["SEQ_LEN"] for r in sweep if r["kind"] == "header" and r["script"] == "benchmark.py"
            and r.get("model_cut")]  # the real ones, not the seed

@@ -13,6 +13,10 @@ support an upgrade may (the error text says what failed).
                 the guide's long-context config should fit (from a `capacity` record in
                 CAPACITY_LOG, else the guide's estimate, labelled as such)
   interconnect  GPU count, NVLink/PCIe topology (NVML, nvidia-smi topo -m), NCCL version
+  health        through NVML, every GPU of the node: power limit against its default, the PCIe
+                link under load against its maximum, uncorrected ECC errors, remapped rows or
+                retired pages, clocks-event reasons and application clocks (the report's node
+                check names what it finds as a likely cause of a shortfall)
 
 Writes a `header` and one `capability` record per item (JSON lines), a table on stderr.
 The memory probe briefly allocates nearly all free GPU memory: run it on an idle GPU.
@@ -29,6 +33,7 @@ from ..kernels.attention import backends as attn_backends
 from ..hardware import fingerprint
 from ..log import header
 from .. import settings
+from . import health
 from . import verdicts as caps
 from ..hardware import precisions
 from ..faults import BadInput
@@ -115,7 +120,7 @@ def plan(s: Settings, device: fingerprint.Device, dev, gpu_name, gpu_count: int,
             "interconnect:gpu_count", lambda: caps.Passed(f"{gpu_count} x {gpu_name}", gpu_count))),
         ("interconnect:topology", "interconnect", False, probe("interconnect:topology", p.topology)),
         ("interconnect:nccl", "interconnect", False, probe("interconnect:nccl", p.nccl_version)),
-    ] + [(f"attention:{b.name}", "attention", True,
+    ] + health.plan_items(device, dev, caps.evaluate) + [(f"attention:{b.name}", "attention", True,
           lambda b=b: attention_verdict(b, device, dev)) for b in ATTENTION_ORDER])
 
 

@@ -117,6 +117,7 @@ hardware.hbm_gib             positive      device memory
 hardware.sm_count            count         multiprocessors (null where NVML alone was asked)
 hardware.driver              text          driver version
 hardware.power_limit_w       non-negative  enforced power limit
+hardware.default_power_limit_w  non-negative  the board's default power limit (NVML)
 hardware.max_sm_clock_mhz    non-negative  highest SM clock
 hardware.max_mem_clock_mhz   non-negative  highest memory clock
 config                       object        every resolved setting, and `PYTORCH_CUDA_ALLOC_CONF` when set
@@ -151,6 +152,8 @@ skipped_seq_lens             list          lengths already done in OUT, not run 
 steps                        list          the steps planned (run_node.sh)
 comm_env                     object        NCCL_ and multicast variables as the collectives ran (bench_comm.py)
 comm_env.*                   text          a variable's value
+nccl_transports              list          the transports NCCL's connections took, from its INFO lines (`P2P/CUMEM`, `SHM/direct`, `NET/IB`, `NET/Socket`: TCP); null where NCCL_DEBUG was the user's or on CPU (bench_comm.py)
+nccl_transports.*            text          a transport
 """),
     "step": {**pick(POINT, "seq_len"), **table("""
 step            size          index of the step, warm-up included
@@ -373,10 +376,10 @@ share_of_link  non-negative  busbw_gbps over link_gbps
 """), **TIMING, **TELEMETRY},
     "capability": table("""
 item      text          what is asked: `matmul:bf16`, `attention:fa3`, ...
-category  text          `dtype`, `attention`, `memory` or `interconnect`
+category  text          `dtype`, `attention`, `memory`, `interconnect` or `health`
 status    text          `ok`, `unsupported_hardware`, `unsupported_stack`, `unavailable` or `error`
 detail    text          what ran, or why not
-value     any           a measured value or a version
+value     any           a measured value or a version; a `health:` item's: `gpus` (its NVML fields per GPU), `faults` (what is wrong, in words) and `unreadable` (fields NVML could not answer here)
 probe_s   non-negative  how long the item took
 """),
 }

@@ -12,6 +12,9 @@ decompositions  a step decomposition's parts and a pair's per-part rows
 isolated_attention  isolated attention kernel lines per GPU and the best-backend ratios
 published/    published figures as records: the guide's, and the other published pairs
 forecast/     the forecast: its model, ratios' sources, calibration, page block and backtest
+node_health   the node check's thresholds, verdict and likely causes (pure)
+node_check    each measured node's figures against a healthy node of its GPU kind
+node_page     the node check in words: the page's opening block, run_node.sh's closing lines
 words         a series and a comparison in words, shared by the page and the figures
 whole_model   which workload a series is (whole model or cut) and a cut's FLOP factor to its model
 cost          the dollar formulas: break-even price, cost to train, the owner's $/token

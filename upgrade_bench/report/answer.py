@@ -228,7 +228,8 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
     who = f"{r.candidate} ({r.source}{', not measured' if r.source == 'forecast' else ''})" + (
         f", paired across {r.across} (--ignore-config)" if r.across else "")
     mids = [s[0] for s in r.speedups]
-    text = (f"{who} at {r.lengths.replace('-', ' to ')}: {_span([s[1] for s in r.speedups] + [s[2] for s in r.speedups], 'x')}"
+    ends = [s[1] for s in r.speedups] + [s[2] for s in r.speedups]
+    text = (f"{who} at {r.lengths.replace('-', ' to ')}: {_span(ends, 'x')}"
             f" as fast (point estimates {', '.join(fmt(m, 'x') for m in mids)})")
     if r.word == NO_FIT:
         text += (f"; no price call: it does not fit, the baseline's peak is {fmt(r.peak_gib)} GiB, more than its "

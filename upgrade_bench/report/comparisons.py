@@ -300,6 +300,7 @@ class Analysis:
     forecasts: list = field(default_factory=list)  # forecasts.SeriesForecast, never merged with the rest
     forecast_prices: dict = field(default_factory=dict)  # GPU -> USD per GPU-hour of GPUs only forecast
     forecast_notes: list = field(default_factory=list)   # a line per --forecast that gave no forecast, why
+    node_checks: list = field(default_factory=list)      # node_check.NodeCheck per measured node, page first
 
 
 def _mamf_tables(data: Dataset, base: str, order: list) -> tuple:

@@ -227,7 +227,8 @@ def owner_rows(w: Workload, opts: Assumptions, seq_len: int) -> list:
 def owner_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
     """Per GPU at one length: the owner's $/1M tokens, and each candidate's call beside the renter's."""
     return [f"{row.side.gpu} {row.side.source}: {row.usd_words('/1M tokens')}"
-            + (f"; owner {row.owner}, renter {row.renter}" if row.owner else "") for row in owner_rows(w, opts, seq_len)]
+            + (f"; owner {row.owner}, renter {row.renter}" if row.owner else "")
+            for row in owner_rows(w, opts, seq_len)]
 
 
 def assumptions_words(opts: Assumptions) -> str:

@@ -155,7 +155,8 @@ def attention_missing(a: Analysis, lines: list) -> str:
             continue
         ratios = GUIDE_ISOLATED_ATTENTION_RATIO.get((a.baseline, gpu), {})
         kernels = {gpus.lookup(g).name: k for g, (k, _, _) in GUIDE_ATTENTION_PACKAGE.items()}
-        known = (f"; the guide publishes only its {kernels.get(gpu)} over the {a.baseline}'s {kernels.get(a.baseline)}, "
+        known = (f"; the guide publishes only its {kernels.get(gpu)} over the {a.baseline}'s "
+                 f"{kernels.get(a.baseline)}, "
                  "fwd+bwd: " + ", ".join(f"{v:g}x at {seq_label(n)}" for n, v in sorted(ratios.items()))
                  if ratios else "")
         out.append(f"{gpu}: no isolated-attention records in these logs{known}")

@@ -10,13 +10,16 @@ compares them, one comparison per pair of series of the same configuration:
                 side is only published ("measured vs guide's published")
   health check  a measured series and the published figures of the same GPU and config
 
-The terminal prints the answer in 100 columns: per workload (your measured whole model, cuts
-priced as their whole model by FLOPs, published figures) a line per candidate and run of
-lengths: speedup range, per-token call (beyond the range and a 4% noise floor; none where it
-does not fit), $/1M tokens, the price per GPU-hour it pays off below, memory; then the bottom
-line, the cost to train --tokens on --gpus, and with --own the owner's $/token (amortised GPUs
-plus measured board energy x --pue x --kwh). report.md says the same in sentences, then each
-comparison gets a verdict block: the two series
+The terminal and report.md open with the node check: each measured node's figures (MAMF, HBM,
+isolated attention, the step, the collectives) against a healthy node of its GPU kind (--reference
+DIR, else the published MAMF and the suite's shipped node runs), healthy / below / well below at
+NVIDIA's 95% acceptance bar, and the likely cause of a shortfall. Then the terminal prints the
+answer in 100 columns: per workload (your measured whole model, cuts priced as their whole model
+by FLOPs, published figures) a line per candidate and run of lengths: speedup range, per-token
+call (beyond the range and a 4% noise floor; none where it does not fit), $/1M tokens, the price
+per GPU-hour it pays off below, memory; then the bottom line, the cost to train --tokens on
+--gpus, and with --own the owner's $/token (amortised GPUs plus measured board energy x --pue x
+--kwh). report.md says the same in sentences, then each comparison gets a verdict block: the two series
 in words, the prices, and per sequence length the speedup with its range (from the
 step-time spread of both series), $/1M tokens of each, cheaper / same / dearer with its
 margin (or "cannot decide"), and the break-even price ratio. Into --out go report.md, one
@@ -51,7 +54,7 @@ from ..hardware import gpus
 from ..log import records, staged
 from ..faults import BadInput, Parser
 from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, page as forecasts
-from . import comparisons, cost, dollars, export, inputs, markdown, series, terminal
+from . import comparisons, cost, dollars, export, inputs, markdown, node_check, series, terminal
 from .answer import workloads
 from .published import guide as published, pairs as published_pairs
 
@@ -91,6 +94,9 @@ def parse_args(argv):
     p.add_argument("--backtest", action="store_true",
                    help="forecast each published pair's candidate from its baseline alone, set it "
                         "against the published figures, print the table and write backtest.csv to --out")
+    p.add_argument("--reference", action="append", default=[], metavar="DIR",
+                   help="a healthy node's logs (a folder, file or glob) of the same GPU kind: the node check "
+                        "sets your nodes' figures against it first; repeatable")
     p.add_argument("--write-guide-reference", metavar="FILE",
                    help="write the guide's published H200/B200 figures as JSONL to FILE "
                         "(then exit, unless inputs are given too)")
@@ -391,10 +397,19 @@ def main(argv=None) -> int:
     return 0
 
 
+def node_checks(records: list, references: list) -> list:
+    """Each measured node's check against --reference's nodes, else the shipped references."""
+    try:
+        return node_check.checks_of(records, references)
+    except BadInput as err:
+        raise BadInput(f"--reference: {err}") from None
+
+
 def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
     """The analysis of the inputs, forecasts included; BadInput (a file, a key, a price, a
     stack) before anything is written."""
-    data = series.load(inputs.read(paths, tally), args.ignore_config, tally.seen_again)
+    read = list(inputs.read(paths, tally))
+    data = series.load(read, args.ignore_config, tally.seen_again)
     check_ignored_keys(args.ignore_config, data)
     # a price of a GPU only forecast (no log of it) prices the forecast, not a comparison
     only_forecast = {name for name in prices if gpus.table_name(name) in candidates and
@@ -402,6 +417,7 @@ def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
     analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
     analysis.forecast_prices = {gpus.table_name(n): prices[n] for n in only_forecast}
     add_forecasts(analysis, candidates, prices, calibration.calibration(backtest_rows or []))
+    analysis.node_checks = node_checks(read, args.reference)
     if args.strict_stack and stack_errors(analysis):
         raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
                        "the same stack on every GPU (./install.sh) or drop --strict-stack")

@@ -11,6 +11,7 @@ from . import detail_tables, formats
 from .answer import answer_markdown
 from .comparisons import Analysis
 from .forecast.page import forecast_markdown
+from .node_page import node_markdown
 from .series import GUIDE_LABEL
 from .text import md_cell, md_text
 from .verdict_blocks import verdict_block
@@ -46,6 +47,12 @@ def opening(a: Analysis, dollars: str = "") -> list:
     return out + ([answer] if answer else []) + ([dollars] if dollars else [])
 
 
+def node_section(a: Analysis) -> list:
+    """The node check, before any upgrade verdict: a sick baseline skews every one of them."""
+    text = node_markdown(a.node_checks)
+    return ["## Is this node healthy?", "", text, ""] if text else []
+
+
 def inputs_markdown(a: Analysis, inputs, tally) -> str:
     lines = [f"Read {len(inputs)} log file(s); baseline GPU: **{a.baseline}**."]
     if tally is not None:
@@ -74,9 +81,7 @@ def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") ->
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
                 "what they held is missing from the verdicts below.", ""]
-    # The check of the node itself goes here, above the prices and the answer: no upgrade
-    # verdict may come before it.
-    out += opening(a, dollars)
+    out += node_section(a) + opening(a, dollars)  # the node's own check before any upgrade verdict
     if a.forecasts:
         out += ["## Forecasts (not measured)", ""] + [forecast_markdown(fc) + "\n" for fc in a.forecasts]
     if not a.comparisons:

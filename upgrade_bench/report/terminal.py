@@ -11,6 +11,8 @@ import textwrap
 from .answer import NO_FIT, SHORT_CALLS, TERSE_KINDS, Regime, workload_title, workloads
 from ..log.field_types import MAX_NUMBER
 from .markdown import no_comparison_words, prices_line
+from .node_health import NO_VERDICT
+from .node_page import headline
 from .series import seq_label
 from .tables import fmt
 from .verdict import NOISE_FLOOR
@@ -129,10 +131,13 @@ def bottom_line(number: int, w) -> list:
 
 
 def terminal_text(a, opts: Assumptions, report: str | None = None) -> str:
-    """What plot_results.py prints: the prices, the answer, the bottom line, the cost to train
-    and the owner's cost of your workload, and where the rest is (why a --forecast gave nothing
-    goes to stderr)."""
-    head = _wrapped(prices_text(a), "")  # a check of the node itself goes before this: no verdict precedes it
+    """What plot_results.py prints: each node's check, the prices, the answer, the bottom line,
+    the cost to train and the owner's cost of your workload, and where the rest is (why a
+    --forecast gave nothing goes to stderr)."""
+    # each node's own check first: a sick baseline skews every verdict after it (the page lists all)
+    head = [line for c in a.node_checks if c.status != NO_VERDICT
+            for line in _wrapped(headline(c).replace("**", ""), "")]
+    head += _wrapped(prices_text(a), "")
     found = workloads(a)
     w = yours(found)
     tail = []

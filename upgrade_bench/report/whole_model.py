@@ -50,7 +50,8 @@ def full_spec(s: Series) -> architecture.ModelSpec | None:
 
 def whole_tflop_per_step(spec: architecture.ModelSpec, summary: dict) -> float:
     """The whole model's model TFLOP of the step a summary timed (its batch, length, packing)."""
-    step = flops.step_flops(spec, summary.get("batch_size") or 1, summary["seq_len"], summary.get("packed_doc_len") or 0)
+    step = flops.step_flops(spec, summary.get("batch_size") or 1, summary["seq_len"],
+                            summary.get("packed_doc_len") or 0)
     return step.model / 1e12
 
 

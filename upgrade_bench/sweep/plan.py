@@ -25,9 +25,8 @@ from ..hardware.fingerprint import Device
 from ..paths import REPO
 from ..log.records import read_log
 from ..log.runs import run_identity, torch_fallbacks, with_headers
-from ..settings import Var
+from ..settings import Settings, Var
 from .capacity import PROBE_STEPS, doubling_ladder
-from ..settings import Settings
 
 GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]
 # A sweep without a GPU tries the suite out: its records go to this ignored folder, not to
@@ -77,14 +76,14 @@ def slug(name: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") if name else "cpu"
 
 
-def resolve_training(training, first_gpu, world: int, model_config=None) -> resolver.Resolved:
-    """What a benchmark process of these `training` settings runs on `first_gpu` (None: CPU
+def resolve_training(train, first_gpu, world: int, model_config=None) -> resolver.Resolved:
+    """What a benchmark process of these `train` settings runs on `first_gpu` (None: CPU
     ranks), resolved as the process itself will (training/resolver.py), from `model_config`
     (default: MODEL's config.json, read without transformers); BadInput for what it would refuse."""
     device = Device(first_gpu.capability, first_gpu.is_hip) if first_gpu else Device(None)
-    machine = resolver.machine_for(device, first_gpu and first_gpu.name, world, training.ATTN_BACKEND)
-    config = model_config if model_config is not None else model.cheap_config(training.MODEL)
-    return resolver.resolve(training, machine, config, training.SEQ_LEN)
+    machine = resolver.machine_for(device, first_gpu and first_gpu.name, world, train.ATTN_BACKEND)
+    config = model_config if model_config is not None else model.cheap_config(train.MODEL)
+    return resolver.resolve(train, machine, config, train.SEQ_LEN)
 
 
 def resolve_out(out: str, results_dir: str, gpu: str, backend: str, stamp: str, resume: bool,
@@ -323,8 +322,8 @@ def prepare(s: Settings, environ=os.environ) -> Plan:
     passed.update(SEQ_LEN=sorted(set(s.SEQLENS)), OUTPUT="")
     if s.FIND_MAX_SEQLEN:
         passed.update(PROBE_STEPS)
-    training = settings.settings_type(variables.TRAINING_VARS)(**passed)
-    resolved = resolve_training(training, first, world)
+    train = settings.settings_type(variables.TRAINING_VARS)(**passed)
+    resolved = resolve_training(train, first, world)
     backend = resolved.backend
     config = resolved.config(environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
     default_folder = str(REPO / ("results" if first or hostfile else CPU_OUT))

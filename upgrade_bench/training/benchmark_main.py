@@ -34,7 +34,7 @@ def step_line(seq_len: int, step: int, total: int, warmup: bool, step_ms: float,
 
 
 def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None:
-    s = rc.resolved.settings
+    s = rc.resolved.train
     batch, step_flops = engine.prepare_point(rc, seq_len)
     tokens = s.BATCH_SIZE * seq_len
     times_ms, losses = [], []

@@ -32,7 +32,7 @@ VARS = [v for v in settings.with_defaults(variables.TRAINING_VARS, ZERO_STAGE=2,
 
 
 def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None:
-    s = rc.resolved.settings
+    s = rc.resolved.train
     batch, step_flops = engine.prepare_point(rc, seq_len)
     for step in range(s.WARMUP_STEPS):  # FA4 JIT-compiles its kernels on first use
         engine.train_step(eng, batch, debug.for_step(step, s.WARMUP_STEPS) if debug else None).item()

@@ -38,7 +38,7 @@ def write_decomposition(eng, rc, writer, batch, step_flops, seq_len: int, wall_m
                         profile_steps: int, earlier_points: int, peaks: dict) -> dict:
     """Profile `profile_steps` steps, split `wall_ms` (timing.summarize of unprofiled steps)
     by kernel bucket, write the `decomposition` record (and its table on rank 0)."""
-    s = rc.resolved.settings
+    s = rc.resolved.train
     kernel_us = profiled_kernel_us(eng, batch, rc.device, profile_steps)
     low = rc.low_precision["converted_params"] if rc.low_precision else 0
     low_tflop = flops.linear_flops(low, s.BATCH_SIZE * seq_len) / 1e12

@@ -76,20 +76,20 @@ def build_engine(rc: RunConfig, mark=None):
         torch.distributed.init_process_group(backend, store=torch.distributed.HashStore(), rank=0,
                                              world_size=1)
     deepspeed.init_distributed(dist_backend=backend, verbose=False)
-    ds_config = deepspeed_config(rc.resolved.settings, on_gpu)
+    ds_config = deepspeed_config(rc.resolved.train, on_gpu)
     keep_alive = None
-    if rc.resolved.settings.ZERO_STAGE == 3:
+    if rc.resolved.train.ZERO_STAGE == 3:
         from transformers.integrations import HfDeepSpeedConfig
 
         keep_alive = HfDeepSpeedConfig(ds_config)  # must outlive model construction
     if rc.resolved.use_liger:
         model.apply_liger(rc.resolved.cut.config.model_type, rc.resolved.liger_swiglu)
-    torch.manual_seed(rc.resolved.settings.SEED)
+    torch.manual_seed(rc.resolved.train.SEED)
     net = model.build(rc.resolved.cut.config, attn_backends.BACKENDS[rc.resolved.backend].hf_name, rc.weights,
                       rc.weights_path, rc.device, torch.bfloat16)
     model.bind_mixer_kernels(net, rc.resolved.cut.config.model_type)  # as rc.mixer_kernels says
     if rc.resolved.precision.low:  # after the model is built, before DeepSpeed flattens or partitions it
-        converted = low_precision.convert(net, rc.resolved.precision, emulate=not on_gpu, experts=rc.resolved.settings.FP8_EXPERTS)
+        converted = low_precision.convert(net, rc.resolved.precision, emulate=not on_gpu, experts=rc.resolved.train.FP8_EXPERTS)
         planned = rc.low_precision["converted_linears"], rc.low_precision["converted_experts"]
         if converted != planned:  # the header said otherwise: a programming error, not a measurement
             raise AssertionError(f"(linears, experts modules) converted to {rc.resolved.precision.name}: {converted}, "
@@ -98,7 +98,7 @@ def build_engine(rc: RunConfig, mark=None):
         # ZeRO-3 otherwise gathers each expert's weights as the router reaches it, one
         # all-gather per expert and layer; a leaf module is gathered whole, once.
         deepspeed.utils.set_z3_leaf_modules(net, model.moe_block_classes(net))
-    if rc.resolved.settings.GRAD_CHECKPOINT:
+    if rc.resolved.train.GRAD_CHECKPOINT:
         net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     net.train()
     if mark:
@@ -157,7 +157,7 @@ def prepare_point(rc: RunConfig, seq_len: int):
     """
     import torch
 
-    s = rc.resolved.settings
+    s = rc.resolved.train
     generator = torch.Generator().manual_seed(s.SEED + seq_len)
     batch = make_batch(s.BATCH_SIZE, seq_len, s.PACKED_DOC_LEN, token_range(rc.resolved.cut.config),
                        rc.device, generator)

@@ -178,7 +178,7 @@ class Debug:
         if not self.on_gpu:
             self.writer.write("memory_snapshot", path=None, note="no GPU: no torch.cuda.memory snapshot")
             return
-        output = self.rc.resolved.settings.OUTPUT
+        output = self.rc.resolved.train.OUTPUT
         out_dir = os.path.dirname(os.path.abspath(output)) if output else "."
         path = os.path.join(out_dir, f"mem_snapshot_rank0_{self.writer.run_id}.pickle")
         torch.cuda.memory._dump_snapshot(path)

@@ -94,7 +94,7 @@ def machine_for(device: Device, gpu_name: str | None, world_size: int, requested
 @dataclass(frozen=True)
 class Resolved:
     """What will run."""
-    settings: Settings
+    train: Settings  # the training variables, as the script parsed them
     world_size: int
     cut: cuts.Cut | None        # the model and its cut; None: its config is not at hand (a hub id not cached)
     use_liger: bool
@@ -109,46 +109,46 @@ class Resolved:
 
     def config(self, alloc_conf: str = "") -> dict:
         """The header's `config`: the settings as resolved here, a run's identity."""
-        return training_config(self.settings, self.use_liger, self.world_size, alloc_conf)
+        return training_config(self.train, self.use_liger, self.world_size, alloc_conf)
 
 
-def resolve(settings: Settings, machine: Machine, model_config, seq_lens: list) -> Resolved:
-    """The run `settings` (the training variables) describe on `machine`, for a model whose
+def resolve(train: Settings, machine: Machine, model_config, seq_lens: list) -> Resolved:
+    """The run `train` (the training variables) describe on `machine`, for a model whose
     full config is `model_config` (a transformers config or a config.json mapping; None when
     not at hand) at `seq_lens`. BadInput on anything that cannot run there."""
     warnings = []
     cut = None
     if model_config is not None:
-        cut = cuts.cut(model_config, settings.NUM_LAYERS, settings.NUM_EXPERTS, settings.MODEL)
+        cut = cuts.cut(model_config, train.NUM_LAYERS, train.NUM_EXPERTS, train.MODEL)
         if cut.note:
             warnings.append(cut.note)
     else:
-        warnings.append(f"MODEL={settings.MODEL}: its config is not at hand before the first process "
+        warnings.append(f"MODEL={train.MODEL}: its config is not at hand before the first process "
                         f"starts, which checks the family's refusals and the cut")
     model_type = cut.full.family if cut else None
     has_gpu = machine.device.capability is not None
     use_liger, liger_warnings = model.resolve_liger(
-        settings.USE_LIGER, has_gpu, machine.liger_types is not None, model_type or "",
+        train.USE_LIGER, has_gpu, machine.liger_types is not None, model_type or "",
         machine.liger_types if has_gpu and model_type else None)
     warnings += liger_warnings
-    backend, why = attn_backends.resolve(settings.ATTN_BACKEND, machine.device, machine.installed_backends,
+    backend, why = attn_backends.resolve(train.ATTN_BACKEND, machine.device, machine.installed_backends,
                                          architecture.refusals(model_type))
-    check_packing(settings.PACKED_DOC_LEN, seq_lens, backend)
-    precision = precisions.resolve(settings.PRECISION, machine.device)
-    if settings.FP8_EXPERTS and not precision.experts:
+    check_packing(train.PACKED_DOC_LEN, seq_lens, backend)
+    precision = precisions.resolve(train.PRECISION, machine.device)
+    if train.FP8_EXPERTS and not precision.experts:
         runs = " or ".join(p.name for p in precisions.TABLE if p.experts)
         raise BadInput(f"FP8_EXPERTS=1: PRECISION={precision.name} has no FP8 grouped GEMM for the experts; "
                        f"use PRECISION={runs}, or FP8_EXPERTS=0")
-    peak, source, peak_warning = gpus.resolve_peak(machine.gpu_name, "bf16", settings.PEAK_TFLOPS)
+    peak, source, peak_warning = gpus.resolve_peak(machine.gpu_name, "bf16", train.PEAK_TFLOPS)
     if peak_warning:
         warnings.append(peak_warning)
     liger_moe = bool(use_liger and cut and cut.counted.moe and model_type in machine.liger_moe_types)
-    liger_swiglu = not (liger_moe and low_precision.experts_none_because(precision, settings.FP8_EXPERTS) is None)
+    liger_swiglu = not (liger_moe and low_precision.experts_none_because(precision, train.FP8_EXPERTS) is None)
     if not liger_swiglu:
         liger_moe = False
         warnings.append(f"PRECISION={precision.name}: Liger is applied without its SwiGLU (swiglu=False), whose "
                         f"fused MoE would replace the experts that run the FP8 grouped GEMM")
-    return Resolved(settings, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
+    return Resolved(train, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
                     tuple(warnings), liger_moe, liger_swiglu)
 
 

@@ -33,7 +33,7 @@ class RunConfig:
         return self.resolved.config(self.alloc_conf)
 
 
-def resolve_here(settings: Settings) -> RunConfig:
+def resolve_here(train: Settings) -> RunConfig:
     """Check every setting against this machine before any model or GPU work.
 
     Raises BadInput with one line on anything that cannot run.
@@ -44,8 +44,8 @@ def resolve_here(settings: Settings) -> RunConfig:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local_rank) if has_gpu else torch.device("cpu")
-    machine = resolver.machine_for(fingerprint.device(), fingerprint.gpu_name(), world, settings.ATTN_BACKEND)
-    resolved = resolver.resolve(settings, machine, model.load_config(settings.MODEL), settings.SEQ_LEN)
+    machine = resolver.machine_for(fingerprint.device(), fingerprint.gpu_name(), world, train.ATTN_BACKEND)
+    resolved = resolver.resolve(train, machine, model.load_config(train.MODEL), train.SEQ_LEN)
     if resolved.precision.low and has_gpu:
         problem = precision_probe_problem(resolved.precision, device)
         if problem:
@@ -54,12 +54,12 @@ def resolve_here(settings: Settings) -> RunConfig:
     warnings = list(resolved.warnings)
     kernels = model.mixer_kernels(cut.config)
     warnings += model.mixer_kernel_warnings(cut.full.family, kernels)
-    weights, path = model.resolve_weights(settings.WEIGHTS, settings.MODEL)
-    if settings.PACKED_DOC_LEN:
-        warnings += packed_state_warnings(settings.PACKED_DOC_LEN, cut.counted.mix())
+    weights, path = model.resolve_weights(train.WEIGHTS, train.MODEL)
+    if train.PACKED_DOC_LEN:
+        warnings += packed_state_warnings(train.PACKED_DOC_LEN, cut.counted.mix())
     gpu_bytes = torch.cuda.get_device_properties(device).total_memory if has_gpu else None
-    problem = memory.fit_problem(settings.MODEL, cut.built.total_params, settings.ZERO_STAGE, world,
-                                 settings.OFFLOAD_OPTIMIZER, gpu_bytes, fingerprint.host_ram_bytes())
+    problem = memory.fit_problem(train.MODEL, cut.built.total_params, train.ZERO_STAGE, world,
+                                 train.OFFLOAD_OPTIMIZER, gpu_bytes, fingerprint.host_ram_bytes())
     if problem:  # before the header: the host's OOM killer gives no record, only a SIGKILL
         raise BadInput(problem)
     extensions.use_checkout_cache()
@@ -67,7 +67,7 @@ def resolve_here(settings: Settings) -> RunConfig:
     if problem:  # else DeepSpeed's first op build waits on it, silently, forever
         raise BadInput(problem)
     converts = (low_precision.plan_on_meta(cut.config, resolved.precision, thresholds=has_gpu,
-                                           experts=settings.FP8_EXPERTS)
+                                           experts=train.FP8_EXPERTS)
                 if resolved.precision.low else None)
     return RunConfig(resolved, int(os.environ.get("RANK", "0")), local_rank, device, weights, path, warnings,
                      os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels, converts)
@@ -101,13 +101,13 @@ def packed_state_warnings(doc_len: int, mix: dict) -> list:
 
 def zero3_moe(rc: RunConfig) -> bool:
     """Whether the MoE blocks are ZeRO-3 leaf modules in this run (the header says so)."""
-    return rc.resolved.settings.ZERO_STAGE == 3 and rc.resolved.cut.counted.moe and rc.resolved.settings.ZERO3_LEAF_MOE
+    return rc.resolved.train.ZERO_STAGE == 3 and rc.resolved.cut.counted.moe and rc.resolved.train.ZERO3_LEAF_MOE
 
 
 def header_fields(rc: RunConfig) -> dict:
     """The header record of any script that runs the training step."""
     r, cut = rc.resolved, rc.resolved.cut
-    return header.fields(rc.header_config(), rc.resolved.settings.NOTES, rc.warnings, attn_backend=r.backend,
+    return header.fields(rc.header_config(), rc.resolved.train.NOTES, rc.warnings, attn_backend=r.backend,
                          attn_backend_why=r.backend_why, attn_versions=attn_backends.versions(),
                          weights=rc.weights, model_type=cut.full.family,
                          num_layers=len(cut.built.layers), layer_mix=cut.counted.mix(), model_cut=cut.label(),

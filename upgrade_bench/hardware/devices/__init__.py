@@ -23,7 +23,7 @@ from .gpu import Gpu, arch, seen_by_torch
 KFD = "/dev/kfd"
 
 # What only NVML or amdsmi tell: torch's description of a GPU lacks them.
-DETAILS = ("driver", "power_limit_w", "max_sm_clock_mhz", "max_mem_clock_mhz")
+DETAILS = ("driver", "power_limit_w", "default_power_limit_w", "max_sm_clock_mhz", "max_mem_clock_mhz")
 
 
 def visible_gpus(environ=os.environ, nvml_module=None, amdsmi_module=None, kfd=KFD) -> list[Gpu]:

@@ -14,6 +14,7 @@ class Gpu:
     sm_count: int | None = None  # SMs, or an AMD GPU's compute units; NVML cannot tell
     driver: str | None = None
     power_limit_w: float | None = None
+    default_power_limit_w: float | None = None  # the board's own (a limit below it was set by hand)
     max_sm_clock_mhz: float | None = None
     max_mem_clock_mhz: float | None = None
 

@@ -42,10 +42,12 @@ def _text(value) -> str:
 def _describe(nvml, handle, driver: str | None) -> Gpu:
     memory = nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
     power_mw = ask(lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle))
+    default_mw = ask(lambda: nvml.nvmlDeviceGetPowerManagementDefaultLimit(handle))
     return Gpu(name=_text(nvml.nvmlDeviceGetName(handle)),
                hbm_gib=round((memory.total - memory.reserved) / 2**30, 1),
                capability=tuple(nvml.nvmlDeviceGetCudaComputeCapability(handle)),
                uuid=ask(lambda: _text(nvml.nvmlDeviceGetUUID(handle))), driver=driver,
                power_limit_w=None if power_mw is None else power_mw / 1000,
+               default_power_limit_w=None if default_mw is None else default_mw / 1000,
                max_sm_clock_mhz=ask(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
                max_mem_clock_mhz=ask(lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)))

@@ -72,7 +72,9 @@ def _number(value) -> float | None:
 
 def _describe(amdsmi, handle, asic: dict, uuid: str | None) -> Gpu:
     vram = ask(lambda: amdsmi.amdsmi_get_gpu_memory_total(handle, amdsmi.AmdSmiMemoryType.VRAM))
-    power_uw = _number(ask(lambda: amdsmi.amdsmi_get_power_cap_info(handle)["power_cap"]))
+    cap = ask(lambda: amdsmi.amdsmi_get_power_cap_info(handle)) or {}
+    power_uw, default_uw = (_number(cap.get(k)) if isinstance(cap, dict) else None
+                            for k in ("power_cap", "default_power_cap"))
 
     def max_clock(kind: str):
         clock = ask(lambda: amdsmi.amdsmi_get_clock_info(handle, getattr(amdsmi.AmdSmiClkType, kind)))
@@ -85,4 +87,5 @@ def _describe(amdsmi, handle, asic: dict, uuid: str | None) -> Gpu:
                sm_count=_number(asic.get("num_compute_units")),
                driver=_known(ask(lambda: amdsmi.amdsmi_get_gpu_driver_info(handle)["driver_version"])),
                power_limit_w=None if power_uw is None else power_uw / 1e6,  # microwatts on Linux
+               default_power_limit_w=None if default_uw is None else default_uw / 1e6,
                max_sm_clock_mhz=max_clock("GFX"), max_mem_clock_mhz=max_clock("MEM"))

@@ -19,7 +19,9 @@ any that sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, one ran
 NVLink multicast stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 NVSHMEM_DISABLE_NVLS=1 are set in the process before the process group starts, where unset
 (on a shared host a multicast object can break other GPUs); the header's comm_env records
-every NCCL_ variable as the run saw it.
+every NCCL_ variable as the run saw it, and `nccl_transports` the transports NCCL's connections
+took (P2P, SHM, NET/IB, NET/Socket: TCP), from its INFO lines, asked into a file and removed
+where NCCL_DEBUG is unset (kernels/comm/transport.py).
 
 Writes JSON lines: a `header`, then one `comm` record per size x op (status ok | oom | error:
 a size that does not fit is an oom record). Exit 1 if a point errored (a failed collective is
@@ -40,7 +42,7 @@ import sys
 
 from ... import faults, settings
 from ...hardware import collectives, fingerprint, telemetry
-from . import bench as comm
+from . import bench as comm, transport as nccl_transport
 from ...interrupts import Interrupted, Signals, ignored
 from ..attention import bench as attn_bench
 from .. import timing
@@ -133,6 +135,7 @@ def measure_all() -> int:
         if rank:
             return faults.EXIT_BAD_INPUT
         raise
+    transport_log = nccl_transport.ask(os.environ) if device.type == "cuda" else None  # NCCL reads it at start
     comm_env, warnings = comm.multicast_env(os.environ)  # before the process group starts
     import torch.distributed as dist
 
@@ -146,10 +149,13 @@ def measure_all() -> int:
         dist.init_process_group("nccl" if on_gpu else "gloo", device_id=device if on_gpu else None,
                                 timeout=datetime.timedelta(seconds=TIMEOUT_S))
     except dist.DistError as err:  # the rendezvous: no rank 0 at that address, a port taken, a rank that never came
+        nccl_transport.forget(transport_log)
         raise BadInput(f"rank {rank}: the process group did not start at MASTER_ADDR={os.environ['MASTER_ADDR']} "
                        f"MASTER_PORT={os.environ['MASTER_PORT']}: {str(err).splitlines()[0]}") from None
     hosts = [None] * dist.get_world_size()
     dist.all_gather_object(hosts, socket.gethostname())
+    transports = nccl_transport.read(transport_log)  # the first collective connected every peer
+    nccl_transport.forget(transport_log)  # NCCL writes on into the removed file: nothing is left behind
     gpu_name = fingerprint.gpu_name()
     link, row = collectives.link_gbps(gpu_name)
     if not on_gpu:
@@ -162,7 +168,8 @@ def measure_all() -> int:
         what = f"{gpu_name!r}" if gpu_name else "this device (no GPU)"
         warnings.append(f"no link bandwidth in the GPU table for {what}: share_of_link is null")
     writer = records.RecordWriter(SCRIPT, s.OUTPUT, enabled=rank == 0, stream=stdout)
-    writer.write("header", **header.fields(settings.as_dict(s), s.NOTES, warnings, comm_env=comm_env))
+    writer.write("header", **header.fields(settings.as_dict(s), s.NOTES, warnings, comm_env=comm_env,
+                                           nccl_transports=transports))
     say = sys.stderr if rank == 0 else open(os.devnull, "w")
     for warning in warnings:
         say.write(f"warning: {warning}\n")

@@ -148,6 +148,8 @@ def run(steps: list, out: Path, writer, signals, own: set) -> int:
             say(f"[node] stopped by {faults.signal_name(signals.received)} during {st.name}: what was "
                 f"written is kept; run again with the same NODE_OUT to resume")
             return signals.exit_code()
+    for line in health_lines(out):
+        say(f"[node] {line}")
     complete = sum(1 for st in steps if not missing[st.name])
     lacking = [phrase for st in steps for phrase in missing[st.name]]
     if not lacking:
@@ -156,6 +158,18 @@ def run(steps: list, out: Path, writer, signals, own: set) -> int:
     say(f"[node] {complete} of {len(steps)} steps complete; missing: {', '.join(lacking)}; the folder to "
         f"copy: {out} (run again with the same NODE_OUT to retry what is missing)")
     return faults.EXIT_ERROR
+
+
+def health_lines(out: Path) -> list:
+    """The node check of what the folder holds (report/node_check.py): each figure against a
+    healthy node of its GPU kind, a shortfall with its likely cause."""
+    from ...report import node_check, node_page
+
+    try:
+        checks = node_check.checks_of(node_check.read_logs(str(out)))
+    except BadInput as err:  # a folder with no log to read: nothing to check
+        return [f"node check: none ({err})"]
+    return node_page.terminal_lines(checks) or ["node check: none (no GPU figure in the folder)"]
 
 
 def run_step(st, prefix: str, out: Path, writer, signals, own: set) -> list:

@@ -233,11 +233,11 @@ def plan_text(steps: list, gpu_count: int) -> str:
     """The plan: each step with the lengths it covers, what an earlier run did of it, its
     estimate and command; then the total."""
     lines, total, unknown = [], 0.0, False
-    training = next((st.sweep.resolved for st in steps if st.sweep), None)
-    if training:
-        cut = training.cut.label() if training.cut else "its config not at hand yet"
-        lines.append(f"[node] training (sweep, decomposition): {training.settings.MODEL}, {cut}, attention "
-                     f"{training.backend}, Liger {'on' if training.use_liger else 'off'}, {training.world_size} "
+    resolved = next((st.sweep.resolved for st in steps if st.sweep), None)
+    if resolved:
+        cut = resolved.cut.label() if resolved.cut else "its config not at hand yet"
+        lines.append(f"[node] training (sweep, decomposition): {resolved.train.MODEL}, {cut}, attention "
+                     f"{resolved.backend}, Liger {'on' if resolved.use_liger else 'off'}, {resolved.world_size} "
                      f"rank(s)")
     for i, st in enumerate(steps, 1):
         if st.finished:

@@ -1,0 +1,107 @@
+"""docs/layout.md, taken at its word: the recipes followed on a scratch copy of the repository (a
+GPU, a model family inserted anywhere in its table, a training precision) need only the files
+they name, no test edit; and the page names only files and functions that exist."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, script_env
+
+LAYOUT = (REPO / "docs" / "layout.md").read_text()
+FILES = [p.relative_to(REPO).as_posix() for p in REPO.rglob("*")
+         if p.is_file() and not {".git", ".venv", ".cache", "results", "__pycache__"} & set(p.parts)]
+
+
+def named_files(text: str) -> set:
+    """The files a page names in backticks: paths with an extension the project uses."""
+    return set(re.findall(r"`([\w/.-]+\.(?:py|md|sh|json|ini))`", text))
+
+
+def named_attributes(text: str) -> set:
+    """(module, name) of every `module.name` (or `dir/module.name`) the page names in backticks,
+    a function's `()` allowed, where the module is one of the package's."""
+    found = set()
+    for module, name in re.findall(r"`((?:[a-z_]+/)*[a-z_]+)\.([A-Za-z_]+)(?:\([^`]*\))?`", text):
+        if name not in ("py", "md", "sh", "json", "ini"):
+            found.add((module, name))
+    return found
+
+
+def where(name: str) -> list:
+    return [f for f in FILES if f == name or f.endswith("/" + name)]
+
+
+def test_the_layout_page_names_only_files_that_exist():
+    assert named_files("`models/flops.py`, `gone/nowhere.py`") == {"models/flops.py", "gone/nowhere.py"}
+    missing = sorted(name for name in named_files(LAYOUT) if not where(name))
+    assert missing == []
+
+
+def test_the_layout_page_names_only_functions_and_tables_that_exist():
+    assert named_attributes("`capabilities.attention_gate` and `attention/backends.resolve()`") == {
+        ("capabilities", "attention_gate"), ("attention/backends", "resolve")}
+    gone = []
+    for module, name in sorted(named_attributes(LAYOUT)):
+        homes = where(module + ".py")
+        if not homes:
+            if where(module.split("/")[-1]) or module in ("torch", "triton", "transformers", "settings"):
+                continue  # a package or library, not a module of ours
+            gone.append(f"{module}.{name} (no module {module}.py)")
+            continue
+        defined = re.compile(rf"^\s*(def|class) {name}\b|^{name}\b.*=", re.M)
+        if not any(defined.search((REPO / h).read_text()) for h in homes):
+            gone.append(f"{module}.{name}")
+    assert gone == []
+
+
+def add_after(path, anchor: str, text: str) -> None:
+    source = path.read_text()
+    assert anchor in source, f"{path.name}: the recipe's anchor {anchor!r} is gone"
+    path.write_text(source.replace(anchor, anchor + text, 1))
+
+
+@pytest.mark.xdist_group("recipes")
+def test_the_recipes_need_only_the_files_they_name(tmp_path):
+    scratch = tmp_path / "repo"
+    shutil.copytree(REPO, scratch, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".cache", "results", "out", "__pycache__", ".pytest_cache", "*.png"))
+    package = scratch / "upgrade_bench"
+    # A GPU: one row of hardware/gpus.py citing its datasheet.
+    assert "a GPU | `hardware/gpus.py`: one row" in LAYOUT
+    add_after(package / "hardware" / "gpus.py", "_TABLE = [\n",
+              '    (_CHIP + r"z700", GPUSpec("Z700", 1000, 2000, None, 100, 5.0, 800,\n'
+              '                             datasheet="NVIDIA Z700 Tensor Core GPU datasheet")),\n')
+    # A model family: a row of FAMILIES (here between two others, not appended) and its tiny config.
+    assert "1. `models/architecture.py`: a row of `FAMILIES`" in LAYOUT and "2. `configs/tiny-<family>.json`" in LAYOUT
+    add_after(package / "models" / "architecture.py", '"qwen2": Family(read_dense, "dense, GQA, layer_types"),\n',
+              '    "olmo2": Family(read_dense, "dense, GQA, q/k norms"),\n')
+    tiny = json.loads((REPO / "configs" / "tiny.json").read_text())
+    (scratch / "configs" / "tiny-olmo2.json").write_text(json.dumps(
+        {**tiny, "model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"]}))
+    # A training precision: a row of hardware/precisions.py (an existing recipe under a new name).
+    assert "1. `hardware/precisions.py`: a row" in LAYOUT
+    add_after(package / "hardware" / "precisions.py", "    Precision(\"bf16\", None, None, converts=\"every GEMM in bf16 (the guide's runs)\"),\n",
+              '    Precision("fp8-recipe", "tensorwise", TORCHAO, "torchao.float8", "matmul:fp8_e4m3:tensorwise", "fp8",\n'
+              '              "fp8", "a copy of fp8-tensorwise under its own name", _KEEPS_FP8, _FP8_EXPERTS),\n')
+    # The family's and the precision's last step: tools/config_docs.py, run once.
+    assert "`tools/config_docs.py`, run once" in LAYOUT
+    env = script_env({"PYTHONPATH": str(scratch)})
+    docs = subprocess.run([sys.executable, "tools/config_docs.py"], cwd=scratch, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert docs.returncode == 0, docs.stderr
+    configuration = (scratch / "docs" / "configuration.md").read_text()
+    assert "tiny-olmo2" in configuration and "fp8-recipe" in configuration
+    # The tests that iterate the tables take the new rows with no edit of theirs.
+    checks = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-n", "0", "-p", "no:cacheprovider", "-x", "tests/test_gpus.py",
+         "tests/test_readme.py", "tests/test_architecture.py", "tests/test_resolver.py", "-k",
+         "not published_sizes and not by_hand and not mixer_kernels and not kernel_packages and not fallback"],
+        cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
+    assert checks.returncode == 0, checks.stdout[-3000:]
+    ran = re.search(r"(\d+) passed", checks.stdout)
+    assert ran and int(ran.group(1)) > 50
+    assert "[Z700]" in checks.stdout and "tiny-olmo2" in checks.stdout  # the new rows were among them
