@@ -7,7 +7,7 @@ import pytest
 
 from conftest import REPO
 from upgrade_bench import faults
-from upgrade_bench.report import cost, dollars, verdict
+from upgrade_bench.report import cost, dollars, terminal, verdict
 from upgrade_bench.report import main as plot_results
 from upgrade_bench.report.dollars import compact
 
@@ -102,6 +102,20 @@ def test_one_node_folder_with_a_forecast_prices_the_cut_as_the_whole_model_and_o
     page = (tmp_path / "r" / "report.md").read_text()
     assert "## Cost to train the whole model on 2T tokens" in page and "Newkirk et al., arXiv 2506.14551" in page
     assert "| 8K | H200 SXM (measured) |" in page and "rated 1000 W" in page
+
+
+def test_an_expert_cut_is_never_priced_as_its_model(tmp_path, capsys):
+    # 64 of Qwen3-Next's 512 experts: the same FLOPs per token, but each expert gets 8x the tokens
+    code, lines, err = run(capsys, REPO / "results" / "h200-experts-9" / "q3next_cc.jsonl", "--price", "H200=3.50",
+                           "--price", "B200=7.00", "--forecast", "B200", "--own", "H200=30000", "--out", tmp_path / "r")
+    assert code == 0, err
+    fits_a_terminal(lines)
+    assert "[1] Cut: qwen3-next-80b-a3b, 4 of 48 layers, 64 of 512 experts: 1 GPU" in lines
+    assert "  the expert cut flatters the step (more tokens per expert): no whole-model $/token" in lines
+    (row,) = [line for line in lines if line.startswith("  B200 SXM forecast")]
+    start = 2 + sum(width for _, width in terminal.COLUMNS[:4])  # the $/1M tokens column
+    assert row[start:start + terminal.COLUMNS[4][1]].strip() == "-" and "/h" in row  # its break-even stands
+    assert not any(line.startswith(("Training", "Owning")) for line in lines)  # no whole-model cost either
 
 
 def test_a_forecast_that_does_not_fit_gets_no_price_call(tmp_path, capsys):
