@@ -245,7 +245,7 @@ def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
     assert first[0].startswith("Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00 (prices its forecast only: no log")
     assert any(line.startswith("  B200 SXM forecast  8K") for line in first), first
     page = (out / "report.md").read_text()
-    answers = [line for line in page.splitlines() if line.startswith("- B200 SXM (forecast, not measured) at ")]
+    answers = [line for line in page.splitlines() if line.startswith("- [1] B200 SXM (forecast, not measured) at ")]
     assert answers and all(re.search(r": \d\.\d\dx to \d\.\d\dx as fast \(point estimates", a) for a in answers)
     for a in answers:
         assert re.search(r"(cheaper|dearer|even) per token.* at \$3\.50 vs \$7\.00 per GPU-hour \(\$/1M tokens H200 SXM "

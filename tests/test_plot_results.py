@@ -551,11 +551,11 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     assert text[:text.index(sections[0])].endswith("Prices per GPU-hour: H200 SXM $3.50, B200 SXM $7.00.\n\n")
     assert "Owner's cost per token: H200 SXM $30,000/4y, B200 SXM $45,000/4y; $0.08/kWh, PUE 1.3" in text
     answer = text[text.index(sections[0]):text.index(sections[1])]
-    assert ("- B200 SXM (guide's published) at 8K to 64K: 1.18x to 1.84x as fast (point estimates 1.18x, 1.62x, "
+    assert ("- [4] B200 SXM (guide's published) at 8K to 64K: 1.18x to 1.84x as fast (point estimates 1.18x, 1.62x, "
             "1.84x); dearer per token by 8.5% to 70.0% at $3.50 vs $7.00 per GPU-hour ($/1M tokens H200 SXM vs "
             "B200 SXM: $0.355 vs $0.599 at 8K, $0.212 vs $0.263 at 32K, $0.240 vs $0.261 at 64K); B200 SXM pays "
             "off below $4.15 at 8K, $5.66 at 32K, $6.44 at 64K per GPU-hour") in answer
-    assert "- B200 SXM (guide's published) at 128K to 256K: 1.99x to 2.04x as fast" in answer
+    assert "- [4] B200 SXM (guide's published) at 128K to 256K: 1.99x to 2.04x as fast" in answer
     assert "even per token at $3.50 vs $7.00" in answer and "cheaper per token" not in answer
     assert "|" not in answer  # words, not a table
     sections = sections[3:]
@@ -895,11 +895,11 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
         "[1] Whole model: llama-3.1-8b: 8 GPUs",
         "  B200 SXM measured  1K-2K     1.75-2.62x even           $0.056 v $0.053  $4.00-4.40/h   20/178",
         "  B200 SXM measured  3K        2.20x      undecided      $0.069 v $0.065  $4.40/h        30/178"]
-    assert ("- B200 SXM (measured) at 1K to 2K: 1.75x to 2.62x as fast (point estimates 2.00x, 2.20x); even per token "
+    assert ("- [1] B200 SXM (measured) at 1K to 2K: 1.75x to 2.62x as fast (point estimates 2.00x, 2.20x); even per token "
             "at $2.00 vs $4.00 per GPU-hour ($/1M tokens H200 SXM vs B200 SXM: $0.056 vs $0.053 at 1K, $0.062 vs "
             "$0.059 at 2K); B200 SXM pays off below $4.00 at 1K, $4.40 at 2K per GPU-hour; fits: 20.0 GiB at most, "
             "in its 178.4 GiB") in text
-    assert ("- B200 SXM (measured): One side only: not measured on H200 SXM (measured) at 512; H200 SXM (measured) "
+    assert ("- [1] B200 SXM (measured): One side only: not measured on H200 SXM (measured) at 512; H200 SXM (measured) "
             "cannot run this (OOM) at 4K") in text
     assert text[text.index("## 1."):].startswith(block.replace(str(tmp_path / "two.jsonl"), log)[:200])
     assert [line for line in text.splitlines() if line.startswith("## ")][:3] == \

@@ -254,14 +254,16 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
 
 
 def answer_markdown(a) -> str:
-    """The first screen of report.md: per workload, its candidates' sentences; '' where none."""
+    """The first screen of report.md: per workload (numbered as in the terminal), its candidates'
+    sentences, each naming its workload's number; '' where none."""
     found = workloads(a)
     if not found:
         return ""
     out = ["## The answer", ""]
-    for w in found:
-        out += [f"**{workload_title(w)}**", ""]
+    for i, w in enumerate(found, 1):
+        out += [f"**[{i}] {workload_title(w)}**", ""]
         if not w.scope.whole:
             out += [f"*{scaling_words(w.scope)}.*", ""]
-        out += [f"- {regime_sentence(r, w.base.gpu)}" for r in w.regimes] + [f"- {n}" for n in w.notes] + [""]
+        out += [f"- [{i}] {regime_sentence(r, w.base.gpu)}" for r in w.regimes] + [f"- [{i}] {n}" for n in w.notes]
+        out.append("")
     return "\n".join(out)

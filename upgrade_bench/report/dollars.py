@@ -273,7 +273,7 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
                 "and storage; the hardware is taken to work round the clock."]
     headers = ["seq_len", "GPU", "GPU-hours", "dollars", "days"]
     headers += ["owner's $/1M tokens", "owner's call", "renter's call"] if opts.owned else []
-    for w in workload_list:
+    for number, w in enumerate(workload_list, 1):
         rows = []
         for n in sorted({n for r in w.regimes for n in r.seq_lens} & set(w.base.points)):
             owner = owner_rows(w, opts, n) if opts.owned else None
@@ -282,6 +282,6 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
                             + ([owner[i].usd_words(terse=False), owner[i].owner, owner[i].renter] if owner else []))
         if rows:
             scaled = "" if w.scope.whole else f" Scaled from the cut: {scaling_words(w.scope)}."
-            out += ["", f"**{workload_title(w)}**, on {node_gpus(w, opts)} "
+            out += ["", f"**[{number}] {workload_title(w)}**, on {node_gpus(w, opts)} "
                         f"GPU(s).{scaled}", "", md_table(headers, rows)]
     return "\n".join(out) + "\n"
