@@ -20,6 +20,7 @@ from .cost import break_even_usd_per_gpu_hour
 from .forecast.page import SeriesForecast
 from .series import Series, config_phrase, seq_label
 from .tables import fmt
+from .text import md_text
 from .verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN
 from .verdict_blocks import one_sided
 from .whole_model import Scope, scaling_words, scope
@@ -261,7 +262,7 @@ def answer_markdown(a) -> str:
         return ""
     out = ["## The answer", ""]
     for i, w in enumerate(found, 1):
-        out += [f"**[{i}] {workload_title(w)}**", ""]
+        out += [f"**[{i}] {md_text(workload_title(w))}**", ""]  # a model's name is the user's text
         if not w.scope.whole:
             out += [f"*{scaling_words(w.scope)}.*", ""]
         out += [f"- [{i}] {regime_sentence(r, w.base.gpu)}" for r in w.regimes] + [f"- [{i}] {n}" for n in w.notes]

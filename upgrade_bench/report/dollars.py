@@ -20,6 +20,7 @@ from .cost import (DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEARS, TRAINING_POW
                    owned_usd_per_gpu_hour, owner_usd_per_mtok, train_cost)
 from .series import seq_label
 from .tables import md_table
+from .text import md_text
 from .whole_model import scaling_words
 from .verdict import ABOVE, BELOW, WITHIN, call, step_time_range, tokens_per_s_per_gpu
 
@@ -282,6 +283,6 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
                             + ([owner[i].usd_words(terse=False), owner[i].owner, owner[i].renter] if owner else []))
         if rows:
             scaled = "" if w.scope.whole else f" Scaled from the cut: {scaling_words(w.scope)}."
-            out += ["", f"**[{number}] {workload_title(w)}**, on {node_gpus(w, opts)} "
+            out += ["", f"**[{number}] {md_text(workload_title(w))}**, on {node_gpus(w, opts)} "
                         f"GPU(s).{scaled}", "", md_table(headers, rows)]
     return "\n".join(out) + "\n"
