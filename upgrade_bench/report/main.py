@@ -78,19 +78,21 @@ def parse_args(argv):
     p.add_argument("--forecast", action="append", default=[], metavar="GPU",
                    help="forecast this GPU of the GPU table (e.g. B200) for every measured series of "
                         "another GPU, from its own steps; repeatable; labelled a forecast everywhere")
-    p.add_argument("--tokens", default="1T", metavar="N",
+    p.add_argument("--tokens", default=dollars.compact(cost.DEFAULT_TRAIN_TOKENS), metavar="N",
                    help="tokens to train the whole model on, for its cost and time on each GPU "
                         "(e.g. 1T, 500B, 2e12) [1T]")
     p.add_argument("--gpus", type=str, metavar="G",
                    help="GPUs of the node the training cost is for [the node of each workload's logs]")
     p.add_argument("--own", action="append", default=[], metavar="GPU=USD_PER_GPU[:YEARS]",
-                   help="price of buying one GPU and the years it is spread over [4]: the owner's $/token "
+                   help=f"price of buying one GPU and the years it is spread over [{cost.DEFAULT_YEARS:g}]: the "
+                        "owner's $/token "
                         "(hardware plus measured board energy x PUE x --kwh) beside the renter's")
     p.add_argument("--kwh", default=str(cost.DEFAULT_USD_PER_KWH), metavar="USD",
-                   help="price of a kWh for the owner's cost [0.08: US industrial average, EIA]")
+                   help=f"price of a kWh for the owner's cost [{cost.DEFAULT_USD_PER_KWH:g}: US industrial "
+                        "average, EIA]")
     p.add_argument("--pue", default=str(cost.DEFAULT_PUE), metavar="X",
-                   help="the facility's power usage effectiveness [1.3: the upper end AI data centres "
-                        "report, Uptime Institute]")
+                   help=f"the facility's power usage effectiveness [{cost.DEFAULT_PUE:g}: the upper end AI data "
+                        "centres report, Uptime Institute]")
     p.add_argument("--backtest", action="store_true",
                    help="forecast each published pair's candidate from its baseline alone, set it "
                         "against the published figures, print the table and write backtest.csv to --out")
