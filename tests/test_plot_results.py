@@ -674,6 +674,12 @@ def test_the_speedup_panel_draws_the_break_even_at_the_price_ratio():
         if expected:
             assert lines[0].get_label().startswith("price ratio 2.50x: break-even")
             assert "break-even: price ratio 2.50x" in [t.get_text() for t in ax.texts]
+            # its right axis reads the speedup as the price the B200 pays off below: $2.00 x 2.5 = $5.00
+            (right,) = [child for child in ax.child_axes]
+            assert right.get_ylabel() == "B200 SXM pays off below ($/GPU-hour)"
+            fig.canvas.draw()
+            low, high = ax.get_ylim()
+            assert right.get_ylim() == pytest.approx((2.0 * low, 2.0 * high))
         figures.plt.close(fig)
 
 

@@ -49,6 +49,11 @@ def _speedup_panel(ax, c: Comparison, col: dict) -> list:
                    label=f"price ratio {c.price_ratio:.2f}x: break-even (a speedup above it is cheaper per token)")
         ax.annotate(f"break-even: price ratio {c.price_ratio:.2f}x", (0.01, c.price_ratio), va="bottom",
                     xycoords=("axes fraction", "data"), fontsize=7, color=PRICE_COLOUR)
+        # the same axis as a price: the candidate pays off below the baseline's price x its speedup
+        base_usd = c.prices[0]
+        right = ax.secondary_yaxis("right", functions=(lambda x: x * base_usd, lambda usd: usd / base_usd))
+        right.set_ylabel(f"{c.other.gpu} pays off below ($/GPU-hour)", color=PRICE_COLOUR, fontsize=8)
+        right.tick_params(labelsize=7, colors=PRICE_COLOUR)
     if c.mamf_ratio:
         ax.axhline(c.mamf_ratio, color="black", linestyle="-.", linewidth=1,
                    label=f"bf16 MAMF ratio {c.mamf_ratio:.2f}x ({c.other.provenance} / {c.base.provenance})")
