@@ -26,10 +26,10 @@ from .verdict_blocks import one_sided
 from .whole_model import Scope, scaling_words, scope
 from .words import ignored_words, unlike_words
 
-NO_FIT = "does not fit"
+NO_FIT = "does not fit"  # a regime's word where the workload does not fit the candidate: no price call
 CALL_WORDS = {BELOW: "cheaper per token", ABOVE: "dearer per token", WITHIN: "even per token",
-              UNDECIDED: "cannot decide per token", NO_FIT: "no price call: does not fit its memory"}
-SHORT_CALLS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even", UNDECIDED: "undecided", NO_FIT: "no call"}
+              UNDECIDED: "cannot decide per token"}
+SHORT_CALLS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even", UNDECIDED: "undecided"}
 
 
 @dataclass

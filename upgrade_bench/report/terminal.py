@@ -8,15 +8,15 @@ is in report.md; the last line says where.
 """
 import textwrap
 
-from .answer import NO_FIT, SHORT_CALLS, TERSE_KINDS, Regime, workload_title, workloads
 from ..log.field_types import MAX_NUMBER
+from .answer import NO_FIT, SHORT_CALLS, TERSE_KINDS, Regime, workload_title, workloads
+from .dollars import Assumptions, text_lines, yours
 from .markdown import no_comparison_words, prices_line
 from .node_health import NO_VERDICT
 from .node_page import headline
 from .series import seq_label
 from .tables import fmt
 from .verdict import NOISE_FLOOR
-from .dollars import Assumptions, text_lines, yours
 from .whole_model import scaling_words
 
 WIDTH = 100
@@ -121,9 +121,9 @@ def bottom_line(number: int, w) -> list:
                 runs.append([r.word, r.seq_lens[0], r.seq_lens[-1]])
         calls = "; ".join(f"{SHORT_CALLS[word] if word != NO_FIT else 'does not fit'} at {seq_label(first)}"
                           + (f"-{seq_label(last)}" if last != first else "") for word, first, last in runs)
-        pays = [p for r in regimes if r.word not in (None, NO_FIT) for p in r.break_even_usd]
         if not calls:
             continue
+        pays = [p for r in regimes if r.word not in (None, NO_FIT) for p in r.break_even_usd]
         text = (f"Bottom line [{number}]: {cand[0]} ({cand[1]}) at ${regimes[0].prices[1]:.2f}/GPU-hour is {calls}"
                 + (f"; it pays off below ${_range(pays)}/GPU-hour" if pays else "") + ".")
         out += _wrapped(text, "")
