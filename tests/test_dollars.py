@@ -129,7 +129,7 @@ def test_a_forecast_that_does_not_fit_gets_no_price_call(tmp_path, capsys):
     assert any(line.startswith("  H100 SXM forecast  32K ") and line.endswith("NO: 84>80") for line in no_fit)
     assert "Bottom line [1]: H100 SXM (forecast) at $2.00/GPU-hour is cheaper at 8K; does not fit at 32K; it" in lines
     page = (tmp_path / "r" / "report.md").read_text()
-    assert "no price call: it does not fit, the baseline's peak is 84.4 GiB, more than its 80 GiB" in page
+    assert "no price call: it does not fit, the baseline's peak is 84.4 GiB, more than its 80 GB (datasheet)" in page
 
 
 def test_energy_not_measured_is_said_not_invented(tmp_path, capsys):

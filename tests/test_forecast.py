@@ -251,7 +251,7 @@ def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
         assert re.search(r"(cheaper|dearer|even) per token.* at \$3\.50 vs \$7\.00 per GPU-hour \(\$/1M tokens H200 SXM "
                          r"vs B200 SXM: \$[\d.]+ vs \$[\d.]+ at \d+K", a)
         assert re.search(r"B200 SXM pays off below \$\d+\.\d\d at \d+K", a)
-        assert re.search(r"; fits: the baseline's peak, [\d.]+ GiB at most, in its 180 GiB", a)
+        assert re.search(r"; fits: the baseline.s peak, [\d.]+ GiB at most, in its 180 GB \(datasheet\)", a)
         assert re.search(r"how sure: (dense|attention)-bound, bf16: the published figure fell inside its range "
                          r"for \d+ of \d+", a)
     with open(out / "backtest.csv", newline="") as f:

@@ -50,6 +50,12 @@ class Regime:
     note: str = ""                  # instead of a call: why none
     across: str = ""                # the --ignore-config settings the pair differs in, with both values
     cand_j_per_token: list = field(default_factory=list)  # the candidate's measured board energy per length
+    hbm_measured: bool = False      # the HBM as a run of the candidate measured it (GiB), not its datasheet's GB
+
+    @property
+    def hbm_words(self) -> str:
+        """'139.8 GiB' as measured, or '180 GB (datasheet)': the unit each source states."""
+        return f"{fmt(self.hbm_gib)} GiB" if self.hbm_measured else f"{fmt(self.hbm_gib)} GB (datasheet)"
 
     @property
     def lengths(self) -> str:
@@ -130,7 +136,7 @@ def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
             c.usd_per_gpu_hour, max(filter(None, peaks), default=None), c.other.hbm_gib, sure_words(c),
             "" if seg[0].cost else (f"no price for {' and '.join(c.unpriced)}" if c.unpriced else
                                     "no throughput recorded"), ignored_words(c.ignored) if c.ignored else "",
-            [(r.other or {}).get("energy_j_per_token") for r in seg]))
+            [(r.other or {}).get("energy_j_per_token") for r in seg], not c.other.reference))
     return out, notes
 
 
@@ -234,7 +240,7 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
             f" as fast (point estimates {', '.join(fmt(m, 'x') for m in mids)})")
     if r.word == NO_FIT:
         text += (f"; no price call: it does not fit, the baseline's peak is {fmt(r.peak_gib)} GiB, more than its "
-                 f"{fmt(r.hbm_gib)} GiB (a configuration that fits would need its own run)")
+                 f"{r.hbm_words} (a configuration that fits would need its own run)")
     elif r.word:
         call = CALL_WORDS[r.word]
         if r.margins:
@@ -249,8 +255,8 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
     whose = "the baseline's peak, " if r.source == "forecast" else ""
     if r.word != NO_FIT:
         text += ("; memory not recorded" if r.fits is None else
-                 f"; fits: {whose}{fmt(r.peak_gib)} GiB at most, in its {fmt(r.hbm_gib)} GiB" if r.fits else
-                 f"; does not fit: {whose}{fmt(r.peak_gib)} GiB of {fmt(r.hbm_gib)} GiB")
+                 f"; fits: {whose}{fmt(r.peak_gib)} GiB at most, in its {r.hbm_words}" if r.fits else
+                 f"; does not fit: {whose}{fmt(r.peak_gib)} GiB of {r.hbm_words}")
     return text + f"; how sure: {r.sure}."
 
 
