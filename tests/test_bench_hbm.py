@@ -48,7 +48,8 @@ def test_gb_per_s_is_decimal_as_the_datasheets_are():
 def test_the_datasheet_figure_is_the_gpu_tables_and_none_for_an_unknown_gpu():
     assert bandwidth.datasheet_gb_per_s("NVIDIA H200") == (4800.0, "H200 SXM")
     assert bandwidth.datasheet_gb_per_s("NVIDIA B200") == (8000.0, "B200 SXM")
-    assert bandwidth.datasheet_gb_per_s("NVIDIA GB300") == (None, None)  # no row: never the B300's figure
+    assert bandwidth.datasheet_gb_per_s("NVIDIA GB300") == (8000.0, "GB300")  # its own row, not the B300's
+    assert bandwidth.datasheet_gb_per_s("NVIDIA GB400") == (None, None)  # no row: never another GPU's figure
     assert bandwidth.datasheet_gb_per_s(None) == (None, None)
     assert bandwidth.share_of_datasheet(4000.0, 4800.0) == pytest.approx(0.8333333)
     assert bandwidth.share_of_datasheet(4000.0, None) is None and bandwidth.share_of_datasheet(None, 4800.0) is None

@@ -174,3 +174,27 @@ def test_an_owned_gpu_without_a_price_is_refused(tmp_path, capsys):
     code, _, err = run(capsys, NODE, "--forecast", "B200", "--price", "H200=3.5", "--own", "B200=45000",
                        "--out", tmp_path / "r")
     assert code == 2 and "--own B200 SXM: no --price for it" in err
+
+
+def test_a_workload_that_does_not_fit_is_priced_only_as_reconfigured_to_fit():
+    from types import SimpleNamespace as NS
+
+    from upgrade_bench.report import answer, whole_model
+
+    kind = NS(kind="dense-bound, bf16", words=lambda: "as backtested")
+    row = NS(seq_len=32768, fits=False, cost_call=verdict.call(0.8, (0.7, 0.9)), calibration=kind,
+             speedup=(2.5, 2.2, 2.8), base_usd_per_mtok=0.30, usd_per_mtok=(0.24, 0.21, 0.27), peak_mem_gib=190.0)
+    plan = NS(label="reconfigured: ckpt on", peak_gib=150.0)
+    fc = NS(candidate="B200 SXM", prices=(3.5, 7.0), hbm_gib=180, base=NS(gpu="H200 SXM"), rows=[row],
+            reconfigured=[NS(seq_len=32768, plan=plan, speedup=(1.6, 1.5, 1.7), memory_how="the model's count")])
+    whole = whole_model.Scope(True, "all layers")
+    like, reconfigured = answer.forecast_regimes(fc, whole)
+    assert like.word == answer.NO_FIT and like.base_usd == [] and like.cand_usd == []  # cheaper by 20%: no call
+    # the reconfigured configuration fits and is priced: 2.00x the price at 1.6x (1.5x-1.7x) the speed
+    assert reconfigured.source == "forecast, reconfigured: ckpt on" and reconfigured.fits
+    assert reconfigured.word == verdict.ABOVE and reconfigured.margins == [pytest.approx((2 / 1.7 - 1, 2 / 1.5 - 1))]
+    assert reconfigured.cand_usd == [pytest.approx(0.30 * 2 / 1.6)] and reconfigured.break_even_usd == [3.5 * 1.6]
+    sentence = answer.regime_sentence(like, "H200 SXM")
+    assert ("no price call: it does not fit, the baseline's peak is 190.0 GiB, more than its 180 GB (datasheet)"
+            in sentence)
+    assert terminal.regime_row(reconfigured).startswith("  B200 SXM reconfig. 32K       1.50-1.70x dearer 18-33%")

@@ -15,6 +15,7 @@ from upgrade_bench.kernels.mamf import search as mamf
     ("NVIDIA H100 PCIe", "H100 PCIe", 756),
     ("NVIDIA GH200 480GB", "GH200", 989),
     ("NVIDIA GB200", "GB200", 2500),
+    ("NVIDIA GB300", "GB300", 2500),
     ("NVIDIA B200", "B200 SXM", 2250),
     ("NVIDIA B300 SXM6 AC", "B300 SXM", 2250),
     ("NVIDIA A100-SXM4-80GB", "A100 SXM", 312),
@@ -25,7 +26,7 @@ def test_gpu_lookup(device, name, bf16):
     assert spec.name == name and spec.peak_tflops("bf16") == bf16
 
 
-@pytest.mark.parametrize("device", ["NVIDIA L4", "NVIDIA GB300", "NVIDIA GB300 NVL72", None])
+@pytest.mark.parametrize("device", ["NVIDIA L4", "NVIDIA GB400", None])
 def test_unknown_gpu_gets_no_peak_and_a_warning(device):
     peak, source, warning = gpus.resolve_peak(device)
     assert peak is None and source is None and "PEAK_TFLOPS" in warning
@@ -36,7 +37,8 @@ def vendor_name(spec) -> str:
     return f"{'AMD Instinct' if spec.name.startswith('MI') else 'NVIDIA'} {spec.name}"
 
 
-DEVICES = ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300", "NVIDIA B300 SXM6 AC",
+DEVICES = ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA GB200", "NVIDIA GB300",
+           "NVIDIA B300 SXM6 AC",
            "NVIDIA B200", "NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"]
 
 
@@ -70,6 +72,26 @@ def test_the_h200_nvl_has_its_own_datasheet_figures_not_the_sxms():
     assert nvl.mamf_bf16 is None and mamf.published_mamf("NVIDIA H200 NVL", "bfloat16") is None
     assert gpus.resolve_peak("NVIDIA H200 NVL") == (835.5, "table:H200 NVL", None)
     assert gpus.table_name("H200 NVL") == "H200 NVL" and gpus.table_name("H200") == "H200 SXM"
+
+
+def test_the_platform_fields_say_what_a_datasheet_peak_does_not():
+    b200, b300, gb200, gb300 = (gpus.lookup(n) for n in ("B200", "B300", "GB200", "GB300"))
+    # board power: HGX B200 1000 W, HGX B300 1100 W, GB200 1200 W and GB300 1400 W in the NVL72 rack
+    assert [g.tdp_w for g in (b200, b300, gb200, gb300)] == [1000, 1100, 1200, 1400]
+    assert [g.power_class for g in (b200, b300, gb200, gb300)] == ["HGX", "HGX", "NVL72", "NVL72"]
+    assert [g.nvlink_domain for g in (b200, b300, gb200, gb300)] == [8, 8, 72, 72]
+    # one die per pair: the rack part is the same silicon at another power
+    assert b200.die == gb200.die == "blackwell" and b300.die == gb300.die == "blackwell-ultra"
+    assert [g.attention_exp_factor for g in (b200, b300, gb200, gb300)] == [1.0, 2.0, 1.0, 2.0]
+    # GB300: the GB200's BF16/FP8 peaks and bandwidth, 1.5x its FP4, 279 GB, no MAMF published
+    assert (gb300.bf16, gb300.fp8, gb300.fp4, gb300.hbm_gib, gb300.hbm_tbps) == (2500, 5000, 15000, 279, 8.0)
+    assert gb300.mamf_bf16 is None and gpus.resolve_peak("NVIDIA GB300")[0] == 2500
+    # every figure not from the row's datasheet names its document
+    for _, spec in gpus._TABLE:
+        for field, document in spec.cited:
+            assert hasattr(spec, field) and document, (spec.name, field)
+    assert dict(gb300.cited)["tdp_w"].startswith("NVIDIA dgxc-benchmarking README.md")
+    assert "github.com/NVIDIA/dgxc-benchmarking/blob/841f546" in gpus.DGXC_SOURCE
 
 
 def test_peak_override_wins():

@@ -21,7 +21,7 @@ from .forecast.page import SeriesForecast
 from .series import Series, config_phrase, seq_label
 from .tables import fmt
 from .text import md_text
-from .verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN
+from .verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN, call
 from .verdict_blocks import one_sided
 from .whole_model import Scope, scaling_words, scope
 from .words import ignored_words, unlike_words
@@ -169,6 +169,29 @@ def forecast_regimes(fc: SeriesForecast, sc: Scope) -> list:
             f"{seg[0].calibration.kind}: {seg[0].calibration.words()}",
             "" if w else "no price for " + " and ".join(
                 g for g, usd in zip((fc.base.gpu, fc.candidate), fc.prices) if not usd)))
+        if w == NO_FIT:  # only a configuration that fits gets a price: the reconfigured one, where there is one
+            out += reconfigured_regimes(fc, sc, seg)
+    return out
+
+
+def reconfigured_regimes(fc: SeriesForecast, sc: Scope, rows: list) -> list:
+    """For lengths whose configuration does not fit the candidate: the reconfigured forecast's
+    configuration that does (forecast/reconfig.py), priced as the like-for-like one is: its $/token
+    over the baseline's as measured is the price ratio over its speedup (tokens a second)."""
+    base_usd = {r.seq_len: r.base_usd_per_mtok for r in rows}
+    out = []
+    for rc in (rc for rc in fc.reconfigured if rc.seq_len in base_usd):
+        mid, low, high = rc.speedup
+        cost, usd = None, []
+        if all(fc.prices) and base_usd[rc.seq_len]:
+            price_ratio = fc.prices[1] / fc.prices[0]
+            cost = call(price_ratio / mid, (price_ratio / high, price_ratio / low))
+            usd = [_scaled(x, rc.seq_len, sc) for x in (base_usd[rc.seq_len], base_usd[rc.seq_len] * cost.value)]
+        word = cost.word if cost else None
+        out.append(Regime(fc.candidate, f"forecast, {rc.plan.label}", [rc.seq_len], [rc.speedup], word,
+                          [_margin(cost)] if word in (BELOW, ABOVE) else [], usd[:1], usd[1:], fc.prices,
+                          rc.plan.peak_gib, fc.hbm_gib, f"a memory estimate ({rc.memory_how}) and the forecast's range",
+                          "" if word else "no price for both GPUs"))
     return out
 
 
@@ -232,7 +255,7 @@ def usd_per_hour(usd: float) -> str:
 
 def regime_sentence(r: Regime, base_gpu: str) -> str:
     """One regime in words, every number with its length."""
-    who = f"{r.candidate} ({r.source}{', not measured' if r.source == 'forecast' else ''})" + (
+    who = f"{r.candidate} ({r.source}{', not measured' if r.source.startswith('forecast') else ''})" + (
         f", paired across {r.across} (--ignore-config)" if r.across else "")
     mids = [s[0] for s in r.speedups]
     ends = [s[1] for s in r.speedups] + [s[2] for s in r.speedups]
@@ -240,7 +263,8 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
             f" as fast (point estimates {', '.join(fmt(m, 'x') for m in mids)})")
     if r.word == NO_FIT:
         text += (f"; no price call: it does not fit, the baseline's peak is {fmt(r.peak_gib)} GiB, more than its "
-                 f"{r.hbm_words} (a configuration that fits would need its own run)")
+                 f"{r.hbm_words} (only a configuration that fits is priced: the reconfigured forecast's, where one "
+                 "fits)")
     elif r.word:
         call = CALL_WORDS[r.word]
         if r.margins:
@@ -252,7 +276,8 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
                  f"{r.candidate}: {usd}); {r.candidate} pays off below {pays} per GPU-hour")
     else:
         text += f"; no $/token call: {r.note}"
-    whose = "the baseline's peak, " if r.source == "forecast" else ""
+    whose = ("the baseline's peak, " if r.source == "forecast" else
+             "its estimate, " if r.source.startswith("forecast") else "")
     if r.word != NO_FIT:
         text += ("; memory not recorded" if r.fits is None else
                  f"; fits: {whose}{fmt(r.peak_gib)} GiB at most, in its {r.hbm_words}" if r.fits else

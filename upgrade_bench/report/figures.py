@@ -63,8 +63,8 @@ def _series_lines(ax, members: list, col: dict, field: str) -> list:
     return lens
 
 
-RANGE_KEY = ("forecast range (hatched): each ratio at its slow and fast end, widened by the\n"
-             "  largest backtest miss of its kind of workload")
+RANGE_KEY = ("forecast range (hatched): 90% of the misses on published pairs of its group,\n"
+             "  around the forecast corrected by their median")
 
 
 def _throughput_panel(ax, a: Analysis, members: list, col: dict) -> list:

@@ -54,6 +54,7 @@ from ..hardware import gpus
 from ..log import records, staged
 from ..faults import BadInput, Parser
 from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, page as forecasts
+from .forecast import reconfig as forecast_reconfig
 from . import comparisons, cost, dollars, export, inputs, markdown, node_check, series, terminal
 from .answer import workloads
 from .published import guide as published, pairs as published_pairs
@@ -94,8 +95,9 @@ def parse_args(argv):
                    help=f"the facility's power usage effectiveness [{cost.DEFAULT_PUE:g}: the upper end AI data "
                         "centres report, Uptime Institute]")
     p.add_argument("--backtest", action="store_true",
-                   help="forecast each published pair's candidate from its baseline alone, set it "
-                        "against the published figures, print the table and write backtest.csv to --out")
+                   help="forecast each published pair's candidate from its baseline alone, calibrated on "
+                        "the other sources' pairs (leave one source out), set it against the published "
+                        "figures, print the table and write backtest.csv to --out")
     p.add_argument("--reference", action="append", default=[], metavar="DIR",
                    help="a healthy node's logs (a folder, file or glob) of the same GPU kind: the node check "
                         "sets your nodes' figures against it first; repeatable")
@@ -266,7 +268,8 @@ def add_forecasts(analysis, candidates: list, prices: dict, calibration: dict) -
                           o.identity == s.identity and not o.reference), None)
             fc = forecasts.forecast_series(s, cand, prices, calibration, other,
                                            forecast_attention.measured_attention(analysis.data, s, cand, other),
-                                           forecast_comm.measured_comm(analysis.data, s.gpu, cand))
+                                           forecast_comm.measured_comm(analysis.data, s.gpu, cand),
+                                           forecast_reconfig.alternatives_of(s, analysis.data.series))
             if fc.rows:
                 analysis.forecasts.append(fc)
                 made += 1

@@ -23,7 +23,7 @@ WIDTH = 100
 MOST_LINES = 30        # one screen; what does not fit is in report.md, the last line says so
 MOST_SERIES = 6        # series named where nothing pairs
 SOURCES = {"measured": "measured", "forecast": "forecast"}
-COLUMNS = (("candidate", 19), ("lengths", 10), ("speedup", 11), ("per token", 15), ("$/1M tok at 1st", 17),
+COLUMNS = (("candidate", 19), ("lengths", 10), ("speedup", 11), ("per token", 16), ("$/1M tok at 1st", 17),
            ("pays off below", 15), ("GiB/HBM", 0))
 
 
@@ -39,7 +39,7 @@ def _range(values: list, suffix: str = "", digits: int = 2) -> str:
 
 
 def regime_row(r: Regime) -> str:
-    source = SOURCES.get(r.source, "published")
+    source = SOURCES.get(r.source, "reconfig." if r.source.startswith("forecast") else "published")
     speed = _range([s[1] for s in r.speedups] + [s[2] for s in r.speedups], "x")
     if r.word == NO_FIT:
         call = "no call"

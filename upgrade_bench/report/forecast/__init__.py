@@ -3,7 +3,9 @@
 model        the pure model: a measured step's parts scaled by the GPUs' ratios
 attention    the attention ratio's sources: isolated kernels measured on both GPUs, else published
 comm         the interconnect ratio's source: bus bandwidth measured on both GPUs, else the datasheets'
-calibration  kinds of workload (attention- or dense-bound, precision) and each kind's range widening
+calibration  a forecast's group (new architecture or same die family; attention- or dense-bound), its
+             correction and range from published pairs of other sources
 page         forecasts from measured series and the page's forecast block
-backtest     every published pair forecast from its baseline alone
+reconfig     the reconfigured forecast: plans the candidate's memory holds, their memory and speed
+backtest     every published pair forecast from its baseline alone, leave one source out
 """

@@ -1,8 +1,9 @@
 """The attention ratio's sources for a forecast: isolated attention measured by this suite on
-both GPUs (bench_flash_attn.py's `attention` records), else the guide's published kernel
-ratios, each for the backend each GPU trains with. forecast_model.attention_ratio reads the
-{seq_len: Ratio} table either gives.
+both GPUs (bench_flash_attn.py's `attention` records), else published kernel figures (the
+guide's FA4/FA3 ratios, FlashAttention-2's paper), each for the backend each GPU trains with.
+model.attention_ratio reads the {seq_len: Ratio} table either gives.
 """
+import re
 import statistics
 
 from . import model as forecast_model
@@ -13,10 +14,34 @@ from ..isolated_attention import ATTENTION_SHAPE
 from ..series import Series, seq_label
 
 
+# FlashAttention-2 on the GPUs its paper measured (Tri Dao, "FlashAttention-2: Faster Attention
+# with Better Parallelism and Work Partitioning", 2023, section 4.1): fwd+bwd up to 225 TFLOPS
+# on an A100 and up to 335 on an H100, at its longest sequences (16K). The same Ampere-style
+# kernel on both, without Hopper's TMA and warpgroup MMA: a baseline training with FA2 (or
+# torch's flash kernel, FA2 inside torch) carries this ratio, not the peaks', to the H100. The
+# H200 has the H100's compute die: its figure, at the long sequences where FA2 is compute-bound.
+FA2_PAPER_TFLOPS = {"A100 SXM": 225.0, "H100 SXM": 335.0, "H200 SXM": 335.0}
+FA2_PAPER_SEQ_LEN = 16384
+# FA2 by this suite's backend names and as others spell it (transformers' attn_implementation,
+# the package's name), compared without case or punctuation.
+FA2_BACKENDS = ("fa2", "sdpaflash", "flashattention2", "flashattn2")
+
+
+def trains_with_fa2(backend: str | None) -> bool:
+    """Whether a run's attention backend is FlashAttention-2 (or torch's flash kernel, FA2 inside)."""
+    return re.sub(r"[^a-z0-9]", "", str(backend or "").lower()) in FA2_BACKENDS
+
+
 def published_attention(base: str, cand: str, base_backend: str | None) -> tuple[dict, str]:
-    """({seq_len: Ratio}, source) of the guide's published isolated-attention ratios of a pair
-    of GPU table names, where the baseline trains with the kernel the guide's baseline ran
-    (its candidate's is what `auto` picks there); ({}, why not) otherwise."""
+    """({seq_len: Ratio}, source) of published isolated-attention ratios of a pair of GPU table
+    names: FlashAttention-2's paper figures where the baseline trains with FA2; else the guide's,
+    where the baseline trains with the kernel the guide's baseline ran (its candidate's is what
+    `auto` picks there); ({}, why not) otherwise."""
+    if trains_with_fa2(base_backend) and base in FA2_PAPER_TFLOPS and cand in FA2_PAPER_TFLOPS:
+        ratio = FA2_PAPER_TFLOPS[cand] / FA2_PAPER_TFLOPS[base]
+        return ({FA2_PAPER_SEQ_LEN: forecast_model.Ratio.exact(ratio, "")},
+                f"FlashAttention-2's published fwd+bwd TFLOPS ({cand} {FA2_PAPER_TFLOPS[cand]:g} over {base} "
+                f"{FA2_PAPER_TFLOPS[base]:g}, Dao 2023, at {seq_label(FA2_PAPER_SEQ_LEN)}): the same kernel on both")
     table = published.GUIDE_ISOLATED_ATTENTION_RATIO.get((base, cand)) or {}
     kernels = {gpus.lookup(g).name: k for g, (k, _, _) in published.GUIDE_ATTENTION_PACKAGE.items()}
     if not table:

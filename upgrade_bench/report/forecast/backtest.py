@@ -1,12 +1,12 @@
 """The forecast's backtest: each published pair's candidate forecast from its baseline side alone.
 
-Every pair of published_pairs.PAIRS is forecast with forecasts.py's model from the baseline
+Every pair of published/pairs.PAIRS is forecast with page.py's model from the baseline
 run's own figures, then set against the candidate's published figures and the three naive
 forecasts people quote (the peak, MAMF and HBM-bandwidth ratios of the run's precision). Each
-row's range is widened the way a page forecast of its kind would be (calibration.py), from
-the other pairs only: the pair predicted never calibrates its own range. Pairs that differ in
-more than the GPU (batch, parallelism, precision, container) are kept apart from like-for-like
-ones, with what differs named.
+row is corrected and ranged the way a page forecast of its group is (calibration.py), from the
+pairs of the *other* sources only (leave one source out): no source's figures calibrate its
+own forecasts. Pairs that differ in more than the GPU (batch, parallelism, precision,
+container) are kept apart from like-for-like ones, with what differs named.
 """
 import statistics
 
@@ -17,9 +17,10 @@ from ..series import Series, seq_label
 from ..tables import fmt, md_table
 from ..verdict import ratio
 
-BACKTEST_COLUMNS = ("pair", "gpus", "model", "like_for_like", "differs", "kind", "metric", "seq_len", "split", "forecast",
-                    "forecast_low", "forecast_high", "published", "error", "widened_by", "calibrated_on",
-                    "naive_peak", "naive_mamf", "naive_bandwidth", "source")
+BACKTEST_COLUMNS = ("pair", "source", "gpus", "model", "like_for_like", "differs", "kind", "group", "metric",
+                    "seq_len", "split", "model_forecast", "forecast", "forecast_low", "forecast_high", "half_width",
+                    "published", "error", "model_error", "calibrated_on", "naive_peak", "naive_mamf",
+                    "naive_bandwidth", "platform")
 # The same-generation refresh the guide discusses: a backtest row needs a published workload
 # figure of both GPUs; without one the backtest says so in a line.
 REFRESH = ("B200 SXM", "B300 SXM")
@@ -89,9 +90,9 @@ def _published(run: dict, metric: str, n: int) -> float | None:
 
 
 def backtest(records: list) -> list:
-    """One row per pair, metric and length: the forecast from the baseline run alone, its
-    range widened leave-one-pair-out for its kind, the published candidate figure, the error,
-    and the naive forecasts; like-for-like pairs first."""
+    """One row per pair, metric and length: the model's forecast from the baseline run alone,
+    corrected and ranged from the other sources' pairs of its group, the published candidate
+    figure, the error, and the naive forecasts; like-for-like pairs first."""
     runs = _runs(records)
     rows = []
     for base_id, cand_id in published_pairs.PAIRS:
@@ -99,38 +100,49 @@ def backtest(records: list) -> list:
             continue
         base, cand = runs[base_id], runs[cand_id]
         precision = calibration.precision_of(_config(base))
-        hw = forecast_model.hardware_ratios(gpus.lookup(_gpu(base)), gpus.lookup(_gpu(cand)), precision)
-        naive = {"naive_peak": hw["peak"].mid, "naive_mamf": hw["gemm"].mid, "naive_bandwidth": hw["hbm"].mid}
+        base_spec, cand_spec = gpus.lookup(_gpu(base)), gpus.lookup(_gpu(cand))
+        naive = naive_ratios(base_spec, cand_spec, precision)
         differs = published_pairs.differences(_config(base), _config(cand))
-        for (metric, n), (mid, low, high, base_value, how, share) in sorted(forecast_run(base, _gpu(cand)).items()):
+        move = forecast_model.move_of(base_spec, cand_spec)
+        for (metric, n), (mid, _low, _high, base_value, how, share) in sorted(forecast_run(base, _gpu(cand)).items()):
             pub = _published(cand, metric, n)
+            kind = calibration.workload_kind(share, precision)
             rows.append({"pair": f"{base_id} -> {cand_id}", "gpus": f"{_gpu(base)} -> {_gpu(cand)}",
                          "model": _config(base).get("MODEL"), "like_for_like": not differs,
-                         "differs": "; ".join(differs), "kind": calibration.workload_kind(share, precision),
-                         "metric": metric, "seq_len": n, "split": how, "forecast": mid, "forecast_low": low,
-                         "forecast_high": high, "published": pub, "error": ratio(mid, pub) - 1 if pub else None,
-                         **{k: base_value * v for k, v in naive.items()},
-                         "source": published_pairs.source_of(cand["header"])})
+                         "differs": "; ".join(differs),
+                         "software_differs": any(d.startswith("CONTAINER") for d in differs),
+                         "kind": kind, "group": calibration.group_of(move, kind),
+                         "metric": metric, "seq_len": n, "split": how, "model_forecast": mid, "published": pub,
+                         "model_error": ratio(mid, pub) - 1 if pub else None,
+                         **{k: base_value * v if v else None for k, v in naive.items()},
+                         "source": published_pairs.source_of(cand["header"]),
+                         "source_key": published_pairs.source_key(cand["header"]),
+                         "platform": f"{forecast_model.platform_words(base_spec)} -> "
+                                     f"{forecast_model.platform_words(cand_spec)}"})
     rows.sort(key=lambda r: not r["like_for_like"])
-    return widen_leave_one_pair_out(rows)
+    return calibrate_leave_one_source_out(rows)
 
 
-def widened(low_tflops: float, high_tflops: float, widen: float) -> tuple:
-    """A TFLOPS range whose step times widen by `widen` either way (forecast_model.scale's
-    rule: the slow step time times 1 + widen, the fast one times 1 - widen)."""
-    return low_tflops / (1 + widen), high_tflops / max(1 - widen, 1e-9)
+def naive_ratios(base, cand, precision: str) -> dict:
+    """The three ratios people quote, from the GPU table: peak, MAMF (None where either lacks
+    one) and HBM bandwidth of the run's precision."""
+    hw = forecast_model.hardware_ratios(base, cand, precision)
+    base_mamf, cand_mamf = base.mamf_tflops(precision), cand.mamf_tflops(precision)
+    return {"naive_peak": hw["peak"].mid, "naive_mamf": cand_mamf / base_mamf if base_mamf and cand_mamf else None,
+            "naive_bandwidth": hw["hbm"].mid}
 
 
-def widen_leave_one_pair_out(rows: list) -> list:
-    """Each row's range widened as a forecast of its kind is (calibration.widening), from the
-    errors of the other pairs: no pair's range uses its own miss."""
-    errors = [dict(r) for r in rows]  # the unwidened rows' errors, read while the ranges change
+def calibrate_leave_one_source_out(rows: list) -> list:
+    """Each row corrected and ranged as a forecast of its group is (calibration.fit), from the
+    pairs of the other sources: no source calibrates its own forecasts."""
+    fitted = [dict(r) for r in rows]  # the model's forecasts, read while the rows change
     for r in rows:
-        widen, pairs, too_few = calibration.widening(errors, r["kind"], leave_out=r["pair"])
-        r["widened_by"] = widen
-        r["calibrated_on"] = (f"too few pairs of its kind ({pairs}): the largest miss of any other pair"
-                              if too_few else f"the largest miss of the {pairs} other pairs of its kind")
-        r["forecast_low"], r["forecast_high"] = widened(r["forecast_low"], r["forecast_high"], widen)
+        cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"])
+        r["forecast"], r["forecast_low"], r["forecast_high"] = cal.apply(r["model_forecast"])
+        r["half_width"] = cal.half_width()
+        r["error"] = ratio(r["forecast"], r["published"]) - 1 if r["published"] else None
+        r["calibrated_on"] = (f"{cal.pairs} pairs of its group, too few: all {', '.join(cal.sources)} pairs"
+                              if cal.too_few else f"{cal.pairs} pairs of its group from {', '.join(cal.sources)}")
     return rows
 
 
@@ -154,48 +166,59 @@ def median_abs_error(rows: list, key: str = "error") -> float | None:
 
 
 def naive_error(row: dict, key: str) -> float | None:
-    return ratio(row[key], row["published"]) - 1 if row.get("published") else None
+    return ratio(row[key], row["published"]) - 1 if row.get("published") and row.get(key) else None
 
 
 def inside(row: dict) -> bool:
     return bool(row.get("published")) and row["forecast_low"] <= row["published"] <= row["forecast_high"]
 
 
-def kind_table(rows: list) -> str:
-    """Per kind of workload, like-for-like pairs apart: pairs, figures, the forecast's median
-    absolute error beside the naive ratios', and how many figures its ranges held."""
+def _median_naive(rows: list, key: str) -> float | None:
+    return median_abs_error([{"e": naive_error(r, key)} for r in rows], "e")
+
+
+def source_table(rows: list) -> str:
+    """Per source and kind of workload: pairs, figures, the forecast's median absolute error,
+    its coverage and median range half-width, beside the naive ratios' errors; a row where the
+    naive peak ratio does as well or better says so."""
     table = []
-    for like in (True, False):
-        for kind in sorted({r["kind"] for r in rows}):
-            mine = [r for r in rows if r["kind"] == kind and r["like_for_like"] == like]
-            if not mine:
-                continue
-            table.append([kind, "yes" if like else "no", len({r["pair"] for r in mine}), len(mine),
-                          fmt(median_abs_error(mine), "pct")]
-                         + [fmt(median_abs_error([{"e": naive_error(r, k)} for r in mine], "e"), "pct")
-                            for k in ("naive_peak", "naive_mamf", "naive_bandwidth")]
-                         + [f"{sum(map(inside, mine))} of {len(mine)}"])
-    return md_table(["kind", "like for like", "pairs", "figures", "forecast error", "peak ratio", "MAMF ratio",
-                     "HBM ratio", "inside range"], table)
+    groups = sorted({(r["source_key"], r["kind"]) for r in rows}) + [(None, None)]
+    for source, kind in groups:
+        mine = [r for r in rows if source is None or (r["source_key"], r["kind"]) == (source, kind)]
+        err, peak = median_abs_error(mine), _median_naive(mine, "naive_peak")
+        beats = "-" if err is None or peak is None else ("yes" if err < peak else "no: the peak ratio does better")
+        table.append(["all" if source is None else source, "all" if kind is None else kind,
+                      len({r["pair"] for r in mine}), len(mine), fmt(err, "pct"),
+                      f"{sum(map(inside, mine))} of {len(mine)}",
+                      fmt(statistics.median(r["half_width"] for r in mine), "pct"),
+                      fmt(peak, "pct"), fmt(_median_naive(mine, "naive_mamf"), "pct"),
+                      fmt(_median_naive(mine, "naive_bandwidth"), "pct"), beats])
+    return md_table(["source", "kind", "pairs", "figures", "forecast error", "inside range", "range half-width",
+                     "peak ratio", "MAMF ratio", "HBM ratio", "beats the peak ratio"], table)
 
 
 def backtest_markdown(rows: list, notes: list = ()) -> str:
-    """The backtest's table (like-for-like pairs first), its medians per kind, then `notes`
-    (unbacktested's lines)."""
+    """The backtest's table (like-for-like pairs first), its medians per source and kind, then
+    `notes` (unbacktested's lines)."""
     if not rows:
         return "\n\n".join(notes)
-    table = [[f"{r['gpus']}, {r['model']} ({r['pair']})", "yes" if r["like_for_like"] else f"no: {r['differs']}", r["kind"], r["metric"],
+    table = [[f"{r['gpus']}, {r['model']} ({r['pair']})", r["source_key"],
+              "yes" if r["like_for_like"] else f"no: {r['differs']}", r["kind"], r["metric"],
               seq_label(r["seq_len"]), fmt(r["published"]),
               f"{fmt(r['forecast'])} ({fmt(r['forecast_low'])}-{fmt(r['forecast_high'])})",
-              fmt(r["error"], "pct"), fmt(naive_error(r, "naive_peak"), "pct"),
+              fmt(r["error"], "pct"), fmt(r["model_error"], "pct"), fmt(naive_error(r, "naive_peak"), "pct"),
               fmt(naive_error(r, "naive_mamf"), "pct"), fmt(naive_error(r, "naive_bandwidth"), "pct"), r["split"]]
              for r in rows]
-    return (md_table(["pair", "like for like", "kind", "metric", "seq_len", "published", "forecast (range)", "error",
-                      "peak-ratio error", "MAMF-ratio error", "bandwidth-ratio error", "split (fallback)"], table)
-            + "\n\n" + kind_table(rows)
-            + f"\n\nMedian absolute error of all {len(rows)} figures: forecast {fmt(median_abs_error(rows), 'pct')}. "
-              "Ranges: every ratio at its slow and at its fast end, then widened by the largest miss of the other "
-              "pairs of the row's kind (leave one pair out: no pair's range uses its own miss), or, with fewer than "
-              f"{calibration.MIN_PAIRS} other pairs of its kind, by the largest miss of any other pair. Sources: "
-              + "; ".join(sorted({r["source"] for r in rows})) + "."
+    return (md_table(["pair", "source", "like for like", "kind", "metric", "seq_len", "published", "forecast (range)",
+                      "error", "model error (uncorrected)", "peak-ratio error", "MAMF-ratio error",
+                      "bandwidth-ratio error", "split (fallback)"], table)
+            + "\n\n" + source_table(rows)
+            + f"\n\nMedian absolute error of all {len(rows)} figures of {len({r['pair'] for r in rows})} pairs: "
+              f"forecast {fmt(median_abs_error(rows), 'pct')} (the model before its correction "
+              f"{fmt(median_abs_error(rows, 'model_error'), 'pct')}). Leave one source out: each source's "
+              "forecasts are corrected by the median miss of the other sources' pairs of their group (a new "
+              "architecture, or a part of the baseline's own die family; attention- or dense-bound) and ranged "
+              f"over the {calibration.RANGE_QUANTILES[0]:.0%} to {calibration.RANGE_QUANTILES[1]:.0%} of those "
+              f"misses; with fewer than {calibration.MIN_PAIRS} such pairs, on every pair of the other sources. "
+              "Sources: " + "; ".join(sorted({r["source"].split(",")[0] for r in rows})) + "."
             + "".join(f"\n\n{n}" for n in notes))

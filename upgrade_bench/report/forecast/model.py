@@ -20,8 +20,14 @@ part scales by the candidate/baseline ratio of what bounds it (Habitat, Yu et al
 A step without a decomposition is split by its own sweep: T(n) = a*A(n) + d*D(n) + h over
 the lengths n it ran, with A and D the attention and dense TFLOP of a step (the FLOP count),
 a least-squares fit of the baseline alone. Nothing is fitted to a candidate's figures. Every
-ratio carries a range (low, high); a forecast step time's range takes the slow end of every
-ratio and the fast end of every ratio, then widens by the backtest's own error.
+ratio carries a range (low, high) from what bounds it; the page's forecast is then corrected
+and ranged on published pairs of other workloads (calibration.py).
+
+The platform a GPU comes in (hardware/gpus.py) moves the ratios too: within one die family the
+MAMF ratio and the board-power ratio bound the sustained matmul ratio, a part without a
+published MAMF sustains its sibling's at its board power (`sustained_mamf`), the same die at a
+higher clock speeds other kernels up to that ratio, and Blackwell Ultra's exponent units speed
+the attention kernels' forward (`exponent_ratio`).
 """
 import math
 from dataclasses import dataclass
@@ -66,8 +72,23 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
            "attention_peak": Ratio.exact(cand.bf16 / base.bf16,
                                          f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
            "hbm": Ratio.exact(hbm, f"HBM {cand.hbm_tbps:g} / {base.hbm_tbps:g} TB/s (datasheets)")}
-    base_mamf, cand_mamf = base.mamf_tflops(precision), cand.mamf_tflops(precision)
-    if base_mamf and cand_mamf:
+    (base_mamf, base_how), (cand_mamf, cand_how) = sustained_mamf(base, precision), sustained_mamf(cand, precision)
+    if base_mamf and cand_mamf and (base_how or cand_how):
+        # a part without a published MAMF: its die-family sibling's, at its own board power
+        mamf = cand_mamf / base_mamf
+        out["gemm"] = Ratio(mamf, min(hbm, mamf), mamf, f"{precision} sustained matmul {cand_mamf:.0f} / "
+                            f"{base_mamf:.0f} TFLOPS ({'; '.join(h for h in (base_how, cand_how) if h)}), down to "
+                            "the HBM ratio")
+    elif base_mamf and cand_mamf and power_ratio(base, cand) and power_ratio(base, cand) != cand_mamf / base_mamf:
+        # one die family, both MAMFs published: a short search (the MAMF ratio) and a sustained
+        # step at the power cap (the board-power ratio) bound the sustained matmul ratio
+        power, mamf = power_ratio(base, cand), cand_mamf / base_mamf
+        mid = (power * mamf) ** 0.5
+        out["gemm"] = Ratio(mid, min(hbm, mamf, power), max(mamf, power),
+                            f"{precision} sustained matmul: between the MAMF ratio {cand_mamf:g} / {base_mamf:g} "
+                            "TFLOPS "
+                            f"(published) and the board-power ratio {cand.tdp_w:g} / {base.tdp_w:g} W")
+    elif base_mamf and cand_mamf:
         # GEMMs of micro-batch 1 run below MAMF, partly bandwidth-bound: as slow as the HBM ratio
         mamf = cand_mamf / base_mamf
         out["gemm"] = Ratio(mamf, min(hbm, mamf), mamf, f"{precision} MAMF {cand_mamf:g} / {base_mamf:g} "
@@ -82,10 +103,95 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
     else:
         out["comm"] = between(1.0, hbm, "interconnect unknown: between unchanged and the HBM ratio")
     out["other"] = out["hbm"]
+    if move_of(base, cand) == SAME_FAMILY and out["gemm"].mid > hbm:
+        # the same die at a higher sustained clock: kernels other than matmuls run anywhere from
+        # bandwidth-bound (the HBM ratio) to clock-bound (the matmuls' ratio)
+        out["other"] = between(hbm, out["gemm"].mid, f"other kernels of one die family: between the HBM ratio "
+                               f"and the sustained clock's ({platform_words(base)} -> {platform_words(cand)})")
     out["host"] = UNCHANGED
     out["fixed"] = Ratio(1.0, min(1.0, out["comm"].low), max(1.0, out["comm"].high), "host time and exposed "
                          f"communication: unchanged, up to the interconnect ratio ({out['comm'].source})")
     return out
+
+
+def die_family(spec: GPUSpec) -> str:
+    """'blackwell' of 'blackwell-ultra': parts whose tensor cores are alike."""
+    return spec.die.split("-")[0]
+
+
+def power_ratio(base: GPUSpec, cand: GPUSpec) -> float | None:
+    """The candidate's board power over the baseline's where both are of one die family (B200,
+    B300, GB200, GB300; H100, H200; MI300X, MI325X), else None."""
+    if base.die and cand.die and die_family(base) == die_family(cand) and base.tdp_w and cand.tdp_w:
+        return cand.tdp_w / base.tdp_w
+    return None
+
+
+def sustained_mamf(spec: GPUSpec, dtype: str) -> tuple[float | None, str]:
+    """(sustained matmul TFLOPS, how, '' where published) of a part: its published MAMF (measured
+    on that part, at its own power); else its die-family sibling's of the same platform (or the
+    nearest board power), scaled by the board-power ratio: a sustained GEMM runs at the power cap,
+    and the same silicon at more power holds a higher clock (published runs of one die at 1000 W
+    against 750 W trained 1.35x faster). None where no sibling has one."""
+    own = spec.mamf_tflops(dtype)
+    if own:
+        return own, ""
+    siblings = [s for s in gpus_of_family(spec) if s.mamf_tflops(dtype) and power_ratio(s, spec)]
+    if not siblings:
+        return None, ""
+    sib = min(siblings, key=lambda s: (s.power_class != spec.power_class, abs(s.tdp_w - spec.tdp_w)))
+    power = power_ratio(sib, spec)
+    return sib.mamf_tflops(dtype) * power, (f"{spec.name}'s unpublished: {sib.name}'s {sib.mamf_tflops(dtype):g} "
+                                            f"at {spec.tdp_w:g} / {sib.tdp_w:g} W")
+
+
+def gpus_of_family(spec: GPUSpec) -> list:
+    """The GPU table's other parts of `spec`'s die family."""
+    from ...hardware import gpus  # the table, read lazily: this module's formulas take specs
+    return [s for _, s in gpus._TABLE if s.name != spec.name and s.die and die_family(s) == die_family(spec)]
+
+
+NEW_ARCHITECTURE, SAME_FAMILY = "new architecture", "same die family"
+
+
+def move_of(base: GPUSpec, cand: GPUSpec) -> str:
+    """What a forecast moves across: a new architecture (another die family, where young
+    software shows) or another part of the baseline's die family (board power, platform)."""
+    return SAME_FAMILY if base.die and die_family(base) == die_family(cand) else NEW_ARCHITECTURE
+
+
+def platform_words(spec: GPUSpec) -> str:
+    """'GB200 NVL72, 1200 W, NVLink domain 72': the platform figures a forecast part used."""
+    return (f"{spec.name} {spec.power_class}".strip() + (f", {spec.tdp_w:g} W" if spec.tdp_w else "")
+            + (f", NVLink domain {spec.nvlink_domain}" if spec.nvlink_domain else ""))
+
+
+# FlashAttention's forward on Blackwell is bound by the tensor cores and the softmax's
+# exponentials together (FlashAttention-4: the MUFU exp rate matches the MMA rate per score at
+# head dim 128); the forward is 1 of fwd+bwd's 3.5 FLOP units (backward 2.5x forward), the
+# backward's matmuls outnumber its exponentials 5 to 1. So a faster exponent unit can speed at
+# most the forward's share of the attention kernels' time.
+EXP_BOUND_SHARE = 1 / 3.5
+
+
+def exponent_ratio(base: GPUSpec, cand: GPUSpec) -> Ratio:
+    """The attention kernels' gain from the candidate's exponent (SFU) throughput over the
+    baseline's (Blackwell Ultra's is twice Blackwell's): none at the low end, the forward's share
+    at the new rate at the high end, their geometric middle."""
+    factor = cand.attention_exp_factor / base.attention_exp_factor
+    if factor == 1.0:
+        return Ratio.exact(1.0, "")
+    high = 1.0 / ((1 - EXP_BOUND_SHARE) + EXP_BOUND_SHARE / factor)
+    return between(1.0, high, f"softmax exponent throughput {factor:g}x ({cand.name} over {base.name}) on the "
+                   f"forward's share of the attention kernels")
+
+
+def with_exponent(attention: Ratio, exp: Ratio) -> Ratio:
+    """An attention ratio times the exponent units' gain, its source saying so."""
+    if exp.mid == 1.0 and exp.low == 1.0 and exp.high == 1.0:
+        return attention
+    return Ratio(attention.mid * exp.mid, attention.low * exp.low, attention.high * exp.high,
+                 f"{attention.source}; times {exp.source}", attention.note)
 
 
 # Activation checkpointing runs each layer's forward again: 2 more FLOPs per matmul parameter
@@ -110,15 +216,16 @@ def gemm_share(dense_tflop: float, dense_ms: float, base_mamf_tflops: float | No
 
 def dense_ratio(hw: dict, share: float | None) -> Ratio:
     """A part of matmuls and other kernels together: `share` of its time at the MAMF ratio
-    (`hw["gemm"]`), the rest at the HBM ratio (time-weighted: the harmonic mix); the range
-    from all of it at the HBM ratio to all of it at the MAMF ratio. Without a share (no
-    MAMF published for the baseline) the geometric middle of that range."""
-    hbm, gemm = hw["hbm"].mid, hw["gemm"]
+    (`hw["gemm"]`), the rest at the other kernels' (`hw["other"]`: the HBM ratio, or up to the
+    sustained clock's on one die family; time-weighted: the harmonic mix); the range from all of
+    it at the other kernels' low end to all of it at the MAMF ratio. Without a share (no MAMF
+    published for the baseline) the geometric middle of that range."""
+    other, gemm = hw["other"], hw["gemm"]
     if share is None:
-        return between(hbm, gemm.high, "GEMMs and other kernels together, GEMM share unknown (no "
-                       "baseline MAMF): between the HBM and MAMF ratios")
-    mid = 1.0 / (share / gemm.mid + (1.0 - share) / hbm)
-    return Ratio(mid, min(hbm, mid), max(gemm.high, mid),
+        return between(other.low, gemm.high, "GEMMs and other kernels together, GEMM share unknown (no "
+                       "baseline MAMF): between the other kernels' and MAMF ratios")
+    mid = 1.0 / (share / gemm.mid + (1.0 - share) / other.mid)
+    return Ratio(mid, min(other.low, mid), max(gemm.high, mid),
                  "GEMMs and other kernels together: the time its matmuls need at the baseline's MAMF by "
                  "the MAMF ratio, the rest by the HBM ratio; range from all at HBM to all at MAMF")
 
@@ -189,19 +296,19 @@ def _det3(m) -> float:
 @dataclass(frozen=True)
 class Forecast:
     step_ms: float
-    step_ms_fast: float  # every ratio at its high end, widened by the backtest error
+    step_ms_fast: float  # every ratio at its high end (on the page: the calibrated range's fast end)
     step_ms_slow: float
     parts_ms: dict       # the baseline's parts, {bound: ms}
     how: str             # where the split came from
 
 
-def scale(parts_ms: dict, ratios: dict, widen: float = 0.0, how: str = "") -> Forecast:
+def scale(parts_ms: dict, ratios: dict, how: str = "") -> Forecast:
     """The candidate's step from the baseline's {bound: ms} and {bound: Ratio}: each part over
-    its ratio; the range from the ratios' ends, then `widen` (a relative error) either way."""
+    its ratio; the range from the ratios' ends."""
     mid = sum(ms / ratios[b].mid for b, ms in parts_ms.items())
     fast = sum(ms / ratios[b].high for b, ms in parts_ms.items())
     slow = sum(ms / ratios[b].low for b, ms in parts_ms.items())
-    return Forecast(mid, fast * (1 - widen), slow * (1 + widen), dict(parts_ms), how)
+    return Forecast(mid, fast, slow, dict(parts_ms), how)
 
 
 def sweep_parts(split: tuple, attention_tflop: float, dense_tflop: float, sharded: bool = False) -> dict:

@@ -1,14 +1,14 @@
-"""Forecasts on the page: forecast_model.py's model applied to measured series.
+"""Forecasts on the page: model.py's model applied to measured series.
 
 A forecast is its own record and its own table, labelled "forecast from <series>, not
-measured" wherever it is shown, and never merged with a measured number. Its ranges are the
-model's (every ratio at its slow and at its fast end) widened for the kind of workload each
-length is (calibration.py: attention- or dense-bound, and precision) by the backtest's misses
-on published pairs of that kind (backtest.py), and each row says how often such ranges held.
+measured" wherever it is shown, and never merged with a measured number. The model's middle is
+corrected and ranged for the group each length is in (calibration.py: a new architecture or
+the baseline's own die family; attention- or dense-bound) by the backtest's misses on
+published pairs of that group (backtest.py), and each row says how often such ranges held.
 """
 from dataclasses import dataclass, field
 
-from . import calibration, attention as forecast_attention, model as forecast_model
+from . import calibration, attention as forecast_attention, model as forecast_model, reconfig as forecast_reconfig
 from ...hardware import gpus
 from ..series import Series, seq_label
 from ..tables import fmt, md_table
@@ -70,8 +70,9 @@ def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: floa
     share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_tflops(precision),
                                       checkpointed)
     table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
+    exp = forecast_model.exponent_ratio(base_spec, gpus.lookup(cand))
     return {**hw, "dense": forecast_model.dense_ratio(hw, share),
-            "attention": forecast_model.attention_ratio(hw, table, seq_len, source)}
+            "attention": forecast_model.with_exponent(forecast_model.attention_ratio(hw, table, seq_len, source), exp)}
 
 
 @dataclass
@@ -86,7 +87,7 @@ class Row:
     cost_call: object            # verdict.Call of candidate $/token over the baseline's
     peak_mem_gib: float | None
     fits: bool | None            # the baseline's peak memory within the candidate's HBM
-    calibration: calibration.Calibration  # the kind of workload this length is, and how its range was widened
+    calibration: calibration.Calibration  # the group this length is in, its correction and range
     measured_tflops: float | None = None  # the candidate measured in the same configuration (or an ignored one)
 
 
@@ -100,6 +101,7 @@ class SeriesForecast:
     hbm_gib: float = 0.0          # the candidate's
     ratio_sources: dict = field(default_factory=dict)  # {bound: {source: {note: None}}}, in order met
     beyond: list = field(default_factory=list)  # beyond_memory's (seq_len, GiB, how) the baseline ran out of memory at
+    reconfigured: list = field(default_factory=list)  # forecast_reconfig.Reconfigured, per length where one beats it
 
     @property
     def label(self) -> str:
@@ -112,13 +114,15 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
 
 
 def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, measured: Series | None = None,
-                    attention: tuple = ({}, ""), comm=None) -> SeriesForecast:
+                    attention: tuple = ({}, ""), comm=None, alternatives: list = ()) -> SeriesForecast:
     """The candidate's forecast at every length of a measured baseline series; `calibrations`:
-    calibration.calibration's {kind: Calibration}; `measured`: the candidate's own series of
+    calibration.calibration's {group: Calibration}; `measured`: the candidate's own series of
     this configuration (up to --ignore-config keys, named), `attention`:
-    forecast_attention.measured_attention's, `comm`: forecast_comm.measured_comm's."""
+    forecast_attention.measured_attention's, `comm`: forecast_comm.measured_comm's,
+    `alternatives`: forecast_reconfig.alternatives_of's, for the reconfigured forecast."""
     spec = gpus.lookup(cand)
     precision = calibration.precision_of(s.config)
+    move = forecast_model.move_of(gpus.lookup(s.gpu), spec)
     out = SeriesForecast(s, spec.name, prices=(_price(prices, s.gpu), _price(prices, spec.name)), hbm_gib=spec.hbm_gib)
     if measured is not None:
         out.measured_differs = "; ".join(f"{k} {', '.join(map(str, b))} here vs {', '.join(map(str, o))} there"
@@ -132,8 +136,10 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
         for b in parts:
             out.ratio_sources.setdefault(b, {}).setdefault(r[b].source, {})[r[b].note] = None
         how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)
-        cal = calibration.for_kind(calibrations, calibration.workload_kind(point.get("attn_flop_share"), precision))
-        f = forecast_model.scale(parts, r, cal.widen, how)
+        cal = calibration.for_group(calibrations, move, calibration.workload_kind(point.get("attn_flop_share"),
+                                                                                 precision))
+        model = forecast_model.scale(parts, r, how)
+        f = forecast_model.Forecast(*cal.step_ms(model.step_ms), model.parts_ms, how)
         tflops = tflops_range(point["model_tflop_per_step"], f)
         speedup = (point["step_ms"] / f.step_ms, point["step_ms"] / f.step_ms_slow, point["step_ms"] / f.step_ms_fast)
         tok_s = tokens_per_s_per_gpu(point)
@@ -148,6 +154,7 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
                             None if mem is None else mem <= spec.hbm_gib, cal,
                             other.get("tflops_per_gpu") if other else None))
     out.beyond = beyond_memory(s, spec.hbm_gib)
+    out.reconfigured = forecast_reconfig.reconfigure(s, out, calibrations, alternatives)
     return out
 
 
@@ -215,17 +222,22 @@ def forecast_markdown(fc: SeriesForecast) -> str:
                      _span(r.speedup, "x"), fits, fmt(r.measured_tflops), r.forecast.how])
     measured = f"{fc.candidate} measured TFLOPS" + (" (another configuration)" if fc.measured_differs else "")
     lines = [f"**{fc.label}**: {fc.candidate} for this series' own configuration and node, {price_words(fc)}. "
-             "Ranges: every ratio at its slow and fast end, widened for the row's kind of workload by the "
-             "backtest's misses on published pairs of that kind.", "",
+             "Each row: the model's forecast corrected by the median miss of published pairs of its group, "
+             "ranged over 90% of their misses (calibration on published pairs, leave one source out in the "
+             "backtest).", "",
              md_table(["seq_len", "kind", f"{fc.base.gpu} step ms (measured)", f"{fc.candidate} step ms (forecast)",
                        "TFLOPS/GPU (forecast)", "speedup (forecast)", f"{fc.base.gpu} $/1M tokens (measured)",
                        f"{fc.candidate} $/1M tokens (forecast)", "$/token call", "break-even price ratio",
                        f"memory on {fc.candidate}", measured, "split"], rows), ""]
+    if fc.reconfigured:
+        lines += ["", reconfigured_markdown(fc), ""]
     lines += [f"How sure, {kind}: {cal.words()}." for kind, cal in
               {r.calibration.kind: r.calibration for r in fc.rows}.items()]
     if fc.measured_differs:
         lines.append(f"The {measured} column is another configuration, paired by --ignore-config "
                      f"({fc.measured_differs}): not the workload this forecast is for.")
+    lines.append(f"Platform: {forecast_model.platform_words(gpus.lookup(fc.base.gpu))} -> "
+                 f"{forecast_model.platform_words(gpus.lookup(fc.candidate))} (hardware/gpus.py, each figure cited).")
     lines.append("Ratios: " + "; ".join(f"{b}: {sources_words(srcs)}" for b, srcs in sorted(fc.ratio_sources.items()))
                  + ".")
     for n, gib, how in fc.beyond:
@@ -234,3 +246,19 @@ def forecast_markdown(fc: SeriesForecast) -> str:
     lines.append("Blind spots: kernels that change between GPUs (another attention backend, beta kernels), "
                  "a young cuBLAS, and host CPUs that differ (host time is carried over unchanged).")
     return "\n".join(lines)
+
+
+def reconfigured_markdown(fc: SeriesForecast) -> str:
+    """The reconfigured forecast's table: per length, what the candidate's memory lets the
+    workload change, its memory estimate, and the forecast of that configuration."""
+    base, cand = gpus.lookup(fc.base.gpu), gpus.lookup(fc.candidate)
+    rows = [[seq_label(r.seq_len), r.plan.label, fmt(r.plan.peak_gib),
+             "yes: a change the baseline could make too" if r.fits_baseline else "no",
+             _span(r.tflops, "num"), _span(r.speedup, "x"), r.memory_how] for r in fc.reconfigured]
+    return (f"**Reconfigured {fc.label}**: configurations planned from this series' own, or measured on the "
+            f"{base.name} for the same workload, whose memory fits within "
+            f"{forecast_reconfig.MEMORY_HEADROOM:.0%} of the {cand.name}'s {cand.hbm_gib:g} GiB, "
+            "the one with the most tokens a second at each length where it beats the like-for-like forecast.\n\n"
+            + md_table(["seq_len", "what it changed", "memory estimate per GPU (GiB)",
+                        f"fits the {base.name}'s {base.hbm_gib:g} GiB too", "TFLOPS/GPU (forecast)",
+                        f"tokens/s over the {base.name} as measured (forecast)", "memory estimate from"], rows))
