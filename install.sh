@@ -36,7 +36,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu=1 ;;
     --force) [ $# -ge 2 ] || die "--force needs fa3, fa4 or none"; force=$2; shift ;;
-    --wheelhouse) [ $# -ge 2 ] || die "--wheelhouse needs a folder"; wheelhouse=$2; shift ;;
+    --wheelhouse) [ $# -ge 2 ] && [ -n "$2" ] || die "--wheelhouse needs a folder (it was given none, or '')"
+                  wheelhouse=$2; shift ;;
     --no-verify) verify=0 ;;
     --mamba) mamba=1 ;;
     -h|--help) usage; exit 0 ;;

@@ -173,7 +173,8 @@ stderr, exit 1, no record. FAKE_HANG_AT=N: start a grandchild `sleep`, write its
 FAKE_PID_FILE (whole: the test may read it at any moment), hang. FAKE_PEAK="a b":
 peak_mem_gib = a + b * seq_len. FAKE_HBM: the header's hardware.hbm_gib; FAKE_CONFIG: its
 config (JSON); FAKE_HEADER: more header fields (JSON). FAKE_RUNS: one line per process (its SEQ_LEN). FAKE_REJECT=1: refuse the
-configuration as benchmark.py does (one line, exit 2). FAKE_WARN: a start-up warning. A record that cannot be appended to
+configuration as benchmark.py does (one line, exit 2). FAKE_STALE_LOCK=path: stop on a stale build lock
+there as benchmark.py does (one line, exit 5). FAKE_WARN: a start-up warning. A record that cannot be appended to
 OUTPUT ends it as in benchmark.py (one line, exit 4); FAKE_DISK_BYTES: OUTPUT's folder is a
 disk of that size (where no small tmpfs can be mounted)."""
 import errno, json, os, subprocess, sys, time, uuid
@@ -206,6 +207,9 @@ if env.get("FAKE_RUNS"):
 print("[INFO] [launch.py] a log line that is not a record", flush=True)
 if env.get("FAKE_WARN"):
     sys.stderr.write(f"warning: {env['FAKE_WARN']}\n")
+if env.get("FAKE_STALE_LOCK"):
+    sys.stderr.write(f"error: a stale build lock at {env['FAKE_STALE_LOCK']} (5 min old, and no process holds it)\n")
+    sys.exit(5)
 if env.get("FAKE_REJECT"):
     sys.stderr.write("error: ZERO_STAGE=5: expected an integer >= 0 and <= 3\n")
     sys.exit(2)

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ import torch
 from conftest import REPO, import_script, parse_jsonl, script_env
 from upgrade_bench.hardware import collectives
 from upgrade_bench.kernels.comm import bench as comm
+from upgrade_bench.kernels.ranks import free_port
 from upgrade_bench.interrupts import Interrupted
 from upgrade_bench.log import checks, records
 from upgrade_bench.kernels.comm import main as bench
@@ -99,12 +101,6 @@ def test_the_table_and_headline_take_each_ops_best_size_and_say_what_failed():
 
 # --- two gloo ranks, for real ------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def two_ranks(env: dict) -> list:
     """bench_comm.py as two ranks of a launcher would start them: [(exit code, stdout, stderr)]."""
     port = str(free_port())
@@ -155,7 +151,15 @@ def test_two_gloo_ranks_time_every_op_by_nccl_tests_arithmetic(run):
 # --- bad input ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("env, says", [
-    ({}, "error: WORLD_SIZE=1: a collective needs two ranks or more; run it under a launcher"),
+    ({}, "error: WORLD_SIZE=1: a collective needs two ranks or more, one per GPU: RANKS=N .venv/bin/python "
+         "bench_comm.py starts them"),
+    # issue 46: a message about memory; exit 2 with nothing on stderr; RANKS under a launcher
+    ({"WORLD_SIZE": "99999999999"}, "error: WORLD_SIZE=99999999999: more ranks than any cluster has GPUs; expected "
+                                    "at most 1048576"),
+    ({"WORLD_SIZE": "2", "RANK": "5", "MASTER_ADDR": "h", "MASTER_PORT": "1"},
+     "error: RANK=5: expected below WORLD_SIZE=2, as a launcher sets it"),
+    ({"WORLD_SIZE": "2", "RANKS": "2"}, "error: RANKS=2 with RANK/WORLD_SIZE set: a launcher started this process"),
+    ({"RANKS": "1"}, "error: RANKS='1': expected 0 or an integer >= 2 and <= 1024"),
     ({"WORLD_SIZE": "2", "RANK": "two"}, "error: RANK='two': expected a whole number >= 0"),
     ({"WORLD_SIZE": "2", "OPS": "all_reduce broadcast"}, "error: OPS='all_reduce broadcast': expected a list of "
                                                          "all_reduce|all_gather|reduce_scatter|all_to_all"),
@@ -171,6 +175,51 @@ def test_bad_input_is_one_line_and_exit_2_before_any_process_group(env, says, ma
     monkeypatch.setattr(torch.distributed, "init_process_group", lambda *a, **k: pytest.fail("started"))
     code, recs, err = main_in_process(bench, env)
     assert code == 2 and recs == [] and err.startswith(says) and err.count("\n") == 1, err
+
+
+def test_cpu_ranks_past_the_hosts_memory_are_named_as_ranks_sharing_it(main_in_process, monkeypatch):
+    from upgrade_bench.hardware import fingerprint
+
+    for name in ("RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(fingerprint, "host_free_bytes", lambda: 8 * 2**30)
+    code, recs, err = main_in_process(bench, {"WORLD_SIZE": "100000", "MASTER_ADDR": "h", "MASTER_PORT": "1",
+                                              "SIZES_MIB": "1"})
+    assert code == 2 and err.endswith("(this host's free memory shared by WORLD_SIZE=100000 CPU ranks)\n"), err
+
+
+def test_a_rendezvous_nothing_answers_is_one_line_naming_the_address_after_the_stated_wait(monkeypatch):
+    # issue 46: 631 s and 63 lines of C++ frames
+    with socket.socket() as held:  # bound, not listening: a connection there is refused
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        environ = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        started = time.monotonic()
+        problem = bench.rendezvous_problem(environ, 1, 0.5)
+        assert 0.5 <= time.monotonic() - started < 10
+        assert problem.startswith(f"nothing answered at MASTER_ADDR=127.0.0.1 MASTER_PORT={port} within 0.5 s (")
+        assert bench.rendezvous_problem(environ, 0, 0.5) is None  # rank 0 hosts the store: nothing to reach
+        assert bench.rendezvous_problem({**environ, "TORCHELASTIC_USE_AGENT_STORE": "True"}, 0, 0.5)  # torchrun's
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        environ = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(listening.getsockname()[1])}
+        assert bench.rendezvous_problem(environ, 1, 5) is None
+
+    def unknown(*args):
+        raise socket.gaierror(-2, "Name or service not known")
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    assert bench.rendezvous_problem({"MASTER_ADDR": "gpu01", "MASTER_PORT": "29500"}, 1, 60) == (
+        "MASTER_ADDR=gpu01 MASTER_PORT=29500: no such host ([Errno -2] Name or service not known); expected rank "
+        "0's host, as the launcher sets it")
+
+
+def test_ranks_starts_the_ranks_itself_and_a_bad_input_is_rank_0s_one_line_without_a_launcher_traceback(tmp_path):
+    # torchrun adds its ChildFailedError traceback after the suite's line
+    proc = subprocess.run([sys.executable, str(REPO / "bench_comm.py")], cwd=REPO, text=True, capture_output=True,
+                          timeout=120, env=script_env({"RANKS": "2", "SIZES_MIB": "1048576", **CPU_TIMING}))
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr.startswith("error: SIZES_MIB=1048576: the inputs alone need") and proc.stderr.count("\n") == 1
 
 
 def test_another_rank_says_nothing_of_the_bad_input_rank_0_reports(main_in_process, monkeypatch):

@@ -299,6 +299,14 @@ def test_backend_refusing_the_inputs_is_unavailable(monkeypatch, run_main):
     assert code == 0
 
 
+def test_a_run_that_measured_nothing_exits_2_with_one_line_naming_why(run_main):
+    # issue 46: every backend unavailable here, and exit 0
+    code, records, err = run_main(BACKENDS="fa4", SEQLENS="32", PASSES="fwd")
+    assert code == 2 and [r["status"] for r in records if r["kind"] == "attention"] == ["unavailable"]
+    assert err.splitlines()[-1] == ("error: nothing measured (BACKENDS=fa4): fa4: fa4 needs a CUDA GPU; choose "
+                                    "BACKENDS that run here (--help)")
+
+
 def test_oom_at_a_long_sequence_is_a_record_and_the_run_goes_on(monkeypatch, run_main):
     def oom_at_128(q, k, v, a):
         if q.shape[2] == 128:

@@ -170,6 +170,26 @@ def test_a_larger_size_that_cannot_fit_is_an_oom_record_without_allocating(run_m
     assert "[4/6] copy 2 MiB: oom (the inputs alone need" in err
 
 
+def test_on_cpu_the_buffers_fit_half_of_what_the_host_has_free_now(run_main, monkeypatch, tmp_path):
+    # issue 46: the node's hbm step on a 24 GiB laptop held 8 GiB buffers (the copy: 16.9 GB
+    # resident) against the host's whole RAM, and the OOM killer ended it
+    from upgrade_bench.hardware import fingerprint
+
+    (tmp_path / "meminfo").write_text("MemTotal:       24641536 kB\nMemAvailable:   10485760 kB\n")  # 10 GiB free
+    assert fingerprint.host_free_bytes(str(tmp_path / "meminfo"), str(tmp_path / "none")) == 10 * 2**30
+    (tmp_path / "memory.max").write_text(f"{12 * 2**30}\n")
+    (tmp_path / "memory.current").write_text(f"{8 * 2**30}\n")  # the container has 4 GiB of room
+    assert fingerprint.host_free_bytes(str(tmp_path / "meminfo"), str(tmp_path)) == 4 * 2**30
+    (tmp_path / "memory.max").write_text("max\n")
+    assert fingerprint.host_free_bytes(str(tmp_path / "meminfo"), str(tmp_path)) == 10 * 2**30
+    monkeypatch.setattr(fingerprint, "host_free_bytes", lambda: 10 * 2**30)
+    assert attn_bench.memory_bytes(torch.device("cpu")) == 5 * 2**30
+    code, records, err = run_main(SIZES_MIB="1 8192", OPS="copy read")  # the defaults' largest
+    assert code == 0 and [(r["op"], r["buffer_mib"], r["status"]) for r in records[1:]] == [
+        ("copy", 1, "ok"), ("read", 1, "ok"), ("copy", 8192, "oom"), ("read", 8192, "oom")]
+    assert records[3]["reason"] == "the inputs alone need 16.0 GiB, more than the 5.0 GiB this device has"
+
+
 @pytest.mark.parametrize("error, status, exit_code", [
     (RuntimeError("reduction kernel exploded"), "error", 1),
     (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 MiB"), "oom", 0),

@@ -4,6 +4,7 @@ build itself needs nvcc and a GPU; results/h200-experts-9/mamba_build.log is one
 import itertools
 import os
 import re
+import sys
 
 import pytest
 
@@ -98,3 +99,62 @@ def test_install_sh_refuses_mamba_without_a_gpu_in_one_line():
     proc = run_proc(["bash", str(REPO / "install.sh"), "--cpu", "--mamba"], {}, timeout=30)
     assert (proc.returncode, proc.stderr) == (
         2, "install.sh: error: --mamba needs a GPU node: mamba-ssm and causal-conv1d are CUDA builds\n")
+
+
+def toolkit_and_python(root, missing):
+    """A stand-in CUDA toolkit (the script checks for nvcc and cuda_runtime.h before Python) and
+    PYTHONPATH of stand-in modules: those in `missing` fail to import, the others import empty."""
+    cuda = root / "cuda"
+    (cuda / "bin").mkdir(parents=True)
+    (cuda / "include").mkdir()
+    (cuda / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    (cuda / "bin" / "nvcc").chmod(0o755)
+    (cuda / "include" / "cuda_runtime.h").write_text("")
+    shadow = root / "shadow"
+    (shadow / "wheel").mkdir(parents=True)
+    for name in ("torch", "setuptools", "einops", "triton", "wheel/bdist_wheel"):
+        (shadow / f"{name}.py").write_text("raise ImportError('stand-in')\n" if name in missing else "")
+    (shadow / "wheel" / "__init__.py").write_text("raise ImportError('stand-in')\n" if "wheel" in missing else "")
+    return {"CUDA_HOME": str(cuda), "PYTHONPATH": str(shadow), "PYTHON": sys.executable,
+            "CAUSAL_CONV1D_VERSION": "1.7.0",
+            "MAMBA_VERSION": "2.3.2.post1"}
+
+
+def build(tmp_path, target, env):
+    (tmp_path / "sdists").mkdir(exist_ok=True)
+    for name in ("causal_conv1d-1.7.0.tar.gz", "mamba_ssm-2.3.2.post1.tar.gz"):
+        (tmp_path / "sdists" / name).write_bytes(b"")
+    return run_proc(["bash", str(REPO / "tools" / "build_mamba_kernels.sh"), target, "90", "sdists"], env,
+                    timeout=60, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("missing", [("torch",), ("triton",), ("torch", "wheel", "triton")])
+def test_a_python_without_what_the_build_imports_is_one_line_naming_each_and_the_target_it_made_is_removed(
+        tmp_path, missing):
+    proc = build(tmp_path, "site/lib", toolkit_and_python(tmp_path, missing))
+    assert proc.returncode == 1
+    assert re.fullmatch(rf"build_mamba_kernels.sh: error: \S+ cannot build them \(no {', '.join(missing)}\): it "
+                        r"needs torch with CUDA, setuptools, wheel, einops, triton\n", proc.stderr), proc.stderr
+    assert not (tmp_path / "site").exists()
+
+
+def test_a_target_dir_that_existed_is_kept_when_the_build_is_refused(tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "mine").write_text("kept")
+    proc = build(tmp_path, "site", toolkit_and_python(tmp_path, ("triton",)))
+    assert proc.returncode == 1 and (tmp_path / "site" / "mine").read_text() == "kept"
+
+
+def test_a_target_dir_that_cannot_be_a_folder_is_one_line(tmp_path):
+    (tmp_path / "afile").write_text("")
+    proc = build(tmp_path, "afile/site", toolkit_and_python(tmp_path, ()))
+    assert (proc.returncode, proc.stderr) == (
+        1, "build_mamba_kernels.sh: error: TARGET_DIR 'afile/site': cannot make or write a folder there\n")
+
+
+@pytest.mark.parametrize("args", [["--wheelhouse", ""], ["--cpu", "--wheelhouse", ""], ["--wheelhouse"]])
+def test_install_sh_refuses_a_wheelhouse_of_no_folder_in_one_line(args):
+    # issue 46: --wheelhouse '' passed the folder check and installed from the index
+    proc = run_proc(["bash", str(REPO / "install.sh"), *args], {}, timeout=30)
+    assert (proc.returncode, proc.stderr) == (
+        2, "install.sh: error: --wheelhouse needs a folder (it was given none, or '')\n")

@@ -8,7 +8,7 @@ import torch
 from conftest import run_proc
 from upgrade_bench.kernels.attention import backends as attn_backends
 from upgrade_bench import faults
-from upgrade_bench.hardware import fingerprint
+from upgrade_bench.hardware import fingerprint, precisions
 from upgrade_bench.capability import health
 from upgrade_bench.capability import verdicts as caps
 from upgrade_bench.faults import BadInput
@@ -333,6 +333,9 @@ def test_cpu_run_writes_a_header_and_a_valid_record_per_item(tmp_path, as_script
     for r in rest:
         assert set(r) >= {"item", "category", "status", "detail", "value"}
         detail = "no GPU" + (f"; would train PRECISION={trains[r['item']]}" if r["item"] in trains else "")
+        nvfp4 = precisions.library_problem(precisions.PRECISIONS["nvfp4"], precisions.module_found)
+        if r["item"] == "matmul:nvfp4:block16" and nvfp4:  # a torchao without its recipe: not named as trained
+            detail = f"no GPU; not PRECISION={nvfp4}"
         assert (r["status"], r["detail"], r["value"]) == ("unavailable", detail, None), r
         assert r["probe_s"] >= 0
     assert "matmul:fp8_e4m3:tensorwise" in items and "attention:fa4" in items
@@ -383,6 +386,21 @@ def test_the_attention_probe_calls_each_kernel_causal_as_the_benchmark_does(name
     out = probes.attention_function(name)(q, k, v)
     assert out.shape == q.shape
     assert (out - probes.reference_attention(q, k, v)).abs().max().item() < 1e-4  # fp32 in, fp32 out
+
+
+def test_a_format_names_only_the_precisions_the_installed_library_trains():
+    # issue 46: "would train PRECISION=nvfp4" where benchmark.py refuses nvfp4 (torchao without its recipe)
+    from upgrade_bench.capability import main as capabilities
+
+    no_nvfp4 = lambda dist, module: not module.endswith("nvfp4_training")  # noqa: E731
+    verdict = capabilities.with_precisions("matmul:nvfp4:block16", caps.Verdict("ok", "1234 TFLOPS"), no_nvfp4)
+    assert verdict.detail.startswith("1234 TFLOPS; not PRECISION=nvfp4: torchao ") and "trains" not in verdict.detail
+    assert verdict.detail.endswith("has no torchao.prototype.mx_formats.nvfp4_training (no nvfp4 training "
+                                   "recipe there)")
+    verdict = capabilities.with_precisions("matmul:nvfp4:block16", caps.Verdict("ok", "1234 TFLOPS"), lambda d, m: True)
+    assert verdict.detail == "1234 TFLOPS; trains PRECISION=nvfp4"
+    verdict = capabilities.with_precisions("matmul:fp8_e4m3:rowwise", caps.Verdict("unavailable", "no GPU"), no_nvfp4)
+    assert verdict.detail == "no GPU; would train PRECISION=fp8-rowwise|fp8-rowwise-gw-hp"
 
 
 # ---- health: NVML's readings judged (the readings themselves need a GPU) ---------------------

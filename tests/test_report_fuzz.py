@@ -30,7 +30,7 @@ HEADINGS = re.compile(r"^(# GPU upgrade report$|## (\d+\. |Is this node healthy\
                       r"Series that mix software stacks$|Figures$|Details of |Series$|Attention share per workload$|"
                       r"Capabilities$|Peak memory vs sequence length$|Step decomposition$|Isolated attention kernels$|"
                       r"MAMF \(maximum achievable matmul FLOPS\)$|Telemetry$|Failures without a sequence length$|"
-                      r"Inputs$))")
+                      r"Inputs$|Cost to train the whole model on ))")
 NON_FINITE = re.compile(r"\b(nan|inf|infinity)x?\b", re.IGNORECASE)
 
 

@@ -188,3 +188,33 @@ def test_precision_is_part_of_the_identity_and_bf16_reads_as_older_logs():
     fp8 = resolver.resolve(training(MODEL="tiny", PRECISION="fp8-tensorwise"), CPU, model.cheap_config("tiny"), [64])
     bf16 = resolver.resolve(training(MODEL="tiny"), CPU, model.cheap_config("tiny"), [64])
     assert fp8.config()["PRECISION"] == "fp8-tensorwise" and "PRECISION" not in bf16.config()
+
+
+def test_a_setting_that_changes_nothing_on_this_model_or_machine_says_so_before_the_run():
+    # issue 46: each ran as without it, with no word
+    def warned(machine, **env):
+        s = training(SEQ_LEN=64, **env)
+        return [w for w in resolver.resolve(s, machine, model.cheap_config(s.MODEL), [64]).warnings
+                if "changes nothing" in w or "emulates" in w]
+
+    assert warned(H200, MODEL="tiny", PRECISION="fp8-rowwise", FP8_EXPERTS=1) == [
+        "FP8_EXPERTS=1: MODEL=tiny has no MoE layer: it changes nothing here"]
+    assert warned(H200, MODEL="tiny-deepseek-v3", NUM_LAYERS=1, NUM_EXPERTS=4, PRECISION="fp8-rowwise",
+                  FP8_EXPERTS=1) == [  # its first layer is dense (first_k_dense_replace=1)
+        f"{name}: the cut to NUM_LAYERS=1 keeps no MoE layer of tiny-deepseek-v3: it changes nothing here"
+        for name in ("NUM_EXPERTS=4", "FP8_EXPERTS=1")]
+    assert warned(H200, MODEL="tiny-deepseek-v3", NUM_EXPERTS=4, PRECISION="fp8-rowwise", FP8_EXPERTS=1) == []
+    assert warned(CPU, MODEL="tiny", PRECISION="fp8-rowwise") == [
+        "PRECISION=fp8-rowwise on CPU: torchao emulates the format (every linear it can convert, no size threshold, "
+        "nothing compiled): the numbers run, not its speed"]
+    assert warned(CPU, MODEL="tiny") == []
+
+
+def test_fp8_experts_on_a_model_whose_experts_cannot_take_it_says_so_in_the_process():
+    from upgrade_bench.training import fp8_experts, run_config
+
+    rc = run_config.resolve_here(training(MODEL="tiny-gpt-oss", SEQ_LEN=64, PRECISION="fp8-rowwise", FP8_EXPERTS=1))
+    assert (f"FP8_EXPERTS=1: no experts module of MODEL=tiny-gpt-oss can run the FP8 grouped GEMM "
+            f"({fp8_experts.TRANSPOSED}): its experts stay bf16, it changes nothing here") in rc.warnings
+    rc = run_config.resolve_here(training(MODEL="tiny-qwen3-moe", SEQ_LEN=64, PRECISION="fp8-rowwise", FP8_EXPERTS=1))
+    assert not [w for w in rc.warnings if "changes nothing" in w]

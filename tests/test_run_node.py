@@ -2,6 +2,7 @@
 before it, each step's record, resume by identity (the tiny preset for real: a killed sweep,
 longer SEQLENS, changed ATTN_SEQLENS, another model), what a rerun leaves missing, and a stop
 that takes the step's processes with it."""
+import errno
 import json
 import os
 from dataclasses import replace
@@ -14,10 +15,10 @@ import pytest
 
 from conftest import REPO, SWEEP_CLEARED, mount_tmpfs, records, run_proc, unmount
 from upgrade_bench import faults, settings
-from upgrade_bench.hardware import devices
+from upgrade_bench.hardware import devices, fingerprint
 from upgrade_bench.log.records import RecordWriter
 from upgrade_bench.models import flops, model
-from upgrade_bench.sweep.node import cost as node_cost, main as node, plan as node_plan
+from upgrade_bench.sweep.node import cost as node_cost, lock as folder_lock, main as node, plan as node_plan
 from upgrade_bench.sweep import plan as sweep_plan
 from upgrade_bench.training import low_precision, resolver, variables
 
@@ -82,8 +83,51 @@ def test_the_plan_says_which_lengths_each_step_covers_and_runs_nothing(tmp_path,
     # the decomposition is a sweep of its lengths with the sweep's settings, profiled (DECOMPOSE)
     assert steps[5].endswith(f"OUT={tmp_path}/node/decompose.jsonl RESUME=1 SEQLENS=64 DECOMPOSE=3 bash "
                              f"{REPO}/run_sweep.sh")
-    assert lines[-1].startswith("[node] estimated ") and "no GPU (a CPU try-out)" in lines[-1]
+    # issue 46: "0m00s at least" where nothing had an estimate; the steps' constants are a GPU's
+    assert lines[-1] == ("[node] no estimate of the wall time (capabilities, mamf, hbm, attention, sweep, "
+                         "decomposition): no GPU here: the steps' times are a GPU's, the training steps' from its peak")
     assert not (tmp_path / "node").exists()  # a dry run writes nothing
+
+
+@pytest.fixture
+def host_gib(monkeypatch):
+    """host_gib(n): this machine has n GiB of RAM, as the plan reads it."""
+    return lambda gib: monkeypatch.setattr(fingerprint, "host_ram_bytes", lambda: gib * 2**30)
+
+
+def test_a_cpu_plan_says_the_training_steps_cannot_run_where_the_model_outgrows_the_host(tmp_path, in_process,
+                                                                                         host_gib):
+    # issue 46: the 8B at 256K planned on a 24 GiB laptop as "1m31s at least"
+    host_gib(24)
+    code, err = in_process(DRY_RUN=1, NODE_OUT=tmp_path / "node")
+    assert code == 0, err
+    cannot = ("MODEL=llama-3.1-8b (8B parameters) needs at least 120 GiB for its weights, gradients and Adam state "
+              "(16 bytes a parameter); this machine has 24.0 GiB and no GPU: try MODEL=tiny")
+    err = [line for line in err if line.startswith("[node] ")]
+    assert err[5].startswith("[node] 5. sweep at 8192 32768 65536 131072 196608 262144: cannot run on this "
+                             "machine: " + cannot)
+    assert err[6] == "[node] 6. decomposition at 8192 32768: cannot run on this machine: as the sweep"
+    assert err[7] == ("[node] no estimate of the wall time (capabilities, mamf, hbm, attention): no GPU here: the "
+                      "steps' times are a GPU's, the training steps' from its peak") and len(err) == 8
+    # run, it stops before any step, in one line naming what to leave out
+    code, err = in_process(NODE_OUT=tmp_path / "node")
+    assert code == 2 and err[-1].startswith(f"error: sweep decomposition: cannot run on this machine ({cannot}")
+    assert err[-1].endswith("; or leave them out: SKIP='sweep decomposition'") and not (tmp_path / "node").exists()
+    code, err = in_process(NODE_OUT=tmp_path / "node", SKIP="mamf sweep")
+    assert code == 2 and err[-1].startswith("error: decomposition: cannot run") and err[-1].endswith(
+        "SKIP='mamf sweep decomposition'")
+    host_gib(256)  # a host that holds it: planned, its time unknown without a GPU peak
+    code, err = in_process(DRY_RUN=1, NODE_OUT=tmp_path / "node")
+    assert code == 0 and "[node] 5. sweep at 8192 32768 65536 131072 196608 262144: ~?  " in "\n".join(err)
+
+
+def test_a_setting_that_changes_nothing_is_said_before_the_nodes_plan(tmp_path, in_process):
+    # issue 46: the sweep's own line went to its log file, after the steps before it
+    code, err = in_process(**TINY, PRECISION="fp8-rowwise", FP8_EXPERTS=1, DRY_RUN=1, NODE_OUT=tmp_path / "node")
+    said = [line for line in err if line.startswith("warning: ")]
+    assert code == 0 and "warning: FP8_EXPERTS=1: MODEL=tiny has no MoE layer: it changes nothing here" in said
+    assert len(said) == len(set(said)) and err.index(said[-1]) < err.index(next(
+        line for line in err if line.startswith("[node] 1. ")))
 
 
 def test_a_model_that_is_no_model_is_refused_before_the_plan(in_process):
@@ -142,6 +186,10 @@ def test_a_node_out_that_cannot_be_written_is_refused_before_anything(bad_out, i
 @pytest.mark.parametrize("env, line", [
     ({"DRYRUN": "1"}, "error: DRYRUN is not a setting of this script: did you mean DRY_RUN?"),
     ({"MODLE": "tiny"}, "error: MODLE is not a setting of this script: did you mean MODEL?"),
+    # issue 46: ran bf16 with no word; counted as on by the estimate, read as off by Triton
+    ({"precision": "fp8-rowwise"}, "error: precision is not a setting of this script: did you mean PRECISION?"),
+    ({"TRITON_CACHE_AUTOTUNING": "2"}, "error: TRITON_CACHE_AUTOTUNING='2': Triton reads it as off"),
+    ({"TRITON_CACHE_AUTOTUNNING": "1"}, "error: TRITON_CACHE_AUTOTUNNING is not a variable Triton reads: did you"),
     ({"ITER": "3"}, "error: ITER is not a setting of this script: did you mean ITERS?"),  # a step script's
     ({"SKIP": "mamff"}, "error: SKIP='mamff': 'mamff' is no step; expected names among capabilities mamf"),
     ({"SKIP": " ".join(node_plan.STEPS)}, f"error: SKIP='{' '.join(node_plan.STEPS)}': every"),
@@ -320,6 +368,22 @@ def seed(out, sweep, points: dict) -> None:
             writer.write(kind, seq_len=seq_len)
 
 
+def test_the_point_a_signal_stopped_is_missing_as_interrupted_the_later_ones_as_not_run(tmp_path, planned):
+    out = tmp_path / "node"
+    sweep = planned(out, **TINY, NODE_OUT=out, SEQLENS="64 128 256", DRY_RUN=1)["sweep"]
+    seed(out, sweep.sweep, {"sweep.jsonl": [("summary", 64)]})
+    for code in (130, 143, -signal.SIGINT):
+        assert node_plan.missing(sweep, code, out) == ["sweep at 128 (interrupted)", "sweep at 256 (not run)"]
+    assert node_plan.missing(sweep, 1, out) == ["sweep at 128 (not run)", "sweep at 256 (not run)"]
+    # issue 46: a stale build lock read "bad_input" here: the sweep's error record says what stopped it
+    RecordWriter("run_sweep.sh", str(out / "sweep.jsonl"), stream=open(os.devnull, "w")).write(
+        "error", seq_len=256, error="environment", message="exit code 5: the machine's environment stopped it")
+    assert node_plan.missing(sweep, 5, out) == ["sweep at 128 (not run)", "sweep at 256 (environment)"]
+    hbm = planned(out, **TINY, NODE_OUT=out, DRY_RUN=1)["hbm"]  # issue 46: "hbm (exit -9)", nothing more
+    assert node_plan.missing(hbm, -9, out) == ["hbm (killed by SIGKILL (exit -9): the host's OOM killer?)"]
+    assert node_plan.missing(hbm, 1, out) == ["hbm (exit 1)"]
+
+
 def test_a_rerun_measures_only_the_attention_lengths_no_earlier_run_did(tmp_path, in_process, planned):
     out = tmp_path / "node"
     env = {**TINY, **CPU_TIMING, "NODE_OUT": out, "SKIP": "capabilities mamf hbm sweep decomposition"}
@@ -408,6 +472,63 @@ def test_a_folder_of_another_configuration_is_refused_naming_the_difference(tmp_
     assert code == 0 and "[node] 5. sweep at 64: done in an earlier run, skipped" in err  # its own: resumed
     code, err = in_process(**{**env, **change})
     assert code == 2 and len(err) == 1 and f"(sweep.jsonl: {named})" in err[0], err
+
+
+# --------------------------------------------------------------- one run at a time on a folder
+
+def test_a_folder_another_run_holds_is_refused_naming_its_pid_before_the_plan(tmp_path, in_process):
+    # issue 46: two runs started together on one NODE_OUT both planned from the same records and
+    # both wrote (two precisions in one sweep.jsonl, every step run twice)
+    out = tmp_path / "node"
+    out.mkdir()
+    holder = folder_lock.take(out, "NODE_OUT")  # another open file: flock refuses it as another process
+    try:
+        code, err = in_process(**TINY, NODE_OUT=out, SEQLENS="64")
+    finally:
+        os.close(holder)
+    assert (code, err) == (2, [f"error: NODE_OUT='{out}' is in use by another run_node.sh (pid {os.getpid()}): one "
+                               f"run at a time on a folder; wait for it to end, or give this run a folder of its own"])
+    assert os.listdir(out) == [folder_lock.LOCK_NAME]  # nothing planned, nothing written
+
+
+def test_the_lock_ends_with_the_run_and_a_refused_run_leaves_no_folder_it_made(tmp_path, in_process):
+    out = tmp_path / "node"
+    code, err = in_process(**TINY, NODE_OUT=out, SEQLENS="64", PACKED_DOC_LEN="64")  # refused by the plan
+    assert code == 2 and "PACKED_DOC_LEN=64" in err[-1] and not out.exists()
+    out.mkdir()
+    code, err = in_process(**TINY, NODE_OUT=out, SEQLENS="64", PACKED_DOC_LEN="64")
+    assert code == 2 and out.exists()  # a folder it did not make stays
+    os.close(folder_lock.take(out, "NODE_OUT"))  # nothing holds it after a run
+
+
+def test_how_the_comm_steps_ranks_start_is_not_part_of_its_identity():
+    # bench_comm.py's RANKS is newer than folders whose comm step ran: they resume, not conflict
+    identity = node_plan.child_identity(node.CHILDREN["comm"], {"OUTPUT": "/x/comm.jsonl"})
+    assert "RANKS" not in identity and identity["OPS"] == ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
+
+
+def test_a_folder_whose_filesystem_has_no_locks_runs_unlocked_and_says_so(tmp_path, monkeypatch, capsys):
+    def no_locks(fd, how):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+    monkeypatch.setattr(folder_lock.fcntl, "flock", no_locks)
+    os.close(folder_lock.take(tmp_path, "NODE_OUT='x'"))
+    assert capsys.readouterr().err == (f"warning: NODE_OUT='x': cannot lock it here ({os.strerror(errno.ENOLCK)}): "
+                                       f"nothing stops a second run_node.sh on it while this one runs\n")
+
+
+def test_a_second_run_node_sh_on_a_folder_in_use_exits_2_with_the_holders_pid(tmp_path, start_proc):
+    out = tmp_path / "node"
+    out.mkdir()
+    holder = start_proc([sys.executable, "-c", "import sys, time; from pathlib import Path; from upgrade_bench.sweep."
+                         "node import lock; lock.take(Path(sys.argv[1]), 'x'); print('held', flush=True); "
+                         "time.sleep(60)", str(out)], {})
+    assert holder.stdout.readline() == "held\n"
+    proc = run_proc(["bash", str(RUN_NODE)], node_env(**TINY, NODE_OUT=out, SEQLENS="64"), timeout=60,
+                    cleared=NODE_CLEARED)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        f"error: NODE_OUT='{out}' is in use by another run_node.sh (pid {holder.pid}): one run at a time on a "
+        f"folder; wait for it to end, or give this run a folder of its own"], proc.stderr
+    assert os.listdir(out) == [folder_lock.LOCK_NAME]
 
 
 def test_a_point_that_does_not_fit_is_recorded_and_the_last_line_names_it(tmp_path, fake, planned, in_process):
@@ -521,6 +642,10 @@ def test_a_hybrids_linear_mixers_tune_in_each_process_unless_triton_keeps_the_tu
     assert node_cost.mixer_tuning(hybrid, {}) == "each"
     assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "1"}) == "once"
     assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "0"}) == "each"
+    # issue 46: 'false' or 'off' was counted as on, while Triton reads it as off
+    for off in ("false", "off", "OFF"):
+        assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": off}) == "each"
+    assert node_cost.mixer_tuning(hybrid, {"TRITON_CACHE_AUTOTUNING": "true"}) == "once"
     assert node_cost.mixer_tuning(dense, {}) == "" and node_cost.mixer_tuning(None, {}) == ""
     # 132 s (Qwen3-Next) and 82 s (Granite) on a fresh H200: 130 s a process
     assert node_cost.start_s(hybrid, "sdpa", mixers=True) - node_cost.start_s(hybrid, "sdpa") == 130.0

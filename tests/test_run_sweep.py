@@ -158,7 +158,7 @@ def test_two_cpu_ranks_through_the_deepspeed_launcher(guide_two_ranks):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_scancel_stops_the_child_group_and_keeps_what_was_done(tmp_path, fake, signum, start_proc):
     out, pid_file = tmp_path / "cut.jsonl", tmp_path / "pid"
-    proc = start_proc([str(RUN_SWEEP)], sweep_env(BENCHMARK=fake, OUT=out, SEQLENS="64 128", FAKE_HANG_AT=128,
+    proc = start_proc([str(RUN_SWEEP)], sweep_env(BENCHMARK=fake, OUT=out, SEQLENS="64 128 256", FAKE_HANG_AT=128,
                                                   FAKE_PID_FILE=pid_file), cleared=SWEEP_CLEARED)
     for line in proc.stdout:  # the first point is done once its summary is out
         if json.loads(line)["kind"] == "summary":
@@ -174,7 +174,8 @@ def test_ctrl_c_or_scancel_stops_the_child_group_and_keeps_what_was_done(tmp_pat
     assert [r["seq_len"] for r in of_kind(recs, "summary")] == [64]
     assert of_kind(recs, "sweep")[0]["interrupted"] is True
     assert not of_kind(recs, "error")  # an interruption is not a failed point
-    assert "not run" in stderr
+    table = stderr[stderr.index("seq_len  TFLOPS/GPU"):].splitlines()[1:4]
+    assert [row.split("  ")[-1] for row in table] == ["ok", "interrupted", "not run"]  # issue 46: 128 "not run"
 
 
 def test_a_full_disk_stops_the_sweep_with_one_line_and_every_record_whole(small_disk, tmp_path, fake,
@@ -326,6 +327,31 @@ def test_points_that_would_all_fail_alike_stop_the_sweep_and_others_do_not():
         runner.stop_if_hopeless(ctx, goes_on)
 
 
+def test_a_setting_that_changes_nothing_is_said_before_the_dry_runs_commands(tmp_path, in_process):
+    code, err = in_process(DRY_RUN=1, MODEL="tiny", PRECISION="fp8-rowwise", FP8_EXPERTS=1, SEQLENS=64,
+                           OUT=tmp_path / "o.jsonl")
+    assert code == 0 and err.count("warning: FP8_EXPERTS=1: MODEL=tiny has no MoE layer: it changes nothing here\n") == 1
+    assert "warning: PRECISION=fp8-rowwise on CPU: torchao emulates the format" in err
+
+
+def test_a_stale_build_lock_is_the_machines_fault_in_the_record_the_table_and_the_exit(tmp_path, fake, in_process):
+    # issue 46: recorded as bad_input ("the benchmark rejected its configuration"), in the sweep's
+    # table, the node's summary and the report, where the lock's own line said what to remove
+    out, runs = tmp_path / "o.jsonl", tmp_path / "runs.txt"
+    code, err = in_process(BENCHMARK=fake, FAKE_RUNS=runs, FAKE_STALE_LOCK="/x/cpu_adam/lock", SEQLENS="64 128",
+                           OUT=out)
+    assert code == faults.EXIT_ENVIRONMENT == 5
+    assert len(runs.read_text().splitlines()) == 1  # every later point would wait on it too
+    [error] = of_kind(records(out), "error")
+    assert (error["error"], error["seq_len"], error["exit_code"]) == ("environment", 64, 5)
+    assert error["message"] == ("exit code 5: the machine's environment stopped the benchmark (its error line says "
+                                "what): a stale build lock at /x/cpu_adam/lock (5 min old, and no process holds it)")
+    table = err[err.index("seq_len  TFLOPS/GPU"):].splitlines()
+    assert [row.split()[-1] for row in table[1:3]] == ["environment", "run"]  # 128: "not run"
+    assert "error: the benchmark stopped on this machine's environment (exit 5, its line above)" in err
+    assert "rejected" not in err
+
+
 def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -374,6 +400,7 @@ def test_timing_totals_split_wall_time_into_startup_and_steps():
 def test_exit_codes_and_eta():
     assert faults.exit_meaning(3)[0] == "oom" and faults.exit_meaning(2)[0] == "bad_input"
     assert faults.exit_meaning(4)[0] == "write_failed" and faults.exit_meaning(1)[0] == "exception"
+    assert faults.exit_meaning(5)[0] == "environment"
     for killed in (-9, 137, 247):  # subprocess, a shell, the DeepSpeed launcher
         assert "OOM killer" in faults.exit_meaning(killed)[1]
     assert "OOM killer" not in faults.exit_meaning(143)[1]  # SIGTERM is no OOM killer

@@ -180,3 +180,55 @@ def test_a_misspelt_variable_stops_the_script_naming_the_real_one():
         settings.check_misspelt(TRAINING_VARS, {"MODLE": "tiny", "SEQLENS": "64"}, known={"SEQLENS"})
     assert str(stop.value) == ("MODLE is not a setting of this script: did you mean MODEL? Nothing ran: fix or "
                                "unset it (a misspelt setting would be ignored)")
+
+def test_a_setting_in_lower_or_mixed_case_is_named_as_the_real_one():
+    # issue 46: precision=fp8-rowwise ran bf16, with no word (the environment is case-sensitive)
+    environ = {"precision": "fp8-rowwise", "Model": "tiny", "seqlen": "64", "http_proxy": "x", "home": "/root"}
+    assert settings.misspelt(TRAINING_VARS, environ) == [
+        "Model is not a setting of this script: did you mean MODEL?",
+        "precision is not a setting of this script: did you mean PRECISION?",
+        "seqlen is not a setting of this script: did you mean SEQ_LEN?"]
+    assert settings.misspelt(TRAINING_VARS, {"seqlens": "64"}, known={"SEQLENS"}) == [
+        "seqlens is not a setting of this script: did you mean SEQLENS?"]  # a parent's, in the wrong case
+
+
+def test_a_misspelt_triton_variable_is_named_and_one_triton_may_add_passes():
+    environ = {"TRITON_CACHE_AUTOTUNNING": "1", "triton_cache_autotuning": "1", "TRITON_CACHE_DIR": "/c",
+               "TRITON_SOMETHING_NEW": "1"}
+    assert settings.misspelt(TRAINING_VARS, environ) == [
+        "TRITON_CACHE_AUTOTUNNING is not a variable Triton reads: did you mean TRITON_CACHE_AUTOTUNING?",
+        "triton_cache_autotuning is not a variable Triton reads: did you mean TRITON_CACHE_AUTOTUNING?"]
+
+
+@pytest.mark.parametrize("raw, on", [("1", True), ("true", True), ("ON", True), ("yes", True), ("y", True),
+                                     ("", False), ("0", False), ("false", False), ("off", False), ("No", False)])
+def test_the_triton_flag_the_suite_reads_is_read_as_triton_reads_it(raw, on):
+    assert settings.triton_flag({"TRITON_CACHE_AUTOTUNING": raw}, "TRITON_CACHE_AUTOTUNING") is on
+
+
+@pytest.mark.parametrize("raw", ["2", "garbage", " 1", "enabled"])
+def test_a_triton_flag_triton_would_read_as_off_by_accident_is_refused(raw):
+    # issue 46: counted as on by the node's estimate, read as off by Triton
+    with pytest.raises(BadInput) as stop:
+        settings.check_misspelt(TRAINING_VARS, {"TRITON_CACHE_AUTOTUNING": raw})
+    assert str(stop.value) == (f"TRITON_CACHE_AUTOTUNING={raw!r}: Triton reads it as off; expected one of 1, true, "
+                               f"yes, on, y (on, any case) or 0 (off)")
+
+
+def test_an_output_name_that_is_not_utf8_is_refused_not_written_under_another_name(tmp_path):
+    raw = os.fsdecode(os.fsencode(str(tmp_path)) + b"/r\xe9sultats.jsonl")  # Latin-1, as a shell may pass it
+    for name in ("OUTPUT", "--output_file", "OUT"):  # every results file's one check
+        with pytest.raises(BadInput, match=rf"^{name}='.*\\udce9sultats.jsonl': a file name that is not UTF-8 \(it "
+                                           r"would be written under another name\); name it in UTF-8$"):
+            settings.check_output(name, raw)
+    with pytest.raises(BadInput, match="a file name that is not UTF-8"):  # parsed, never made valid first
+        settings.parse([settings.OUTPUT], {"OUTPUT": raw})
+    assert os.listdir(tmp_path) == []
+    settings.check_output("OUTPUT", str(tmp_path / "résultats.jsonl"))
+    assert settings.parse([settings.OUTPUT], {"OUTPUT": "résultats.jsonl"}).OUTPUT == "résultats.jsonl"
+    from upgrade_bench.sweep import plan as sweep_plan
+    from upgrade_bench.sweep.node import main as node
+
+    for variables, name in ((sweep_plan.VARS, "OUT"), (node.VARS, "NODE_OUT")):  # a folder's name alike
+        with pytest.raises(BadInput, match=f"^{name}='.*': a file name that is not UTF-8"):
+            settings.parse(variables, {name: raw})

@@ -21,7 +21,12 @@ SM=$2
 [ -n "${CAUSAL_CONV1D_VERSION:-}" ] && [ -n "${MAMBA_VERSION:-}" ] || die "set CAUSAL_CONV1D_VERSION and MAMBA_VERSION"
 conv_sdist=$3/causal_conv1d-$CAUSAL_CONV1D_VERSION.tar.gz mamba_sdist=$3/mamba_ssm-$MAMBA_VERSION.tar.gz
 for f in "$conv_sdist" "$mamba_sdist"; do [ -f "$f" ] || die "no $f"; done
-mkdir -p "$1" && TARGET=$(cd "$1" && pwd) || die "cannot create '$1'"
+# A TARGET_DIR this run makes (its topmost new folder) is removed again when it stops without the kernels.
+made=""
+if [ ! -e "$1" ]; then made=$1; while [ ! -e "$(dirname "$made")" ]; do made=$(dirname "$made"); done; fi
+trap 'code=$?; [ $code = 0 ] || [ -z "$made" ] || rm -rf -- "$made"' EXIT
+mkdir -p -- "$1" 2>/dev/null && [ -w "$1" ] && TARGET=$(cd "$1" && pwd) ||
+  die "TARGET_DIR '$1': cannot make or write a folder there"
 PY=$(command -v "${PYTHON:-python3}") || die "no Python '${PYTHON:-python3}'"
 PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")  # absolute, the venv's link kept
 TOOLS=$(cd "$(dirname "$0")" && pwd)
@@ -40,9 +45,23 @@ fi
 [ -x "$CUDA_HOME/bin/nvcc" ] && [ -f "$CUDA_HOME/include/cuda_runtime.h" ] ||
   die "no CUDA toolkit at '$CUDA_HOME' (bin/nvcc, include/cuda_runtime.h): set CUDA_HOME"
 export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH:$(dirname "$PY")  # the venv's ninja
-"$PY" -W ignore -c 'import torch, setuptools, einops, triton; from wheel.bdist_wheel import bdist_wheel
-assert torch.version.cuda, f"torch {torch.__version__} has no CUDA"' ||
-  die "$PY lacks what the build needs (above): torch with CUDA, setuptools, wheel, einops, triton"
+# What the build imports, each named when missing: one line, not an ImportError's traceback.
+lacks=$("$PY" -W ignore - 2>/dev/null <<'PY'
+import importlib
+missing = []
+for name in ("torch", "setuptools", "wheel.bdist_wheel", "einops", "triton"):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        missing.append(name.split(".")[0])
+if missing:
+    print("no " + ", ".join(missing))
+else:
+    import torch
+    print("" if torch.version.cuda else f"torch {torch.__version__} without CUDA")
+PY
+) || lacks="it does not start"
+[ -z "$lacks" ] || die "$PY cannot build them ($lacks): it needs torch with CUDA, setuptools, wheel, einops, triton"
 command -v ninja >/dev/null || die "no ninja (pip install ninja): torch would compile one file at a time"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/mamba-build.XXXXXX")

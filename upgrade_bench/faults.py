@@ -3,13 +3,15 @@
 The exit codes are the contract with run_sweep.sh: 3 = out of memory (the point is
 recorded as `oom` and the sweep goes on), 2 = bad input (nothing ran), 4 = a record could
 not be written (a full disk: the sweep stops, as no later point could be kept either),
-128 + the signal = stopped by Ctrl-C (130) or SIGTERM (143), 1 = anything else.
+5 = the machine's environment stops every run alike (a stale build lock: nothing ran, and the
+input is not at fault), 128 + the signal = stopped by Ctrl-C (130) or SIGTERM (143),
+1 = anything else.
 
 Bad input is found in many places (a setting, a flag, a model config, an attention
 backend, a log to read) and is always raised as BadInput; every script's `__main__` runs
-its main through run_main, the one place that turns it, or a WriteFailed, into one line
-on stderr and the exit code. A script with flags parses them with Parser, whose usage
-errors are BadInput too.
+its main through run_main, the one place that turns it, a WriteFailed or an
+EnvironmentFault into one line on stderr and the exit code. A script with flags parses them
+with Parser, whose usage errors are BadInput too.
 """
 import argparse
 import importlib.util
@@ -20,6 +22,7 @@ EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
 EXIT_OOM = 3
 EXIT_WRITE_FAILED = 4
+EXIT_ENVIRONMENT = 5
 
 
 def exit_for_signal(signum: int = signal.SIGINT) -> int:
@@ -41,6 +44,9 @@ def exit_meaning(code: int) -> tuple[str, str]:
         return "bad_input", f"exit code {code}: the benchmark rejected its configuration"
     if code == EXIT_WRITE_FAILED:
         return "write_failed", f"exit code {code}: the benchmark could not write its records (disk full?)"
+    if code == EXIT_ENVIRONMENT:
+        return "environment", (f"exit code {code}: the machine's environment stopped the benchmark (its error line "
+                               f"says what)")
     if killed_by(code, signal.SIGKILL):
         return "exception", f"killed by SIGKILL (exit {code}): the host's OOM killer?"
     return "exception", f"exit code {code} without an error record"
@@ -59,6 +65,11 @@ class Parser(argparse.ArgumentParser):
         raise BadInput(f"{message} (see --help)")
 
 
+class EnvironmentFault(RuntimeError):
+    """The machine, not the input, stops every run alike (a stale build lock another run left);
+    str() is the one line, saying what to fix. Raised before any work starts."""
+
+
 class WriteFailed(RuntimeError):
     """A record could not be appended to its file (a full disk, say); str() is the one line."""
 
@@ -67,15 +78,18 @@ class NonFiniteLoss(RuntimeError):
     """A NaN/inf loss: the step ran but its numbers mean nothing."""
 
 
-def stop(err: BadInput | WriteFailed) -> int:
+STOPS = {BadInput: EXIT_BAD_INPUT, WriteFailed: EXIT_WRITE_FAILED, EnvironmentFault: EXIT_ENVIRONMENT}
+
+
+def stop(err: BadInput | WriteFailed | EnvironmentFault) -> int:
     """Say `err` in one line on stderr; the exit code it ends a script with."""
     sys.stderr.write(f"error: {err}\n")
-    return EXIT_BAD_INPUT if isinstance(err, BadInput) else EXIT_WRITE_FAILED
+    return next(code for kind, code in STOPS.items() if isinstance(err, kind))
 
 
 def run_main(main, *args) -> int:
-    """A script's main(*args). Bad input ends it before any work; a record that cannot be
-    written ends it too, as measuring on is pointless when the results cannot be kept; Ctrl-C
+    """A script's main(*args). Bad input (or an environment fault) ends it before any work; a
+    record that cannot be written ends it too, as measuring on is pointless when the results cannot be kept; Ctrl-C
     (or a SIGTERM a script turned into interrupts.Interrupted) ends it with one line, not a
     KeyboardInterrupt traceback: every record is written whole, so what was written is kept."""
     for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii and a note in Greek: no traceback
@@ -83,7 +97,7 @@ def run_main(main, *args) -> int:
             stream.reconfigure(errors="backslashreplace")
     try:
         return main(*args)
-    except (BadInput, WriteFailed) as err:
+    except tuple(STOPS) as err:
         return stop(err)
     except KeyboardInterrupt as err:
         return interrupted(getattr(err, "signum", signal.SIGINT))

@@ -27,7 +27,7 @@ _FALSE = {"0"}
 @dataclass(frozen=True)
 class Var:
     name: str
-    kind: str  # int | float | bool | choice | str | int_list | str_list | output (a file appended to)
+    kind: str  # int | float | bool | choice | str | int_list | str_list | output (a file appended to) | path
     default: object
     help: str
     choices: tuple = ()
@@ -110,14 +110,25 @@ def parse_value(var: Var, raw: str):
         return values
     if var.kind == "str_list":
         return text.replace(",", " ").split()
+    if var.kind in ("output", "path"):  # a file or folder name: refused, not made valid
+        check_utf8(var.name, raw)
     # Invalid UTF-8 in the environment arrives as lone surrogates (Python's surrogateescape):
     # made valid here, as U+FFFD, so no record carries text that cannot be encoded.
     return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def check_utf8(name: str, path: str) -> None:
+    """BadInput for a file name that is not UTF-8 (its bytes arrive as lone surrogates): made
+    valid, it would be written under another name."""
+    if path != path.encode("utf-8", "surrogateescape").decode("utf-8", "replace"):
+        raise BadInput(f"{name}={path!r}: a file name that is not UTF-8 (it would be written under another "
+                       f"name); name it in UTF-8")
+
+
 def check_output(name: str, path: str) -> None:
     """BadInput unless records can be appended to `path`: the one check of every
     results file (OUTPUT, --output_file, the sweep's OUT), made before any work."""
+    check_utf8(name, path)
     problem = output_problem(path)
     if problem:
         raise BadInput(f"{name}={path!r}: cannot write there ({problem})")
@@ -125,7 +136,7 @@ def check_output(name: str, path: str) -> None:
 
 # The Python type each kind of Var parses to.
 TYPES = {"int": int, "float": float, "bool": bool, "choice": str, "str": str, "int_list": list[int],
-         "str_list": list[str], "output": str}
+         "str_list": list[str], "output": str, "path": str}
 
 
 class Settings:
@@ -205,28 +216,78 @@ def load(variables, doc: str, argv=None, known=()):
     return values
 
 
+# The variables Triton reads (triton/knobs.py's env_* knobs, and the C++ side's in
+# include/triton/Tools/Sys/GetEnv.hpp), Triton 3.7 as install.sh pins it: a TRITON_ variable
+# close to one of these but none is a misspelling (TRITON_CACHE_AUTOTUNNING); one far from
+# every name may be a newer Triton's own and passes.
+TRITON_VARS = (
+    "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", "TRITON_ALWAYS_COMPILE", "TRITON_CACHE_AUTOTUNING", "TRITON_CACHE_DIR",
+    "TRITON_CACHE_MANAGER", "TRITON_CUDACRT_PATH", "TRITON_CUDART_PATH", "TRITON_CUOBJDUMP_PATH",
+    "TRITON_CUPTI_LIB_PATH", "TRITON_DEBUG", "TRITON_DEFAULT_FP_FUSION", "TRITON_DISABLE_LINE_INFO",
+    "TRITON_DISABLE_RESHAPE_ENCODING_INFERENCE", "TRITON_DUMP_DIR", "TRITON_DUMP_PTXAS_LOG", "TRITON_ENABLE_ASAN",
+    "TRITON_ENABLE_EXPERIMENTAL_CONSAN", "TRITON_ENABLE_LLVM_DEBUG", "TRITON_ENABLE_NVTX",
+    "TRITON_ENABLE_PYTHON_STACKTRACE", "TRITON_F32_DEFAULT", "TRITON_FRONT_END_DEBUGGING",
+    "TRITON_HIP_GLOBAL_PREFETCH", "TRITON_HIP_LOCAL_PREFETCH", "TRITON_HIP_USE_ASYNC_COPY",
+    "TRITON_HIP_USE_BLOCK_PINGPONG", "TRITON_HIP_USE_IN_THREAD_TRANSPOSE", "TRITON_HOME", "TRITON_INTERPRET",
+    "TRITON_KERNEL_DUMP", "TRITON_KERNEL_OVERRIDE", "TRITON_LIBCUDA_PATH", "TRITON_LIBDEVICE_PATH",
+    "TRITON_LIBHIP_PATH", "TRITON_LLVM_DEBUG_ONLY", "TRITON_MOCK_PTX_VERSION", "TRITON_NVDISASM_PATH",
+    "TRITON_OVERRIDE_ARCH", "TRITON_OVERRIDE_DIR", "TRITON_PRINT_AUTOTUNING", "TRITON_PTXAS_PATH",
+    "TRITON_REDIS_HOST", "TRITON_REDIS_KEY_FORMAT", "TRITON_REDIS_PORT", "TRITON_REMOTE_CACHE_BACKEND",
+    "TRITON_REPRODUCER_PATH", "TRITON_STORE_BINARY_ONLY")
+# What a launcher (torchrun, deepspeed, bench_comm.py's RANKS) sets in each rank: never a
+# misspelling (RANK beside bench_comm.py's RANKS).
+LAUNCHER_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+# How Triton reads a boolean variable (knobs.env_bool): on for these, in any case; off for anything
+# else. The suite reads TRITON_CACHE_AUTOTUNING too (the node's estimate): it takes Triton's on and a
+# plain off, and refuses the rest ('2', 'garbage'), which Triton would read as off without a word.
+TRITON_ON = ("1", "true", "yes", "on", "y")
+TRITON_OFF = ("", "0", "false", "no", "off", "n")
+
+
+def triton_flag(environ, name: str) -> bool:
+    """Whether Triton reads the boolean variable `name` as on; BadInput for a value that is
+    neither its on nor a plain off."""
+    raw = environ.get(name, "")
+    if raw.strip().lower() in TRITON_OFF:
+        return False
+    if raw.lower() in TRITON_ON:
+        return True
+    raise BadInput(f"{name}={raw!r}: Triton reads it as off; expected one of {', '.join(TRITON_ON)} (on, any "
+                   f"case) or 0 (off)")
+
+
 def misspelt(variables, environ=None, known=()) -> list[str]:
     """Environment variables that look like a setting of `variables` but are none (SEQLEN for
-    SEQ_LEN): set, they would be silently ignored. Names in `known` are settings of the
-    script's parent or of a sibling it passes its environment to (run_node.sh's, say), never
-    misspellings."""
+    SEQ_LEN, seq_len for SEQ_LEN: the environment is case-sensitive) or like a variable Triton
+    reads (TRITON_VARS): set, they would be silently ignored. Names in `known` are settings of
+    the script's parent or of a sibling it passes its environment to (run_node.sh's, say),
+    never misspellings, in upper case."""
     environ = os.environ if environ is None else environ
     names = [v.name for v in variables]
     out = []
     for key in sorted(environ):
-        if key in names or key in known:
+        if key in names or key in known or key in TRITON_VARS or key in LAUNCHER_VARS:
             continue
-        match = difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+        upper = key.upper()
+        match = ([upper] if upper in names or upper in known else
+                 difflib.get_close_matches(upper, names, n=1, cutoff=0.8))
         if match:
             out.append(f"{key} is not a setting of this script: did you mean {match[0]}?")
+        elif upper.startswith("TRITON_"):
+            match = difflib.get_close_matches(upper, TRITON_VARS, n=1, cutoff=0.8)
+            if match:
+                out.append(f"{key} is not a variable Triton reads: did you mean {match[0]}?")
     return out
 
 
 def check_misspelt(variables, environ=None, known=()) -> None:
-    """BadInput, before any work, when a variable looks like a misspelt setting."""
+    """BadInput, before any work, when a variable looks like a misspelt setting, or the Triton
+    flag the suite reads has a value Triton would take for off by accident (triton_flag)."""
+    environ = os.environ if environ is None else environ
     lines = misspelt(variables, environ, known)
     if lines:
         raise BadInput("; ".join(lines) + " Nothing ran: fix or unset it (a misspelt setting would be ignored)")
+    triton_flag(environ, "TRITON_CACHE_AUTOTUNING")
 
 
 # torch seeds are unsigned 64-bit, and the scripts seed with SEED + seq_len: a SEED below 2^63

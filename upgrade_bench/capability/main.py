@@ -82,13 +82,18 @@ def attention_verdict(backend: attn_backends.Backend, device: fingerprint.Device
         item, device, lambda: p.attention(backend.name, dev, version))
 
 
-def with_precisions(item: str, verdict: caps.Verdict) -> caps.Verdict:
-    """`verdict` naming the training precisions its GEMM lets train (PRECISION), if any."""
+def with_precisions(item: str, verdict: caps.Verdict, found=precisions.module_found) -> caps.Verdict:
+    """`verdict` naming the training precisions its GEMM lets train (PRECISION), if any: those
+    the installed library has a recipe for, and why not the others (benchmark.py refuses them)."""
     names = precisions.unlocked_by(item)
     if not names:
         return verdict
+    lacking = {n: precisions.library_problem(precisions.PRECISIONS[n], found) for n in names}
+    trains = [n for n, problem in lacking.items() if not problem]
     what = "trains" if verdict.status == "ok" else "would train"
-    return caps.Verdict(verdict.status, f"{verdict.detail}; {what} PRECISION={'|'.join(names)}", verdict.value)
+    detail = verdict.detail + (f"; {what} PRECISION={'|'.join(trains)}" if trains else "")
+    detail += "".join(f"; not PRECISION={problem}" for problem in lacking.values() if problem)
+    return caps.Verdict(verdict.status, detail, verdict.value)
 
 
 def plan(s: Settings, device: fingerprint.Device, dev, gpu_name, gpu_count: int, capacity_records, done: dict):

@@ -80,6 +80,24 @@ def host_ram_bytes() -> int:
         return ram
 
 
+def host_free_bytes(meminfo: str = "/proc/meminfo", cgroup: str = "/sys/fs/cgroup") -> int:
+    """What a new allocation can take now before the host swaps or its OOM killer acts: the
+    kernel's MemAvailable, or the container's room (memory.max less memory.current) when
+    lower; host_ram_bytes() where neither can be read."""
+    free = []
+    try:
+        with open(meminfo) as f:
+            free += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"{cgroup}/memory.max") as limit, open(f"{cgroup}/memory.current") as used:
+            free.append(int(limit.read()) - int(used.read()))
+    except (OSError, ValueError):  # no cgroup v2, or "max"
+        pass
+    return max(0, min(free)) if free else host_ram_bytes()
+
+
 def gpu_name() -> str | None:
     import torch
 

@@ -190,7 +190,7 @@ energy_j_per_token    non-negative  board energy per token
 """), **PEAK_MEMORY, **TELEMETRY},
     "error": table("""
 seq_len         count         the point that failed (null: no point, e.g. mamf-finder's)
-error           text          `oom`, `timeout`, `exception`, `diverged` (a loss not finite; `nonfinite_loss` before), `bad_input`, `write_failed`, ...
+error           text          `oom`, `timeout`, `exception`, `diverged` (a loss not finite; `nonfinite_loss` before), `bad_input`, `write_failed`, `environment`, ...
 message         text          what happened, in a line
 exception       text          the exception's type
 traceback_tail  text          the traceback's last 2000 characters

@@ -17,12 +17,16 @@ node_health   the node check's thresholds, verdict and likely causes (pure)
 node_check    each measured node's figures against a healthy node of its GPU kind
 node_page     the node check in words: the page's opening block, run_node.sh's closing lines
 words         a series and a comparison in words, shared by the page and the figures
-answer        the first screen: a sentence per baseline, candidate and regime, before any table
+whole_model   which workload a series is (whole model or cut) and a cut's FLOP factor to its model
+cost          the dollar formulas: break-even price, cost to train, the owner's $/token
+answer        the answer: per workload, each candidate and regime (numbers, and report.md's sentences)
+terminal      what the terminal prints: the answer in 100 columns, the bottom line, the costs
+dollars       the cost to train and the owner's cost per workload, GPU and length
 verdict_blocks  the verdict block of each comparison, which follows the answer
 formats       what a number format buys on one GPU: a low precision beside bf16, same configuration
 detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF,
               memory bandwidth, interconnect, ...
-markdown      report.md and the terminal text, in order
+markdown      report.md, in order
 plotkit       the figures' shared look: colours, line styles, length axes, legends, saving
 comparison_figure  comparison-N.png, the guide's 2x2 plus $/token per comparison
 figures       upgrade.png, attention.png, decomposition.png and write_all (matplotlib, imported

@@ -6,8 +6,8 @@ prices), and a panel naming the lines and the pair's warnings. A panel without d
 drawn; draw_comparison returns the Figure, so tests can measure its text.
 """
 from .comparisons import HEALTH, Analysis, Comparison, capacity_of
-from .plotkit import (LEGEND_FONT, NOTE_CHARS, WARNING_COLOUR, colours, from_zero, label_ticks, legend_entries,
-                      panel_grid, plot_line, seq_axis, wrap_text)
+from .plotkit import (LEGEND_FONT, NOTE_CHARS, WARNING_COLOUR, colours, from_zero, hbm_words, label_ticks,
+                      legend_entries, panel_grid, plot_line, seq_axis, wrap_text)
 from .series import seq_label
 from .words import ignored_words, stack_words, title
 
@@ -49,6 +49,11 @@ def _speedup_panel(ax, c: Comparison, col: dict) -> list:
                    label=f"price ratio {c.price_ratio:.2f}x: break-even (a speedup above it is cheaper per token)")
         ax.annotate(f"break-even: price ratio {c.price_ratio:.2f}x", (0.01, c.price_ratio), va="bottom",
                     xycoords=("axes fraction", "data"), fontsize=7, color=PRICE_COLOUR)
+        # the same axis as a price: the candidate pays off below the baseline's price x its speedup
+        base_usd = c.prices[0]
+        right = ax.secondary_yaxis("right", functions=(lambda x: x * base_usd, lambda usd: usd / base_usd))
+        right.set_ylabel(f"{c.other.gpu} pays off below ($/GPU-hour)", color=PRICE_COLOUR, fontsize=8)
+        right.tick_params(labelsize=7, colors=PRICE_COLOUR)
     if c.mamf_ratio:
         ax.axhline(c.mamf_ratio, color="black", linestyle="-.", linewidth=1,
                    label=f"bf16 MAMF ratio {c.mamf_ratio:.2f}x ({c.other.provenance} / {c.base.provenance})")
@@ -78,10 +83,9 @@ def _memory_panel(ax, c: Comparison, col: dict, gpu_map: dict) -> list:
     hbm = {}
     for s in (c.base, c.other):
         if s.hbm_gib:
-            hbm.setdefault(s.gpu, (col[id(s)], set()))[1].add(s.hbm_gib)
-    for gpu, (colour, values) in hbm.items():
-        ax.axhline(max(values), color=colour, linestyle=":",
-                   label=f"{gpu} HBM " + " / ".join(f"{v:g}" for v in sorted(values)) + " GiB")
+            hbm.setdefault((s.gpu, s.hbm_gib), (col[id(s)], not s.reference))
+    for (gpu, value), (colour, measured) in hbm.items():
+        ax.axhline(value, color=colour, linestyle=":", label=hbm_words(gpu, value, measured))
     for s in (c.base, c.other):
         for cap in capacity_of(s, gpu_map[s.gpu]):
             fit, peak = cap.get("max_fit_seq_len"), cap.get("peak_mem_gib_at_max")

@@ -13,10 +13,13 @@ compares them, one comparison per pair of series of the same configuration:
 The terminal and report.md open with the node check: each measured node's figures (MAMF, HBM,
 isolated attention, the step, the collectives) against a healthy node of its GPU kind (--reference
 DIR, else the published MAMF and the suite's shipped node runs), healthy / below / well below at
-NVIDIA's 95% acceptance bar, and the likely cause of a shortfall. Then the answer (a sentence per
-baseline, candidate and run of lengths: speedup range, per-token call, break-even ratio, memory
-fit, how sure). Each
-comparison then gets a verdict block: the two series
+NVIDIA's 95% acceptance bar, and the likely cause of a shortfall. Then the terminal prints the
+answer in 100 columns: per workload (your measured whole model, cuts priced as their whole model
+by FLOPs, published figures) a line per candidate and run of lengths: speedup range, per-token
+call (beyond the range and a 4% noise floor; none where it does not fit), $/1M tokens, the price
+per GPU-hour it pays off below, memory; then the bottom line, the cost to train --tokens on
+--gpus, and with --own the owner's $/token (amortised GPUs plus measured board energy x --pue x
+--kwh). report.md says the same in sentences, then each comparison gets a verdict block: the two series
 in words, the prices, and per sequence length the speedup with its range (from the
 step-time spread of both series), $/1M tokens of each, cheaper / same / dearer with its
 margin (or "cannot decide"), and the break-even price ratio. Into --out go report.md, one
@@ -25,6 +28,7 @@ decomposition.png where those records exist, and the flat table points.csv/point
 (also alone with --export).
 
     python plot_results.py results/ --price H200=3.50 --price B200=7.00 --out results/report
+    python plot_results.py node/ --price H200=3.50 --price B200=7.00 --forecast B200 --own H200=30000 --own B200=45000
     python plot_results.py my_h200_logs/ results/reference/ --ignore-config world_size
     python plot_results.py --write-guide-reference results/reference/guide.jsonl
 
@@ -51,7 +55,8 @@ from ..log import records, staged
 from ..faults import BadInput, Parser
 from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, page as forecasts
 from .forecast import reconfig as forecast_reconfig
-from . import comparisons, export, inputs, markdown, node_check, series
+from . import comparisons, cost, dollars, export, inputs, markdown, node_check, series, terminal
+from .answer import workloads
 from .published import guide as published, pairs as published_pairs
 
 
@@ -74,6 +79,21 @@ def parse_args(argv):
     p.add_argument("--forecast", action="append", default=[], metavar="GPU",
                    help="forecast this GPU of the GPU table (e.g. B200) for every measured series of "
                         "another GPU, from its own steps; repeatable; labelled a forecast everywhere")
+    p.add_argument("--tokens", default=dollars.compact(cost.DEFAULT_TRAIN_TOKENS), metavar="N",
+                   help="tokens to train the whole model on, for its cost and time on each GPU "
+                        "(e.g. 1T, 500B, 2e12) [1T]")
+    p.add_argument("--gpus", type=str, metavar="G",
+                   help="GPUs of the node the training cost is for [the node of each workload's logs]")
+    p.add_argument("--own", action="append", default=[], metavar="GPU=USD_PER_GPU[:YEARS]",
+                   help=f"price of buying one GPU and the years it is spread over [{cost.DEFAULT_YEARS:g}]: the "
+                        "owner's $/token "
+                        "(hardware plus measured board energy x PUE x --kwh) beside the renter's")
+    p.add_argument("--kwh", default=str(cost.DEFAULT_USD_PER_KWH), metavar="USD",
+                   help=f"price of a kWh for the owner's cost [{cost.DEFAULT_USD_PER_KWH:g}: US industrial "
+                        "average, EIA]")
+    p.add_argument("--pue", default=str(cost.DEFAULT_PUE), metavar="X",
+                   help=f"the facility's power usage effectiveness [{cost.DEFAULT_PUE:g}: the upper end AI data "
+                        "centres report, Uptime Institute]")
     p.add_argument("--backtest", action="store_true",
                    help="forecast each published pair's candidate from its baseline alone, calibrated on "
                         "the other sources' pairs (leave one source out), set it against the published "
@@ -131,13 +151,88 @@ def parse_prices(specs) -> dict:
     return prices
 
 
+TOKEN_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+MAX_TRAIN_TOKENS = 1e16   # beyond any training run: a typo
+
+
+def _number(flag: str, text: str, low: float, high: float, what: str, given: str | None = None) -> float:
+    """A flag's number within [low, high], else BadInput naming the flag, the value as `given`
+    (the whole of it, where the number is a part) and the range."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not low <= value <= high:
+        raise BadInput(f"{flag} {given or repr(text)}: expected {what} from {low:g} to {high:g}")
+    return value
+
+
+def parse_tokens(text: str) -> float:
+    """--tokens '1T', '500B', '2e12' -> tokens; BadInput for anything else."""
+    number, scale = text.strip(), 1.0
+    if number[-1:].upper() in TOKEN_SUFFIXES:
+        number, scale = number[:-1], TOKEN_SUFFIXES[number[-1].upper()]
+    try:
+        tokens = float(number) * scale
+    except ValueError:
+        tokens = math.nan
+    if not 1 <= tokens <= MAX_TRAIN_TOKENS:
+        raise BadInput(f"--tokens {text!r}: expected a token count from 1 to {MAX_TRAIN_TOKENS:.0e}, "
+                       "e.g. 1T, 500B or 2e12")
+    return tokens
+
+
+def parse_owned(specs: list) -> dict:
+    """--own GPU=USD_PER_GPU[:YEARS] -> {GPU table name: (USD, years)}; BadInput names a bad one."""
+    out = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        usd_text, _, years_text = value.partition(":")
+        gpu = forecast_gpu(name) if name.strip() else None
+        if not sep or gpu is None:
+            raise BadInput(f"--own {spec!r}: expected GPU=USD_PER_GPU[:YEARS] with a GPU of the GPU table "
+                           f"({', '.join(gpus.names())}), e.g. H200=30000:4")
+        if gpu in out:
+            raise BadInput(f"--own {spec!r}: {gpu} is owned twice; give one")
+        out[gpu] = (_number("--own", usd_text, 100, 10_000_000, "a price per GPU in dollars", repr(spec)),
+                    _number("--own", years_text, 0.5, 20, "years", repr(spec)) if years_text else cost.DEFAULT_YEARS)
+    return out
+
+
+def assumptions(args) -> dollars.Assumptions:
+    """The cost flags, checked: BadInput names a bad one."""
+    g = None if args.gpus is None else int(_number("--gpus", args.gpus, 1, 100_000, "a GPU count"))
+    if args.gpus is not None and g != float(args.gpus):
+        raise BadInput(f"--gpus {args.gpus!r}: expected a whole GPU count from 1 to 100000")
+    return dollars.Assumptions(parse_tokens(args.tokens), g, parse_owned(args.own),
+                               _number("--kwh", args.kwh, 0.001, 10, "dollars per kWh"),
+                               _number("--pue", args.pue, 1, 3, "a power usage effectiveness"))
+
+
+def forecast_gpu(name: str) -> str | None:
+    """The GPU table's name a --forecast value spells: the name itself (any case), or the start
+    of names up to a space ('B200' of 'B200 SXM') where the table reads it as one of them
+    ('H200' as 'H200 SXM', not 'H200 NVL'); None for anything else ('B2000', 'B200-NVL')."""
+    wanted = " ".join(name.split()).lower()
+    names = gpus.names()
+    exact = [n for n in names if n.lower() == wanted]
+    if exact:
+        return exact[0]
+    prefixed = [n for n in names if n.lower().startswith(wanted + " ")]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    read = gpus.table_name(name)
+    return read if read in prefixed else None
+
+
 def forecast_gpus(names: list) -> list:
-    """The GPU table's names of --forecast values; BadInput for one the table lacks."""
+    """The GPU table's names of --forecast values; BadInput for one the table does not spell."""
     out = []
     for name in names:
-        table_name = gpus.table_name(name)
+        table_name = forecast_gpu(name)
         if table_name is None:
-            raise BadInput(f"--forecast {name!r}: not a GPU of the GPU table; known: {', '.join(gpus.names())}")
+            raise BadInput(f"--forecast {name!r}: not a GPU name of the GPU table (a name or its first "
+                           f"word); known: {', '.join(gpus.names())}")
         if table_name not in out:
             out.append(table_name)
     return out
@@ -220,7 +315,7 @@ def stack_errors(a: comparisons.Analysis) -> list:
     return found + [f"{s.label} mixes stacks" for s, _ in a.mixed_stacks if not s.reference]
 
 
-def write_outputs(analysis, args, paths, tally, backtest_rows=None) -> list:
+def write_outputs(analysis, args, paths, tally, backtest_rows=None, money: str = "") -> list:
     """report.md, the figures, the flat table and (with `backtest_rows`) backtest.csv, or
     backtest.csv alone without an analysis; OSError ends the run with one line."""
     written = []
@@ -235,7 +330,7 @@ def write_outputs(analysis, args, paths, tally, backtest_rows=None) -> list:
                 from . import figures
                 pngs = figures.write_all(analysis, folder, stage.open)
                 with stage.open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
-                    f.write(markdown.render(analysis, pngs, paths, tally))
+                    f.write(markdown.render(analysis, pngs, paths, tally, money))
                 names = ["report.md"] + pngs + names
             if flag == "--out" and backtest_rows is not None:
                 with stage.open(os.path.join(folder, "backtest.csv"), "w", encoding="utf-8", newline="") as f:
@@ -270,12 +365,16 @@ def main(argv=None) -> int:
         if problem:
             raise BadInput(f"{flag} {folder!r}: {problem}")
     candidates = forecast_gpus(args.forecast)
+    opts = assumptions(args)
     backtest_rows = backtest.backtest(published_pairs.all_records()) if args.backtest or candidates else None
     analysis = tally = paths = None
     if args.inputs:  # every input is read and checked before anything is written
         tally = inputs.Tally()
         paths = inputs.expand(args.inputs)
         analysis = analyse(args, paths, tally, prices, candidates, backtest_rows)
+        unpriced = sorted(set(opts.owned) - set(analysis.prices) - set(analysis.forecast_prices))
+        if unpriced:  # the owner's call stands beside the renter's: a GPU owned is priced too
+            raise BadInput(f"--own {unpriced[0]}: no --price for it; the owner's cost is set beside the renter's")
     if args.write_guide_reference:
         write_guide_reference(args.write_guide_reference)
     if analysis is None:
@@ -291,11 +390,14 @@ def main(argv=None) -> int:
                          "counted once\n")
     for line in analysis.forecast_notes:
         sys.stderr.write(f"note: {line}\n")
-    sys.stdout.write(markdown.terminal_text(analysis))  # the answer first, the backtest after it
-    if args.backtest:
+    found = workloads(analysis)
+    report = os.path.join(args.out, "report.md") if args.out else None
+    sys.stdout.write(terminal.terminal_text(analysis, opts, report))
+    if args.backtest:  # the answer first, the backtest after it
         print_backtest(backtest_rows)
     sys.stdout.flush()
-    for line in write_outputs(analysis, args, paths, tally, backtest_rows if args.backtest else None):
+    money = dollars.dollars_markdown(found, opts) if found else ""
+    for line in write_outputs(analysis, args, paths, tally, backtest_rows if args.backtest else None, money):
         sys.stderr.write(f"wrote {line}\n")
     return 0
 

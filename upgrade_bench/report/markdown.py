@@ -1,18 +1,18 @@
-"""report.md and what plot_results.py prints: the page in order, from the verdict blocks
-(verdict_blocks.py) and the tables after them (detail_tables.py).
+"""report.md: the page in order, from the answer (answer.py), the verdict blocks
+(verdict_blocks.py) and the tables after them (detail_tables.py); the terminal's text is
+terminal.py's.
 
-The page opens with the prices and the answer (answer.py: a sentence per baseline, candidate
-and regime), then the forecasts, one verdict block per comparison, the series that pair with
-nothing and why, then the figures and the detailed tables.
+The page opens with the prices and the answer (answer.py: a sentence per workload, candidate
+and regime), the cost to train and the owner's cost (dollars.py), then the forecasts, one
+verdict block per comparison, the series that pair with nothing and why, then the figures and
+the detailed tables.
 """
 from . import detail_tables, formats
 from .answer import answer_markdown
 from .comparisons import Analysis
 from .forecast.page import forecast_markdown
-from .node_health import NO_VERDICT
-from .node_page import headline, node_markdown
-from .series import GUIDE_LABEL, seq_label
-from .tables import fmt
+from .node_page import node_markdown
+from .series import GUIDE_LABEL
 from .text import html_safe, md_cell, md_text
 from .verdict_blocks import verdict_block
 from .words import stack_words, title
@@ -39,31 +39,18 @@ def prices_line(a: Analysis) -> str:
             "No prices given (--price GPU=USD_PER_GPU_HOUR): speed only, no $/token verdicts.")
 
 
-def opening(a: Analysis) -> list:
-    """What the terminal and the page open with: the prices, why a --forecast shows nothing,
-    and the answer per baseline."""
+def opening(a: Analysis, dollars: str = "") -> list:
+    """What the page opens with: the prices, why a --forecast shows nothing, the answer per
+    workload, and `dollars` (the cost to train and the owner's cost)."""
     out = [prices_line(a), ""] + [f"**{note}**\n" for note in a.forecast_notes]
     answer = answer_markdown(a)
-    return out + ([answer] if answer else [])
+    return out + ([answer] if answer else []) + ([dollars] if dollars else [])
 
 
 def node_section(a: Analysis) -> list:
     """The node check, before any upgrade verdict: a sick baseline skews every one of them."""
     text = node_markdown(a.node_checks)
     return ["## Is this node healthy?", "", text, ""] if text else []
-
-
-def terminal_text(a: Analysis) -> str:
-    """What plot_results.py prints: each node's check, the answer, the verdict blocks, then the
-    series not compared."""
-    nodes = [headline(c) + "\n" for c in a.node_checks if c.status != NO_VERDICT]  # the page lists those too
-    out = nodes + opening(a) + [verdict_block(c, a.data.also_in) for c in a.comparisons]
-    if not a.comparisons:
-        out.append(f"No comparison: {no_comparison_words(a)}.\n")
-    lonely = unpaired_markdown(a)
-    if lonely:
-        out.append("## Series not compared\n\n" + lonely + "\n")
-    return "\n".join(out)
 
 
 def inputs_markdown(a: Analysis, inputs, tally) -> str:
@@ -88,14 +75,14 @@ def inputs_markdown(a: Analysis, inputs, tally) -> str:
     return "\n\n".join(lines)
 
 
-def render(a: Analysis, figures=(), inputs=(), tally=None) -> str:
+def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") -> str:
     """report.md: the verdict blocks first, then the unpaired series, figures and tables; no HTML
     on it (text.html_safe: a tag from a log shows as typed)."""
     out = ["# GPU upgrade report", ""]
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
                 "what they held is missing from the verdicts below.", ""]
-    out += node_section(a) + opening(a)
+    out += node_section(a) + opening(a, dollars)  # the node's own check before any upgrade verdict
     if a.forecasts:
         out += ["## Forecasts (not measured)", ""] + [forecast_markdown(fc) + "\n" for fc in a.forecasts]
     if not a.comparisons:

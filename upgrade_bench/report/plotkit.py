@@ -25,7 +25,6 @@ LEGEND_FONT = 8
 TICK_FONT = 8
 SEQ_AXIS = "sequence length (tokens)"
 NOTE_CHARS = 60                    # wrap width of a comparison's notes (8 pt in a 5 in panel)
-BAR_ROW_IN = 0.26                  # one bar of decomposition.png
 # Distinct colours, one per series (matplotlib's tab10 without its grey, which marks
 # reference lines here, then darker extras; black is the MAMF line).
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -118,13 +117,22 @@ def from_zero(axes) -> None:
         ax.set_ylim(0, top * 1.05 if math.isfinite(top) and top > 0 else None)
 
 
+def hbm_words(gpu: str, hbm: float, measured: bool) -> str:
+    """An HBM line's label in its own unit: GiB as a measured GPU reports its memory, or the
+    datasheet's GB, never one printed as the other."""
+    return f"{gpu} HBM {hbm:g} GiB (as measured)" if measured else f"{gpu} HBM {hbm:g} GB (datasheet)"
+
+
 def wrap_text(text: str, chars: int) -> str:
     return "\n".join(textwrap.fill(line, chars, subsequent_indent="  ") for line in text.split("\n"))
 
 
 def panel_grid(n_panels: int, title: str, cols: int = 3):
-    """A figure of n panels in rows of `cols`; the unused slots removed."""
+    """A figure of n panels in rows of at most `cols`, as few columns as fill its rows (2 x 2
+    for 4 of 3): no row leaves a blank slot where a panel would fit."""
+    cols = min(cols, n_panels)
     rows = -(-n_panels // cols)
+    cols = -(-n_panels // rows)
     fig, axes = plt.subplots(rows, cols, dpi=DPI, squeeze=False,
                              figsize=(PANEL_IN[0] * cols, PANEL_IN[1] * rows + 0.6))
     flat = list(axes.flat)

@@ -8,7 +8,7 @@ from ..log.field_types import MAX_NUMBER
 from .comparisons import HEALTH, Comparison
 from .series import Series, seq_label
 from .tables import fmt, md_table
-from .verdict import ABOVE, BELOW, UNDECIDED, WITHIN, Call
+from .verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN, Call
 from .words import ignored_words, series_words, stack_words, title, unlike_note, unlike_words, who
 
 
@@ -70,7 +70,8 @@ def _call_words(got: Call, row, words: tuple) -> str:
         return (f"cannot decide: {'; '.join(no_spread_words(s, summary) for s, summary in row.no_range)}; point "
                 f"estimate {abs(got.value - 1):.1%} {side}")
     if got.word == WITHIN:
-        return f"{within} within the spread ({_signed(got.low - 1)} to {_signed(got.high - 1)})"
+        return (f"{within} within the spread and the {NOISE_FLOOR:.0%} noise floor ({_signed(got.low - 1)} to "
+                f"{_signed(got.high - 1)})")
     if got.word == BELOW:
         return f"{1 - got.value:.1%} {below} ({1 - got.high:.1%} to {1 - got.low:.1%})"
     assert got.word == ABOVE
@@ -118,7 +119,7 @@ def headline(c: Comparison) -> str:
 
 def _findings(c: Comparison) -> str:
     if c.kind == HEALTH:
-        groups = _by_word(c, lambda r: r.speed, ("slower than published", "as published within the spread",
+        groups = _by_word(c, lambda r: r.speed, ("slower than published", "as published within the noise",
                                                  "faster than published"))
         return (f"This {c.other.gpu} node: {groups}." if groups else "") + one_sided(c)
     speeds = [r.speedup for r in c.rows if r.speedup]
@@ -127,7 +128,7 @@ def _findings(c: Comparison) -> str:
     if not c.prices:
         unpriced = f"No price for {' and '.join(c.unpriced)} ({price_flags(c)})"
         return f"{unpriced}: speed only, {pace}." if pace else f"{unpriced}."
-    groups = _by_word(c, lambda r: r.cost, ("cheaper per token", "the same within the spread", "dearer per token"))
+    groups = _by_word(c, lambda r: r.cost, ("cheaper per token", "even within the noise", "dearer per token"))
     groups = groups or "not priced at any length"
     return f"At these prices {c.other.gpu} is {groups}" + (f"; {pace}." if pace else ".") + one_sided(c)
 

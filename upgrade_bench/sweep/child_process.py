@@ -3,7 +3,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -107,13 +106,6 @@ class Log:
 # and how many ports to try: a new one is as likely to be free as the first.
 PORT_TAKEN = "EADDRINUSE"
 PORT_ATTEMPTS = 3
-
-
-def free_port() -> int:
-    """A TCP port free on this host now, for a rendezvous (MASTER_PORT)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def parse_record(line: str) -> dict | None:

@@ -19,7 +19,7 @@ from ..training import resolver, variables
 from ..models import model
 from .. import settings
 from . import launch
-from .child_process import free_port
+from ..kernels.ranks import free_port
 from ..faults import BadInput
 from ..hardware.fingerprint import Device
 from ..paths import REPO
@@ -36,7 +36,7 @@ CPU_OUT = "out"
 VARS = [
     Var("SEQLENS", "int_list", GUIDE_SEQLENS, "sequence lengths of the sweep", min=1, max=variables.MAX_TOKENS),
     Var("GPUS", "int", 0, "GPUs per node (0 = all visible; 1 without a GPU: CPU ranks)", min=0, max=1024),
-    Var("OUT", "str", "", "results file, or a folder for <gpu>_<backend>_<time>.jsonl "
+    Var("OUT", "path", "", "results file, or a folder for <gpu>_<backend>_<time>.jsonl "
         f"(default results/, {CPU_OUT}/ without a GPU); an existing file resumes"),
     Var("RESUME", "bool", False, "skip lengths with a summary of the same config in OUT (and its "
         "decomposition, with DECOMPOSE) (default: the newest <gpu>_<backend>_*.jsonl of the default folder)"),

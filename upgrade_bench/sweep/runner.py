@@ -145,6 +145,9 @@ def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dic
                                     f"process group killed")
     else:
         kind, message = faults.exit_meaning(result.exit_code)
+        if kind == "environment":  # what to fix, in the benchmark's own line
+            said = [line for line in result.stderr_tail if line.startswith("error: ")]
+            message += f": {said[-1].removeprefix('error: ')}" if said else ""
     # What its header said ran beside the settings (the report's series: log/runs.config_as_run)
     as_run = {k: result.header[k] for k in runs.AS_RUN_FIELDS if result.header and k in result.header}
     return {"seq_len": at, "error": kind, "message": message}, {
@@ -154,19 +157,25 @@ def point_failure(ctx: Context, result: ProcessResult) -> tuple[dict | None, dic
 
 def stop_if_hopeless(ctx: Context, failure: dict | None) -> None:
     """Stop the sweep where every later point would fail alike: a configuration the benchmark
-    refuses (exit 2), or a results file it cannot write to (exit 4, a full disk)."""
+    refuses (exit 2), a results file it cannot write to (exit 4, a full disk), or the machine's
+    environment (exit 5, a stale build lock)."""
     if not failure:
         return
     if failure["error"] == "bad_input":
         raise BadInput(f"the benchmark rejected the configuration (exit 2); see {ctx.plan.log_path}")
+    if failure["error"] == "environment":
+        raise faults.EnvironmentFault(f"the benchmark stopped on this machine's environment (exit 5, its line "
+                                      f"above); later points not run: fix it, then run again with the same OUT "
+                                      f"to resume")
     if failure["error"] == "write_failed":
         raise WriteFailed(f"the benchmark could not append to {ctx.plan.out} (exit 4: disk full?); later "
                           f"points not run: make room, then run again with the same OUT to resume")
 
 
-def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict) -> bool:
+def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict, stopped_at: list) -> bool:
     """Run every pending length, filling summaries and failures (by length) as points end, so
-    they hold what ran however the sweep stops; True if interrupted."""
+    they hold what ran however the sweep stops; True if interrupted, the point a stop found
+    running then in `stopped_at`."""
     durations = []
     last = [time.monotonic()]
     remaining = list(todo)
@@ -187,6 +196,7 @@ def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict) ->
         last[0] = time.monotonic()
         result = start_process(ctx, batch, False, on_summary)
         if result.status == "interrupted":
+            stopped_at += result.seq_lens[len(result.summaries):][:1]
             return True
         finished = {s["seq_len"] for s in result.summaries}
         failure, error = point_failure(ctx, result)
@@ -262,14 +272,18 @@ def execute(s: Settings, stdout) -> int:
     previous = existing_records(plan.out)
     done = already_done(plan, previous)
     todo = pending(s.SEQLENS, done)
+    if not s.DRY_RUN:
+        faults.require(SCRIPT, *faults.TRAINING_STACK)  # its processes' Python is this one
+    log = Log(plan.log_path)
+    for warning in plan.warnings:  # before anything runs; each process's own repeat of it is not echoed
+        log.show(f"warning: {warning}\n")
     if s.DRY_RUN:
         dry_run(plan, todo, stdout)
         return 0
-    faults.require(SCRIPT, *faults.TRAINING_STACK)  # its processes' Python is this one
     signals = Signals()
     signals.install()  # scancel / kill: the same clean stop as Ctrl-C
     try:
-        ctx = Context(plan, RecordWriter(SCRIPT, plan.out, stream=stdout), Log(plan.log_path), signals)
+        ctx = Context(plan, RecordWriter(SCRIPT, plan.out, stream=stdout), log, signals)
         return run(ctx, previous, done, todo)
     finally:
         signals.restore()
@@ -297,16 +311,16 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         note = fallback_note(previous, done)
         if note:
             sys.stderr.write(f"warning: {note}\n")
-    summaries, failures, capacity, interrupted, stopped = {}, {}, None, False, None
+    summaries, failures, capacity, interrupted, stopped, stopped_at = {}, {}, None, False, None, []
     try:
         if s.FIND_MAX_SEQLEN:
             capacity = run_capacity(ctx, known_probes(previous, plan.config))
             interrupted = not capacity["complete"]
         else:
-            interrupted = run_sweep(ctx, todo, summaries, failures)
+            interrupted = run_sweep(ctx, todo, summaries, failures, stopped_at)
     except (KeyboardInterrupt, ProbesInterrupted):
         interrupted = True
-    except (BadInput, WriteFailed) as err:
+    except tuple(faults.STOPS) as err:
         stopped = err
     with ignored():  # what ran gets its record and its table, whatever comes now
         totals = timing_totals([p.timing() for p in ctx.processes])
@@ -320,7 +334,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         if capacity is not None:
             sys.stderr.write(capacity_table(capacity) + "\n")
         elif not s.FIND_MAX_SEQLEN:
-            sys.stderr.write(sweep_table(s.SEQLENS, summaries, failures, done) + "\n")
+            sys.stderr.write(sweep_table(s.SEQLENS, summaries, failures, done, stopped_at) + "\n")
         say(f"{len(ctx.processes)} process(es), {fmt_s(totals['process_wall_s'])}: start-up "
             f"{fmt_s(totals['startup_s'])}, steps {fmt_s(totals['steps_s'])}")
         if ctx.log.error:

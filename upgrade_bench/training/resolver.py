@@ -144,6 +144,7 @@ def resolve(train: Settings, machine: Machine, model_config, seq_lens: list) -> 
         runs = " or ".join(p.name for p in precisions.TABLE if p.experts)
         raise BadInput(f"FP8_EXPERTS=1: PRECISION={precision.name} has no FP8 grouped GEMM for the experts; "
                        f"use PRECISION={runs}, or FP8_EXPERTS=0")
+    warnings += no_effect(train, cut, precision, has_gpu)
     peak, source, peak_warning = gpus.resolve_peak(machine.gpu_name, "bf16", train.PEAK_TFLOPS)
     if peak_warning:
         warnings.append(peak_warning)
@@ -155,6 +156,22 @@ def resolve(train: Settings, machine: Machine, model_config, seq_lens: list) -> 
                         f"fused MoE would replace the experts that run the FP8 grouped GEMM")
     return Resolved(train, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
                     tuple(warnings), tokens, liger_moe, liger_swiglu)
+
+
+def no_effect(train: Settings, cut: cuts.Cut | None, precision: precisions.Precision, has_gpu: bool) -> list:
+    """A line for each setting that can change nothing in this run: it would run as without
+    it, silently (issue 46: FP8_EXPERTS=1 on a dense model, NUM_EXPERTS where the layer cut keeps
+    no MoE layer, a low precision on CPU, where torchao emulates it)."""
+    lines = []
+    if cut is not None and not cuts.experts_of(cut.counted):
+        where = (f"the cut to NUM_LAYERS={train.NUM_LAYERS} keeps no MoE layer of {train.MODEL}"
+                 if cuts.experts_of(cut.full) else f"MODEL={train.MODEL} has no MoE layer")
+        lines += [f"{name}={getattr(train, name):d}: {where}: it changes nothing here"
+                  for name in ("NUM_EXPERTS", "FP8_EXPERTS") if getattr(train, name)]
+    if precision.low and not has_gpu:
+        lines.append(f"PRECISION={precision.name} on CPU: torchao emulates the format (every linear it can "
+                     f"convert, no size threshold, nothing compiled): the numbers run, not its speed")
+    return lines
 
 
 def check_packing(doc_len: int, seq_lens: list, backend: str) -> None:

@@ -11,7 +11,7 @@ from ..kernels.attention import backends as attn_backends
 from . import extensions, low_precision, memory, resolver
 from ..hardware import fingerprint
 from ..log import header
-from ..faults import BadInput
+from ..faults import BadInput, EnvironmentFault
 from ..settings import Settings
 
 
@@ -65,10 +65,14 @@ def resolve_here(train: Settings) -> RunConfig:
     extensions.use_checkout_cache()
     problem = extensions.stale_lock_problem()
     if problem:  # else DeepSpeed's first op build waits on it, silently, forever
-        raise BadInput(problem)
+        raise EnvironmentFault(problem)
     converts = (low_precision.plan_on_meta(cut.config, resolved.precision, thresholds=has_gpu,
                                            experts=train.FP8_EXPERTS)
                 if resolved.precision.low else None)
+    if train.FP8_EXPERTS and converts and converts["kept_experts"] and not converts["converted_experts"]:
+        kept = "; ".join(converts["kept_experts"])  # its experts modules, each kept in bf16 (gpt-oss's: row-major)
+        warnings.append(f"FP8_EXPERTS=1: no experts module of MODEL={train.MODEL} can run the FP8 grouped "
+                        f"GEMM ({kept}): its experts stay bf16, it changes nothing here")
     return RunConfig(resolved, int(os.environ.get("RANK", "0")), local_rank, device, weights, path, warnings,
                      os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), kernels, converts)
 

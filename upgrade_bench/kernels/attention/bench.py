@@ -34,14 +34,20 @@ GVA_NOTE = ("q and k repeated from the key heads to the value heads before the c
             "the timed region, as transformers' Qwen3-Next layer does")
 
 
+# A CPU run tests a script: its buffers take at most this share of the host's free memory, the
+# rest left to the process's torch and to the host (bench_hbm.py's 8 GiB copy, 16.9 GB resident,
+# had the OOM killer end a node run on a 24 GiB laptop).
+CPU_SHARE = 0.5
+
+
 def memory_bytes(device) -> int:
-    """What the inputs must fit in: the GPU's memory; on CPU the host's RAM, or the
-    container's limit when lower (past it the kernel's OOM killer ends the run)."""
+    """What the inputs must fit in: the GPU's memory; on CPU, CPU_SHARE of what the host (or
+    its container) has free now, past which the kernel's OOM killer ends the run."""
     import torch
 
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
-    return fingerprint.host_ram_bytes()
+    return int(fingerprint.host_free_bytes() * CPU_SHARE)
 
 
 def too_big(need_bytes: int, capacity_bytes: int) -> str | None:

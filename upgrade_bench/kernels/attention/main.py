@@ -20,7 +20,8 @@ Writes JSON lines: a `header`, then one `attention` record per layer x backend x
 pass (status ok | oom | error), or one per layer and backend that cannot run (status
 unavailable/error, with the reason); a table on stderr at the end. Exit 1 if a check failed (ok false) or a point
 errored (OOM is a result, not a failure), 2 on bad input (inputs that cannot fit the device
-among it), 4 when a record cannot be written (a full disk).
+among it) and when nothing was measured (every point unavailable or out of memory: the records
+kept, one line naming why), 4 when a record cannot be written (a full disk).
 
     python bench_flash_attn.py                                   # Llama-3.1-8B heads, 1K..128K
     MODEL=gpt-oss-20b python bench_flash_attn.py                 # its windowed and full layers, sinks
@@ -192,5 +193,9 @@ def main() -> int:
     records = attn_bench.run_all(bench, chosen, writer, sys.stderr)
     sys.stderr.write(attn_bench.format_table(records) + "\n")
     failed = [r for r in records if r["status"] == "error" or r["ok"] is False]
+    if not failed and not any(r["status"] == "ok" for r in records):  # its records say why, each point
+        why = sorted({f"{r['backend']}: {r['reason']}" for r in records if r.get("reason")})
+        raise BadInput(f"nothing measured (BACKENDS={' '.join(s.BACKENDS)}): {'; '.join(why[:3])}"
+                       f"{'; ...' if len(why) > 3 else ''}; choose BACKENDS that run here (--help)")
     return faults.EXIT_ERROR if failed else 0
 

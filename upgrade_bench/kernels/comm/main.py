@@ -14,8 +14,11 @@ WARMUP_MS and TIME_MS of them) back to back, a CUDA event pair around each, no i
 (upgrade_bench/kernels/timing.py). A line per size on stderr says what it gave and the time
 left; the headline (each op's best) and a table end the run. Rank 0 writes.
 
-Run it under a launcher, two ranks or more (one rank has no link to measure: refused):
-any that sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, one rank per GPU.
+Two ranks or more, one per GPU (one rank has no link to measure: refused): RANKS=N starts N
+on this host itself (kernels/ranks.py: a failing rank's one line, and no launcher traceback
+after it), or run it under a launcher that sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
+MASTER_PORT (torchrun, deepspeed; across hosts). A rank that connects to the rendezvous waits
+at most 5 minutes for something to answer at MASTER_ADDR:MASTER_PORT, then says so in one line.
 NVLink multicast stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 NVSHMEM_DISABLE_NVLS=1 are set in the process before the process group starts, where unset
 (on a shared host a multicast object can break other GPUs); the header's comm_env records
@@ -27,25 +30,29 @@ Writes JSON lines: a `header`, then one `comm` record per size x op (status ok |
 a size that does not fit is an oom record). Exit 1 if a point errored (a failed collective is
 the last point: the ranks may be out of step), 2 on bad input (one rank; no rendezvous
 address, or none answering within 5 minutes; the smallest size not fitting the device: rank 0
-says what every rank finds, a rank without a GPU says so itself), 4 when a record cannot be
-written, 130 on Ctrl-C (143 on SIGTERM) with every record so far written.
+says what every rank finds; a rank without a GPU, or a RANK not below WORLD_SIZE, says so
+itself), 4 when a record cannot be written, 130 on Ctrl-C (143 on SIGTERM) with every record
+so far written.
 
-    torchrun --nproc_per_node=8 bench_comm.py                      # every op, 1 MiB .. 4 GiB
-    OPS=all_gather,reduce_scatter SIZES_MIB="64 1024" deepspeed --num_gpus=2 bench_comm.py
-    SIZES_MIB="1 2" torchrun --nproc_per_node=2 bench_comm.py      # CPU: gloo, seconds
+    RANKS=8 .venv/bin/python bench_comm.py                                 # every op, 1 MiB .. 4 GiB
+    OPS=all_gather,reduce_scatter SIZES_MIB="64 1024" RANKS=2 .venv/bin/python bench_comm.py
+    SIZES_MIB="1 2" RANKS=2 .venv/bin/python bench_comm.py                 # CPU: gloo, seconds
+    .venv/bin/torchrun --nnodes=2 --nproc_per_node=8 ... bench_comm.py     # across hosts: a launcher
 """
 import datetime
 import os
 import signal
 import socket
 import sys
+import time
 
 from ... import faults, settings
 from ...hardware import collectives, fingerprint, telemetry
 from . import bench as comm, transport as nccl_transport
 from ...interrupts import Interrupted, Signals, ignored
 from ..attention import bench as attn_bench
-from .. import timing
+from .. import ranks as local_ranks, timing
+from ...paths import REPO
 from ...log import header, records
 from ...faults import BadInput
 from ...settings import Settings
@@ -53,7 +60,12 @@ from ...settings import Settings
 SCRIPT = "bench_comm.py"
 # A rank that never joins, or a collective that never ends, is an error after this long, not
 # after torch's default (10 min for NCCL, 30 for gloo): the longest default call takes 20 ms.
+# A rank that connects to the rendezvous waits as long for something to answer there.
 TIMEOUT_S = 300
+# More ranks than any cluster has GPUs (the largest hold some 10^5): a WORLD_SIZE past it is a typo.
+MAX_RANKS = 2**20
+# Local ranks RANKS starts: as many as a host has GPUs (the sweep's GPUS takes as many).
+MAX_LOCAL_RANKS = 1024
 VARS = [
     settings.Var("OPS", "str_list", list(collectives.OPS), "collectives to time: all_reduce, all_gather, "
                  "reduce_scatter, all_to_all"),
@@ -63,6 +75,8 @@ VARS = [
     *timing.window_vars(comm.TIMING_DEFAULTS, "the first call"),
     settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),
+    settings.Var("RANKS", "int", 0, "start this many ranks on this host, one per GPU, in place of a launcher "
+                 "(0: run as a rank a launcher started)", min=2, max=MAX_LOCAL_RANKS, zero_means_unset=True),
 ]
 
 
@@ -82,10 +96,11 @@ def launched(environ) -> tuple[int, int, int]:
             raise BadInput(f"{name}={raw!r}: expected a whole number >= 0, as a launcher sets it")
         got[name] = int(raw)
     if got["WORLD_SIZE"] < 2:
-        raise BadInput(f"WORLD_SIZE={got['WORLD_SIZE']}: a collective needs two ranks or more; run it under a "
-                       f"launcher, one rank per GPU: torchrun --nproc_per_node=N {SCRIPT}")
-    if got["RANK"] >= got["WORLD_SIZE"]:
-        raise BadInput(f"RANK={got['RANK']}: expected below WORLD_SIZE={got['WORLD_SIZE']}")
+        raise BadInput(f"WORLD_SIZE={got['WORLD_SIZE']}: a collective needs two ranks or more, one per GPU: "
+                       f"RANKS=N .venv/bin/python {SCRIPT} starts them (or a launcher, across hosts)")
+    if got["WORLD_SIZE"] > MAX_RANKS:
+        raise BadInput(f"WORLD_SIZE={got['WORLD_SIZE']}: more ranks than any cluster has GPUs; expected at most "
+                       f"{MAX_RANKS}, one rank per GPU, as a launcher sets it")
     port = environ.get("MASTER_PORT", "")
     if not environ.get("MASTER_ADDR") or not port.isdigit() or not 0 < int(port) < 65536:
         raise BadInput(f"MASTER_ADDR={environ.get('MASTER_ADDR', '')!r}, MASTER_PORT={port!r}: expected rank 0's "
@@ -93,14 +108,16 @@ def launched(environ) -> tuple[int, int, int]:
     return got["RANK"], got["WORLD_SIZE"], got["LOCAL_RANK"]
 
 
-def check_fits(sizes_mib: list, ops: list, ranks: int, capacity_bytes: int) -> None:
+def check_fits(sizes_mib: list, ops: list, ranks: int, capacity_bytes: int, shared: bool = False) -> None:
     """BadInput unless the smallest size fits in `capacity_bytes` for every op asked (a
-    larger size that does not is an `oom` record)."""
+    larger size that does not is an `oom` record); `shared`: CPU ranks, whose capacity is
+    their share of the host's."""
     smallest = min(sizes_mib)
     need = max(collectives.allocated_bytes(op, smallest * comm.MIB, ranks) for op in ops)
     problem = attn_bench.too_big(need, capacity_bytes)
     if problem:
-        raise BadInput(f"SIZES_MIB={smallest}: {problem}")
+        share = f" (this host's free memory shared by WORLD_SIZE={ranks} CPU ranks)" if shared else ""
+        raise BadInput(f"SIZES_MIB={smallest}: {problem}{share}")
 
 
 def rank_device(rank: int, local_rank: int, ranks: int) -> tuple:
@@ -123,18 +140,25 @@ def measure_all() -> int:
     try:
         s = settings.load(VARS, __doc__)
         validate(s)
+        if s.RANKS:
+            return start_ranks(s.RANKS, os.environ)
         rank, ranks, local_rank = launched(os.environ)
     except BadInput:
         if not rank_zero(os.environ):
             return faults.EXIT_BAD_INPUT
         raise
+    if rank >= ranks:  # this rank's own: said by it (there may be no rank 0)
+        raise BadInput(f"RANK={rank}: expected below WORLD_SIZE={ranks}, as a launcher sets it")
     device, capacity = rank_device(rank, local_rank, ranks)
     try:
-        check_fits(s.SIZES_MIB, s.OPS, ranks, capacity)
+        check_fits(s.SIZES_MIB, s.OPS, ranks, capacity, shared=device.type == "cpu")
     except BadInput:
         if rank:
             return faults.EXIT_BAD_INPUT
         raise
+    problem = rendezvous_problem(os.environ, rank, TIMEOUT_S)
+    if problem:
+        raise BadInput(f"rank {rank}: {problem}")
     transport_log = nccl_transport.ask(os.environ) if device.type == "cuda" else None  # NCCL reads it at start
     comm_env, warnings = comm.multicast_env(os.environ)  # before the process group starts
     import torch.distributed as dist
@@ -181,6 +205,39 @@ def measure_all() -> int:
         dist.barrier()  # rank 0 hosts the store: no rank's exit pulls it from under another
     dist.destroy_process_group()
     return faults.EXIT_ERROR if failed else 0
+
+
+def start_ranks(count: int, environ) -> int:
+    """RANKS: `count` ranks of this script on this host (kernels/ranks.py); their exit code."""
+    if environ.get("RANK") or environ.get("WORLD_SIZE"):
+        raise BadInput(f"RANKS={count} with RANK/WORLD_SIZE set: a launcher started this process already; unset "
+                       f"RANKS under a launcher, or start it alone with RANKS")
+    return local_ranks.launch([sys.executable, str(REPO / SCRIPT)], count, environ, unset=("RANKS",))
+
+
+def rendezvous_problem(environ, rank: int, wait_s: float, connect=socket.create_connection) -> str | None:
+    """Why nothing answers at MASTER_ADDR:MASTER_PORT within `wait_s` for a rank that connects
+    there (all but a rank 0 that hosts the store itself; under torchrun, whose agent hosts it,
+    every rank), or None: a Python connection first, so a wrong address is one line after a
+    stated time, not torch's retries (63 lines of C++ frames, 631 s)."""
+    addr, port = environ["MASTER_ADDR"], int(environ["MASTER_PORT"])
+    if rank == 0 and environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    where = f"MASTER_ADDR={addr} MASTER_PORT={port}"
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            socket.getaddrinfo(addr, port)
+        except (socket.gaierror, UnicodeError) as err:
+            return f"{where}: no such host ({err}); expected rank 0's host, as the launcher sets it"
+        try:
+            connect((addr, port), timeout=max(0.1, min(5.0, deadline - time.monotonic()))).close()
+            return None
+        except OSError as err:
+            if time.monotonic() >= deadline:
+                return (f"nothing answered at {where} within {wait_s:g} s ({err.strerror or err}): is rank 0 "
+                        f"running there, on that port?")
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
 
 def rank_zero(environ) -> bool:

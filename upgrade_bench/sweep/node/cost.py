@@ -88,11 +88,11 @@ def training_step_s(spec, seq_len: int, peak_tflops: float | None, grad_checkpoi
 
 def mixer_tuning(spec, environ) -> str:
     """How often a hybrid's linear mixers compile and tune on this node: 'once' where
-    TRITON_CACHE_AUTOTUNING keeps the tuning for later processes, else 'each' process; '' for a
-    model without linear mixers (or not at hand)."""
+    TRITON_CACHE_AUTOTUNING keeps the tuning for later processes (as Triton reads it: 'false' is
+    off), else 'each' process; '' for a model without linear mixers (or not at hand)."""
     if spec is None or not any(kind in layers.LINEAR_MIXERS for kind in spec.mix()):
         return ""
-    return "once" if environ.get("TRITON_CACHE_AUTOTUNING", "") not in ("", "0") else "each"
+    return "once" if settings.triton_flag(environ, "TRITON_CACHE_AUTOTUNING") else "each"
 
 
 def points_s(plan: sweep_plan.Plan, lengths: list, mixers_each: bool = False) -> float | None:

@@ -16,10 +16,12 @@ folder's records lack of this request runs (the sweep and the decomposition poin
 attention by length, the other steps if no earlier run of them ended with exit 0), so one more
 length measures only that length. Another model, cut, training setting, attention backend or
 GPU is refused in one line naming the difference, before anything runs: give it a NODE_OUT of
-its own. A failed step or point is a record and the next one runs; the last line says what
-is missing (exit 1 then). Ctrl-C or SIGTERM stops the step running and its processes, keeps
-what was written, and exits 130 or 143. The estimate is rough and says what it rests on:
-per-step constants and, for the training steps, the FLOP count at an assumed MFU.
+its own. One run at a time holds the folder (lock.py): a second one started on it is
+refused in one line naming the first's pid. A failed step or point is a record and the next
+one runs; the last line says what is missing (exit 1 then). Ctrl-C or SIGTERM stops the step
+running and its processes, keeps what was written, and exits 130 or 143. The estimate is rough
+and says what it rests on: per-step constants and, for the training steps, the FLOP count at an
+assumed MFU.
 """
 import os
 import subprocess
@@ -40,12 +42,12 @@ from ...kernels.comm import main as comm
 from ...kernels.hbm import main as hbm
 from ...training import variables
 from .. import child_process, plan as sweep_plan
-from . import plan as node_plan
+from . import lock, plan as node_plan
 from .plan import STEPS
 
 SCRIPT = "run_node.sh"
 VARS = [
-    settings.Var("NODE_OUT", "str", "out/node", "the folder every log of the node goes to (one to copy); "
+    settings.Var("NODE_OUT", "path", "out/node", "the folder every log of the node goes to (one to copy); "
                  "a rerun resumes it, another configuration is refused"),
     settings.Var("SKIP", "str_list", [], "steps to leave out: " + " ".join(STEPS)),
     settings.Var("ATTN_SEQLENS", "int_list", [8192, 32768], "isolated-attention lengths", min=1,
@@ -54,6 +56,7 @@ VARS = [
                  "32K shows the attention-bound side)", min=1, max=variables.MAX_TOKENS),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
+OWN = {v.name for v in VARS}
 # The scripts whose settings a step passes on from the node's environment (mamf-finder.py
 # takes flags, and the training steps are run_sweep.sh's).
 CHILDREN = {"capabilities": capabilities, "hbm": hbm, "comm": comm, "attention": attention}
@@ -111,30 +114,43 @@ def main(argv=None) -> int:
     faults.require(SCRIPT, *faults.TRAINING_STACK)
     s, train, children = load(sys.argv[1:] if argv is None else argv)
     out = Path(os.path.abspath(s.NODE_OUT))
+    if s.DRY_RUN:
+        planned(s, train, out, children)
+        return 0
+    with lock.held(out, f"NODE_OUT={s.NODE_OUT!r}"):  # before the plan reads the folder
+        steps = planned(s, train, out, children)
+        writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
+        writer.write("header", **header.fields(
+            {**settings.as_dict(s), **{k: getattr(train, k) for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
+            "", [], steps=[st.name for st in steps]))
+        signals = Signals()
+        signals.install()
+        try:
+            return run(steps, out, writer, signals, OWN)
+        finally:
+            signals.restore()
+
+
+def planned(s, train, out: Path, children: dict) -> list:
+    """The steps to run, their plan said; BadInput where the folder holds records of another
+    configuration, or where a step cannot run on this machine (DRY_RUN: said in the plan)."""
     python = os.environ.get("PYTHON") or sys.executable
-    own = {v.name for v in VARS}
-    steps = node_plan.plan(s, train, out, python, children, os.environ, own)
+    steps = node_plan.plan(s, train, out, python, children, os.environ, OWN)
     conflict = node_plan.folder_conflict(steps, out)
     if conflict:
         raise BadInput(f"NODE_OUT={s.NODE_OUT!r} holds another configuration's records ({conflict}): give "
                        f"this run a NODE_OUT of its own; the folder's own configuration resumes it")
     steps = [st for st in steps if st.name not in s.SKIP]
+    training = {w: None for st in steps if st.sweep and not st.finished for w in st.sweep.warnings}
+    for warning in training:  # a setting that changes nothing here among them: said before the plan
+        say(f"warning: {warning}")
     say(node_plan.plan_text(steps, train.GPUS or len(devices.visible_gpus())))
-    if s.DRY_RUN:
-        return 0
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise BadInput(f"NODE_OUT={s.NODE_OUT!r}: cannot make it ({err.strerror or err})") from None
-    writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
-    writer.write("header", **header.fields({**settings.as_dict(s), **{k: getattr(train, k) for k in ("MODEL", "NUM_LAYERS", "GPUS")}},
-                                           "", [], steps=[st.name for st in steps]))
-    signals = Signals()
-    signals.install()
-    try:
-        return run(steps, out, writer, signals, own)
-    finally:
-        signals.restore()
+    cannot = [st for st in steps if st.cannot and not st.finished]
+    if cannot and not s.DRY_RUN:  # before the steps that can run: not an hour, then the refusal
+        names = " ".join(st.name for st in cannot)
+        raise BadInput(f"{names}: cannot run on this machine ({cannot[0].cannot}); or leave them out: "
+                       f"SKIP='{' '.join(list(s.SKIP) + [st.name for st in cannot])}'")
+    return steps
 
 
 def run(steps: list, out: Path, writer, signals, own: set) -> int:

@@ -13,18 +13,20 @@ The decomposition step is a sweep of DECOMPOSE_SEQLENS with DECOMPOSE=N: the swe
 settings (Liger included) and identity, each length in a process of its own, a point that
 does not fit a recorded error; RESUME counts a point of it done only with its decomposition.
 """
+import signal
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ... import faults
 from ...faults import BadInput
-from ...hardware import devices
+from ...hardware import devices, fingerprint
 from ...kernels.attention import bench as attn_bench
 from ...kernels import timing
 from ...log.records import read_log
 from ...log.runs import identity_difference, run_identity, with_headers
 from ...numfmt import fmt_s
 from ...paths import REPO
-from ...training import extensions
+from ...training import extensions, memory
 from .. import plan as sweep_plan
 from . import cost
 from ... import settings
@@ -36,6 +38,8 @@ OUTPUTS = {"capabilities": "capabilities.jsonl", "mamf": "mamf.jsonl", "hbm": "h
            "attention": "attention.jsonl", "sweep": "sweep.jsonl", "decomposition": "decompose.jsonl"}
 # A kernel benchmark's timing window changes how precisely a point is timed, not what it measures.
 TIMING = frozenset(v.name for v in timing.window_vars(attn_bench.TIMING_DEFAULTS, ""))
+# Nor does how a step's ranks are started (bench_comm.py's RANKS, a setting newer than some folders).
+NOT_MEASURED = TIMING | {"RANKS"}
 # bench_flash_attn.py records the heads it resolved from MODEL where these were 0 (unset).
 HEAD_SETTINGS = ("NHEADS", "NHEADS_KV", "HEAD_DIM")
 DECOMPOSE_STEPS = 3  # profiled steps per point: bench_decompose.py's PROFILE_STEPS
@@ -52,6 +56,7 @@ class Step:
     todo: list | None = None        # of those, the ones still to run
     done: bool = False              # a step without lengths: done in an earlier run
     estimate_s: float | None = None  # of what is left to run
+    cannot: str | None = None       # why this machine cannot run it (a training state past a CPU host's memory)
     sweep: sweep_plan.Plan | None = field(default=None, repr=False)  # a training step's sweep
 
     @property
@@ -78,8 +83,19 @@ def training_step(name: str, train: Settings, out: Path, lengths: list, decompos
     todo = sweep_plan.pending(lengths, sweep_plan.already_done(plan, sweep_plan.existing_records(plan.out)))
     identity = {**machine, **run_identity(plan.config)[0], "attn_backend": plan.backend}
     return Step(name, ["bash", str(REPO / "run_sweep.sh")], env, OUTPUTS[name], identity, sorted(set(lengths)),
-                todo, estimate_s=cost.points_s(plan, todo, cost.mixer_tuning(plan.resolved.cut and plan.resolved.cut.counted,
-                                                                  environ) == "each"), sweep=plan)
+                todo, estimate_s=cost.points_s(plan, todo, cost.mixer_tuning(
+                    plan.resolved.cut and plan.resolved.cut.counted, environ) == "each"),
+                cannot=None if machine["gpu_count"] else host_problem(plan), sweep=plan)
+
+
+def host_problem(plan: sweep_plan.Plan) -> str | None:
+    """Why a training step of `plan` cannot run on a host without a GPU (its weights, gradients
+    and Adam state past the host's memory: the benchmark's own check), or None."""
+    s, r = plan.s, plan.resolved
+    if r.cut is None:
+        return None
+    return memory.fit_problem(s.MODEL, r.cut.built.total_params, s.ZERO_STAGE, r.world_size,
+                              s.OFFLOAD_OPTIMIZER, None, fingerprint.host_ram_bytes())
 
 
 def child_identity(module, env: dict) -> dict:
@@ -87,7 +103,7 @@ def child_identity(module, env: dict) -> dict:
     steps before it ran), less what does not change what it measures."""
     parsed = settings.parse(module.VARS, env)
     getattr(module, "validate", lambda s: None)(parsed)
-    return run_identity(settings.as_dict(parsed), ignore=TIMING)[0]
+    return run_identity(settings.as_dict(parsed), ignore=NOT_MEASURED)[0]
 
 
 def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, environ, own: set) -> list:
@@ -96,6 +112,7 @@ def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, e
     `children`: the step scripts' modules (node.main.CHILDREN); `own`: the node's settings."""
     seen = devices.visible_gpus(environ)
     machine = {"gpu_name": seen[0].name if seen else None, "gpu_count": len(seen)}
+    on_gpu = bool(seen)  # the steps' constants are an H200's: on a CPU host no step has an estimate
     train_lengths = sorted(set(train.SEQLENS))
     sweep = training_step("sweep", train, out, train_lengths, 0, s.DRY_RUN, machine, environ)
     decomposition = training_step("decomposition", train, out, sorted(set(s.DECOMPOSE_SEQLENS)),
@@ -113,10 +130,11 @@ def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, e
                      OUTPUTS["attention"], asked["attention"], attention_lengths, attention_lengths)
     steps = [
         Step("capabilities", [python, str(REPO / children["capabilities"].SCRIPT)], envs["capabilities"],
-             OUTPUTS["capabilities"], asked["capabilities"], estimate_s=cost.CAPABILITIES_S),
+             OUTPUTS["capabilities"], asked["capabilities"], estimate_s=cost.CAPABILITIES_S if on_gpu else None),
         Step("mamf", [python, str(REPO / "mamf-finder.py"), "--output_file", str(out / OUTPUTS["mamf"])], {},
-             OUTPUTS["mamf"], dict(machine), estimate_s=cost.MAMF_S),
-        Step("hbm", [python, str(REPO / children["hbm"].SCRIPT)], envs["hbm"], OUTPUTS["hbm"], asked["hbm"], estimate_s=cost.HBM_S),
+             OUTPUTS["mamf"], dict(machine), estimate_s=cost.MAMF_S if on_gpu else None),
+        Step("hbm", [python, str(REPO / children["hbm"].SCRIPT)], envs["hbm"], OUTPUTS["hbm"], asked["hbm"],
+             estimate_s=cost.HBM_S if on_gpu else None),
         # one GPU has no link to measure (bench_comm.py refuses one rank): the step is planned on 2+
         *([Step("comm", [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(machine["gpu_count"]),
                          str(REPO / children["comm"].SCRIPT)], envs["comm"], OUTPUTS["comm"], asked["comm"],
@@ -222,17 +240,21 @@ def missing(st: Step, exit_code: int | None, out: Path) -> list:
         records = sweep_plan.existing_records(st.sweep.out)
         left = sweep_plan.pending(st.lengths, sweep_plan.already_done(st.sweep, records))
         why = {r.get("seq_len"): r.get("error") for r, _ in with_headers(records) if r.get("kind") == "error"}
+        if exit_code is not None and any(faults.killed_by(exit_code, sig) for sig in (signal.SIGINT, signal.SIGTERM)):
+            why.setdefault(next((n for n in left if n not in why), None), "interrupted")  # the point it was on
         return [f"{st.name} at {n} ({why.get(n) or 'not run'})" for n in left]
     if exit_code == 0:
         return []
     what = f"{st.name} at {' '.join(map(str, st.todo))}" if st.lengths is not None else st.name
-    return [f"{what} (exit {exit_code})"]
+    killed = exit_code is not None and faults.killed_by(exit_code, signal.SIGKILL)
+    return [f"{what} ({faults.exit_meaning(exit_code)[1] if killed else f'exit {exit_code}'})"]
 
 
 def plan_text(steps: list, gpu_count: int) -> str:
     """The plan: each step with the lengths it covers, what an earlier run did of it, its
-    estimate and command; then the total."""
-    lines, total, unknown = [], 0.0, False
+    estimate and command (or why this machine cannot run it); then the total, or what cannot
+    be estimated here."""
+    lines, total, unknown = [], 0.0, []
     resolved = next((st.sweep.resolved for st in steps if st.sweep), None)
     if resolved:
         cut = resolved.cut.label() if resolved.cut else "its config not at hand yet"
@@ -243,14 +265,25 @@ def plan_text(steps: list, gpu_count: int) -> str:
         if st.finished:
             lines.append(f"[node] {i}. {st.name}{covers(st)}: done in an earlier run, skipped")
             continue
+        if st.cannot:
+            said = next((other.name for other in steps[:i - 1] if other.cannot == st.cannot), None)
+            lines.append(f"[node] {i}. {st.name}{covers(st)}: cannot run on this machine: "
+                         f"{'as the ' + said if said else st.cannot}")
+            continue
         if st.estimate_s is None:
-            unknown = True
+            unknown.append(st.name)
         total += st.estimate_s or 0.0
         lines.append(f"[node] {i}. {st.name}{covers(st)}: ~{fmt_s(st.estimate_s)}  "
                      f"{sweep_plan.shell_line(st.run_env(), st.argv)}")
+    why = ("no GPU here: the steps' times are a GPU's, the training steps' from its peak" if not gpu_count
+           else "no GPU peak known for their FLOPs")
+    todo = [st for st in steps if not st.finished and not st.cannot]
+    if todo and len(unknown) == len(todo):
+        lines.append(f"[node] no estimate of the wall time ({', '.join(unknown)}): {why}")
+        return "\n".join(lines)
     hours = (f"{total * gpu_count / 3600:.2f} GPU-hours on {gpu_count} GPU(s)" if gpu_count
              else "no GPU (a CPU try-out)")
-    note = " (steps marked ? have no estimate here: no GPU peak)" if unknown else ""
+    note = f" (steps marked ? have no estimate here: {why})" if unknown else ""
     lines.append(f"[node] estimated {fmt_s(total)} of wall time at least, {hours}{note}")
     return "\n".join(lines)
 
