@@ -940,7 +940,7 @@ def test_cli_stdin_folder_and_baseline_flag(tmp_path, capsys, monkeypatch):
     assert code == 0, err
     out = (tmp_path / "out" / "report.md").read_text()
     assert out[out.index("## 1."):].startswith("## 1. H200 SXM vs B200 SXM: measured vs measured")
-    assert "| 1K | 0.50x (0.46x to 0.52x) |" in out and "<stdin> (run run-b200)" in out  # report.md writes it &lt;stdin&gt;
+    assert "| 1K | 0.50x (0.46x to 0.52x) |" in out and "&lt;stdin> (run run-b200)" in out  # no tag (text.html_safe)
     assert (tmp_path / "table" / "points.csv").exists()
 
 
