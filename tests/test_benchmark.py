@@ -231,7 +231,7 @@ def test_a_precision_that_cannot_run_is_refused_before_the_model_is_built(main, 
 def test_nonfinite_loss_is_an_error(main):
     code, recs, err = main({}, Engine(loss=float("nan")))
     assert code == 1
-    assert kinds(recs) == ["header", "error"] and recs[-1]["error"] == "nonfinite_loss"
+    assert kinds(recs) == ["header", "error"] and recs[-1]["error"] == "diverged"  # the sweep's table says so too
 
 
 def test_each_point_knows_how_many_lengths_its_process_ran_before_it(as_script, monkeypatch):
@@ -387,3 +387,30 @@ def test_decompose_splits_each_point_just_timed(one_rank):
         assert dec["profile_steps"] == 1 and dec["time_steps"] == 3
         assert dec["wall_step_ms"] == pytest.approx(summaries[dec["seq_len"]]["step_ms"])
         assert {"attention", "gemm"} <= set(dec["buckets"])
+
+
+class Recording(Engine):
+    """An Engine that keeps the first token of each step's batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.firsts = []
+
+    def __call__(self, **batch):
+        self.firsts.append(batch["input_ids"][0, 0].item())
+        return super().__call__(**batch)
+
+
+def test_data_feeds_each_step_fresh_tokens_and_the_header_records_it(main, tmp_path):
+    import numpy as np
+
+    path = tmp_path / "train.bin"
+    np.arange(1000, dtype=np.uint16).tofile(path)  # nanoGPT's train.bin
+    eng = Recording()
+    code, recs, err = main({"SEQ_LEN": "64", "STEPS": "3", "WARMUP_STEPS": "1", "DATA": str(path)}, eng)
+    assert code == 0, err
+    assert eng.firsts == [0, 64, 128, 192]  # a window per step, warm-up included
+    header = recs[0]
+    assert header["config"]["DATA"] == str(path) and header["data"] == "nanoGPT-style flat uint16, 1,000 tokens"
+    code, recs, err = main({"SEQ_LEN": "2048", "DATA": str(path)})
+    assert code == 2 and recs == [] and "DATA=" in err and "fewer than one step takes at SEQ_LEN 2048" in err

@@ -140,6 +140,8 @@ def test_a_model_that_is_no_model_is_refused_before_the_plan(in_process):
     ({"hidden_size": 10**200}, "expected an integer from 1 to 2147483647"),
     ({"model_type": "mistral", "sliding_window": 10**20}, "sliding_window=100000000000000000000"),
     ({"hidden_size": 2**20, "intermediate_size": 2**24, "head_dim": 2**18}, "parameters: sizes no model has"),
+    ({"model_type": ["llama"]}, "model_type=['llama']: expected a string"),  # issue 46: TypeError
+    ({"layer_types": [["full_attention"]] * 2}, "layer_types=[['full_attention'], ['full_attention']]: expected"),
 ])
 def test_a_config_no_model_has_is_one_line_before_the_plan(tmp_path, in_process, changes, problem):
     config = {**json.loads((REPO / "configs" / "tiny.json").read_text()), **changes}

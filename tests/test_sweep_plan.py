@@ -367,5 +367,6 @@ def test_a_models_type_is_read_without_transformers(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "qwen3_next"}')
     assert model.cheap_model_type(str(tmp_path)) == "qwen3_next"  # a folder
     (tmp_path / "config.json").write_text('["not", "an", "object"]')
-    assert model.cheap_model_type(str(tmp_path)) is None
+    with pytest.raises(BadInput, match=r"^MODEL='.*': a JSON array \(\['not', 'an', 'object'\]\), not the JSON object"):
+        model.cheap_model_type(str(tmp_path))
     assert model.cheap_model_type("no-such-org/no-such-model") is None  # not cached: the child says

@@ -144,12 +144,17 @@ def is_oom(err: BaseException) -> bool:
                                               or "can't allocate memory" in text)
 
 
+# The error of a training point whose loss was NaN or Infinity: the run diverged, whatever shows
+# it (the sweep's table, the node's summary, the report). Logs before this name said `nonfinite_loss`.
+DIVERGED = "diverged"
+
+
 def error_fields(err: BaseException) -> dict:
-    """An `error` record's fields: kind (oom / nonfinite_loss / exception), message, traceback tail."""
+    """An `error` record's fields: kind (oom / diverged / exception), message, traceback tail."""
     import traceback
 
     tail = "".join(traceback.format_exception(type(err), err, err.__traceback__))[-2000:]
-    kind = "oom" if is_oom(err) else "nonfinite_loss" if isinstance(err, NonFiniteLoss) else "exception"
+    kind = "oom" if is_oom(err) else DIVERGED if isinstance(err, NonFiniteLoss) else "exception"
     return {"error": kind, "exception": type(err).__name__,
             "message": str(err)[:500], "traceback_tail": tail}
 

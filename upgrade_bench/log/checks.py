@@ -91,7 +91,30 @@ def field_problem(record: dict) -> str | None:
     low, mid, high = (record.get(k) for k in ("step_ms_min", "step_ms", "step_ms_max"))
     if None not in (low, mid, high) and not low <= mid <= high:
         return "step_ms is outside step_ms_min..step_ms_max"
-    return throughput_problem(record)
+    return throughput_problem(record) or parts_problem(record)
+
+
+# A decomposition's buckets split one step: their time shares add up to the step's, to rounding
+# (bench_decompose scales the profiled kernels to the unprofiled wall step). Past 1% more, a part
+# is claimed twice or the record was written by hand: drawn, its bars would be the wrong step.
+PARTS_TOLERANCE = 0.01
+
+
+def parts_problem(record: dict) -> str | None:
+    """Where a decomposition's buckets take more than the whole step: their time shares summed,
+    a part without one counted by its ms over the wall step."""
+    buckets, wall_ms = record.get("buckets"), record.get("wall_step_ms")
+    if record["kind"] != "decomposition" or not isinstance(buckets, dict):
+        return None
+    total = 0.0
+    for part in (p for p in buckets.values() if isinstance(p, dict)):
+        share, ms = part.get("time_share"), part.get("ms")
+        if not is_number(share) and is_number(ms) and is_number(wall_ms) and wall_ms > 0:
+            share = ms / wall_ms
+        total += share if is_number(share) else 0.0
+    if total > 1 + PARTS_TOLERANCE:
+        return f"its buckets' time shares sum to {total:.0%} of the step, which no split of one step can"
+    return None
 
 
 def throughput_problem(record: dict) -> str | None:

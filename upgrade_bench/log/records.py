@@ -184,15 +184,55 @@ class SchemaTooNew(ValueError):
     pass
 
 
-def _finite_float(text: str):
-    value = float(text)
-    return value if math.isfinite(value) else None
+# Set by the reader, never written: the keys of a record whose number (or a number within) was
+# NaN, Infinity or past a float's range, each read as null. A loss that is not finite is a run
+# that diverged (report/series.py), which a null alone would hide as "not recorded".
+NONFINITE = "nonfinite"
+_NOT_FINITE = object()
 
 
 def _loads(line: str):
     """JSON with NaN, Infinity and overflowing floats (1e400) read as null, as the writer
-    writes them: a non-finite number is never a result."""
-    return json.loads(line, parse_constant=lambda _: None, parse_float=_finite_float)
+    writes them (a non-finite number is never a result), and the keys that held one in NONFINITE."""
+    seen = []
+
+    def not_finite(_=None):
+        seen.append(True)
+        return _NOT_FINITE
+
+    def number(text: str):
+        value = float(text)
+        return value if math.isfinite(value) else not_finite()
+
+    value = json.loads(line, parse_constant=not_finite, parse_float=number)
+    return _nulled(value) if seen else value
+
+
+def _nulled(value):
+    """`value` with every _NOT_FINITE as null; an object's keys that held one listed in NONFINITE
+    (walked with its own stack: a line may nest as deep as the JSON reader goes)."""
+    if value is _NOT_FINITE:
+        return None
+    if not isinstance(value, (dict, list)):
+        return value
+    keys = value.keys() if isinstance(value, dict) else range(len(value))
+    marked = []
+    for key in list(keys):
+        found, stack = False, [(value, key)]
+        while stack:
+            parent, k = stack.pop()
+            item = parent[k]
+            if item is _NOT_FINITE:
+                parent[k], found = None, True
+            elif isinstance(item, dict):
+                stack += [(item, j) for j in item]
+            elif isinstance(item, list):
+                stack += [(item, j) for j in range(len(item))]
+        if found:
+            marked.append(key)
+    if isinstance(value, dict) and marked:
+        value[NONFINITE] = marked
+    return value
 
 
 def schema_problem(record: dict, source: str, number: int) -> str | None:

@@ -35,10 +35,14 @@ AS_RUN_FIELDS = ("mixer_kernels", "low_precision")
 def config_as_run(config: dict, header: dict) -> dict:
     """A training run's config with what its header says ran, where its settings do not say it:
     the fast kernels that ran as the torch fallback (the same settings on the kernels are another
-    speed: `torch_fallback`), and whether MoE experts ran in FP8 (`low_precision.
-    converted_experts`: FP8_EXPERTS=1 converts none of gpt-oss's, and a log from before the
-    setting may have converted some)."""
+    speed: `torch_fallback`), the precision its GEMMs ran in (`precision`: a config that lacks
+    PRECISION or names another is not what ran), and whether MoE experts ran in FP8
+    (`low_precision.converted_experts`: FP8_EXPERTS=1 converts none of gpt-oss's, and a log from
+    before the setting may have converted some). The readers have checked these fields' types
+    (log/checks.py)."""
     out = dict(config)
+    if isinstance(header.get("precision"), str):
+        out["PRECISION"] = header["precision"]
     slow = torch_fallbacks(header.get("mixer_kernels"))
     if slow:
         out[FALLBACK_KEY] = ", ".join(slow)
@@ -133,7 +137,8 @@ def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str)
     if alloc_conf:
         s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
     # Only when they differ from the default, for the same reason: the leaf modules are the
-    # default way to run an MoE, bf16 the guide's precision, all experts the model as published.
+    # default way to run an MoE, bf16 the guide's precision, all experts the model as published, random
+    # tokens (no DATA) what every run before DATA trained on.
     for name, default in IDENTITY_DEFAULTS.items():
         if s.get(name, default) == default:
             s.pop(name, None)
@@ -144,7 +149,7 @@ def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str)
 # existed ran with it); readers take a missing key as the default. FALLBACK_KEY is no setting:
 # config_as_run adds it only where a kernel fell back, so its absence reads as none did.
 IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
-                     FALLBACK_KEY: ""}
+                     "DATA": "", FALLBACK_KEY: ""}
 
 
 def is_default(key: str, value) -> bool:

@@ -122,6 +122,8 @@ hardware.max_sm_clock_mhz    non-negative  highest SM clock
 hardware.max_mem_clock_mhz   non-negative  highest memory clock
 config                       object        every resolved setting, and `PYTORCH_CUDA_ALLOC_CONF` when set
 config.*                     setting       a setting
+config.PRECISION             text          the training precision asked (the report reads `precision`, what ran, first)
+config.FP8_EXPERTS           flag          MoE experts asked in FP8 (the report reads `low_precision.converted_experts` first)
 warnings                     list          what the run warned about
 warnings.*                   text          a warning
 notes                        text          the user's NOTES
@@ -133,8 +135,10 @@ model_type                   text          the HF config's model_type
 num_layers                   count         decoder layers the model ran with
 model_cut                    text          the cut: `4 of 48 layers, 64 of 512 experts`, `all 32 layers`
 precision                    text          the training precision of the GEMMs (`bf16`, `fp8-tensorwise`, ...)
+data                         text          DATA's token file as read: its format and how many tokens (null: random tokens)
 low_precision                object        what converted to it: recipe, library, converted_linears, kept_linears, converted_experts, kept_experts, experts (what their grouped GEMMs ran in), converted_params (weights a token passes through in converted GEMMs), rule, keeps, compiled
 low_precision.*              any           a part of that
+low_precision.converted_experts  size      MoE experts modules converted to FP8 (0: the experts ran bf16)
 layer_mix                    object        layers per mixer kind
 layer_mix.*                  count         layers
 n_active_params              count         parameters a token passes through
@@ -186,7 +190,7 @@ energy_j_per_token    non-negative  board energy per token
 """), **PEAK_MEMORY, **TELEMETRY},
     "error": table("""
 seq_len         count         the point that failed (null: no point, e.g. mamf-finder's)
-error           text          `oom`, `timeout`, `exception`, `nonfinite_loss`, `bad_input`, `write_failed`, `environment`, ...
+error           text          `oom`, `timeout`, `exception`, `diverged` (a loss not finite; `nonfinite_loss` before), `bad_input`, `write_failed`, `environment`, ...
 message         text          what happened, in a line
 exception       text          the exception's type
 traceback_tail  text          the traceback's last 2000 characters
@@ -199,6 +203,7 @@ mixer_kernels   object        the failed process's header's, where it wrote one 
 mixer_kernels.* text          where a kernel came from
 low_precision   object        the failed process's header's, where it wrote one (run_sweep.sh)
 low_precision.* any           a part of that
+low_precision.converted_experts size  MoE experts modules converted to FP8
 """),
     "memory": table("""
 stage              text          `model_built`, `engine_ready`, `forward`, `backward` or `step`

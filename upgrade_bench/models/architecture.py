@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..faults import BadInput
+from . import config_file
 from .layers import (FULL, LINEAR, LINEAR_MIXERS, MAMBA2, MAX_LAYERS, MAX_PARAMS, QUADRATIC, SLIDING, Cfg,
                      Layer, Mlp, attention_mixers, config_int, dense_mlp, gated_deltanet, gqa_attention,
                      layer_types, mamba2, mix_text, mla_attention, moe_mlp)
@@ -217,7 +218,9 @@ def refusals(model_type: str | None) -> dict:
 
 
 def describe(cfg) -> ModelSpec:
-    """The ModelSpec of a transformers config or a config mapping; BadInput for an uncounted family or a bad size."""
+    """The ModelSpec of a transformers config or a config mapping; BadInput for a field of the wrong
+    type (config_file.check), an uncounted family or a bad size."""
+    config_file.check(cfg)
     cfg = Cfg(cfg)
     model_type = cfg.get("model_type")
     family = FAMILIES.get(model_type)

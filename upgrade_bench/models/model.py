@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from ..faults import BadInput
-from . import architecture, cuts, layers
+from . import architecture, config_file, cuts, layers
 from ..paths import REPO
 
 # Every config in configs/ is a preset by its file name: adding one is adding the file.
@@ -51,31 +51,38 @@ def cheap_problem(model: str) -> str | None:
 
 
 def cheap_config(model: str) -> dict | None:
-    """MODEL's config.json as a mapping, read without transformers (a preset, a local folder
-    or file, a hub id's cached config), or None when none is at hand or it is no JSON object:
-    the plans resolve the run before any process starts (training/resolver.py)."""
-    path = PRESETS.get(model) or (Path(model) / "config.json" if os.path.isdir(model) else Path(model))
-    if not path.is_file():
-        try:
-            from huggingface_hub import try_to_load_from_cache
-
-            cached = try_to_load_from_cache(model, "config.json")
-        except Exception:  # not a hub id either: the benchmark's own start says what MODEL can be
-            return None
-        if not isinstance(cached, str):
-            return None
-        path = Path(cached)
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested past any config
+    """MODEL's config.json as a checked mapping (config_file.read), read without transformers (a
+    preset, a local folder or file, a hub id's cached config), or None when none is at hand (a
+    hub id not cached): the plans resolve the run before any process starts
+    (training/resolver.py). BadInput, naming MODEL, for a file that is no model config."""
+    path = config_path(model)
+    if path is None:
         return None
-    return config if isinstance(config, dict) else None
+    try:
+        return config_file.read(path)
+    except BadInput as err:
+        where = "" if path in (Path(model), Path(model) / "config.json") else f" ({path})"
+        raise BadInput(f"MODEL={model!r}{where}: {err}") from None
+
+
+def config_path(model: str) -> Path | None:
+    """The config.json file MODEL names (a preset, a local folder or file, a hub id's cached
+    config), or None where there is none at hand."""
+    path = PRESETS.get(model) or (Path(model) / "config.json" if os.path.isdir(model) else Path(model))
+    if path.is_file():
+        return path
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(model, "config.json")
+    except Exception:  # not a hub id either: the benchmark's own start says what MODEL can be
+        return None
+    return Path(cached) if isinstance(cached, str) else None
 
 
 def cheap_model_type(model: str) -> str | None:
-    """MODEL's `model_type` from cheap_config, or None."""
-    kind = (cheap_config(model) or {}).get("model_type")
-    return kind if isinstance(kind, str) else None
+    """MODEL's `model_type` from cheap_config, or None where its config is not at hand."""
+    return (cheap_config(model) or {}).get("model_type")
 
 
 def hub_unreachable(endpoint: str, timeout_s: float = HUB_PROBE_S) -> str | None:
@@ -125,6 +132,7 @@ def load_config(model: str):
     from transformers import AutoConfig
 
     source = str(PRESETS.get(model, model))
+    cheap_config(model)  # the file checked field by field before transformers reads it
     try:
         config = AutoConfig.from_pretrained(source) if os.path.exists(source) else hub_config(source)
     except BadInput:

@@ -3,6 +3,7 @@
 main          the script: its arguments, the analysis, the outputs
 
 inputs        arguments to files, files to checked records (types, duplicates), one at a time
+claims        what a log claims that the hardware says cannot be (a format its GPU lacks)
 series        records grouped into runs, series (GPU + backend + configuration) and GPUs
 stacks        software-stack parity (the guide's caveat 2)
 verdict       the formulas: ratios, $/1M tokens, step-time ranges, the call against 1

@@ -6,6 +6,7 @@ from .capability_table import capability_table
 from .comparisons import Analysis, Comparison
 from .decompositions import decomposed, decomposition_parts
 from .isolated_attention import ATTENTION_SHAPE
+from ..faults import DIVERGED
 from .series import MEASURED, normalise_dtype, provenance, seq_label
 from .tables import fmt, md_table
 from .words import column_names, ignored_words, series_words, stack_words, unlike_note, unlike_words, who
@@ -224,7 +225,9 @@ def series_markdown(a: Analysis) -> str:
     rows = []
     for s in a.data.series:
         words = series_words(s, a.data.also_in)
+        gone = {n for n, e in s.errors.items() if e.get("error") == DIVERGED}
         rows.append([s.label, "sweep" if s.is_sweep else "decomposition",
-                     ", ".join(seq_label(n) for n in sorted(set(s.points) | set(s.decompositions))) or "-",
+                     ", ".join(seq_label(n) + (f" ({DIVERGED})" if n in gone else "")
+                               for n in sorted(set(s.points) | set(s.decompositions) | gone)) or "-",
                      words["configuration"], words["software"], words["source"], words["notes"]])
     return md_table(["series", "records", "points", "configuration", "software", "source", "notes"], rows)

@@ -7,7 +7,8 @@ pipe, a socket) is refused with what it is.
 
 Lines are parsed by records.iter_records. A record whose fields the report uses have the
 wrong type or an impossible value (`tflops_per_gpu: "200"`, `step_ms: 0`, `config: []`) is
-skipped and counted with its reason, like a malformed line. Records of kinds the report does
+skipped and counted with its reason, like a malformed line; so is one that claims what its
+GPU cannot do (claims.py: a format it has no tensor cores for). Records of kinds the report does
 not use (`step`, `matmul`, `sweep`, ...) are dropped as they are read, and a record seen
 before (the capacity log repeats the sweep's summaries) is kept once.
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from ..log import records
 from ..log.checks import field_problem
 from . import text
+from .claims import problem as impossible_claim
 from .series import KINDS_READ
 from ..faults import BadInput
 
@@ -162,7 +164,7 @@ def read(paths, tally: Tally):
                     kind = record["kind"]
                     if kind not in KINDS_READ:
                         continue
-                    problem = field_problem(record)
+                    problem = field_problem(record) or impossible_claim(record)
                     if problem:
                         skipped[f"{kind} record: {problem}"] += 1
                         continue

@@ -13,7 +13,7 @@ from .comparisons import Analysis
 from .forecast.page import forecast_markdown
 from .node_page import node_markdown
 from .series import GUIDE_LABEL
-from .text import md_cell, md_text
+from .text import html_safe, md_cell, md_text
 from .verdict_blocks import verdict_block
 from .words import stack_words, title
 from .workload import workload_markdown
@@ -76,7 +76,8 @@ def inputs_markdown(a: Analysis, inputs, tally) -> str:
 
 
 def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") -> str:
-    """report.md: the verdict blocks first, then the unpaired series, figures and tables."""
+    """report.md: the verdict blocks first, then the unpaired series, figures and tables; no HTML
+    on it (text.html_safe: a tag from a log shows as typed)."""
     out = ["# GPU upgrade report", ""]
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
@@ -117,4 +118,4 @@ def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") ->
         out += ["## Failures without a sequence length", ""]
         out += [f"- {s.label}: {r.get('error')}: {r.get('message')}" for s, r in a.data.failures] + [""]
     out += ["## Inputs", "", inputs_markdown(a, inputs, tally), ""]
-    return "\n".join(out)
+    return html_safe("\n".join(out))

@@ -14,14 +14,15 @@ import json
 from dataclasses import dataclass, field
 
 from ..hardware import gpus
-from ..log import runs
+from ..faults import DIVERGED
+from ..log import records, runs
 from .stacks import stack_of
 
 GUIDE_LABEL = "guide's published"
 MEASURED = "measured"
 # What the report shows of a header; the rest (clocks, hostnames, ...) is dropped as read.
 HEADER_FIELDS = ("run_id", "reference", "config", "attn_backend", "peak_tflops", "notes", "num_layers",
-                 "layer_mix", "mixer_kernels", "model_cut", "n_total_params", "low_precision")
+                 "layer_mix", "mixer_kernels", "model_cut", "n_total_params", "low_precision", "precision")
 
 
 @dataclass
@@ -166,6 +167,8 @@ def load(records, ignore_config=(), also_in=None) -> Dataset:
             header = {"hardware": {"gpu_name": name}} if isinstance(name, str) and name else None
         _add(data, series, r, header, ignore_config)
     for s in series.values():
+        for n in [n for n, rs in s.repeats.items() if any(map(diverged, rs))]:
+            s.errors[n] = diverged_error(s.repeats.pop(n), n)
         s.points = {n: median_record(rs) for n, rs in sorted(s.repeats.items())}
     data.series = sorted(series.values(), key=lambda s: (s.gpu, bool(s.reference), s.backend, s.identity))
     _label(data.series)
@@ -183,12 +186,32 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
             s.repeats.setdefault(seq_len, []).append(record if reference else with_position(record, header))
         elif kind == "decomposition":
             s.decompositions[seq_len] = record
-        elif seq_len is not None:
-            s.errors[seq_len] = record
+        elif seq_len is not None:  # a log from before faults.DIVERGED named the error nonfinite_loss
+            s.errors[seq_len] = dict(record, error=DIVERGED) if record.get("error") == "nonfinite_loss" else record
         else:
             data.failures.append((s, record))
     elif kind in GPU_KINDS:  # inputs.read keeps only KINDS_READ; a caller passing others loses them here
         GPU_KINDS[kind](gpu, record, reference, ignore_config)
+
+
+# A run whose loss is not finite diverged: its point is a failure named so wherever the page shows
+# it (tables, comparisons, what a number format buys), never a step time to call a speedup on.
+LOSS_FIELDS = ("loss", "loss_mean")
+
+
+def diverged(summary: dict) -> bool:
+    """Whether a summary's loss was NaN or Infinity (read as null, its key in records.NONFINITE)."""
+    marked = summary.get(records.NONFINITE)
+    return isinstance(marked, list) and any(k in marked for k in LOSS_FIELDS)
+
+
+def diverged_error(summaries: list, seq_len: int) -> dict:
+    """The error a point whose runs diverged reads as (the first such summary's envelope)."""
+    first = next(r for r in summaries if diverged(r))
+    return {**{k: first.get(k) for k in ("schema", "script", "run_id", "time", "log_file")}, "kind": "error",
+            "seq_len": seq_len, "error": DIVERGED,
+            "message": f"loss not finite (NaN or Infinity) in {sum(map(diverged, summaries))} of "
+                       f"{len(summaries)} run(s): the run diverged; no step time or speedup is read from it"}
 
 
 def _add_capacity(gpu: Gpu, record: dict, reference, ignore_config) -> None:

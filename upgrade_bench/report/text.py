@@ -4,8 +4,10 @@ Notes, GPU names, config values, run ids and file names are the user's (or anyon
 on the page they must stay text: a newline or carriage return would start a heading of its
 own, a `|` would split a table cell, a control character would move the terminal's cursor, a
 CSV cell starting with `=` is a spreadsheet formula, a lone surrogate cannot be encoded, and
-a megabyte of it made the report slow. `clean` runs once on every string of every record as
-it is read (inputs.read); `md_cell` and `csv_cell` are the writers' last step.
+a megabyte of it made the report slow, and a `</td><script>` in a PRECISION or a MODEL came
+out as a live tag wherever report.md is rendered with HTML on. `clean` runs once on every
+string of every record as it is read (inputs.read); `md_cell` and `csv_cell` are the writers'
+last step; `html_safe` is the page's (markdown.render), one rule for every text on it.
 """
 import re
 
@@ -13,9 +15,9 @@ MAX_CHARS = 400  # longer text is cut where read: a note, a path or a config val
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MAX_DEPTH = 32
-# Inline markdown a file name must not start: emphasis, code, links, html, strikethrough,
-# headings (a table cell's `|` is md_cell's).
-_MARKDOWN = re.compile(r"([\\`*\[\]<>~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")  # '_' inside a word is no markup
+# Inline markdown a file name must not start: emphasis, code, links, strikethrough, headings (a
+# table cell's `|` is md_cell's, a tag's `<` html_safe's).
+_MARKDOWN = re.compile(r"([\\`*\[\]~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")  # '_' inside a word is no markup
 
 
 def clean(text: str) -> str:
@@ -68,3 +70,11 @@ def csv_cell(value):
     if isinstance(value, str) and value.startswith(FORMULA_START):
         return "'" + value
     return value
+
+
+def html_safe(page: str) -> str:
+    """A markdown page that holds no HTML: every `<` written as `&lt;`, which a renderer shows as
+    `<`, so a tag from a log (a `</td><script>` in a PRECISION or a note) shows as typed wherever
+    on the page it lands. Every tag, comment and autolink starts with `<`, and the page's own
+    markdown uses none (a `>` alone opens no tag: the blockquotes and "> 95%" stay as written)."""
+    return page.replace("<", "&lt;")

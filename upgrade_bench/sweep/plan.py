@@ -241,6 +241,8 @@ class Plan:
         """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value
         unsets. The lines, for a multi-node run only, are written to a file by the runner."""
         env = process_env(seq_lens, self.out, probe)
+        if self.config.get("DATA"):
+            env["DATA"] = self.config["DATA"]  # absolute (prepare)
         include, child_visible = self.devices
         if child_visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = child_visible
@@ -320,6 +322,8 @@ def prepare(s: Settings, environ=os.environ) -> Plan:
         raise BadInput(str(err)) from None
     passed = {v.name: getattr(s, v.name) for v in PASSED}
     passed.update(SEQ_LEN=sorted(set(s.SEQLENS)), OUTPUT="")
+    if passed["DATA"]:  # each process runs in the repository: DATA as this shell meant it
+        passed["DATA"] = os.path.abspath(passed["DATA"])
     if s.FIND_MAX_SEQLEN:
         passed.update(PROBE_STEPS)
     train = settings.settings_type(variables.TRAINING_VARS)(**passed)

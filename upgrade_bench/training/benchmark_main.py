@@ -35,7 +35,7 @@ def step_line(seq_len: int, step: int, total: int, warmup: bool, step_ms: float,
 
 def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None:
     s = rc.resolved.train
-    batch, step_flops = engine.prepare_point(rc, seq_len)
+    batches, step_flops = engine.prepare_point(rc, seq_len)
     tokens = s.BATCH_SIZE * seq_len
     times_ms, losses = [], []
     sampler = telemetry.Sampler(rc.device.index or 0)  # NVML over the timed steps only
@@ -45,7 +45,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
         if step == s.WARMUP_STEPS:
             sampler.start()
         mark = debug.for_step(step, s.WARMUP_STEPS) if debug else None
-        step_ms, loss_value = engine.timed_step(eng, batch, rc.device, mark)
+        step_ms, loss_value = engine.timed_step(eng, batches.step(step), rc.device, mark)
         peaks = memory.point_peaks(rc.device)
         step_tflops = flops.tflops(step_flops.model, step_ms)
         writer.write("step", seq_len=seq_len, step=step, warmup=warmup, step_ms=step_ms,
@@ -77,7 +77,7 @@ def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None
                  attn_backend=rc.resolved.backend, world_size=rc.resolved.world_size,
                  earlier_points_in_process=earlier_points, **gpu_telemetry)
     if s.DECOMPOSE:  # the same process, model and batch: the split of the step just timed
-        decompose_step.write_decomposition(eng, rc, writer, batch, step_flops, seq_len, stats,
+        decompose_step.write_decomposition(eng, rc, writer, batches.step(0), step_flops, seq_len, stats,
                                            s.DECOMPOSE, earlier_points, peaks)
 
 

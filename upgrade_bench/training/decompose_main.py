@@ -33,7 +33,8 @@ VARS = [v for v in settings.with_defaults(variables.TRAINING_VARS, ZERO_STAGE=2,
 
 def run_point(eng, rc, writer, seq_len: int, earlier_points: int, debug) -> None:
     s = rc.resolved.train
-    batch, step_flops = engine.prepare_point(rc, seq_len)
+    batches, step_flops = engine.prepare_point(rc, seq_len)
+    batch = batches.step(0)  # one batch: the split of a step's time, whatever its tokens
     for step in range(s.WARMUP_STEPS):  # FA4 JIT-compiles its kernels on first use
         engine.train_step(eng, batch, debug.for_step(step, s.WARMUP_STEPS) if debug else None).item()
     if debug and not debug.done:  # the timed steps take no mark: snapshot after the warm-up

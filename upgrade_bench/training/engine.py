@@ -1,5 +1,5 @@
-"""The training step both benchmark.py and bench_decompose.py time: DeepSpeed setup, random
-batches (dense or document-packed), one fwd + bwd + optimizer step, and a script's main
+"""The training step both benchmark.py and bench_decompose.py time: DeepSpeed setup, batches
+of random tokens or of the user's (DATA), dense or document-packed, one fwd + bwd + optimizer step, and a script's main
 around them (run_script). What runs is resolved first, in run_config.py.
 """
 import os
@@ -10,7 +10,7 @@ import time
 from ..models import flops, layers, model
 from ..kernels.attention import backends as attn_backends
 from ..kernels import timing
-from . import extensions, low_precision, memory
+from . import data, extensions, low_precision, memory
 from .run_config import RunConfig, header_fields, resolve_here, zero3_moe
 from ..faults import NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 from ..settings import Settings
@@ -127,7 +127,14 @@ def token_range(hf_config) -> tuple[int, int]:
 
 
 def make_batch(batch: int, seq_len: int, doc_len: int, tokens: tuple, device, generator) -> dict:
-    """Random tokens; with doc_len, documents packed into each sequence.
+    """Random tokens in [tokens[0], tokens[1]); with doc_len, documents packed into each sequence."""
+    import torch
+
+    return packed_batch(torch.randint(*tokens, (batch, seq_len), generator=generator), doc_len, device)
+
+
+def packed_batch(ids, doc_len: int, device) -> dict:
+    """A step's batch of token ids (batch, seq_len); with doc_len, documents packed into each sequence.
 
     Packed documents are told apart by position_ids that restart at 0: transformers' flash
     paths run varlen attention from them, and its SDPA path builds the block-diagonal mask
@@ -136,18 +143,43 @@ def make_batch(batch: int, seq_len: int, doc_len: int, tokens: tuple, device, ge
     """
     import torch
 
-    ids = torch.randint(*tokens, (batch, seq_len), generator=generator).to(device)
+    seq_len = ids.shape[1]
+    ids = ids.to(device)
     labels = ids.clone()
     positions = torch.cat([torch.arange(n) for n in flops.doc_lengths(seq_len, doc_len)])
     if doc_len:
         starts = torch.nonzero(positions == 0).flatten()[1:]
         labels[:, starts.to(device)] = -100
-    position_ids = positions.unsqueeze(0).expand(batch, -1).to(device)
+    position_ids = positions.unsqueeze(0).expand(ids.shape[0], -1).to(device)
     return {"input_ids": ids, "labels": labels, "position_ids": position_ids, "use_cache": False}
 
 
+class Batches:
+    """Each step's batch at one length: without DATA one batch of random tokens every step (a
+    speed measurement: the tokens do not change the step's work); with DATA the step's own
+    window of the user's tokens (training/data.py), fresh each step, so the loss means training."""
+
+    def __init__(self, rc: RunConfig, seq_len: int):
+        import torch
+
+        s, self.tokens = rc.resolved.train, rc.resolved.tokens
+        self.train, self.seq_len, self.device, self.config = s, seq_len, rc.device, rc.resolved.cut.config
+        self.fixed = None if self.tokens else make_batch(
+            s.BATCH_SIZE, seq_len, s.PACKED_DOC_LEN, token_range(self.config), rc.device,
+            torch.Generator().manual_seed(s.SEED + seq_len))
+
+    def step(self, index: int) -> dict:
+        if self.fixed is not None:
+            return self.fixed
+        import torch
+
+        s = self.train
+        ids = data.window(self.tokens, index, s.BATCH_SIZE, self.seq_len, self.config.vocab_size)
+        return packed_batch(torch.from_numpy(ids), s.PACKED_DOC_LEN, self.device)
+
+
 def prepare_point(rc: RunConfig, seq_len: int):
-    """(batch, StepFlops) for one sequence length, with the peak-memory counters reset.
+    """(Batches, StepFlops) for one sequence length, with the peak-memory counters reset.
 
     The allocator's cache is left as it is, as a training run leaves it: emptying it before
     the first step threw away the blocks DeepSpeed's set-up had freed, which a training
@@ -155,15 +187,11 @@ def prepare_point(rc: RunConfig, seq_len: int):
     on the H200 (71.9 vs 62.5 GiB, the guide's script). A point after a shorter one starts
     with that point's blocks cached: they count in its peak only if it cannot reuse them.
     """
-    import torch
-
     s = rc.resolved.train
-    generator = torch.Generator().manual_seed(s.SEED + seq_len)
-    batch = make_batch(s.BATCH_SIZE, seq_len, s.PACKED_DOC_LEN, token_range(rc.resolved.cut.config),
-                       rc.device, generator)
+    batches = Batches(rc, seq_len)
     memory.reset_point_counters(rc.device)
-    return batch, flops.step_flops(rc.resolved.cut.counted, s.BATCH_SIZE, seq_len, s.PACKED_DOC_LEN,
-                                   s.GRAD_CHECKPOINT)
+    return batches, flops.step_flops(rc.resolved.cut.counted, s.BATCH_SIZE, seq_len, s.PACKED_DOC_LEN,
+                                     s.GRAD_CHECKPOINT)
 
 
 def precision_fields(rc: RunConfig, model_flops: float, tokens: int) -> dict:

@@ -4,8 +4,8 @@ The sweep's plan, the node's plan and each training process call `resolve` with 
 settings and a `Machine` (from NVML before anything starts, from torch inside the process),
 so the plan's file name, header, RESUME and estimate name what the children run: the
 attention backend (`auto` and the model family's refusals), Liger (the family must be one
-liger-kernel patches), the precision, the peak for MFU, and the model's cut (NUM_LAYERS,
-NUM_EXPERTS). Each refusal is BadInput, one line, before any model is built.
+liger-kernel patches), the precision, the peak for MFU, the model's cut (NUM_LAYERS,
+NUM_EXPERTS) and the user's token file (DATA). Each refusal is BadInput, one line, before any model is built.
 
 A run's identity (`Resolved.config`) is what a header records and what RESUME and the report
 compare (log/runs.run_identity).
@@ -20,7 +20,7 @@ from ..hardware.fingerprint import Device, installed_file, package_version
 from ..kernels.attention import backends as attn_backends
 from ..log.runs import training_config
 from ..models import architecture, cuts, model
-from . import low_precision
+from . import data, low_precision
 from ..settings import Settings
 
 
@@ -104,6 +104,7 @@ class Resolved:
     peak_tflops: float | None
     peak_source: str | None
     warnings: tuple
+    tokens: data.Tokens | None = None  # DATA's token file; None: random tokens
     liger_moe: bool = False     # Liger's fused MoE runs the experts: its Triton kernels autotune in the first step
     liger_swiglu: bool = True   # Liger swaps its SwiGLU in (off where its fused MoE would take FP8 experts' place)
 
@@ -134,6 +135,10 @@ def resolve(train: Settings, machine: Machine, model_config, seq_lens: list) -> 
     backend, why = attn_backends.resolve(train.ATTN_BACKEND, machine.device, machine.installed_backends,
                                          architecture.refusals(model_type))
     check_packing(train.PACKED_DOC_LEN, seq_lens, backend)
+    tokens = data.open_tokens(train.DATA) if train.DATA else None
+    if tokens:  # bench_decompose.py times TIME_STEPS where benchmark.py times STEPS
+        steps = train.WARMUP_STEPS + getattr(train, "STEPS", getattr(train, "TIME_STEPS", 1))
+        warnings += data.check_length(tokens, train.BATCH_SIZE, seq_lens, steps)
     precision = precisions.resolve(train.PRECISION, machine.device)
     if train.FP8_EXPERTS and not precision.experts:
         runs = " or ".join(p.name for p in precisions.TABLE if p.experts)
@@ -150,7 +155,7 @@ def resolve(train: Settings, machine: Machine, model_config, seq_lens: list) -> 
         warnings.append(f"PRECISION={precision.name}: Liger is applied without its SwiGLU (swiglu=False), whose "
                         f"fused MoE would replace the experts that run the FP8 grouped GEMM")
     return Resolved(train, machine.world_size, cut, use_liger, backend, why, precision, peak, source,
-                    tuple(warnings), liger_moe, liger_swiglu)
+                    tuple(warnings), tokens, liger_moe, liger_swiglu)
 
 
 def no_effect(train: Settings, cut: cuts.Cut | None, precision: precisions.Precision, has_gpu: bool) -> list:

@@ -58,6 +58,10 @@ TRAINING_VARS = [
         min=1, max=1e6, zero_means_unset=True),
     Var("MEM_DEBUG", "bool", False, "staged memory probes and a torch.cuda.memory snapshot on rank 0"),
     Var("SEED", "int", 0, "random seed for weights and tokens", min=0, max=SEED_MAX),
+    Var("DATA", "str", "", "a file of token ids to train on, a fresh window each step (the same "
+        "windows whatever SEED): nanoGPT's train.bin (flat uint16) or a Megatron-LM dataset's .bin "
+        "(its dtype read from the .idx beside it); empty = random tokens, one batch repeated, which "
+        "times a step but makes the loss no convergence test"),
     OUTPUT,
     Var("NOTES", "str", "", "free text copied into the header"),
 ]
