@@ -100,14 +100,21 @@ def base_side(w: Workload, seq_len: int, price: float | None) -> Side | None:
 
 
 def candidate_side(base: Side, regime, seq_len: int, factor: float) -> Side:
-    """A candidate at one length: the baseline's throughput times its speedup range; its own
-    measured energy where its logs hold one (a cut's times `factor`), else its rated power's."""
+    """A candidate at one length: the baseline's median throughput times its speedup range (the
+    speedup range already holds the baseline's step-time spread: taking the baseline's range too
+    would count it twice); its own measured energy where its logs hold one (a cut's times
+    `factor`); a measured candidate whose logs hold none has no energy, anything else its rated
+    power's."""
     i = regime.seq_lens.index(seq_len)
     mid, low, high = regime.speedups[i]
-    tokens = (base.tokens_per_s[0] * mid, base.tokens_per_s[1] * low, base.tokens_per_s[2] * high)
+    tokens = (base.tokens_per_s[0] * mid, base.tokens_per_s[0] * low, base.tokens_per_s[0] * high)
     measured = regime.cand_j_per_token[i] if regime.cand_j_per_token else None
-    j, how = ((measured * factor,) * 3, "measured") if measured else _rated(regime.candidate, tokens, base.power_share,
-                                                                             base.gpu)
+    if measured:
+        j, how = (measured * factor,) * 3, "measured"
+    elif regime.source == "measured":
+        j, how = None, "not measured: its summaries record no board energy (a CPU run, or no GPU telemetry)"
+    else:
+        j, how = _rated(regime.candidate, tokens, base.power_share, base.gpu)
     return Side(regime.candidate, regime.source, tokens, j, how, regime.prices[1], regime.word != NO_FIT)
 
 
@@ -122,7 +129,10 @@ def sides(w: Workload, seq_len: int) -> list:
 
 
 def node_gpus(w: Workload, opts: Assumptions) -> int:
-    counts = [r.gpu_count for r in w.base.runs.values() if r.gpu_count]
+    """--gpus, else the GPUs the workload's runs trained on (world_size; their node's count where
+    a run records none): the configuration its title names."""
+    counts = [r.config.get("world_size") or r.gpu_count for r in w.base.runs.values()]
+    counts = [c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c > 0]
     return opts.gpus or (max(counts) if counts else 1)
 
 
@@ -150,8 +160,10 @@ def owner_call(base: OwnerCost, cand: OwnerCost, fits: bool):
     """The owner's per-token call of a candidate (verdict.call over both ranges), or None."""
     if not (base.usd_per_mtok and cand.usd_per_mtok) or not fits:
         return None
+    # The candidate's range is the speedup's around the baseline's median (candidate_side): set it
+    # against the baseline's median, as the renter's call sets the speedup range against one price.
     b, c = base.usd_per_mtok, cand.usd_per_mtok
-    return call(c[0] / b[0], (c[1] / b[2], c[2] / b[1]))
+    return call(c[0] / b[0], (min(c[1], c[2]) / b[0], max(c[1], c[2]) / b[0]))
 
 
 OWNER_WORDS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even"}
@@ -269,8 +281,10 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
         out += ["", f"Owner's cost per token: {assumptions_words(opts)}. Defaults: PUE {DEFAULT_PUE} (AI data "
                 f"centres report 1.1-1.3, Uptime Institute), ${DEFAULT_USD_PER_KWH}/kWh (US industrial average, "
                 f"EIA), {DEFAULT_YEARS:g} years. Energy: each run's measured board energy per token; a GPU without "
-                f"it takes {TRAINING_POWER_SHARE:.0%} (measured training power against rated, Newkirk et al., "
-                "arXiv 2506.14551) to 100% of its rated board power, said so. Not counted: the host CPUs, network "
+                f"it (a forecast or published GPU) takes its rated board power at the share of its rating the "
+                f"baseline drew on the same workload, up to {TRAINING_POWER_SHARE:.0%} (measured training power "
+                "against rated, Newkirk et al., arXiv 2506.14551), said so; a measured run without it gets no "
+                "owner's cost. Not counted: the host CPUs, network "
                 "and storage; the hardware is taken to work round the clock."]
     headers = ["seq_len", "GPU", "GPU-hours", "dollars", "days"]
     headers += ["owner's $/1M tokens", "owner's call", "renter's call"] if opts.owned else []

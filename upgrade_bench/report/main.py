@@ -18,8 +18,8 @@ answer in 100 columns: per workload (your measured whole model, cuts priced as t
 by FLOPs, published figures) a line per candidate and run of lengths: speedup range, per-token
 call (beyond the range and a 4% noise floor; none where it does not fit), $/1M tokens, the price
 per GPU-hour it pays off below, memory; then the bottom line, the cost to train --tokens on
---gpus, and with --own the owner's $/token (amortised GPUs plus measured board energy x --pue x
---kwh). report.md says the same in sentences, then each comparison gets a verdict block: the two series
+--gpus, and with --own the owner's $/token (amortised GPUs plus board energy, measured or from the
+rated power, x --pue x --kwh). report.md says the same in sentences, then each comparison gets a verdict block: the two series
 in words, the prices, and per sequence length the speedup with its range (from the
 step-time spread of both series), $/1M tokens of each, cheaper / same / dearer with its
 margin (or "cannot decide"), and the break-even price ratio. Into --out go report.md, one
@@ -50,6 +50,7 @@ import math
 import os
 import sys
 
+from .. import settings
 from ..hardware import gpus
 from ..log import records, staged
 from ..faults import BadInput, Parser
@@ -83,11 +84,11 @@ def parse_args(argv):
                    help="tokens to train the whole model on, for its cost and time on each GPU "
                         "(e.g. 1T, 500B, 2e12) [1T]")
     p.add_argument("--gpus", type=str, metavar="G",
-                   help="GPUs of the node the training cost is for [the node of each workload's logs]")
+                   help="GPUs the training cost is for [the GPUs each workload's runs trained on]")
     p.add_argument("--own", action="append", default=[], metavar="GPU=USD_PER_GPU[:YEARS]",
                    help=f"price of buying one GPU and the years it is spread over [{cost.DEFAULT_YEARS:g}]: the "
                         "owner's $/token "
-                        "(hardware plus measured board energy x PUE x --kwh) beside the renter's")
+                        "(hardware plus board energy, measured or from the rated power, x PUE x --kwh) beside the renter's")
     p.add_argument("--kwh", default=str(cost.DEFAULT_USD_PER_KWH), metavar="USD",
                    help=f"price of a kWh for the owner's cost [{cost.DEFAULT_USD_PER_KWH:g}: US industrial "
                         "average, EIA]")
@@ -109,21 +110,11 @@ def parse_args(argv):
                         ("--write-guide-reference", args.write_guide_reference)):
         if value is not None and not value.strip():
             p.error(f"{flag} '': expected a {'GPU name' if flag == '--baseline' else 'path'}")
-        if value is not None and flag != "--baseline" and not _utf8(value):
-            # written as given, the page and the terminal would name it otherwise ('\udcff')
-            p.error(f"{flag} {value!r}: not a UTF-8 name; give a name of UTF-8 characters")
+        if value is not None and flag != "--baseline":
+            settings.check_utf8(flag, value)  # made valid, the page would be written under another name
     if not args.inputs and not args.write_guide_reference and not args.backtest:
         p.error("no input: give JSONL files, folders, globs or -")
     return args
-
-
-def _utf8(name: str) -> bool:
-    """Whether a name from the command line is UTF-8 (undecodable bytes arrive as surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 # A GPU-hour costs more than a tenth of a cent and less than ten thousand dollars: outside
