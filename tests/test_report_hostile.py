@@ -56,7 +56,7 @@ def test_a_log_name_that_is_not_utf8_with_a_bad_line_writes_its_report(tmp_path,
 
 def test_an_output_name_that_is_not_utf8_is_refused_not_renamed(tmp_path, capsys):
     target = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"out\xff"))
-    assert "not a UTF-8 name" in bad(capsys, "results/", "--out", target)
+    assert "a file name that is not UTF-8" in bad(capsys, "results/", "--out", target)
     assert os.listdir(tmp_path) == []
 
 

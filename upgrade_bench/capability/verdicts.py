@@ -60,7 +60,7 @@ class NotEngaged(RuntimeError):
 
 def gate(item: str, device: Device) -> Verdict | None:
     """The verdict reached without running anything (formats.NEEDS), or None: run the probe.
-    Attention backends are gated by their row of attn_backends.py (attention_gate)."""
+    Attention backends are gated by their row of kernels/attention/backends.py (attention_gate)."""
     if device.capability is None:
         return Verdict("unavailable", NO_GPU)
     why = formats.below_floor(item, device)

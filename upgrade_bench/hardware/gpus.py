@@ -6,7 +6,7 @@ vendor's datasheet figures (`datasheet`: NVIDIA's and AMD's product datasheets, 
 where another document gives a figure, `cited` names it per field.
 
 The platform fields are what a datasheet peak does not say and published runs show (forecast
-model, report/forecast_model.py): `die` (parts with one compute die, whose sustained GEMM rate
+model, report/forecast/model.py): `die` (parts with one compute die, whose sustained GEMM rate
 at the power cap moves with the board power), `power_class` (the board: an 8-GPU HGX baseboard,
 a GPU of an NVL72 rack, a PCIe card), `nvlink_domain` (GPUs one NVLink fabric joins: the
 tensor and expert parallelism that stays on NVLink) and `attention_exp_factor` (the

@@ -120,7 +120,7 @@ def parts_problem(record: dict) -> str | None:
 def throughput_problem(record: dict) -> str | None:
     """Where a summary's tokens_per_s_per_gpu is not its seq_len x batch_size over its step_ms.
     A figure the writer derived is left alone: a published pre-training run's step_ms is its
-    whole global batch's, which no per-GPU batch_size describes (report/published_pairs.py)."""
+    whole global batch's, which no per-GPU batch_size describes (report/published/pairs.py)."""
     seq_len, step_ms, recorded = (record.get(k) for k in ("seq_len", "step_ms", "tokens_per_s_per_gpu"))
     derived = record.get("derived") if isinstance(record.get("derived"), list) else []
     if (record["kind"] != "summary" or None in (seq_len, step_ms, recorded)

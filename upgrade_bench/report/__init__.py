@@ -24,6 +24,9 @@ terminal      what the terminal prints: the answer in 100 columns, the bottom li
 dollars       the cost to train and the owner's cost per workload, GPU and length
 verdict_blocks  the verdict block of each comparison, which follows the answer
 formats       what a number format buys on one GPU: a low precision beside bf16, same configuration
+workload      where each measured workload sits: attention- or dense-bound, per series and length
+text          text from a log made safe where it is shown (markdown, HTML)
+tables        how the report writes a number and a markdown table
 detail_tables the tables after the verdicts: the guide's details, memory, decomposition, MAMF,
               memory bandwidth, interconnect, ...
 markdown      report.md, in order

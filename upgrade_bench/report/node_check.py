@@ -256,7 +256,10 @@ def check(node: Node, mine: list, shipped: list) -> NodeCheck:
         stack = health.stack_cause(_relevant(key[0], stack_of(figure.header)), ref and _relevant(key[0], ref.stack))
         causes = [health.clock_cause(figure.record, figure.header, ref and ref.clock_mhz), stack]
         rows.append(Row(figure, ref, share, verdict, tuple(c for c in causes if c), stack))
-    faults = list(dict.fromkeys(filter(None, [health.power_limit_fault(h) for h in node.headers])))
+    # check_capabilities' power-limit probe read every GPU of the node: where it ran, the headers'
+    # GPU 0 would only say its finding again
+    probed = (node.capabilities.get("health:power_limit") or {}).get("status") == "ok"
+    faults = [] if probed else list(dict.fromkeys(filter(None, [health.power_limit_fault(h) for h in node.headers])))
     faults += health.capability_faults(node.capabilities)
     faults += list(dict.fromkeys(filter(None, [health.transport_fault(h, node.gpu) for h in node.headers
                                                if h.get("script") == "bench_comm.py"])))

@@ -55,12 +55,12 @@ def clock_cause(record: dict, header: dict, reference_clock_mhz: float | None) -
     against the limit and the board's rating; None where the clock held."""
     clock = record.get("sm_clock_mhz_median")
     hardware = (header or {}).get("hardware") or {}
-    top, whose = ((reference_clock_mhz, "the reference ran at") if reference_clock_mhz
-                  else (hardware.get("max_sm_clock_mhz"), "its maximum"))
+    top, whose = ((reference_clock_mhz, "the {:.0f} MHz the reference ran at") if reference_clock_mhz
+                  else (hardware.get("max_sm_clock_mhz"), "its {:.0f} MHz maximum"))
     share = ratio(clock, top)
     if share is None or share >= CLOCK_LOW:
         return None
-    said = f"SM clock under load {clock:.0f} MHz, {share:.0%} of the {top:.0f} MHz {whose}"
+    said = f"SM clock under load {clock:.0f} MHz, {share:.0%} of {whose.format(top)}"
     reasons = [r for r in record.get("throttle") or [] if isinstance(r, str)]
     if not reasons:
         return said + ("; no throttle reason recorded: clocks locked or application clocks set low "

@@ -58,8 +58,9 @@ def regime_row(r: Regime) -> str:
 
 
 def _wrapped(text: str, indent: str) -> list:
+    # a path longer than the line stays whole, to be copied (break_long_words would cut it)
     return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_on_hyphens=False)
+                         break_on_hyphens=False, break_long_words=False)
 
 
 def answer_lines(found: list, budget: int = MOST_LINES) -> list:

@@ -22,8 +22,6 @@ BELOW, WITHIN, ABOVE, UNDECIDED = "below", "within", "above", "cannot decide"
 # results/h200-experts-9/llama8k.jsonl, results/h200-moe-8/node/sweep.jsonl): 3.8%, rounded up.
 # A range from one run's steps (or a published figure's rounding) is narrower than that.
 NOISE_FLOOR = 0.04
-NOISE_FLOOR_SOURCE = ("the 8K step's spread over three H200 node runs (294.2 to 305.3 ms, "
-                      "results/h200-precision-7, h200-experts-9, h200-moe-8)")
 
 
 def ratio(new, old) -> float | None:

@@ -1,6 +1,6 @@
 """How a sweep's benchmark processes are launched: one node or many (a DeepSpeed hostfile), the
 DeepSpeed launcher or none for one GPU, and which GPUs each process gets. Pure functions of the
-settings; sweep_plan.py plans with them."""
+settings; sweep/plan.py plans with them."""
 import re
 
 

@@ -321,7 +321,7 @@ OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint ac
 # Triton keeps compiled kernels in its cache directory, autotune picks only when asked.
 MIXER_FIRST_STEP = ("the linear mixers' Triton kernels compile and autotune (1-2 minutes on a cold "
                     "cache; TRITON_CACHE_AUTOTUNING=1 keeps the tuning for later runs)")
-# Liger's fused MoE tunes its Triton kernels once per process (the costs: sweep/node_plan.LIGER_MOE_*).
+# Liger's fused MoE tunes its Triton kernels once per process (the costs: sweep/node/cost.LIGER_MOE_*).
 LIGER_MOE_FIRST_STEP = ("Liger's fused MoE autotunes its Triton kernels, once per process (minutes "
                         "with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")
 

@@ -1,7 +1,7 @@
 """Isolated attention kernels for bench_flash_attn.py: discovery, inputs in each backend's
 layout, and the float64 reference of the correctness check.
 
-The backends, their adapters and layouts are attn_backends.py's table. An SDPA kernel that
+The backends, their adapters and layouts are backends.py's table. An SDPA kernel that
 refuses `enable_gqa` gets the KV heads repeated before the call. Packed documents run
 through the flash APIs' varlen entry points; SDPA math/efficient get a block-diagonal mask
 instead, and still do the full s^2 work; FlexAttention gets a BlockMask and skips the blocks

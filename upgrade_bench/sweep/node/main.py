@@ -90,7 +90,7 @@ def check_out(environ) -> None:
         raise BadInput(f"NODE_OUT={path!r}: cannot write there ({problem})")
 
 
-def load(argv) -> tuple[dict, dict, dict]:
+def load(argv) -> tuple[settings.Settings, settings.Settings, dict]:
     """(the node's settings, the sweep's, the step scripts as modules); BadInput on any bad
     or misspelt setting, before anything runs."""
     every = suite_vars(CHILDREN)
