@@ -310,7 +310,9 @@ B200_NODE = [rec("header", "b", "NVIDIA B200"), busbw("b", "all_reduce", 1, 100.
 
 
 def test_the_report_shows_each_nodes_best_busbw_and_its_share_of_the_link():
-    from upgrade_bench.report import comparisons, detail_tables, markdown, series
+    from upgrade_bench.report.compare import comparisons
+    from upgrade_bench.report.page import details as detail_tables, markdown
+    from upgrade_bench.report.read import series
     a = comparisons.analyse(series.load(H200_NODE + B200_NODE), baseline="H200 SXM")
     table = detail_tables.interconnect_markdown(a).splitlines()
     assert table[2] == ("| GPU | ranks | all_reduce GB/s | all_gather GB/s | reduce_scatter GB/s | all_to_all GB/s | "
@@ -323,7 +325,7 @@ def test_the_report_shows_each_nodes_best_busbw_and_its_share_of_the_link():
 
 def test_the_interconnect_ratio_is_measured_call_for_call_where_both_gpus_have_comm_records():
     from upgrade_bench.report.forecast import comm as forecast_comm, model as forecast_model
-    from upgrade_bench.report import series
+    from upgrade_bench.report.read import series
     measured = forecast_comm.measured_comm(series.load(H200_NODE + B200_NODE), "H200 SXM", "B200 SXM")
     assert (measured.mid, measured.low, measured.high) == (pytest.approx(1.9), pytest.approx(1.8), 2.0)
     assert measured.source == ("bus bandwidth measured here on both GPUs (bench_comm.py: all_gather, all_reduce on 8 "
@@ -345,7 +347,7 @@ def test_the_interconnect_ratio_is_measured_call_for_call_where_both_gpus_have_c
 def test_the_forecast_page_says_which_interconnect_ratio_it_used(tmp_path, monkeypatch):
     import json
 
-    from upgrade_bench.report import figures
+    from upgrade_bench.report.figures import draw as figures
     monkeypatch.setattr(figures, "write_all", lambda a, out_dir, opener=open: [])
     # a 2-GPU H200 sweep: its length-independent time (host and exposed ZeRO communication) is `fixed`
     sweep = [{"kind": "header", "schema": 1, "script": "benchmark.py", "run_id": "t", "time": 1.0,

@@ -18,7 +18,9 @@ from upgrade_bench.kernels.attention import bench as attn_bench
 from upgrade_bench.kernels.hbm import bench as hbm
 from upgrade_bench.log import checks
 from upgrade_bench.log.records import read_lines
-from upgrade_bench.report import comparisons, detail_tables, markdown, series
+from upgrade_bench.report.compare import comparisons
+from upgrade_bench.report.page import details as detail_tables, markdown
+from upgrade_bench.report.read import series
 from upgrade_bench.kernels.hbm import main as bench
 
 MIB = 2**20

@@ -13,8 +13,8 @@ from upgrade_bench.capability import health
 from upgrade_bench.capability import verdicts as caps
 from upgrade_bench.faults import BadInput
 from upgrade_bench.capability import probes
-from upgrade_bench.report import series
-from upgrade_bench.report.capability_table import capability_table
+from upgrade_bench.report.read import series
+from upgrade_bench.report.page.capabilities import capability_table
 from upgrade_bench.capability import main as capabilities
 
 HOPPER = fingerprint.Device((9, 0))
@@ -425,7 +425,7 @@ def test_health_fault_rules_name_the_gpu_and_what_is_wrong():
 
 
 def test_a_health_item_says_what_nvml_could_not_read_and_its_faults_reach_the_node_check():
-    from upgrade_bench.report import node_health
+    from upgrade_bench.report.node import health as node_health
 
     gpus = [{"power_limit_w": 500.0, "default_power_limit_w": 700.0}]
     answer = health.verdict_of("health:power_limit", gpus, ["default_power_limit_w", "pcie_gen"])

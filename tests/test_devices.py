@@ -10,7 +10,7 @@ from upgrade_bench.sweep import plan as sweep_plan
 from upgrade_bench.hardware.devices import rocm
 from upgrade_bench.hardware.devices.gpu import Gpu
 from upgrade_bench.faults import BadInput
-from upgrade_bench.report import inputs
+from upgrade_bench.report.read import inputs
 
 
 class Unanswered:

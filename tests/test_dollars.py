@@ -7,9 +7,11 @@ import pytest
 
 from conftest import REPO
 from upgrade_bench import faults
-from upgrade_bench.report import cost, dollars, terminal, verdict
+from upgrade_bench.report.decide import cost, dollars
+from upgrade_bench.report.page import terminal
+from upgrade_bench.report.compare import verdict
 from upgrade_bench.report import main as plot_results
-from upgrade_bench.report.dollars import compact
+from upgrade_bench.report.decide.dollars import compact
 
 NODE = REPO / "results" / "h200-moe-8" / "node"
 # The 8-layer cut's 8K point in that folder, and the whole 32-layer model's FLOP count at 8K as
@@ -181,7 +183,8 @@ def test_an_owned_gpu_without_a_price_is_refused(tmp_path, capsys):
 def test_a_workload_that_does_not_fit_is_priced_only_as_reconfigured_to_fit():
     from types import SimpleNamespace as NS
 
-    from upgrade_bench.report import answer, whole_model
+    from upgrade_bench.report.decide import answer
+    from upgrade_bench.report.read import whole_model
 
     kind = NS(kind="dense-bound, bf16", words=lambda: "as backtested")
     row = NS(seq_len=32768, fits=False, cost_call=verdict.call(0.8, (0.7, 0.9)), calibration=kind,

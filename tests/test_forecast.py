@@ -213,7 +213,7 @@ def test_the_shipped_backtest_is_leave_one_source_out_over_30_pairs_of_3_sources
 
 def test_the_shipped_published_pairs_are_what_the_code_writes():
     from conftest import REPO
-    from upgrade_bench.report import inputs
+    from upgrade_bench.report.read import inputs
 
     for source, path in published_pairs.SHIPPED_PATHS.items():
         shipped = [json.loads(line) for line in (REPO / path).read_text().splitlines()]
@@ -324,7 +324,7 @@ def test_isolated_attention_measured_on_both_gpus_call_for_call():
 
 
 def test_the_candidates_backend_is_the_one_it_would_train_with():
-    from upgrade_bench.report.series import Series
+    from upgrade_bench.report.read.series import Series
 
     def series(backend, attn_setting):
         return Series("H200 SXM", None, backend, {"ATTN_BACKEND": attn_setting}, "", None, None, None)

@@ -8,7 +8,7 @@ from upgrade_bench.hardware import gpus
 from upgrade_bench.report.forecast import backtest, calibration, model as forecast_model, page as forecasts
 from upgrade_bench.report.forecast import reconfig as forecast_reconfig
 from upgrade_bench.report.published import guide as published
-from upgrade_bench.report.series import Series
+from upgrade_bench.report.read.series import Series
 
 GIB = 2**30
 

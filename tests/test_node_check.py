@@ -8,7 +8,8 @@ import pytest
 
 from conftest import REPO
 from test_plot_results import cli, skip_figures
-from upgrade_bench.report import node_check, node_health, node_page
+from upgrade_bench.report.node import check as node_check, health as node_health
+from upgrade_bench.report.page import node as node_page
 
 MOE = REPO / "results/h200-moe-8/node"
 FAMILIES = REPO / "results/h200-families-3/node"

@@ -20,7 +20,11 @@ from conftest import REPO, mount_tmpfs, unmount
 from upgrade_bench import faults
 from upgrade_bench.log import records
 from upgrade_bench.report.forecast import backtest, calibration
-from upgrade_bench.report import comparisons, detail_tables, figures, inputs, markdown, plotkit, series, stacks, tables, verdict_blocks, words
+from upgrade_bench.report.compare import comparisons
+from upgrade_bench.report.page import details as detail_tables, markdown, verdicts as verdict_blocks, words
+from upgrade_bench.report.figures import draw as figures, style as plotkit
+from upgrade_bench.report.read import inputs, series, stacks
+from upgrade_bench.report.text import tables
 from upgrade_bench.report.published import guide as published, pairs as published_pairs
 from upgrade_bench.report import main as plot_results
 
@@ -190,7 +194,7 @@ def test_identity_flags_mfu_computed_against_another_peak():
 
 
 def test_cost_verdicts_carry_the_range_of_both_step_time_spreads():
-    from upgrade_bench.report import verdict
+    from upgrade_bench.report.compare import verdict
 
     assert verdict.usd_per_mtok(2.0, 10000.0) == pytest.approx(2.0 / 36e6 * 1e6)  # $0.0556
     a = analysis_of(two_gpu_log(), prices={"h200": 2.0, "NVIDIA B200": 4.0})
@@ -1248,7 +1252,7 @@ def test_a_report_that_fails_half_way_leaves_the_earlier_one_whole(tmp_path, mon
     assert plot_results.main([str(log), "--price", "H200=3.5", "--price", "B200=7", "--out", str(out)]) == 0
     before = _folder_bytes(out)
     assert {"report.md", "points.csv"} <= set(before)
-    from upgrade_bench.report import figures
+    from upgrade_bench.report.figures import draw as figures
 
     real_save, saved = figures.save, []
 
@@ -1378,7 +1382,7 @@ def test_an_ascii_terminal_and_a_non_ascii_gpu_name_print_without_a_traceback(tm
 
 
 def test_what_a_format_buys_pairs_each_low_precision_with_the_bf16_run_of_its_configuration():
-    from upgrade_bench.report import formats
+    from upgrade_bench.report.compare import precision as formats
 
     h = "NVIDIA H200"
     log = [header("bf16", h, config={"SEQ_LEN": [8192]}),

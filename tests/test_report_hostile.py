@@ -9,7 +9,8 @@ from conftest import REPO
 from test_plot_results import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
 from upgrade_bench.report.forecast import page as forecasts
 from upgrade_bench.report.published import guide as published
-from upgrade_bench.report import series, words
+from upgrade_bench.report.read import series
+from upgrade_bench.report.page import words
 from upgrade_bench.report import main as plot_results
 
 H200_PEAK = 989.0
@@ -217,7 +218,7 @@ def test_one_model_path_that_built_two_models_is_no_like_for_like_pair(tmp_path,
 def test_a_default_recorded_as_another_type_is_named_where_it_keeps_series_apart():
     # NUM_EXPERTS 0.0 is no run's identity of "all experts" (0): the two stay apart, and the
     # reason names the key rather than an empty list
-    from upgrade_bench.report import comparisons
+    from upgrade_bench.report.compare import comparisons
 
     assert comparisons.differing_keys({"NUM_EXPERTS": 0.0}, {}) == ["NUM_EXPERTS"]
     assert comparisons.differing_keys({"NUM_EXPERTS": 0}, {}) == []
@@ -227,7 +228,7 @@ def test_a_default_recorded_as_another_type_is_named_where_it_keeps_series_apart
 def test_the_shipped_published_figures_are_read_whole():
     # their step_ms is derived (Megatron-Bridge's: the whole global batch's), so the throughput
     # check leaves them be: no record of theirs is skipped
-    from upgrade_bench.report import inputs
+    from upgrade_bench.report.read import inputs
 
     for path in (REPO / "results" / "published" / "megatron_bridge.jsonl", REPO / "results" / "reference" / "guide.jsonl"):
         tally = inputs.Tally()

@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 
 from upgrade_bench.log import records, schema
-from upgrade_bench.report import inputs, series
+from upgrade_bench.report.read import inputs, series
 
 
 def test_non_finite_numbers_read_as_null_like_the_writer_writes_them():

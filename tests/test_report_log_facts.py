@@ -9,9 +9,11 @@ import json
 import pytest
 
 from test_plot_results import H200_PEAK, B200_PEAK, cli, header, rec, skip_figures, summary, write_jsonl
-from upgrade_bench.report import formats, markdown, series
-from upgrade_bench.report.comparisons import analyse
-from upgrade_bench.report import text
+from upgrade_bench.report.compare import precision as formats
+from upgrade_bench.report.page import markdown
+from upgrade_bench.report.read import series
+from upgrade_bench.report.compare.comparisons import analyse
+from upgrade_bench.report.text import escape as text
 
 SCRIPT = "</td><script>alert(1)</script>"
 
@@ -104,7 +106,7 @@ def test_a_diverged_candidate_gets_no_speedup_call_against_another_gpu(tmp_path,
 
 
 def _read(path):
-    from upgrade_bench.report import inputs
+    from upgrade_bench.report.read import inputs
 
     return list(inputs.read([path], inputs.Tally()))
 

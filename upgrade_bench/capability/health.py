@@ -12,7 +12,7 @@ makes a node of a healthy kind run short, read where the driver keeps it.
 Every GPU of the node is read (as `interconnect:topology`, whatever CUDA_VISIBLE_DEVICES shows
 torch). A field NVML cannot answer on this GPU or driver is listed as unreadable, never
 guessed; without NVML the item is the stack's answer with NVML's error. The fault rules are
-pure functions of the readings (tests), the report's node check (report/node_health.py) reads
+pure functions of the readings (tests), the report's node check (report/node/health.py) reads
 `value["faults"]`.
 """
 from ..hardware.telemetry import throttle_names

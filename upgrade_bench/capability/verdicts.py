@@ -15,7 +15,7 @@ Here: gates from the compute capability, classification of a probe's outcome, th
 memory rule of thumb, topology parsing and the terminal table, all pure, and `evaluate`,
 which runs the probe it is given inside the gate and the classification. The probes
 themselves (tiny real GPU operations) are in capability/probes.py; the report's
-side-by-side table is report/capability_table.py.
+side-by-side table is report/page/capabilities.py.
 """
 import math
 import re

@@ -1,6 +1,6 @@
 """Memory bandwidth figures as records and the report read them: decimal GB/s, the GPU table's
 datasheet figure and a measurement's share of it, a run's best per op (kernels/hbm.py
-measures; report/detail_tables.py shows)."""
+measures; report/page/details.py shows)."""
 from . import gpus
 
 OPS = ("copy", "read", "write")  # bench_hbm.py's: a STREAM-like copy, a read (sum), a write (fill)

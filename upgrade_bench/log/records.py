@@ -186,7 +186,7 @@ class SchemaTooNew(ValueError):
 
 # Set by the reader, never written: the keys of a record whose number (or a number within) was
 # NaN, Infinity or past a float's range, each read as null. A loss that is not finite is a run
-# that diverged (report/series.py), which a null alone would hide as "not recorded".
+# that diverged (report/read/series.py), which a null alone would hide as "not recorded".
 NONFINITE = "nonfinite"
 _NOT_FINITE = object()
 

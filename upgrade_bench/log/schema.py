@@ -3,7 +3,7 @@ required, and what each means. The one home of that knowledge:
 
 - the writer (records.RecordWriter) refuses a field its kind does not declare, or a value of
   the wrong type, before anything is written: a programming error a test catches;
-- every reader (the report, report/inputs.py; the sweep's resume, records.read_log) skips a
+- every reader (the report, report/read/inputs.py; the sweep's resume, records.read_log) skips a
   record whose declared fields have the wrong type or an impossible value, with the reason
   (a log from anywhere may hold a list where a run_id goes), and ignores fields it
   does not know (logs of other versions); log/checks.py holds both checks;

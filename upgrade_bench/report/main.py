@@ -56,8 +56,12 @@ from ..log import records, staged
 from ..faults import BadInput, Parser
 from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, page as forecasts
 from .forecast import reconfig as forecast_reconfig
-from . import comparisons, cost, dollars, export, inputs, markdown, node_check, series, terminal
-from .answer import workloads
+from .compare import comparisons
+from .decide import cost, dollars
+from .page import export, markdown, terminal
+from .read import inputs, series
+from .node import check as node_check
+from .decide.answer import workloads
 from .published import guide as published, pairs as published_pairs
 
 
@@ -318,7 +322,7 @@ def write_outputs(analysis, args, paths, tally, backtest_rows=None, money: str =
             os.makedirs(folder, exist_ok=True)
             names = export.write(analysis, folder, stage.open) if analysis is not None else []
             if flag == "--out" and analysis is not None:
-                from . import figures
+                from .figures import draw as figures
                 pngs = figures.write_all(analysis, folder, stage.open)
                 with stage.open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
                     f.write(markdown.render(analysis, pngs, paths, tally, money))

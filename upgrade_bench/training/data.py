@@ -1,6 +1,6 @@
 """A user's own tokens for the training step (DATA=): a file of token ids, read a fresh window
 per step, so a loss compared between precisions is a convergence test rather than how fast a
-model memorises one repeated batch of random tokens (report/formats.py).
+model memorises one repeated batch of random tokens (report/compare/precision.py).
 
 The formats accepted are the flat binaries the common trainers write:
 - nanoGPT's `train.bin` / `val.bin` (data/*/prepare.py): token ids as uint16, no header;

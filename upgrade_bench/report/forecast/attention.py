@@ -10,8 +10,8 @@ from . import model as forecast_model
 from ..published import guide as published
 from ...hardware import gpus
 from ...kernels.attention import backends as attn_backends
-from ..isolated_attention import ATTENTION_SHAPE
-from ..series import Series, seq_label
+from ..compare.isolated_attention import ATTENTION_SHAPE
+from ..read.series import Series, seq_label
 
 
 # FlashAttention-2 on the GPUs its paper measured (Tri Dao, "FlashAttention-2: Faster Attention

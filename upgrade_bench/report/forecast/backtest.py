@@ -13,9 +13,9 @@ import statistics
 from . import calibration, model as forecast_model, page as forecasts
 from ..published import pairs as published_pairs
 from ...hardware import gpus
-from ..series import Series, seq_label
-from ..tables import fmt, md_table
-from ..verdict import ratio
+from ..read.series import Series, seq_label
+from ..text.tables import fmt, md_table
+from ..compare.verdict import ratio
 
 BACKTEST_COLUMNS = ("pair", "source", "gpus", "model", "like_for_like", "differs", "kind", "group", "metric",
                     "seq_len", "split", "model_forecast", "forecast", "forecast_low", "forecast_high", "half_width",

@@ -27,7 +27,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from ..series import normalise_dtype
+from ..read.series import normalise_dtype
 
 ATTENTION_BOUND_SHARE = 0.5   # more of the step's FLOPs in quadratic attention than in the rest
 MIN_PAIRS = 3                 # pairs of a group (outside the source predicted) that calibrate it

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 from . import calibration, attention as forecast_attention, model as forecast_model, reconfig as forecast_reconfig
 from ...hardware import gpus
-from ..series import Series, seq_label
-from ..tables import fmt, md_table
-from ..verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
+from ..read.series import Series, seq_label
+from ..text.tables import fmt, md_table
+from ..compare.verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
 
 FORECAST = "forecast"
 COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}

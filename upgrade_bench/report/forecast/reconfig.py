@@ -34,8 +34,8 @@ from . import calibration, model as forecast_model, page as forecasts
 from ...hardware import gpus
 from ...models import architecture
 from ...paths import REPO
-from ..series import Series
-from ..verdict import tokens_per_s_per_gpu
+from ..read.series import Series
+from ..compare.verdict import tokens_per_s_per_gpu
 
 GIB = 2**30
 # The guide's H200 topped out at 124.5 of its 141 GiB (88%): the allocator's cache and

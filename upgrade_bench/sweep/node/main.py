@@ -177,9 +177,10 @@ def run(steps: list, out: Path, writer, signals, own: set) -> int:
 
 
 def health_lines(out: Path) -> list:
-    """The node check of what the folder holds (report/node_check.py): each figure against a
+    """The node check of what the folder holds (report/node/check.py): each figure against a
     healthy node of its GPU kind, a shortfall with its likely cause."""
-    from ...report import node_check, node_page
+    from ...report.node import check as node_check
+    from ...report.page import node as node_page
 
     try:
         checks = node_check.checks_of(node_check.read_logs(str(out)))

@@ -1,0 +1,1 @@
+"""Series paired into comparisons and everything computed about each: numbers, no prose."""

@@ -1,0 +1,241 @@
+"""The report's overview figures, drawn from a comparisons.Analysis as PNG: upgrade.png
+(every sweep series, and every forecast beside the series it was made from),
+attention.png and decomposition.png (only when those records exist);
+write_all writes them with comparison_figure.py's one per comparison. Every series has its
+own colour; provenance is the line style (plotkit.py). Where the series do different work
+per GPU (GPU count, model cut, ...) the legend opens by saying so. Each draw_* returns the
+Figure, so tests can measure its text.
+"""
+import os
+
+from .comparison import draw_comparison
+from ..compare.comparisons import Analysis, usd_per_mtok_by_length
+from ..compare.decompositions import decomposed, decomposition_parts
+from ..compare.isolated_attention import ATTENTION_SHAPE
+from ...hardware import gpus
+from ..published.guide import GUIDE_ATTENTION_PACKAGE, GUIDE_ISOLATED_ATTENTION_RATIO
+from .style import (
+    DPI, FORECAST_HATCH, FORECAST_LINE, MARKERS, PALETTE, colours, figure_legend, finish, from_zero,
+    hbm_words, panel_grid, plot_line, plt, save, seq_axis, wrap_text)
+from ..read.series import seq_label
+from ..read.whole_model import scope
+from ..page.words import unlike_across
+
+
+def draw_overview(a: Analysis):
+    """Every sweep series on shared axes: TFLOPS per GPU (cuts of a model, and their forecasts,
+    in a panel of their own beside the whole models'), peak memory (where recorded), $/1M tokens
+    of whole models (where priced); every forecast dotted over its hatched range, beside the
+    series it was made from."""
+    shown = [s for s in a.data.series if s.points]
+    if not shown:
+        return None
+    colour = colours([s for s in a.data.series if s.is_sweep])
+    col = {id(s): (colour[id(s)], i) for i, s in enumerate(shown)}  # a series' colour and marker in every panel
+    cuts = [s for s in shown if not scope(s).whole]
+    whole = [s for s in shown if s not in cuts]
+    # A cut does a fraction of its model's work per token: its $/token is no price of training
+    # that model, so it stays off this panel (the answer scales it, and says so).
+    priced = [s for s in whole if s.gpu in a.prices]
+    memory = any(p.get("peak_mem_gib") is not None for s in shown for p in s.points.values())
+    panels = ([(_throughput_panel, whole, "Training throughput per GPU" + (": whole models" if cuts else ""))]
+              if whole else [])
+    panels += [(_throughput_panel, cuts, "Training throughput per GPU: cuts of a model")] if cuts else []
+    panels += [(_memory_panel, shown, "Peak memory")] if memory else []
+    panels += [(_money_panel, priced, "")] if priced else []
+    fig, axes = panel_grid(len(panels), "All series (each its own colour; published dashed"
+                           + ("; forecasts dotted over a hatched range" if a.forecasts else "") + ")")
+    for ax, (draw, members, title) in zip(axes, panels):
+        seq_axis(ax, draw(ax, a, members, col))
+        if title:
+            ax.set_title(title, fontsize=10 if cuts else None)
+    from_zero(axes)
+    finish(fig, figure_legend(fig, axes, ncol=2, chars=80, note=unlike_across(shown)))
+    return fig
+
+
+def _series_lines(ax, members: list, col: dict, field: str) -> list:
+    """Each series' `field` against sequence length; the lengths drawn. A series keeps its
+    marker in every panel (its place among the series with points)."""
+    lens = []
+    for s in members:
+        colour, i = col[id(s)]
+        lens += plot_line(ax, s, colour, i, [(n, p.get(field)) for n, p in s.points.items()], s.label)
+    return lens
+
+
+RANGE_KEY = ("forecast range (hatched): 90% of the misses on published pairs of its group,\n"
+             "  around the forecast corrected by their median")
+
+
+def _throughput_panel(ax, a: Analysis, members: list, col: dict) -> list:
+    lens = _series_lines(ax, members, col, "tflops_per_gpu")
+    made = [fc for fc in a.forecasts if any(fc.base is s for s in members)]
+    for fc in made:
+        lens += forecast_line(ax, fc, col[id(fc.base)][0], [(r.seq_len, r.tflops) for r in fc.rows])
+    if made:  # one legend key for every range, in no series' colour
+        ax.fill_between([], [], facecolor="none", edgecolor="grey", hatch=FORECAST_HATCH, linewidth=0.0,
+                        label=RANGE_KEY)
+    ax.set(ylabel="model TFLOPS per GPU")
+    return lens
+
+
+def _memory_panel(ax, a: Analysis, members: list, col: dict) -> list:
+    lens = _series_lines(ax, members, col, "peak_mem_gib")
+    for g in a.order:
+        gpu = a.data.gpus[g]
+        if gpu.hbm_gib and any(s.gpu == g for s in members):
+            ax.axhline(gpu.hbm_gib, color="grey", linestyle=":", linewidth=1)
+            ax.annotate(hbm_words(g, gpu.hbm_gib, any(s.gpu == g and not s.reference for s in members)),
+                        (0.01, gpu.hbm_gib), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
+                        va="bottom")
+    ax.set(ylabel="peak memory per GPU (GiB)")
+    return lens
+
+
+def _money_panel(ax, a: Analysis, priced: list, col: dict) -> list:
+    lens = []
+    for s in priced:
+        lens += plot_line(ax, s, *col[id(s)], list(usd_per_mtok_by_length(s, a.prices[s.gpu]).items()), s.label)
+    for fc in a.forecasts:
+        if any(fc.base is s for s in priced):
+            lens += forecast_line(ax, fc, col[id(fc.base)][0], [(r.seq_len, r.usd_per_mtok) for r in fc.rows])
+    ax.set(ylabel="$ per 1M tokens (per GPU)", title="$/1M tokens at "
+           + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()) + " (whole models)")
+    ax.title.set_fontsize(10)
+    return lens
+
+
+def forecast_line(ax, fc, colour: str, points: list) -> list:
+    """A forecast's (seq_len, (mid, low, high)) points: its mid dotted in the colour of the
+    series it was made from, its range hatched; returns the lengths drawn."""
+    points = [(n, v) for n, v in points if v is not None]
+    if not points:
+        return []
+    lens = [n for n, _ in points]
+    ax.plot(lens, [v[0] for _, v in points], color=colour, label=f"{fc.candidate} {fc.label}", **FORECAST_LINE)
+    ax.fill_between(lens, [min(v[1:]) for _, v in points], [max(v[1:]) for _, v in points], facecolor="none",
+                    edgecolor=colour, hatch=FORECAST_HATCH, linewidth=0.0, alpha=0.6)
+    return lens
+
+
+def draw_attention(a: Analysis):
+    """Isolated attention TFLOPS per backend vs sequence length, one panel per pass/shape."""
+    groups = list(a.attention.items())
+    if not groups:
+        return None
+    lines = list(dict.fromkeys(line for _, (by_line, _) in groups for line in by_line))
+    col = {line: PALETTE[i % len(PALETTE)] for i, line in enumerate(lines)}
+    fig, axes = panel_grid(len(groups), "Isolated attention kernels", cols=min(3, len(groups)))
+    for ax, ((pass_, shape), (by_line, _)) in zip(axes, groups):
+        lens = []
+        for (gpu, backend, tag), pts in by_line.items():
+            ax.plot(list(pts), list(pts.values()), color=col[gpu, backend, tag],
+                    marker=MARKERS[lines.index((gpu, backend, tag)) % len(MARKERS)],
+                    linestyle="--" if tag else "-", label=f"{gpu} {backend}" + (f" ({tag})" if tag else ""))
+            lens += list(pts)
+        seq_axis(ax, lens)
+        ax.set_ylabel("attention TFLOPS")
+        f = dict(zip(ATTENTION_SHAPE, shape))
+        extra = "".join(f", {k} {f[k]}" for k in ("layer", "window", "sinks") if f.get(k))
+        ax.set_title(f"{pass_}: heads {f['heads']}/{f['kv_heads']}, d {f['head_dim']}, causal {f['causal']}"
+                     + extra, fontsize=10)
+    from_zero(axes)
+    finish(fig, figure_legend(fig, axes, ncol=min(4, len(lines)), chars=40, note=attention_missing(a, lines)))
+    return fig
+
+
+def attention_missing(a: Analysis, lines: list) -> str:
+    """Each GPU the page compares that has no isolated-attention line here, and what is known of
+    it instead (the guide's published kernel ratio over the baseline), or ''."""
+    drawn = {gpu for gpu, _, _ in lines}
+    compared = [g for c in a.comparisons for g in (c.base.gpu, c.other.gpu)] + [fc.candidate for fc in a.forecasts]
+    out = []
+    for gpu in dict.fromkeys(compared):
+        if gpu in drawn:
+            continue
+        ratios = GUIDE_ISOLATED_ATTENTION_RATIO.get((a.baseline, gpu), {})
+        kernels = {gpus.lookup(g).name: k for g, (k, _, _) in GUIDE_ATTENTION_PACKAGE.items()}
+        known = (f"; the guide publishes only its {kernels.get(gpu)} over the {a.baseline}'s "
+                 f"{kernels.get(a.baseline)}, "
+                 "fwd+bwd: " + ", ".join(f"{v:g}x at {seq_label(n)}" for n, v in sorted(ratios.items()))
+                 if ratios else "")
+        out.append(f"{gpu}: no isolated-attention records in these logs{known}")
+    return "\n".join(out)
+
+
+# One colour per part of the step, in every panel (the series are the rows).
+PART_COLOURS = {"attention": PALETTE[0], "gemm": PALETTE[1], "linear_mixer": PALETTE[2], "other": PALETTE[7],
+                "everything else": PALETTE[4]}
+UNATTRIBUTED = "everything else"
+
+
+def step_segments(record: dict) -> tuple:
+    """([(part, ms, TFLOPS or None)], step ms): the parts that add up to the step, each bucket
+    with a time, then what they leave of the step's total (a published decomposition names
+    only attention: the rest is its `everything else`)."""
+    parts = decomposition_parts(record)
+    total = (parts.get("total") or {}).get("ms") or record.get("wall_step_ms")
+    buckets = [(name, p["ms"], p.get("tflops")) for name, p in (record.get("buckets") or {}).items()
+               if isinstance(p, dict) and p.get("ms")]
+    if not total:
+        return buckets, sum(ms for _, ms, _ in buckets)
+    rest = total - sum(ms for _, ms, _ in buckets)
+    if rest > 0.005 * total:  # beyond rounding: the part the buckets do not name
+        alone = [name for name, _, _ in buckets] == ["attention"]
+        buckets.append((UNATTRIBUTED, rest, (parts.get("everything else") or {}).get("tflops") if alone else None))
+    return buckets, total
+
+
+def draw_decomposition(a: Analysis):
+    """Each decomposed series' step as one bar of its time (100% = the step), split into its
+    parts (attention, GEMMs, other kernels, ...), each part's ms and TFLOPS written beside the
+    bar; one panel per length. Time shares add up; TFLOPS of parts do not."""
+    series, named = decomposed(a.data.series)
+    lens = sorted({n for s in series for n in s.decompositions})
+    if not lens:
+        return None
+    rows = max(sum(1 for s in series if n in s.decompositions) for n in lens)
+    fig, axes = plt.subplots(len(lens), 1, dpi=DPI, squeeze=False,
+                             figsize=(13.0, len(lens) * (0.55 * rows + 1.0) + 0.6))
+    for ax, n in zip(axes[:, 0], lens):
+        here = [s for s in series if n in s.decompositions]
+        for y, s in enumerate(here):
+            segments, total = step_segments(s.decompositions[n])
+            left = 0.0
+            for part, ms, _ in segments:
+                ax.barh(y, ms / total, left=left, height=0.6, color=PART_COLOURS.get(part, "grey"),
+                        hatch="//" if s.reference else None, alpha=0.6 if s.reference else 1.0,
+                        edgecolor="white", label=part)
+                left += ms / total
+            words = " + ".join(f"{part} {ms:.0f}" + (f" ({tflops:.0f} TFLOPS)" if tflops else "")
+                               for part, ms, tflops in segments)
+            ax.text(1.01, y, f"{total:.0f} ms = {words}", va="center", fontsize=7,
+                    transform=ax.get_yaxis_transform(), clip_on=False)
+        ax.set_yticks(range(len(here)))
+        ax.set_yticklabels([wrap_text(named[id(s)], 48) for s in here], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x:.0%}")
+        ax.set_xlabel("share of the step's time (one clock; hatched: published)")
+        ax.set_title(f"Step decomposition at {seq_label(n)}: each bar is one step", fontsize=10)
+        ax.grid(True, axis="x", alpha=0.3)
+    finish(fig, figure_legend(fig, axes[:, 0], ncol=len(PART_COLOURS), chars=40, note=unlike_across(series)))
+    for ax in axes[:, 0]:  # the parts' words beside the bars: the panels make room on the right
+        box = ax.get_position()
+        ax.set_position([box.x0, box.y0, box.width * 0.55, box.height])
+    return fig
+
+
+def write_all(a: Analysis, out_dir: str, opener=open) -> list:
+    """Every figure the records allow, each file opened by `opener` (staged.Staged.open keeps
+    them under temporary names until the whole report is written); returns their names."""
+    written = []
+    for c in a.comparisons:
+        written.append(save(draw_comparison(c, a), os.path.join(out_dir, f"comparison-{c.number}.png"), opener))
+    for name, draw in (("upgrade.png", draw_overview), ("attention.png", draw_attention),
+                       ("decomposition.png", draw_decomposition)):
+        fig = draw(a)
+        if fig is not None:
+            written.append(save(fig, os.path.join(out_dir, name), opener))
+    return written

@@ -1,0 +1,153 @@
+"""What plot_results.py prints: the answer as plain text that fits a 100-column terminal.
+
+One line per workload (its kind, model, cut and settings), then one per candidate and run of
+lengths with one call: the speedup range, the call, both sides' $/1M tokens at the first of
+those lengths, the price per GPU-hour below which the candidate pays off, and memory fit.
+Everything else (the sentences with every number, the verdict blocks, forecasts, tables)
+is in report.md; the last line says where.
+"""
+import textwrap
+
+from ...log.field_types import MAX_NUMBER
+from ..decide.answer import NO_FIT, SHORT_CALLS, TERSE_KINDS, Regime, workload_title, workloads
+from ..decide.dollars import Assumptions, text_lines, yours
+from .markdown import no_comparison_words, prices_line
+from ..node.health import NO_VERDICT
+from .node import headline
+from ..read.series import seq_label
+from ..text.tables import fmt
+from ..compare.verdict import NOISE_FLOOR
+from ..read.whole_model import scaling_words
+
+WIDTH = 100
+MOST_LINES = 30        # one screen; what does not fit is in report.md, the last line says so
+MOST_SERIES = 6        # series named where nothing pairs
+SOURCES = {"measured": "measured", "forecast": "forecast"}
+COLUMNS = (("candidate", 19), ("lengths", 10), ("speedup", 11), ("per token", 16), ("$/1M tok at 1st", 17),
+           ("pays off below", 15), ("GiB/HBM", 0))
+
+
+def _row(cells: list) -> str:
+    return "  " + "".join(c.ljust(w) if w else c for c, (_, w) in zip(cells, COLUMNS)).rstrip()
+
+
+def _range(values: list, suffix: str = "", digits: int = 2) -> str:
+    low, high = min(values), max(values)
+    fixed = max(abs(low), abs(high)) <= MAX_NUMBER  # a broken log's ratio: not its 300 digits
+    a, b = (f"{low:.{digits}f}", f"{high:.{digits}f}") if fixed else (f"{low:.3g}", f"{high:.3g}")
+    return f"{a}{suffix}" if a == b else f"{a}-{b}{suffix}"
+
+
+def regime_row(r: Regime) -> str:
+    source = SOURCES.get(r.source, "reconfig." if r.source.startswith("forecast") else "published")
+    speed = _range([s[1] for s in r.speedups] + [s[2] for s in r.speedups], "x")
+    if r.word == NO_FIT:
+        call = "no call"
+    elif r.word is None:
+        call = "no price"
+    else:
+        call = SHORT_CALLS[r.word]
+        if r.margins:
+            call += " " + _range([m[0] * 100 for m in r.margins] + [m[1] * 100 for m in r.margins], "%", 0)
+    usd = (f"{fmt(r.base_usd[0], 'usd')} v {fmt(r.cand_usd[0], 'usd')}"
+           if r.base_usd and r.base_usd[0] is not None and r.cand_usd[0] is not None else "-")
+    pays = f"${_range(r.break_even_usd)}/h" if r.break_even_usd and r.word not in (NO_FIT, None) else "-"
+    memory = ("not recorded" if r.fits is None else
+              f"{r.peak_gib:.0f}/{r.hbm_gib:.0f}" if r.fits else f"NO: {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
+    return _row([f"{r.candidate} {source}", r.lengths, speed, call, usd, pays, memory])
+
+
+def _wrapped(text: str, indent: str) -> list:
+    # a path longer than the line stays whole, to be copied (break_long_words would cut it)
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def answer_lines(found: list, budget: int = MOST_LINES) -> list:
+    """The answer's plain-text lines: a column heading, then per workload (numbered) its line
+    and its candidates', as many workloads as `budget` lines hold (one kept for saying how many
+    more report.md has)."""
+    if not found:
+        return []
+    bases = {w.base.gpu for w in found}
+    one = bases.pop() if len(bases) == 1 else None  # the usual case: named once, in the heading
+    out = [_row([f"vs {one}" if one else "candidate"] + [name for name, _ in COLUMNS[1:]])]
+    for i, w in enumerate(found, 1):
+        lines = workload_lines(i, w, not one)
+        if len(out) + len(lines) > budget - (i < len(found)) and i > 1:
+            out.append(f"... and {len(found) - i + 1} more workloads in report.md")
+            break
+        out += lines
+    return out
+
+
+def workload_lines(i: int, w, gpu: bool) -> list:
+    """Workload `w` numbered `i`: its line, a cut's scaling, a line per candidate and run of lengths."""
+    out = _wrapped(f"[{i}] {workload_title(w, gpu=gpu, kinds=TERSE_KINDS)}", "")
+    if not w.scope.whole:
+        out += _wrapped(scaling_words(w.scope), "  ")
+    for r in w.regimes:
+        out += [regime_row(r)] + (_wrapped(f"(paired across {r.across}, --ignore-config)", "    ") if r.across else [])
+    for note in w.notes:
+        out += _wrapped(note, "  ")
+    return out
+
+
+def nothing_lines(a) -> list:
+    """Where there is no answer: why, and the series that pair with nothing (the first few)."""
+    out = _wrapped(f"No comparison and no forecast: {no_comparison_words(a)}.", "")
+    for s, why in a.unpaired[:MOST_SERIES]:
+        out += _wrapped(f"{s.label}: {why}", "  ")
+    if len(a.unpaired) > MOST_SERIES:
+        out.append(f"  ... and {len(a.unpaired) - MOST_SERIES} more series in report.md")
+    return out
+
+
+def prices_text(a) -> str:
+    text = prices_line(a)
+    return (text + f" Cheaper/dearer: beyond range + {NOISE_FLOOR:.0%} noise."
+            if a.prices or a.forecast_prices else text)
+
+
+def bottom_line(number: int, w) -> list:
+    """Per candidate of workload `w` (yours): its calls by lengths and the price it pays off below."""
+    out = []
+    for cand in dict.fromkeys((r.candidate, r.source) for r in w.regimes):
+        regimes = [r for r in w.regimes if (r.candidate, r.source) == cand]
+        runs = []  # consecutive regimes of one call, as one run of lengths
+        for r in (r for r in regimes if r.word):
+            if runs and runs[-1][0] == r.word:
+                runs[-1][2] = r.seq_lens[-1]
+            else:
+                runs.append([r.word, r.seq_lens[0], r.seq_lens[-1]])
+        calls = "; ".join(f"{SHORT_CALLS[word] if word != NO_FIT else 'does not fit'} at {seq_label(first)}"
+                          + (f"-{seq_label(last)}" if last != first else "") for word, first, last in runs)
+        if not calls:
+            continue
+        pays = [p for r in regimes if r.word not in (None, NO_FIT) for p in r.break_even_usd]
+        text = (f"Bottom line [{number}]: {cand[0]} ({cand[1]}) at ${regimes[0].prices[1]:.2f}/GPU-hour is {calls}"
+                + (f"; it pays off below ${_range(pays)}/GPU-hour" if pays else "") + ".")
+        out += _wrapped(text, "")
+    return out
+
+
+def terminal_text(a, opts: Assumptions, report: str | None = None) -> str:
+    """What plot_results.py prints: each node's check, the prices, the answer, the bottom line,
+    the cost to train and the owner's cost of your workload, and where the rest is (why a
+    --forecast gave nothing goes to stderr)."""
+    # each node's own check first: a sick baseline skews every verdict after it (the page lists all)
+    head = [line for c in a.node_checks if c.status != NO_VERDICT
+            for line in _wrapped(headline(c).replace("**", ""), "")]
+    head += _wrapped(prices_text(a), "")
+    found = workloads(a)
+    w = yours(found)
+    tail = []
+    if w is not None:
+        number = found.index(w) + 1
+        tail += bottom_line(number, w)
+        tail += [wrapped for line in text_lines(w, number, opts)
+                 for wrapped in (_wrapped(line[2:], "  ") if line.startswith("  ") else _wrapped(line, ""))]
+    if report:
+        tail.append(f"Every series, sentence, table and figure: {report}")
+    body = answer_lines(found, MOST_LINES - len(head) - len(tail)) or nothing_lines(a)
+    return "\n".join(head + body + tail) + "\n"

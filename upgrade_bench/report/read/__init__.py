@@ -1,0 +1,1 @@
+"""From the command line's paths to checked records, and from records to runs, series and GPUs."""
