@@ -10,6 +10,7 @@ from upgrade_bench import faults
 from upgrade_bench.report.decide import cost, dollars
 from upgrade_bench.report.page import terminal
 from upgrade_bench.report.compare import verdict
+from upgrade_bench.report.read import whole_model
 from upgrade_bench.report import main as plot_results
 from upgrade_bench.report.decide.dollars import compact
 
@@ -46,7 +47,7 @@ def test_the_formulas_by_hand():
     assert cost.owner_usd_per_mtok(1.0, 1e4, 0.0245, 1.3, 0.08) == pytest.approx(
         1e6 / 3.6e7 + 24_500 / 3.6e6 * 1.3 * 0.08)
     assert cost.board_j_per_token(700 * 0.76, 26_600.0) == pytest.approx(0.02)
-    assert cost.whole_model_factor(WHOLE_8K_TFLOP, CUT_8K_TFLOP) == pytest.approx(3.379, abs=1e-3)
+    assert whole_model.whole_model_factor(WHOLE_8K_TFLOP, CUT_8K_TFLOP) == pytest.approx(3.379, abs=1e-3)
 
 
 def test_a_gpu_without_logs_draws_its_rated_power_as_the_baseline_did_or_as_training_does():

@@ -30,12 +30,6 @@ def break_even_usd_per_gpu_hour(base_usd_per_gpu_hour: float, speedup: float) ->
     return base_usd_per_gpu_hour * speedup
 
 
-def whole_model_factor(whole_tflop_per_step: float, cut_tflop_per_step: float) -> float:
-    """How many times a cut's work per token the whole model's is (FLOPs of one step each): a
-    cut's time and price per token times this is the whole model's, at the cut's TFLOPS per GPU."""
-    return whole_tflop_per_step / cut_tflop_per_step
-
-
 @dataclass(frozen=True)
 class TrainCost:
     gpu_hours: float
