@@ -185,7 +185,7 @@ def test_a_workload_that_does_not_fit_is_priced_only_as_reconfigured_to_fit():
     from types import SimpleNamespace as NS
 
     from upgrade_bench.report.decide import answer
-    from upgrade_bench.report.read import whole_model
+    from upgrade_bench.report.page import answer as answer_words
 
     kind = NS(kind="dense-bound, bf16", words=lambda: "as backtested")
     row = NS(seq_len=32768, fits=False, cost_call=verdict.call(0.8, (0.7, 0.9)), calibration=kind,
@@ -200,7 +200,7 @@ def test_a_workload_that_does_not_fit_is_priced_only_as_reconfigured_to_fit():
     assert reconfigured.source == "forecast, reconfigured: ckpt on" and reconfigured.fits
     assert reconfigured.word == verdict.ABOVE and reconfigured.margins == [pytest.approx((2 / 1.7 - 1, 2 / 1.5 - 1))]
     assert reconfigured.cand_usd == [pytest.approx(0.30 * 2 / 1.6)] and reconfigured.break_even_usd == [3.5 * 1.6]
-    sentence = answer.regime_sentence(like, "H200 SXM")
+    sentence = answer_words.regime_sentence(like, "H200 SXM")
     assert ("no price call: it does not fit, the baseline's peak is 190.0 GiB, more than its 180 GB (datasheet)"
             in sentence)
     assert terminal.regime_row(reconfigured).startswith("  B200 SXM reconfig. 32K       1.50-1.70x dearer 18-33%")

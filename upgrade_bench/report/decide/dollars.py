@@ -15,7 +15,8 @@ gets no owner's cost. Formulas in cost.py.
 from dataclasses import dataclass, field
 
 from ...hardware import gpus
-from .answer import NO_FIT, Workload, workload_title
+from .answer import NO_FIT, Workload
+from ..page.answer import workload_title
 from .cost import (
     DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEARS, TRAINING_POWER_SHARE, board_j_per_token,
     owned_usd_per_gpu_hour, owner_usd_per_mtok, train_cost)

@@ -9,7 +9,7 @@ the detailed tables.
 """
 from . import details as detail_tables
 from ..compare import precision as formats
-from ..decide.answer import answer_markdown
+from .answer import answer_markdown
 from ..compare.comparisons import Analysis
 from ..forecast.page import forecast_markdown
 from .node import node_markdown

@@ -9,7 +9,8 @@ is in report.md; the last line says where.
 import textwrap
 
 from ...log.field_types import MAX_NUMBER
-from ..decide.answer import NO_FIT, SHORT_CALLS, TERSE_KINDS, Regime, workload_title, workloads
+from ..decide.answer import NO_FIT, Regime, workloads
+from .answer import SHORT_CALLS, TERSE_KINDS, across_words, lengths, note_words, workload_title
 from ..decide.dollars import Assumptions, text_lines, yours
 from .markdown import no_comparison_words, prices_line
 from ..node.health import NO_VERDICT
@@ -54,7 +55,7 @@ def regime_row(r: Regime) -> str:
     pays = f"${_range(r.break_even_usd)}/h" if r.break_even_usd and r.word not in (NO_FIT, None) else "-"
     memory = ("not recorded" if r.fits is None else
               f"{r.peak_gib:.0f}/{r.hbm_gib:.0f}" if r.fits else f"NO: {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
-    return _row([f"{r.candidate} {source}", r.lengths, speed, call, usd, pays, memory])
+    return _row([f"{r.candidate} {source}", lengths(r), speed, call, usd, pays, memory])
 
 
 def _wrapped(text: str, indent: str) -> list:
@@ -87,9 +88,9 @@ def workload_lines(i: int, w, gpu: bool) -> list:
     if not w.scope.whole:
         out += _wrapped(scaling_words(w.scope), "  ")
     for r in w.regimes:
-        out += [regime_row(r)] + (_wrapped(f"(paired across {r.across}, --ignore-config)", "    ") if r.across else [])
+        out += [regime_row(r)] + (_wrapped(f"(paired across {across_words(r)}, --ignore-config)", "    ") if r.ignored else [])
     for note in w.notes:
-        out += _wrapped(note, "  ")
+        out += _wrapped(note_words(note), "  ")
     return out
 
 
