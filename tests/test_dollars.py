@@ -12,7 +12,7 @@ from upgrade_bench.report.page import terminal
 from upgrade_bench.report.compare import verdict
 from upgrade_bench.report.read import whole_model
 from upgrade_bench.report import main as plot_results
-from upgrade_bench.report.decide.dollars import compact
+from upgrade_bench.report.page.dollars import compact
 
 NODE = REPO / "results" / "h200-moe-8" / "node"
 # The 8-layer cut's 8K point in that folder, and the whole 32-layer model's FLOP count at 8K as

@@ -58,7 +58,7 @@ from .forecast import backtest, calibration, attention as forecast_attention, co
 from .forecast import reconfig as forecast_reconfig
 from .compare import comparisons
 from .decide import cost, dollars
-from .page import export, markdown, terminal
+from .page import dollars as dollar_words, export, markdown, terminal
 from .read import inputs, series
 from .node import check as node_check
 from .decide.answer import workloads
@@ -84,7 +84,7 @@ def parse_args(argv):
     p.add_argument("--forecast", action="append", default=[], metavar="GPU",
                    help="forecast this GPU of the GPU table (e.g. B200) for every measured series of "
                         "another GPU, from its own steps; repeatable; labelled a forecast everywhere")
-    p.add_argument("--tokens", default=dollars.compact(cost.DEFAULT_TRAIN_TOKENS), metavar="N",
+    p.add_argument("--tokens", default=dollar_words.compact(cost.DEFAULT_TRAIN_TOKENS), metavar="N",
                    help="tokens to train the whole model on, for its cost and time on each GPU "
                         "(e.g. 1T, 500B, 2e12) [1T]")
     p.add_argument("--gpus", type=str, metavar="G",
@@ -391,7 +391,7 @@ def main(argv=None) -> int:
     if args.backtest:  # the answer first, the backtest after it
         print_backtest(backtest_rows)
     sys.stdout.flush()
-    money = dollars.dollars_markdown(found, opts) if found else ""
+    money = dollar_words.dollars_markdown(found, opts) if found else ""
     for line in write_outputs(analysis, args, paths, tally, backtest_rows if args.backtest else None, money):
         sys.stderr.write(f"wrote {line}\n")
     return 0

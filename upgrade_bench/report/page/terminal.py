@@ -11,7 +11,8 @@ import textwrap
 from ...log.field_types import MAX_NUMBER
 from ..decide.answer import NO_FIT, Regime, workloads
 from .answer import SHORT_CALLS, TERSE_KINDS, across_words, lengths, note_words, workload_title
-from ..decide.dollars import Assumptions, text_lines, yours
+from ..decide.dollars import Assumptions, yours
+from .dollars import text_lines
 from .markdown import no_comparison_words, prices_line
 from ..node.health import NO_VERDICT
 from .node import headline
