@@ -1382,7 +1382,7 @@ def test_an_ascii_terminal_and_a_non_ascii_gpu_name_print_without_a_traceback(tm
 
 
 def test_what_a_format_buys_pairs_each_low_precision_with_the_bf16_run_of_its_configuration():
-    from upgrade_bench.report.compare import precision as formats
+    from upgrade_bench.report.page import precision as formats
 
     h = "NVIDIA H200"
     log = [header("bf16", h, config={"SEQ_LEN": [8192]}),

@@ -18,7 +18,8 @@ node/       the node check: each measured node against a healthy node of its GPU
 decide/     the calls, the dollars, the cost to train, the owner's cost (numbers only)
             cost, answer, dollars
 page/       what is written: report.md, the terminal answer, their words and tables, points.csv
-            words, verdicts, details, node, capabilities, markdown, terminal, export
+            words, verdicts, answer, dollars, precision, bound, details, node, capabilities,
+            markdown, terminal, export
 figures/    the PNGs (matplotlib, imported only once the inputs are known good)
             style, comparison, draw
 main        the command line: its arguments, the analysis, the outputs
