@@ -15,6 +15,7 @@ forecast/   what a GPU not measured would likely do: the model, its ratios' sour
             the forecast series and its reconfiguration, the backtest
 node/       the node check: each measured node against a healthy node of its GPU kind (numbers)
             health, check
+analysis    the whole analysis, built once and frozen: comparisons, forecasts, node checks
 decide/     the calls, the dollars, the cost to train, the owner's cost (numbers only)
             cost, answer, dollars
 page/       what is written: report.md, the terminal answer, their words and tables, points.csv
