@@ -53,7 +53,7 @@ import sys
 from .. import settings
 from ..hardware import gpus
 from ..log import records, staged
-from ..faults import BadInput, Parser
+from ..faults import BadInput, Parser, run_main
 from .analysis import build as build_analysis
 from .forecast import backtest, calibration
 from .decide import cost, dollars
@@ -342,3 +342,7 @@ def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
     return build_analysis(list(inputs.read(paths, tally)), tally.seen_again, prices, candidates,
                           calibration.calibration(backtest_rows or []), args.ignore_config, args.baseline,
                           args.reference, args.strict_stack)
+
+
+if __name__ == "__main__":  # python -m upgrade_bench.report.main: plot_results.py without its shim
+    raise SystemExit(run_main(main))
