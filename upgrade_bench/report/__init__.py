@@ -13,6 +13,7 @@ compare/    series paired into comparisons and everything computed about each (n
             verdict, baseline, comparisons, decompositions, isolated_attention, precision, bound
 forecast/   what a GPU not measured would likely do: the model, its ratios' sources, calibration,
             the forecast series and its reconfiguration, the backtest
+            model, attention, comm, calibration, page, reconfig, backtest
 node/       the node check: each measured node against a healthy node of its GPU kind (numbers)
             health, check
 analysis    the whole analysis, built once and frozen: comparisons, forecasts, node checks
