@@ -11,11 +11,11 @@ read/       arguments to files, files to checked records, records to runs and se
             inputs, claims, series, stacks, whole_model
 compare/    series paired into comparisons and everything computed about each (numbers only)
             verdict, baseline, comparisons, decompositions, isolated_attention, precision, bound
+node/       the node check: each measured node against a healthy node of its GPU kind (numbers)
+            health, check
 forecast/   what a GPU not measured would likely do: the model, its ratios' sources, calibration,
             the forecast series and its reconfiguration, the backtest
             model, attention, comm, calibration, page, reconfig, backtest
-node/       the node check: each measured node against a healthy node of its GPU kind (numbers)
-            health, check
 analysis    the whole analysis, built once and frozen: comparisons, forecasts, node checks
 decide/     the calls, the dollars, the cost to train, the owner's cost (numbers only)
             cost, answer, dollars
