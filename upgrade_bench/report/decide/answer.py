@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ...log.field_types import MAX_NUMBER
 from ..compare.comparisons import HEALTH, Comparison
 from .cost import break_even_usd_per_gpu_hour
-from ..forecast.page import SeriesForecast
+from ..forecast.series import SeriesForecast
 from ..read.series import Series, config_phrase, seq_label
 from ..text.tables import fmt
 from ..text.escape import md_text

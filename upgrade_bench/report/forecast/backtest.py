@@ -8,16 +8,18 @@ pairs of the *other* sources only (leave one source out): no source's figures ca
 own forecasts. Pairs that differ in more than the GPU (batch, parallelism, precision,
 container) are kept apart from like-for-like ones, with what differs named.
 """
+import math
 import statistics
 
-from . import calibration, model as forecast_model, page as forecasts
+from . import calibration, model as forecast_model, series as forecasts, stacks
 from ..published import pairs as published_pairs
 from ...hardware import gpus
 from ..read.series import Series, seq_label
 from ..text.tables import fmt, md_table
 from ..compare.verdict import ratio
 
-BACKTEST_COLUMNS = ("pair", "source", "gpus", "model", "like_for_like", "differs", "kind", "group", "metric",
+BACKTEST_COLUMNS = ("pair", "source", "gpus", "model", "like_for_like", "differs", "kind", "pair_class", "step",
+                    "group", "metric",
                     "seq_len", "split", "model_forecast", "forecast", "forecast_low", "forecast_high", "half_width",
                     "published", "error", "model_error", "calibrated_on", "naive_peak", "naive_mamf",
                     "naive_bandwidth", "platform")
@@ -53,6 +55,13 @@ def forecast_run(run: dict, cand: str) -> dict:
     config = _config(run)
     checkpointed, precision = bool(config.get("GRAD_CHECKPOINT")), calibration.precision_of(config)
     backend = run["header"].get("attn_backend")
+    base_spec, cand_spec = gpus.lookup(base), gpus.lookup(cand)
+    factor, widen, _words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config))
+    allowance = math.exp(widen) * max(factor, 1.0)
+
+    def capped(mid, low, high, base_value, r, parts):
+        top = base_value * forecast_model.ceiling(r, parts) * allowance
+        return min(mid * factor, top), min(low * factor, top), min(high * factor, top)
     out = {}
     if run["summary"]:
         s = Series(base, None, "", config, "", "published", None, None, points=run["summary"])
@@ -61,7 +70,8 @@ def forecast_run(run: dict, cand: str) -> dict:
             r = forecasts.ratios_at(base, cand, n, parts, forecasts.tflop_of(point)[1], checkpointed, backend,
                                     precision=precision)
             f = forecast_model.scale(parts, r)
-            out["tflops_per_gpu", n] = (*forecasts.tflops_range(point["model_tflop_per_step"], f),
+            out["tflops_per_gpu", n] = (*capped(*forecasts.tflops_range(point["model_tflop_per_step"], f),
+                                                point["tflops_per_gpu"], r, parts),
                                         point["tflops_per_gpu"], how, point.get("attn_flop_share"))
     for n, dec in run["decomposition"].items():
         parts = forecast_model.bound_parts(dec)
@@ -70,11 +80,12 @@ def forecast_run(run: dict, cand: str) -> dict:
         share = ratio(dec["buckets"]["attention"]["tflop"], dec["total"]["tflop"])
         for bucket, bound in (("attention", "attention"), ("everything_else", "dense")):
             b = dec["buckets"][bucket] if bucket == "attention" else dec[bucket]
-            out[f"{bucket}_tflops", n] = (b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
-                                          b["tflops"] * r[bound].high, b["tflops"], "its decomposition", share)
+            out[f"{bucket}_tflops", n] = (*capped(b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
+                                                  b["tflops"] * r[bound].high, b["tflops"], r, {bound: 1.0}),
+                                          b["tflops"], "its decomposition", share)
         f = forecast_model.scale(parts, r)
-        out["total_tflops", n] = (*forecasts.tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"],
-                                  "its decomposition", share)
+        out["total_tflops", n] = (*capped(*forecasts.tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"],
+                                          r, parts), dec["total"]["tflops"], "its decomposition", share)
     return out
 
 
@@ -103,15 +114,19 @@ def backtest(records: list) -> list:
         base_spec, cand_spec = gpus.lookup(_gpu(base)), gpus.lookup(_gpu(cand))
         naive = naive_ratios(base_spec, cand_spec, precision)
         differs = published_pairs.differences(_config(base), _config(cand))
-        move = forecast_model.move_of(base_spec, cand_spec)
+        changed = any(not d.startswith("CONTAINER") for d in differs)
+        klass, step = calibration.pair_class(base_spec, cand_spec, changed), calibration.step_kind(_config(base))
         for (metric, n), (mid, _low, _high, base_value, how, share) in sorted(forecast_run(base, _gpu(cand)).items()):
             pub = _published(cand, metric, n)
+            if not pub:  # a length the candidate did not run: nothing to score
+                continue
             kind = calibration.workload_kind(share, precision)
             rows.append({"pair": f"{base_id} -> {cand_id}", "gpus": f"{_gpu(base)} -> {_gpu(cand)}",
                          "model": _config(base).get("MODEL"), "like_for_like": not differs,
                          "differs": "; ".join(differs),
                          "software_differs": any(d.startswith("CONTAINER") for d in differs),
-                         "kind": kind, "group": calibration.group_of(move, kind),
+                         "kind": kind, "pair_class": klass, "step": step, "group": calibration.group_of(klass, step),
+                         "base_gpu": base_spec.name, "cand_gpu": cand_spec.name,
                          "metric": metric, "seq_len": n, "split": how, "model_forecast": mid, "published": pub,
                          "model_error": ratio(mid, pub) - 1 if pub else None,
                          **{k: base_value * v if v else None for k, v in naive.items()},
@@ -137,12 +152,15 @@ def calibrate_leave_one_source_out(rows: list) -> list:
     pairs of the other sources: no source calibrates its own forecasts."""
     fitted = [dict(r) for r in rows]  # the model's forecasts, read while the rows change
     for r in rows:
-        cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"])
+        cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"]).for_pair(r["base_gpu"],
+                                                                                             r["cand_gpu"])
         r["forecast"], r["forecast_low"], r["forecast_high"] = cal.apply(r["model_forecast"])
         r["half_width"] = cal.half_width()
         r["error"] = ratio(r["forecast"], r["published"]) - 1 if r["published"] else None
-        r["calibrated_on"] = (f"{cal.pairs} pairs of its group, too few: all {', '.join(cal.sources)} pairs"
-                              if cal.too_few else f"{cal.pairs} pairs of its group from {', '.join(cal.sources)}")
+        whose = {"": "of its group", "class": "of its class (too few of its group)",
+                 "all": "of every class (too few of its class)"}[cal.fallback]
+        r["calibrated_on"] = (f"{len(cal.misses)} pairs {whose} from {', '.join(cal.sources) or 'no source'}"
+                              + (f"; corrected on {' and '.join(cal.gpus)}" if cal.gpus else ""))
     return rows
 
 
