@@ -12,7 +12,7 @@ import math
 import statistics
 
 from . import calibration, model as forecast_model, series as forecasts, stacks
-from ..published import pairs as published_pairs
+from ..published import pairs as published_pairs, runs as published_runs
 from ...hardware import gpus
 from ..read.series import Series, seq_label
 from ..text.tables import fmt, md_table
@@ -49,8 +49,9 @@ def _config(run: dict) -> dict:
 
 
 def forecast_run(run: dict, cand: str) -> dict:
-    """{(metric, seq_len): (forecast, low, high, baseline value, split, attention FLOP share)}
-    of one baseline run alone."""
+    """{(metric, seq_len): (forecast, low, high, ceiling, baseline value, split, attention FLOP
+    share)} of one baseline run alone; the ceiling: the most the candidate's hardware (and a
+    stack prior's allowance) can give that figure (model.ceiling)."""
     base = _gpu(run)
     config = _config(run)
     checkpointed, precision = bool(config.get("GRAD_CHECKPOINT")), calibration.precision_of(config)
@@ -60,8 +61,8 @@ def forecast_run(run: dict, cand: str) -> dict:
     allowance = math.exp(widen) * max(factor, 1.0)
 
     def capped(mid, low, high, base_value, r, parts):
-        top = base_value * forecast_model.ceiling(r, parts) * allowance
-        return min(mid * factor, top), min(low * factor, top), min(high * factor, top)
+        """(mid, low, high) times the stack factor, and the ceiling (calibrate_leave_one_source_out caps by it)."""
+        return mid * factor, low * factor, high * factor, base_value * forecast_model.ceiling(r, parts) * allowance
     out = {}
     if run["summary"]:
         s = Series(base, None, "", config, "", "published", None, None, points=run["summary"])
@@ -116,7 +117,8 @@ def backtest(records: list) -> list:
         differs = published_pairs.differences(_config(base), _config(cand))
         changed = any(not d.startswith("CONTAINER") for d in differs)
         klass, step = calibration.pair_class(base_spec, cand_spec, changed), calibration.step_kind(_config(base))
-        for (metric, n), (mid, _low, _high, base_value, how, share) in sorted(forecast_run(base, _gpu(cand)).items()):
+        for (metric, n), (mid, _low, _high, top, base_value, how, share) in sorted(
+                forecast_run(base, _gpu(cand)).items()):
             pub = _published(cand, metric, n)
             if not pub:  # a length the candidate did not run: nothing to score
                 continue
@@ -128,14 +130,24 @@ def backtest(records: list) -> list:
                          "kind": kind, "pair_class": klass, "step": step, "group": calibration.group_of(klass, step),
                          "base_gpu": base_spec.name, "cand_gpu": cand_spec.name,
                          "metric": metric, "seq_len": n, "split": how, "model_forecast": mid, "published": pub,
+                         "ceiling": top,
                          "model_error": ratio(mid, pub) - 1 if pub else None,
                          **{k: base_value * v if v else None for k, v in naive.items()},
                          "source": published_pairs.source_of(cand["header"]),
-                         "source_key": published_pairs.source_key(cand["header"]),
+                         "source_key": backtest_source(cand["header"]),
                          "platform": f"{forecast_model.platform_words(base_spec)} -> "
                                      f"{forecast_model.platform_words(cand_spec)}"})
     rows.sort(key=lambda r: not r["like_for_like"])
     return calibrate_leave_one_source_out(rows)
+
+
+def backtest_source(run_header: dict) -> str:
+    """The source a pair is left out with: its publication, and for the Megatron-Bridge summary
+    each container's table (each release publishes its own table of its own runs, so one
+    release's pairs never range its own)."""
+    key = published_pairs.source_key(run_header)
+    container = (run_header.get("config") or {}).get("CONTAINER")
+    return f"{key} {container.removeprefix('NeMo ')}" if key == published_runs.MEGATRON_BRIDGE and container else key
 
 
 def naive_ratios(base, cand, precision: str) -> dict:
@@ -154,7 +166,8 @@ def calibrate_leave_one_source_out(rows: list) -> list:
     for r in rows:
         cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"]).for_pair(r["base_gpu"],
                                                                                              r["cand_gpu"])
-        r["forecast"], r["forecast_low"], r["forecast_high"] = cal.apply(r["model_forecast"])
+        r["forecast"], r["forecast_low"], r["forecast_high"] = (min(x, r["ceiling"])
+                                                                for x in cal.apply(r["model_forecast"]))
         r["half_width"] = cal.half_width()
         r["error"] = ratio(r["forecast"], r["published"]) - 1 if r["published"] else None
         whose = {"": "of its group", "class": "of its class (too few of its group)",
@@ -195,24 +208,36 @@ def _median_naive(rows: list, key: str) -> float | None:
     return median_abs_error([{"e": naive_error(r, key)} for r in rows], "e")
 
 
+def _summary_row(mine: list) -> list:
+    """pairs, figures, median error, coverage, median half-width, the naive ratios' errors, beats."""
+    err, peak = median_abs_error(mine), _median_naive(mine, "naive_peak")
+    beats = "-" if err is None or peak is None else ("yes" if err < peak else "no: the peak ratio does better")
+    return [len({r["pair"] for r in mine}), len(mine), fmt(err, "pct"), f"{sum(map(inside, mine))} of {len(mine)}",
+            fmt(statistics.median(r["half_width"] for r in mine), "pct"), fmt(peak, "pct"),
+            fmt(_median_naive(mine, "naive_mamf"), "pct"), fmt(_median_naive(mine, "naive_bandwidth"), "pct"), beats]
+
+
+SUMMARY_COLUMNS = ["pairs", "figures", "forecast error", "inside range", "range half-width", "peak ratio", "MAMF ratio",
+                   "HBM ratio", "beats the peak ratio"]
+
+
 def source_table(rows: list) -> str:
-    """Per source and kind of workload: pairs, figures, the forecast's median absolute error,
-    its coverage and median range half-width, beside the naive ratios' errors; a row where the
-    naive peak ratio does as well or better says so."""
+    """Per source (left out in turn) and pair class: pairs, figures, the forecast's median absolute
+    error, its coverage and median range half-width, beside the naive ratios' errors."""
+    keys = sorted({(r["source_key"], r["pair_class"]) for r in rows})
+    table = [[source, klass, *_summary_row([r for r in rows if (r["source_key"], r["pair_class"]) == (source, klass)])]
+             for source, klass in keys] + [["all", "all", *_summary_row(rows)]]
+    return md_table(["source", "class", *SUMMARY_COLUMNS], table)
+
+
+def class_table(rows: list) -> str:
+    """Per pair class and per group (class and step kind): the same, every source left out in turn."""
     table = []
-    groups = sorted({(r["source_key"], r["kind"]) for r in rows}) + [(None, None)]
-    for source, kind in groups:
-        mine = [r for r in rows if source is None or (r["source_key"], r["kind"]) == (source, kind)]
-        err, peak = median_abs_error(mine), _median_naive(mine, "naive_peak")
-        beats = "-" if err is None or peak is None else ("yes" if err < peak else "no: the peak ratio does better")
-        table.append(["all" if source is None else source, "all" if kind is None else kind,
-                      len({r["pair"] for r in mine}), len(mine), fmt(err, "pct"),
-                      f"{sum(map(inside, mine))} of {len(mine)}",
-                      fmt(statistics.median(r["half_width"] for r in mine), "pct"),
-                      fmt(peak, "pct"), fmt(_median_naive(mine, "naive_mamf"), "pct"),
-                      fmt(_median_naive(mine, "naive_bandwidth"), "pct"), beats])
-    return md_table(["source", "kind", "pairs", "figures", "forecast error", "inside range", "range half-width",
-                     "peak ratio", "MAMF ratio", "HBM ratio", "beats the peak ratio"], table)
+    for klass in sorted({r["pair_class"] for r in rows}):
+        table.append([klass, *_summary_row([r for r in rows if r["pair_class"] == klass])])
+        for group in sorted({r["group"] for r in rows if r["pair_class"] == klass}):
+            table.append([f"- {group}", *_summary_row([r for r in rows if r["group"] == group])])
+    return md_table(["class", *SUMMARY_COLUMNS], table)
 
 
 def backtest_markdown(rows: list, notes: list = ()) -> str:
@@ -230,13 +255,15 @@ def backtest_markdown(rows: list, notes: list = ()) -> str:
     return (md_table(["pair", "source", "like for like", "kind", "metric", "seq_len", "published", "forecast (range)",
                       "error", "model error (uncorrected)", "peak-ratio error", "MAMF-ratio error",
                       "bandwidth-ratio error", "split (fallback)"], table)
-            + "\n\n" + source_table(rows)
+            + "\n\n" + class_table(rows) + "\n\n" + source_table(rows)
             + f"\n\nMedian absolute error of all {len(rows)} figures of {len({r['pair'] for r in rows})} pairs: "
               f"forecast {fmt(median_abs_error(rows), 'pct')} (the model before its correction "
-              f"{fmt(median_abs_error(rows, 'model_error'), 'pct')}). Leave one source out: each source's "
-              "forecasts are corrected by the median miss of the other sources' pairs of their group (a new "
-              "architecture, or a part of the baseline's own die family; attention- or dense-bound) and ranged "
-              f"over the {calibration.RANGE_QUANTILES[0]:.0%} to {calibration.RANGE_QUANTILES[1]:.0%} of those "
-              f"misses; with fewer than {calibration.MIN_PAIRS} such pairs, on every pair of the other sources. "
+              f"{fmt(median_abs_error(rows, 'model_error'), 'pct')}). Leave one source out (each Megatron-Bridge "
+              "release's table a source): each source's forecasts are ranged by the "
+              f"{calibration.RANGE_QUANTILE:.0%} absolute miss of the other sources' pairs of their group (pair "
+              "class and step kind), with fewer than "
+              f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; corrected only by "
+              f"{calibration.MIN_CORRECTION_PAIRS} or more pairs of the same two GPUs; no end above the candidate's "
+              "hardware ceiling. "
               "Sources: " + "; ".join(sorted({r["source"].split(",")[0] for r in rows})) + "."
             + "".join(f"\n\n{n}" for n in notes))

@@ -19,8 +19,8 @@ parallelism or precision as well: what the candidate allowed, not what the GPU d
   with fewer takes every pair, and says so;
 - a correction (the median miss) applies only to a pair of the group it was fitted on and only
   where those pairs were of the same two GPUs (either way round: a miss of B -> A counts
-  negated for A -> B, so a correction never makes the two directions disagree), MIN_PAIRS of
-  them at least; otherwise the middle is the model's own;
+  negated for A -> B, so a correction never makes the two directions disagree),
+  MIN_CORRECTION_PAIRS of them at least; otherwise the middle is the model's own;
 - a pair across software releases (its two runs in different containers) is scored but ranges
   and corrects nothing: its miss is the software's as much as the GPU's.
 
@@ -35,7 +35,8 @@ from dataclasses import dataclass, replace
 from ..read.series import normalise_dtype
 
 ATTENTION_BOUND_SHARE = 0.5   # more of the step's FLOPs in quadratic attention than in the rest
-MIN_PAIRS = 3                 # pairs (outside the source predicted) that range or correct a group
+MIN_PAIRS = 3                 # pairs (outside the source predicted) that range a group
+MIN_CORRECTION_PAIRS = 3      # pairs of the same two GPUs that correct one
 RANGE_QUANTILE = 0.9          # the pairs' absolute misses a range spans: about 90% of them
 MIN_HALF_WIDTH = 0.01         # published figures are whole TFLOPS: no range is narrower than 1%
 
@@ -147,10 +148,10 @@ class Calibration:
 
     def for_pair(self, base: str, cand: str) -> "Calibration":
         """This group's Calibration for a forecast of `cand` from `base`: corrected only by pairs of
-        these two GPUs (a miss of cand -> base negated), MIN_PAIRS of them at least."""
+        these two GPUs (a miss of cand -> base negated), MIN_CORRECTION_PAIRS of them at least."""
         own = [m.value if (m.base, m.cand) == (base, cand) else -m.value for m in self.misses
                if {m.base, m.cand} == {base, cand} and base != cand]
-        if self.fallback or len(own) < MIN_PAIRS:
+        if self.fallback or len(own) < MIN_CORRECTION_PAIRS:
             return replace(self, shift=0.0, gpus=())
         return replace(self, shift=statistics.median(own), gpus=(base, cand))
 

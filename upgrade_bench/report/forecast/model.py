@@ -167,8 +167,7 @@ def sustained_mamf(spec: GPUSpec, dtype: str) -> tuple[float | None, str]:
         return None, ""
     sib = min(siblings, key=lambda s: (s.power_class != spec.power_class, abs(s.tdp_w - spec.tdp_w)))
     power = power_ratio(sib, spec)
-    # never above the part's own datasheet peak (nor its sibling's matmul efficiency at that peak)
-    top = (spec.peak_tflops(dtype) or math.inf) * sib.mamf_tflops(dtype) / (sib.peak_tflops(dtype) or math.inf)
+    top = spec.peak_tflops(dtype) or math.inf  # never above the part's own datasheet peak
     return min(sib.mamf_tflops(dtype) * power, top), (f"{spec.name}'s unpublished: {sib.name}'s "
                                                       f"{sib.mamf_tflops(dtype):g} at {spec.tdp_w:g} / {sib.tdp_w:g} W")
 
@@ -209,6 +208,9 @@ def exponent_ratio(base: GPUSpec, cand: GPUSpec) -> Ratio:
     factor = cand.attention_exp_factor / base.attention_exp_factor
     if factor == 1.0:
         return Ratio.exact(1.0, "")
+    if factor < 1.0:  # the way back: the inverse of the way there, so A -> B and B -> A agree
+        there = exponent_ratio(cand, base)
+        return Ratio(1 / there.mid, 1 / there.high, 1 / there.low, f"the inverse of {there.source}")
     high = 1.0 / ((1 - EXP_BOUND_SHARE) + EXP_BOUND_SHARE / factor)
     return between(1.0, high, f"softmax exponent throughput {factor:g}x ({cand.name} over {base.name}) on the "
                    f"forward's share of the attention kernels")

@@ -103,7 +103,8 @@ def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: floa
     `power_bound`: NodeHealth's, for the clock the candidate's extra watts buy."""
     base_spec = gpus.lookup(base)
     hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand), precision, comm, power_bound)
-    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_tflops(precision),
+    base_mamf = forecast_model.sustained_mamf(base_spec, precision)[0]  # a part without a published one: estimated
+    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_mamf,
                                       checkpointed)
     table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
     exp = forecast_model.exponent_ratio(base_spec, gpus.lookup(cand))
@@ -202,8 +203,8 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
                                                  calibration.workload_kind(point.get("attn_flop_share"), precision))
         top = forecast_model.ceiling(r, parts) * allowance
         model = forecast_model.scale(parts, r, how)
-        model = forecast_model.Forecast(model.step_ms / factor, model.step_ms_fast / factor, model.step_ms_slow / factor,
-                                        model.parts_ms, how)
+        model = forecast_model.Forecast(model.step_ms / factor, model.step_ms_fast / factor,
+                                        model.step_ms_slow / factor, model.parts_ms, how)
         f = bounded(model, cal, point["step_ms"], top, how)
         tflops = tflops_range(point["model_tflop_per_step"], f)
         speedup = (point["step_ms"] / f.step_ms, point["step_ms"] / f.step_ms_slow, point["step_ms"] / f.step_ms_fast)

@@ -14,7 +14,8 @@ from ...paths import REPO
 PROJECT = "project"
 SOURCE = ("this project's measurements: results/h100-node-10/node and results/h200-precision-7/node "
           "(one stack, one configuration)")
-FOLDERS = {"project-h100-node-10": "results/h100-node-10/node", "project-h200-precision-7": "results/h200-precision-7/node"}
+FOLDERS = {"project-h100-node-10": "results/h100-node-10/node",
+           "project-h200-precision-7": "results/h200-precision-7/node"}
 PAIRS = (("project-h200-precision-7", "project-h100-node-10"), ("project-h100-node-10", "project-h200-precision-7"))
 # the settings that make the workload; the rest (output paths, lengths asked for) are the run's
 IDENTITY = ("MODEL", "NUM_LAYERS", "BATCH_SIZE", "ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER",
