@@ -1,7 +1,7 @@
 """tools/titan_log.py: torchtitan's log read into the suite's records, its throughput counted
-with the suite's own FLOPs. The log lines are in torchtitan 0.3.0's formats (its logger's
-`[titan] time - root - INFO -` prefix, MetricsProcessor.log's colored metrics line, Trainer's
-init line); the numbers are hand-computed."""
+with the suite's own FLOPs. The log lines are in torchtitan's formats, 0.2.2's and 0.3.0's alike
+(its logger's `[titan] time - root - INFO -` prefix, MetricsProcessor.log's colored metrics line,
+Trainer's init line); the numbers are hand-computed."""
 import json
 
 import pytest
@@ -12,7 +12,7 @@ tool = import_script("tools/titan_log.py")
 CONFIG = json.loads((REPO / "configs" / "llama-3.1-8b.json").read_text())
 
 WORKLOAD = ('titan_train: workload {"model": "llama-3.1-8b", "num_layers": 8, "precision": "bf16", '
-            '"attn": "flex", "compile": true}')
+            '"attn": "sdpa", "compile": true}')
 INIT = ("[titan] 2026-12-07 10:01:02,345 - root - INFO - Trainer is initialized with local batch size 1, "
         "global batch size 1, gradient accumulation steps 1, sequence length 8192, total steps 12 (warmup 200)")
 
@@ -41,7 +41,7 @@ def test_a_step_is_its_tokens_over_torchtitans_tps_and_its_tflops_the_suites_mod
     assert summary["peak_mem_gib"] == 61.25                                 # the largest, warmup included
     assert summary["titan_tflops"] == 401.23
     assert {k: summary[k] for k in ("stack", "precision", "seq_len", "batch_size", "num_layers", "attn")} == {
-        "stack": "torchtitan", "precision": "bf16", "seq_len": 8192, "batch_size": 1, "num_layers": 8, "attn": "flex"}
+        "stack": "torchtitan", "precision": "bf16", "seq_len": 8192, "batch_size": 1, "num_layers": 8, "attn": "sdpa"}
 
 
 def test_a_validation_line_is_not_a_step_and_a_run_without_steps_is_a_failed_record():

@@ -24,13 +24,13 @@
 #                  NVLink multicast off (NCCL_NVLS_ENABLE=0 and the others, set in their own process)
 #   training       run_sweep.sh vs guide_benchmark.py at each of SEQLENS (a fresh process each)
 #   decomposition  bench_decompose.py vs guide_bench_decompose.py at each of SEQLENS
-#   torchtitan     run_sweep.sh (once per engine of ENGINES) vs torchtitan 0.3.0's own trainer
+#   torchtitan     run_sweep.sh (once per engine of ENGINES) vs torchtitan 0.2.2's own trainer
 #                  (tools/titan_train.py under torchrun, TITAN_STEPS steps) at each of SEQLENS, for each of
 #                  TITAN_PRECISIONS, each a fresh process: OUT/suite_<engine>_<precision>.jsonl, and torchtitan's
 #                  logs OUT/torchtitan_<precision>_<length>_r<round>.log, read into OUT/torchtitan.jsonl by
 #                  tools/titan_log.py (the suite's FLOP count and field names). MODEL llama-3.1-8b only
 #                  (torchtitan's own 8B flavor has its shapes), no activation checkpointing on either side;
-#                  torchtitan's attention is TITAN_ATTN (flex, its default), the suite's ATTN_BACKEND.
+#                  torchtitan's attention is TITAN_ATTN (sdpa, its 8B flavor's), the suite's ATTN_BACKEND.
 # The training settings (MODEL, NUM_LAYERS, ZERO_STAGE, GRAD_CHECKPOINT, OFFLOAD_OPTIMIZER,
 # USE_LIGER, ATTN_BACKEND, STEPS, WARMUP_STEPS) are read from the environment and given to
 # both sides; the guide's scripts get the model's config.json from configs/, cut to NUM_LAYERS
@@ -42,8 +42,8 @@
 # SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), HBM_SIZES_MIB ("512 2048 8192"),
 # COMM_SIZES_MIB ("1 4 16 64 256 1024 4096"), PYTHON (python3), DRY_RUN (0); for torchtitan: TITAN_PYTHON
 # (PYTHON: a Python that imports torchtitan, e.g. with PYTHONPATH set by .gpu/titan-setup.sh),
-# TITAN_PRECISIONS ("bf16 fp8-tensorwise"), TITAN_STEPS (12; the first 2 are warmup: compile, CUDA
-# graph capture), TITAN_ATTN (flex), ENGINES (the suite's engines, ENGINE=each; empty: its default).
+# TITAN_PRECISIONS ("bf16 fp8-tensorwise"), TITAN_STEPS (12; the first 2 are warmup: the compile and
+# its first step), TITAN_ATTN (sdpa; flex, varlen), ENGINES (the suite's engines, ENGINE=each; empty: its default).
 # Exit: 0 when every run ended with 0, 1 otherwise (each run's exit code is in the log),
 # 2 on bad input.
 set -u
@@ -60,7 +60,7 @@ PYTHON=${PYTHON:-python3}
 TITAN_PYTHON=${TITAN_PYTHON:-$PYTHON}
 TITAN_PRECISIONS=${TITAN_PRECISIONS:-bf16 fp8-tensorwise}
 TITAN_STEPS=${TITAN_STEPS:-12}
-TITAN_ATTN=${TITAN_ATTN:-flex}
+TITAN_ATTN=${TITAN_ATTN:-sdpa}
 ENGINES=${ENGINES:-}
 DRY_RUN=${DRY_RUN:-0}
 MODEL=${MODEL:-llama-3.1-8b}
@@ -202,7 +202,7 @@ for c in "$@"; do
             step "torchtitan_${p}_$s" "$OUT/torchtitan_${p}_${s}_r$i.log" "NUM_LAYERS=$NUM_LAYERS" "PRECISION=$p" \
               "ATTN=$TITAN_ATTN" -- bash -c 'exec "$@" 2>&1' torchtitan "$TITAN_PYTHON" -m torch.distributed.run \
               --standalone --nproc_per_node 1 tools/titan_train.py --training.seq_len "$s" \
-              --training.local_batch_size 1 --training.steps "$TITAN_STEPS" --dump_folder "$OUT/titan_dump"
+              --training.local_batch_size 1 --training.steps "$TITAN_STEPS" --job.dump_folder "$OUT/titan_dump"
           done
         done ;;
     esac
