@@ -8,8 +8,9 @@ starts torchtitan's entry point (torchtitan.train.main) with a command line for 
 then the arguments given (which may add to it). The TrainSpec is torchtitan's llama3 spec with
 its Llama 3 8B flavor (dim 4096, 32 heads, 8 KV heads, FFN 14336, vocabulary 128256, RoPE
 theta 500000: the shapes of configs/llama-3.1-8b.json) cut to its first NUM_LAYERS layers, in
-torchtitan's defaults for one GPU (fp32 weights under FSDP2's bf16 mixed precision, AdamW)
-with these choices, which match the suite's run beside it:
+torchtitan's defaults for one GPU (fp32 weights and AdamW, the step under torch.autocast bf16:
+its single-device path; FSDP2's mixed precision takes over from 2 GPUs) with these choices,
+which match the suite's run beside it:
 - random weights (torchtitan's own init), no checkpoint read or written;
 - random tokens of the model's vocabulary, one document a sequence, as the suite's benchmark
   trains: no dataset and no tokenizer file, nothing downloaded (a stand-in tokenizer gives
@@ -161,11 +162,13 @@ def main(argv) -> int:
     print("titan_train: workload " + json.dumps({"model": MODEL, "flavor": FLAVORS[s.ATTN], "num_layers": s.NUM_LAYERS,
                                                  "precision": s.PRECISION, "attn": s.ATTN, "compile": s.COMPILE,
                                                  "stand_ins": made}), flush=True)
+    # before torchtitan is imported: its ConfigManager.parse_args takes sys.argv[1:] as a default
+    # argument, read when its module loads
+    sys.argv = [sys.argv[0], *arguments(s), *argv]
     from torchtitan.protocols.train_spec import register_train_spec
     from torchtitan.train import Trainer, main as titan_main
 
     register_train_spec(SPEC, train_spec(s))
-    sys.argv = [sys.argv[0], *arguments(s), *argv]
     titan_main(Trainer)
     return 0
 
