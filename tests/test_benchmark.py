@@ -315,6 +315,27 @@ def test_a_lock_no_build_holds_is_stale_at_any_age_and_a_held_one_is_live(tmp_pa
     assert extensions.filesystem_type(tmp_path) not in extensions.NETWORK_FS | {""}
 
 
+def test_the_scan_of_open_files_passes_over_processes_that_end_while_it_looks(tmp_path, monkeypatch):
+    # issue 55: a process that exited mid-scan made listing its /proc/<pid>/fd raise
+    # FileNotFoundError, and the point failed (1 call in 300 under light churn)
+    import errno
+    import os
+    import re
+
+    from upgrade_bench.training import extensions
+
+    real_scandir = os.scandir
+
+    def churn(path="."):  # every other process ends between the listing of /proc and its fd folder
+        match = re.fullmatch(r"/proc/(\d+)/fd", os.fspath(path))
+        if match and int(match.group(1)) != os.getpid():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+        return real_scandir(path)
+    monkeypatch.setattr(os, "scandir", churn)
+    with open(tmp_path / "held", "w"):
+        assert str(tmp_path / "held") in extensions.open_here()
+
+
 def test_where_the_adam_op_is_built_is_found_without_torch(tmp_path):
     from upgrade_bench.training import extensions
 

@@ -36,7 +36,7 @@ def fits_a_terminal(lines: list) -> None:
 
 
 def test_the_formulas_by_hand():
-    assert cost.break_even_usd_per_gpu_hour(3.50, 1.87) == pytest.approx(6.545)
+    assert verdict.break_even_usd_per_gpu_hour(3.50, 1.87) == pytest.approx(6.545)
     t = cost.train_cost(1e12, 10_000.0, 8, 2.0)
     hours = 1e12 / 1e4 / 3600
     assert (t.gpu_hours, t.usd, t.days) == pytest.approx((hours, 2 * hours, hours / 8 / 24))

@@ -661,3 +661,138 @@ def test_what_the_first_training_process_builds_once_goes_to_the_first_step_that
     node_plan.add_first_process_costs([sweep, decomposition], [], train, True, {"TORCH_EXTENSIONS_DIR": str(tmp_path)},
                                       mixers_once=True)
     assert (sweep.estimate_s, decomposition.estimate_s) == (0.0, 100.0 + 35.0 + 160.0 + 130.0)
+
+
+# --------------------------------------------------------------- the lock file, and steps that outlive the node
+
+SWEEP_LINES = '{"kind": "header", "schema": 1}\n' * 400  # a folder's records the lock must never touch
+
+
+def hostile_lock(out, outside, kind: str) -> None:
+    """NODE_OUT/.run_node.lock as issue 55 found it: not the file a run makes."""
+    lock_path = out / folder_lock.LOCK_NAME
+    if kind == "link to the folder's sweep.jsonl":
+        lock_path.symlink_to(out / "sweep.jsonl")
+    elif kind == "dangling link outside":
+        lock_path.symlink_to(outside)
+    elif kind == "link to /dev/null":
+        lock_path.symlink_to("/dev/null")
+    elif kind == "hard link to sweep.jsonl":
+        os.link(out / "sweep.jsonl", lock_path)
+    elif kind == "folder":
+        lock_path.mkdir()
+    else:
+        os.mkfifo(lock_path)
+
+
+@pytest.mark.parametrize("kind, what", [
+    ("link to the folder's sweep.jsonl", "a symbolic link"), ("dangling link outside", "a symbolic link"),
+    ("link to /dev/null", "a symbolic link"), ("hard link to sweep.jsonl", "a file with 2 names (a hard link)"),
+    ("folder", "a folder"), ("fifo", "a named pipe (FIFO)")])
+def test_a_lock_file_that_is_no_regular_file_of_its_own_is_one_line_and_nothing_is_written(tmp_path, in_process,
+                                                                                            kind, what):
+    # issue 55: a link to the folder's sweep.jsonl turned 19,428 bytes into 5 (the pid), exit 0; a
+    # dangling link made a file outside the folder; a folder, a FIFO or /dev/null: a traceback
+    out, outside = tmp_path / "node", tmp_path / "outside"
+    out.mkdir()
+    (out / "sweep.jsonl").write_text(SWEEP_LINES)
+    hostile_lock(out, outside, kind)
+    before = sorted(os.listdir(tmp_path))
+    code, err = in_process(**TINY, NODE_OUT=out, SEQLENS="64")
+    lock_path = out / folder_lock.LOCK_NAME
+    assert (code, err) == (2, [f"error: NODE_OUT='{out}': its lock file {lock_path} is {what}, not the regular file "
+                               f"run_node.sh makes there: remove it and run again"])
+    assert (out / "sweep.jsonl").read_text() == SWEEP_LINES
+    assert sorted(os.listdir(tmp_path)) == before and not os.path.lexists(outside)
+
+
+def test_a_full_disk_while_the_lock_takes_its_pid_is_one_line(tmp_path, in_process, monkeypatch):
+    out = tmp_path / "node"
+    out.mkdir()
+    (out / "sweep.jsonl").write_text(SWEEP_LINES)
+    real_write = os.write
+
+    def full(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}") == str(out / folder_lock.LOCK_NAME):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+    monkeypatch.setattr(os, "write", full)
+    code, err = in_process(**TINY, NODE_OUT=out, SEQLENS="64")
+    assert (code, err) == (4, [f"error: NODE_OUT='{out}': cannot write its lock file {out / folder_lock.LOCK_NAME} "
+                               f"({os.strerror(errno.ENOSPC)})"])
+    assert (out / "sweep.jsonl").read_text() == SWEEP_LINES
+
+
+def gone(pid: int, timeout_s: float) -> bool:
+    """Whether process `pid` has ended (a zombie has) within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def wait_for(path, timeout_s: float = 60) -> str:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never came"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def test_a_node_killed_by_sigkill_takes_its_step_with_it(tmp_path, fake, start_proc):
+    # issue 55: after kill -9 of run_node.sh its step measured on, the lock gone, and a second
+    # run_node.sh measured beside it into the same file (two run ids in one attention.jsonl)
+    out, pid_file = tmp_path / "node", tmp_path / "pid"
+    first = start_proc(["bash", str(RUN_NODE)], node_env(BENCHMARK=fake, MODEL="tiny", NODE_OUT=out, SEQLENS="64",
+                                                         SKIP="capabilities mamf hbm attention decomposition",
+                                                         FAKE_HANG_AT=64, FAKE_PID_FILE=pid_file),
+                       cleared=NODE_CLEARED)
+    grandchild = int(wait_for(pid_file))  # the sweep's benchmark is measuring (a process of its own started)
+    node_pid, step_pid = map(int, (out / folder_lock.LOCK_NAME).read_text().split())
+    assert node_pid == first.pid
+    first.kill()
+    assert gone(step_pid, 15) and gone(grandchild, 15), "the step's processes outlived the node"
+    os.close(folder_lock.take(out, "NODE_OUT"))  # the folder is free for the next run
+
+
+STUBBORN_STEP = """import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with open(sys.argv[1] + ".part", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".part", sys.argv[1])
+time.sleep(60)
+"""
+NODE_OF_ONE_STEP = """import sys
+from pathlib import Path
+from upgrade_bench.log.records import RecordWriter
+from upgrade_bench.sweep.node import lock, main, plan
+out = Path(sys.argv[1])
+with lock.held(out, "NODE_OUT") as fd:
+    step = plan.Step("hbm", [sys.executable, "-c", sys.argv[2], sys.argv[3]], {}, "hbm.jsonl", {"gpu_count": 0})
+    main.run([step], out, RecordWriter("run_node.sh", str(out / "node.jsonl")), main.Signals(), set(), fd)
+"""
+
+
+def test_a_folder_whose_step_outlived_its_node_is_in_use_until_the_step_ends(tmp_path, start_proc):
+    # a step that does not stop when its node dies (it ignores the signal) still holds the folder
+    out, pid_file = tmp_path / "node", tmp_path / "pid"
+    node_proc = start_proc([sys.executable, "-c", NODE_OF_ONE_STEP, str(out), STUBBORN_STEP, str(pid_file)], {})
+    step_pid = int(wait_for(pid_file, 30))
+    try:
+        node_proc.kill()
+        node_proc.wait()
+        with pytest.raises(faults.BadInput) as refused:
+            folder_lock.take(out, "NODE_OUT")
+        assert str(refused.value) == (
+            f"NODE_OUT is in use by another run_node.sh (pid {node_proc.pid}; its step's process: pid {step_pid}): "
+            f"one run at a time on a folder; wait for it to end, or give this run a folder of its own")
+    finally:
+        os.kill(step_pid, signal.SIGKILL)
+    assert gone(step_pid, 5)
+    os.close(folder_lock.take(out, "NODE_OUT"))

@@ -7,7 +7,7 @@ from ..faults import BadInput
 from ..hardware import gpus
 from .compare import comparisons
 from .compare.baseline import match_prices
-from .forecast import attention as forecast_attention, comm as forecast_comm, page as forecasts
+from .forecast import attention as forecast_attention, comm as forecast_comm, series as forecasts
 from .forecast import reconfig as forecast_reconfig
 from .node import check as node_check
 from .read import series
@@ -28,10 +28,11 @@ def why_no_forecast(s, cand: str) -> str | None:
     return None
 
 
-def forecasts_of(data, candidates: list, prices: dict, calibration: dict) -> tuple:
+def forecasts_of(data, candidates: list, prices: dict, calibration: dict, node_checks: tuple = ()) -> tuple:
     """([SeriesForecast], [note]): each candidate's forecast for every measured series of another
-    GPU in the table, and for a candidate with none, one line saying why. `data`'s series are
-    in the analysis' order (comparisons.sort_series)."""
+    GPU in the table (reading its baseline node's health in `node_checks`), and for a candidate
+    with none, one line saying why. `data`'s series are in the analysis' order
+    (comparisons.sort_series)."""
     made_all, notes = [], []
     for cand in candidates:
         made, why = 0, {}
@@ -43,10 +44,10 @@ def forecasts_of(data, candidates: list, prices: dict, calibration: dict) -> tup
                 continue
             other = next((o for o in data.series if o.gpu == cand and
                           o.identity == s.identity and not o.reference), None)
-            fc = forecasts.forecast_series(s, cand, prices, calibration, other,
-                                           forecast_attention.measured_attention(data, s, cand, other),
-                                           forecast_comm.measured_comm(data, s.gpu, cand),
-                                           forecast_reconfig.alternatives_of(s, data.series))
+            fc = forecast_reconfig.forecast_reconfigured(
+                s, cand, prices, calibration, other, forecast_attention.measured_attention(data, s, cand, other),
+                forecast_comm.measured_comm(data, s.gpu, cand), forecasts.node_of(node_checks, s),
+                forecast_reconfig.alternatives_of(s, data.series))
             if fc.rows:
                 made_all.append(fc)
                 made += 1
@@ -95,10 +96,11 @@ def build(records: list, also_in: dict, prices: dict, candidates: list, calibrat
     measured_prices = {n: u for n, u in prices.items() if n not in only_forecast}
     comparisons.sort_series(data, baseline)  # the forecasts follow the analysis' order
     match_prices(measured_prices, data.gpus)  # a price the logs lack: said before the forecasts' work
-    made, notes = forecasts_of(data, candidates, prices, calibration)
+    checks = tuple(node_checks(records, list(references)))  # a forecast reads its baseline node's health
+    made, notes = forecasts_of(data, candidates, prices, calibration, checks)
     analysis = comparisons.analyse(data, baseline, measured_prices, forecasts=tuple(made),
                                    forecast_prices={gpus.table_name(n): prices[n] for n in only_forecast},
-                                   forecast_notes=tuple(notes), node_checks=tuple(node_checks(records, list(references))))
+                                   forecast_notes=tuple(notes), node_checks=checks)
     if strict_stack and stack_errors(analysis):
         raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
                        "the same stack on every GPU (./install.sh) or drop --strict-stack")

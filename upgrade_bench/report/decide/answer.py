@@ -14,10 +14,9 @@ the verdict rows' or the forecast rows'; page/answer.py words them, page/termina
 from dataclasses import dataclass, field
 
 from ..compare.comparisons import HEALTH, Comparison
-from .cost import break_even_usd_per_gpu_hour
-from ..forecast.page import SeriesForecast
+from ..forecast.series import SeriesForecast
 from ..read.series import Series
-from ..compare.verdict import ABOVE, BELOW, call
+from ..compare.verdict import ABOVE, BELOW, break_even_usd_per_gpu_hour, call
 from ..read.whole_model import Scope, scope
 
 NO_FIT = "does not fit"  # a regime's word where the workload does not fit the candidate: no price call
@@ -57,6 +56,17 @@ class Regime:
         if not self.prices[0]:
             return []
         return [break_even_usd_per_gpu_hour(self.prices[0], s[0]) for s in self.speedups]
+
+    @property
+    def break_even_ends(self) -> list:
+        """(low, high) of that price at each length: for a forecast the baseline's price times the
+        speedup's range (a forecast's range is its uncertainty); else the point estimate twice."""
+        if not self.source.startswith("forecast"):
+            return [(p, p) for p in self.break_even_usd]
+        if not self.prices[0]:
+            return []
+        return [(break_even_usd_per_gpu_hour(self.prices[0], s[1]), break_even_usd_per_gpu_hour(self.prices[0], s[2]))
+                for s in self.speedups]
 
     @property
     def fits(self) -> bool | None:

@@ -121,7 +121,9 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
             call += f" by {_span([m[0] for m in r.margins] + [m[1] for m in r.margins], 'pct')}"
         usd = ", ".join(f"{fmt(b, 'usd')} vs {fmt(c, 'usd')} at {seq_label(n)}"
                         for n, b, c in zip(r.seq_lens, r.base_usd, r.cand_usd))
-        pays = ", ".join(f"{usd_per_hour(p)} at {seq_label(n)}" for n, p in zip(r.seq_lens, r.break_even_usd))
+        pays = ", ".join((usd_per_hour(lo) if usd_per_hour(lo) == usd_per_hour(hi) else
+                          f"{usd_per_hour(lo)} to {usd_per_hour(hi)}") + f" at {seq_label(n)}"
+                         for n, (lo, hi) in zip(r.seq_lens, r.break_even_ends))
         text += (f"; {call} at ${r.prices[0]:.2f} vs ${r.prices[1]:.2f} per GPU-hour ($/1M tokens {base_gpu} vs "
                  f"{r.candidate}: {usd}); {r.candidate} pays off below {pays} per GPU-hour")
     else:

@@ -17,7 +17,8 @@ attention by length, the other steps if no earlier run of them ended with exit 0
 length measures only that length. Another model, cut, training setting, attention backend or
 GPU is refused in one line naming the difference, before anything runs: give it a NODE_OUT of
 its own. One run at a time holds the folder (lock.py): a second one started on it is
-refused in one line naming the first's pid. A failed step or point is a record and the next
+refused in one line naming the first's pid; a step ends with its node, however the node ends
+(kill -9 too), and one that outlives it still holds the folder. A failed step or point is a record and the next
 one runs; the last line says what is missing (exit 1 then). Ctrl-C or SIGTERM stops the step
 running and its processes, keeps what was written, and exits 130 or 143. The estimate is rough
 and says what it rests on: per-step constants and, for the training steps, the FLOP count at an
@@ -117,7 +118,7 @@ def main(argv=None) -> int:
     if s.DRY_RUN:
         planned(s, train, out, children)
         return 0
-    with lock.held(out, f"NODE_OUT={s.NODE_OUT!r}"):  # before the plan reads the folder
+    with lock.held(out, f"NODE_OUT={s.NODE_OUT!r}") as lock_fd:  # before the plan reads the folder
         steps = planned(s, train, out, children)
         writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
         writer.write("header", **header.fields(
@@ -126,7 +127,7 @@ def main(argv=None) -> int:
         signals = Signals()
         signals.install()
         try:
-            return run(steps, out, writer, signals, OWN)
+            return run(steps, out, writer, signals, OWN, lock_fd)
         finally:
             signals.restore()
 
@@ -153,13 +154,14 @@ def planned(s, train, out: Path, children: dict) -> list:
     return steps
 
 
-def run(steps: list, out: Path, writer, signals, own: set) -> int:
+def run(steps: list, out: Path, writer, signals, own: set, lock_fd: int | None = None) -> int:
     """Each step in turn, what an earlier run did skipped; the exit code: 0 when nothing is
-    missing, 1 when something is (the last line says what), 128 + a signal that stopped it."""
+    missing, 1 when something is (the last line says what), 128 + a signal that stopped it.
+    `lock_fd`: the folder's lock (lock.held's), which each step holds too."""
     missing = {}
     for i, st in enumerate(steps, 1):
         try:
-            missing[st.name] = run_step(st, f"[node] {i}/{len(steps)}", out, writer, signals, own)
+            missing[st.name] = run_step(st, f"[node] {i}/{len(steps)}", out, writer, signals, own, lock_fd)
         except KeyboardInterrupt:
             say(f"[node] stopped by {faults.signal_name(signals.received)} during {st.name}: what was "
                 f"written is kept; run again with the same NODE_OUT to resume")
@@ -189,8 +191,11 @@ def health_lines(out: Path) -> list:
     return node_page.terminal_lines(checks) or ["node check: none (no GPU figure in the folder)"]
 
 
-def run_step(st, prefix: str, out: Path, writer, signals, own: set) -> list:
-    """Run one step unless an earlier run did it all; what it leaves missing."""
+def run_step(st, prefix: str, out: Path, writer, signals, own: set, lock_fd: int | None = None) -> list:
+    """Run one step unless an earlier run did it all; what it leaves missing. The step dies with
+    the node, however the node ends (child_process.dies_with_parent), and holds the folder's lock
+    while it lives (`lock_fd`, inherited): where that signal cannot be armed, or the step outlives
+    it, no second run starts on the folder beside it."""
     if st.finished:
         say(f"{prefix} {st.name}{node_plan.covers(st)}: done in an earlier run, skipped")
         return []
@@ -199,7 +204,10 @@ def run_step(st, prefix: str, out: Path, writer, signals, own: set) -> list:
     started = time.monotonic()
     with open(out / f"{st.name}.log", "ab") as log:
         proc = subprocess.Popen(st.argv, env=node_plan.step_environ(os.environ, st.name, env, own),
-                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+                                pass_fds=() if lock_fd is None else (lock_fd,),
+                                preexec_fn=child_process.dies_with_parent())
+        lock.step_noted(lock_fd, proc.pid)
         try:
             code = proc.wait()
         except KeyboardInterrupt:  # the step's own processes first: none writes on after us
@@ -207,6 +215,7 @@ def run_step(st, prefix: str, out: Path, writer, signals, own: set) -> list:
             with ignored():
                 record(writer, st, env, proc.returncode, time.monotonic() - started)
             raise
+    lock.step_noted(lock_fd, None)
     wall = time.monotonic() - started
     with signals.hold():
         record(writer, st, env, code, wall)
