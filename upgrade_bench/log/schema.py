@@ -127,6 +127,7 @@ config.FP8_EXPERTS           flag          MoE experts asked in FP8 (the report 
 warnings                     list          what the run warned about
 warnings.*                   text          a warning
 notes                        text          the user's NOTES
+workload                     text          the named workload (WORKLOAD) whose settings were the run's defaults; `none`: each setting's own
 attn_backend                 text          the attention backend that runs
 attn_backend_why             text          why `auto` chose it
 attn_versions                object        installed version of each backend's package

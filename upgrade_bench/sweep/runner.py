@@ -303,6 +303,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         hardware=plan.hardware, attn_backend=plan.backend, peak_tflops=plan.resolved.peak_tflops,
         peak_source=plan.resolved.peak_source, precision=plan.resolved.precision.name,
         model_cut=plan.resolved.cut and plan.resolved.cut.label(), out=plan.out, log=plan.log_path,
+        workload=s.WORKLOAD,
         skipped_seq_lens=sorted(done)))
     say(f"results: {plan.out}  (benchmark log: {plan.log_path})")
     if done:
