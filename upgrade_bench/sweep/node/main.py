@@ -31,7 +31,6 @@ from pathlib import Path
 
 from ... import faults, settings
 from ...faults import BadInput
-from ...hardware import devices
 from ...interrupts import Signals, ignored
 from ...log import header
 from ...log.records import RecordWriter, folder_problem
@@ -144,7 +143,7 @@ def planned(s, train, out: Path, children: dict) -> list:
     training = {w: None for st in steps if st.sweep and not st.finished for w in st.sweep.warnings}
     for warning in training:  # a setting that changes nothing here among them: said before the plan
         say(f"warning: {warning}")
-    say(node_plan.plan_text(steps, train.GPUS or len(devices.visible_gpus())))
+    say(node_plan.plan_text(steps, train.GPUS or len(sweep_plan.planned_gpus(train, os.environ))))
     cannot = [st for st in steps if st.cannot and not st.finished]
     if cannot and not s.DRY_RUN:  # before the steps that can run: not an hour, then the refusal
         names = " ".join(st.name for st in cannot)
@@ -157,7 +156,13 @@ def run(steps: list, out: Path, writer, signals, own: set) -> int:
     """Each step in turn, what an earlier run did skipped; the exit code: 0 when nothing is
     missing, 1 when something is (the last line says what), 128 + a signal that stopped it."""
     missing = {}
+    sweep = next((st for st in steps if st.name == "sweep"), None)
     for i, st in enumerate(steps, 1):
+        if st.name == "decomposition" and sweep:  # what the sweep found out of memory is not retried
+            ooms = [n for n in node_plan.sweep_ooms(sweep) if n in st.lengths]
+            if ooms:
+                say(f"[node] {st.name}: {' '.join(map(str, ooms))} left out: out of memory in the sweep")
+                node_plan.not_retried(st, ooms)
         try:
             missing[st.name] = run_step(st, f"[node] {i}/{len(steps)}", out, writer, signals, own)
         except KeyboardInterrupt:
@@ -171,8 +176,10 @@ def run(steps: list, out: Path, writer, signals, own: set) -> int:
     if not lacking:
         say(f"[node] {complete} of {len(steps)} steps done; the folder to copy: {out}")
         return 0
+    memory_only = all(any(w in phrase for w in node_plan.MEMORY_WORDS) for phrase in lacking)
+    retry = "" if memory_only else " (run again with the same NODE_OUT to retry what is missing)"
     say(f"[node] {complete} of {len(steps)} steps complete; missing: {', '.join(lacking)}; the folder to "
-        f"copy: {out} (run again with the same NODE_OUT to retry what is missing)")
+        f"copy: {out}{retry}")
     return faults.EXIT_ERROR
 
 
@@ -191,8 +198,8 @@ def health_lines(out: Path) -> list:
 def run_step(st, prefix: str, out: Path, writer, signals, own: set) -> list:
     """Run one step unless an earlier run did it all; what it leaves missing."""
     if st.finished:
-        say(f"{prefix} {st.name}{node_plan.covers(st)}: done in an earlier run, skipped")
-        return []
+        say(f"{prefix} {st.name}{node_plan.covers(st)}: {node_plan.finished_text(st)}")
+        return node_plan.missing(st, 0, out) if st.lengths and st.name in node_plan.TRAINING_STEPS else []
     say(f"{prefix} {st.name}{node_plan.covers(st)}: starting (~{fmt_s(st.estimate_s)})")
     env = st.run_env()
     started = time.monotonic()
