@@ -266,7 +266,8 @@ class Plan:
         """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value
         unsets. The lines, for a multi-node run only, are written to a file by the runner."""
         env = process_env(seq_lens, self.out, probe)
-        env["WORKLOAD"] = self.s.WORKLOAD  # resolved: `auto` is the sweep's, by the GPUs it planned for
+        if self.s.WORKLOAD != workloads.NONE:  # resolved: `auto` is the sweep's, by the GPUs it planned for
+            env["WORKLOAD"] = self.s.WORKLOAD
         if self.config.get("DATA"):
             env["DATA"] = self.config["DATA"]  # absolute (prepare)
         include, child_visible = self.devices
@@ -295,7 +296,8 @@ def load_settings(argv, doc: str, known=()) -> dict:
     settings.check_misspelt(VARS + PASSED, known=known)
     check_plan_gpu(s)
     if s.WORKLOAD == workloads.AUTO:
-        name = workloads.auto_name(s.GPUS or len(planned_gpus(s, os.environ)))
+        seen = len(planned_gpus(s, os.environ))  # none: CPU ranks, whatever GPUS says
+        name = workloads.auto_name(seen and (s.GPUS or seen), bool(os.environ.get("MODEL")))
         s = settings.parse(VARS + PASSED, {**os.environ, "WORKLOAD": name})
     check_capacity_bounds(s)
     return s

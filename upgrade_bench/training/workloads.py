@@ -52,11 +52,12 @@ def presets() -> dict:
     return {name: dict(w.settings) for name, w in WORKLOADS.items()}
 
 
-def auto_name(gpus: int) -> str:
+def auto_name(gpus: int, model_set: bool = False) -> str:
     """What WORKLOAD=auto runs on `gpus` GPUs: the guide's configuration where there are as
-    many as it needs, the right-sized cut on fewer, none on a host without a GPU (a CPU
-    try-out names its own tiny model)."""
-    if gpus <= 0:
+    many as it needs, the right-sized cut on fewer; none on a host without a GPU (a CPU
+    try-out names its own tiny model) or where MODEL is set (a model of the user's own runs
+    with each setting's own default, not another model's cut)."""
+    if gpus <= 0 or model_set:
         return NONE
     return "guide-long-context" if gpus >= GUIDE_GPUS else "right-sized-8b"
 
@@ -64,6 +65,6 @@ def auto_name(gpus: int) -> str:
 def help_text(auto: bool = False) -> str:
     rows = "; ".join(f"{w.name}: {w.doc}" for w in TABLE)
     lead = (f"auto (the default): right-sized-8b on 1-{GUIDE_GPUS - 1} GPUs, guide-long-context on "
-            f"{GUIDE_GPUS} or more, none without a GPU; " if auto else "")
+            f"{GUIDE_GPUS} or more, none without a GPU or with MODEL set; " if auto else "")
     return (f"a named set of training settings, each the default of its run (a setting set explicitly "
             f"wins): {lead}{NONE}: each setting's own default; {rows}")

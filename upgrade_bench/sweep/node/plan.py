@@ -28,7 +28,7 @@ from ...log.runs import identity_difference, run_identity, with_headers
 from ...numfmt import fmt_s
 from ...paths import REPO
 from ...training import extensions, memory, workloads
-from .. import capacity, fit, plan as sweep_plan
+from .. import fit, plan as sweep_plan
 from . import cost
 from ... import settings
 from ...settings import Settings
@@ -77,8 +77,9 @@ def training_step(name: str, train: Settings, out: Path, lengths: list, decompos
     """The sweep or the decomposition step: run_sweep.sh on `lengths`, planned by the sweep's own
     planner (sweep_plan.prepare: its checks, resolution, RESUME and what fits), what is left to
     run (the lengths that do not fit are not: the sweep records why) and its estimate."""
-    env = {"OUT": str(out / OUTPUTS[name]), "RESUME": "1", "SEQLENS": " ".join(map(str, lengths)),
-           "WORKLOAD": train.WORKLOAD}
+    env = {"OUT": str(out / OUTPUTS[name]), "RESUME": "1", "SEQLENS": " ".join(map(str, lengths))}
+    if train.WORKLOAD != workloads.NONE:  # resolved here: the sweep runs what this plan planned
+        env["WORKLOAD"] = train.WORKLOAD
     if decompose:
         env["DECOMPOSE"] = str(decompose)
     plan = sweep_plan.prepare(replace(train, SEQLENS=lengths, OUT=env["OUT"], RESUME=True,
@@ -191,10 +192,13 @@ def unfit_lengths(st: Step) -> list:
 
 
 def sweep_ooms(st: Step) -> list:
-    """The lengths the sweep's log shows ran out of memory in this configuration: a later step
-    does not retry them (the same point runs out of memory again)."""
-    records = sweep_plan.existing_records(st.sweep.out)
-    return sorted({p.seq_len for p in capacity.known_probes(records, st.sweep.config) if not p.fits})
+    """The lengths the sweep's log shows ran out of memory in this configuration (the error's
+    own config, else its process's header's): a later step does not retry them (the same point
+    runs out of memory again)."""
+    key = run_identity(st.sweep.config)[1]
+    return sorted({r["seq_len"] for r, header in with_headers(sweep_plan.existing_records(st.sweep.out))
+                   if r.get("kind") == "error" and r.get("error") == "oom" and isinstance(r.get("seq_len"), int)
+                   and run_identity(r.get("config") or (header or {}).get("config"))[1] == key})
 
 
 def add_first_process_costs(steps: list, skip: list, train: Settings, liger_moe: bool, environ,
