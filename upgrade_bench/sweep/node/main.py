@@ -7,9 +7,11 @@ It prints its plan (the lengths each step covers, what is left, an estimated wal
 GPU-hours) before anything starts, a line as each step starts and ends, and writes
 `node.jsonl` (a `header`, then a `node_step` record per step: its command, identity, lengths,
 exit code, estimate and wall time). The training settings are the sweep's (MODEL, NUM_LAYERS,
-SEQLENS, ...: ./run_sweep.sh --help); the decomposition is a sweep of DECOMPOSE_SEQLENS with
-the same settings (Liger included) and DECOMPOSE=3 profiled steps per point, each length in
-a process of its own.
+SEQLENS, WORKLOAD, ...: ./run_sweep.sh --help; WORKLOAD=auto runs right-sized-8b on fewer GPUs
+than the guide's 8); the plan marks each point by its estimated peak memory against the GPU's
+(one that does not fit is recorded and not run, unless RUN_UNFIT=1); the decomposition is a sweep
+of DECOMPOSE_SEQLENS (of the sweep's lengths that fit) with the same settings (Liger included) and
+DECOMPOSE=3 profiled steps per point, each length in a process of its own.
 
 NODE_OUT holds one configuration. Run the command again on it and it resumes: only what the
 folder's records lack of this request runs (the sweep and the decomposition point by point,
@@ -52,7 +54,9 @@ VARS = [
     settings.Var("ATTN_SEQLENS", "int_list", [8192, 32768], "isolated-attention lengths", min=1,
                  max=variables.MAX_TOKENS),
     settings.Var("DECOMPOSE_SEQLENS", "int_list", [8192, 32768], "decomposition lengths (the guide's: 8K; "
-                 "32K shows the attention-bound side)", min=1, max=variables.MAX_TOKENS),
+                 "32K shows the attention-bound side), of those the sweep plans and that fit (none among them: "
+                 "the sweep's shortest that fits); one the sweep ran out of memory at is left out",
+                 min=1, max=variables.MAX_TOKENS),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
 OWN = {v.name for v in VARS}
