@@ -68,7 +68,7 @@ def write(a: Analysis, folder: str, opener=open) -> list:
                                      key=lambda k: (not k.startswith("config."), k))
     with opener(os.path.join(folder, NAMES[0]), "w", encoding="utf-8", newline="") as f:
         writer = csv.DictWriter(f, columns)
-        writer.writeheader()
+        writer.writerow({k: csv_cell(k) for k in columns})  # a record's key is a log's text too
         writer.writerows({k: _cell(v) for k, v in row.items()} for row in table)
     with opener(os.path.join(folder, NAMES[1]), "w", encoding="utf-8") as f:
         for row in table:

@@ -1,0 +1,92 @@
+"""Issue 55's report-side classes: log text stays text everywhere it is written (55.6), a series
+whose recorded MODEL config now reads as invalid is listed with why while the rest is reported
+(55.8), and every combination of the dollar and forecast flags runs on the shipped folders (55.9).
+In-process and without figures."""
+import csv
+import json
+import re
+
+import pytest
+
+from test_plot_results import cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
+from upgrade_bench.report.compare import comparisons
+from upgrade_bench.report.page import markdown
+from upgrade_bench.report.read import series
+from upgrade_bench.report.text import escape
+
+LINK = "[x](javascript:alert(1)) ![](https://evil.example/p.png)"
+
+
+@pytest.fixture(autouse=True)
+def no_figures(monkeypatch):
+    skip_figures(monkeypatch)
+
+
+def live(page: str) -> list:
+    """Every link or image a markdown renderer would make of `page`: a `](` whose bracket no
+    backslash escapes (a `\\` before it is an escaped backslash)."""
+    return re.findall(r"!?\[[^\]]*(?<!\\)(?:\\\\)*\]\([^)]*\)", page)
+
+
+def hostile_log(text: str) -> list:
+    """two_gpu_log with `text` in every field a log carries as text: NOTES, MODEL, the backend,
+    torch's version, run ids, model_cut and an error message."""
+    log = json.loads(json.dumps(two_gpu_log()))
+    for r in log:
+        if r["kind"] == "header":
+            r["config"]["NOTES"] = text
+            r["config"]["MODEL"] = text
+            r["software"]["torch"] = text
+            r["model_cut"] = text
+            if r["attn_backend"] == "fa3":
+                r["attn_backend"] = "fa3" + text
+        if r["run_id"] == "run-h200" and r["kind"] in ("header", "summary"):
+            r["run_id"] = "run-h200" + text
+        if r["kind"] == "error":
+            r["message"] = text
+    return log
+
+
+def test_markdown_links_and_images_in_log_text_never_render_live(tmp_path, capsys):
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", hostile_log(LINK)), "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert not live(page)
+    assert "\\](javascript:alert(1)) !\\[\\](https://evil.example/p.png)" in page  # shown as typed
+
+
+def test_links_are_escaped_by_one_rule_and_the_page_s_own_figures_stay_images():
+    assert escape.html_safe("x ![a.png](a.png) [1](y) [r]: z") == "x !\\[a.png\\](a.png) [1\\](y) [r\\]: z"
+    assert escape.html_safe("\\[md_text\\](y) \\\\](z)") == "\\[md_text\\](y) \\\\\\](z)"  # escaped once
+    a = comparisons.analyse(series.load(hostile_log(LINK)))
+    page = markdown.render(a, figures=["upgrade.png"])
+    assert "![upgrade.png](upgrade.png)" in page and live(page) == ["![upgrade.png](upgrade.png)"]
+
+
+def test_control_and_bidi_characters_are_shown_escaped_not_dropped():
+    assert escape.clean("a\u202eb\u2066c\u200bd\x1be\x9bf") == "a\\u202eb\\u2066c\\u200bd\\x1be\\x9bf"
+    assert escape.clean("one\ntwo\tthree") == "one two three"  # whitespace stays whitespace
+
+
+def test_bidi_text_is_shown_escaped_on_the_page_the_terminal_and_the_csv(tmp_path, capsys):
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", hostile_log("evil\u202etxt.exe")),
+                         "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    table = (tmp_path / "o" / "points.csv").read_text()
+    for text in (page, out, table):
+        assert "\u202e" not in text and "evil\\u202etxt.exe" in text
+
+
+def test_a_csv_header_cell_is_guarded_like_a_data_cell(tmp_path, capsys):
+    log = two_gpu_log()
+    for r in log:
+        if r["kind"] == "summary":
+            r["=HYPERLINK(\"http://evil.example\")"] = 1
+            r["-2+3"] = 2
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", log), "--out", tmp_path / "o")
+    assert code == 0, err
+    with open(tmp_path / "o" / "points.csv", newline="") as f:
+        head = next(csv.reader(f))
+    assert "'=HYPERLINK(\"http://evil.example\")" in head and "'-2+3" in head
+    assert not [cell for cell in head if cell.startswith(escape.FORMULA_START)]
