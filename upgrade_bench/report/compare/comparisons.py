@@ -58,6 +58,7 @@ class Row:
     break_even: float | None = None        # price ratio (other over base) of equal $/token
     break_even_range: tuple | None = None
     missing: str | None = None             # why only one side has this length
+    cannot: tuple | None = None            # (GPU, why, is the baseline) of the side that cannot run this length
     no_range: list = field(default_factory=list)   # (series, summary) of sides without a step-time range
 
 
@@ -248,7 +249,10 @@ def _row(base: Series, other: Series, n: int, gpu_map: dict, prices: tuple | Non
         row.base_usd_per_mtok = usd_per_mtok(prices[0], tokens[0]) if b else None
         row.other_usd_per_mtok = usd_per_mtok(prices[1], tokens[1]) if o else None
     if not (b and o):
-        row.missing = missing_text(base, gpu_map[base.gpu], n) if o else missing_text(other, gpu_map[other.gpu], n)
+        lacking = base if o else other
+        row.missing = missing_text(lacking, gpu_map[lacking.gpu], n)
+        why = cannot_run(lacking, gpu_map[lacking.gpu], n)
+        row.cannot = (lacking.gpu, why, lacking is base) if why else None
         return row
     base_range, other_range = step_time_range(base.repeats[n], b), step_time_range(other.repeats[n], o)
     row.no_range = [(s, x) for s, x, r in ((base, b, base_range), (other, o, other_range)) if r is None]

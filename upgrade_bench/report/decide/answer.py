@@ -75,11 +75,24 @@ class Regime:
 
 
 @dataclass
+class Only:
+    """A length one side of a candidate's pair cannot run (its OOM, or a capacity search's ceiling)."""
+    candidate: str          # the candidate's GPU
+    source: str             # its provenance, as Regime.source
+    seq_len: int
+    lacking: str            # the GPU that cannot run it
+    why: str                # cannot_run's: 'OOM' or 'max fit 24K'
+    baseline_lacks: bool = True  # the baseline cannot run it (else the candidate)
+    estimate_gib: float | None = None  # a forecast candidate's memory estimate there (beyond_memory), if any
+
+
+@dataclass
 class Workload:
     base: Series
     scope: Scope
     regimes: list = field(default_factory=list)
     notes: list = field(default_factory=list)   # a candidate's line that is no regime (no verdict, one side only)
+    only: list = field(default_factory=list)    # Only: a length one GPU of the pair cannot run
 
     @property
     def order(self) -> int:
@@ -195,6 +208,15 @@ def reconfigured_regimes(fc: SeriesForecast, sc: Scope, rows: list) -> list:
     return out
 
 
+def forecast_only(fc: SeriesForecast) -> list:
+    """The lengths the baseline ran out of memory at, which the forecast has no step for: with
+    the candidate's memory estimate where the baseline's points give one (beyond_memory)."""
+    forecast = {r.seq_len for r in fc.rows}
+    estimates = {n: gib for n, gib, _ in fc.beyond}
+    return [Only(fc.candidate, "forecast", n, fc.base.gpu, "OOM", True, estimates.get(n))
+            for n, err in sorted(fc.base.errors.items()) if err.get("error") == "oom" and n not in forecast]
+
+
 def workloads(a) -> list:
     """Every baseline series with a candidate, in the answer's order."""
     by_base = {}
@@ -209,9 +231,12 @@ def workloads(a) -> list:
             regimes, notes = comparison_regimes(c, w.scope)
             w.regimes += regimes
             w.notes += notes
+            if not c.unlike:
+                w.only += [Only(c.other.gpu, c.other.provenance, r.seq_len, *r.cannot) for r in c.rows if r.cannot]
     for fc in a.forecasts:
         w = of(fc.base)
         w.regimes += forecast_regimes(fc, w.scope)
+        w.only += forecast_only(fc)
     # within a kind, a cut priced as its whole model before one that is not, then the workload
     # measured at the most lengths: the first is the one the bottom line prices
     return sorted(by_base.values(), key=lambda w: (w.order, not (w.scope.whole or w.scope.scaled),
