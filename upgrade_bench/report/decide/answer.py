@@ -24,7 +24,7 @@ from ..text.escape import md_text
 from ..compare.verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN, call
 from ..page.verdicts import one_sided
 from ..read.whole_model import Scope, scaling_words, scope
-from ..page.words import ignored_words, unlike_words
+from ..page.words import STACK_CAVEAT, ignored_words, stack_words, unlike_words
 
 NO_FIT = "does not fit"  # a regime's word where the workload does not fit the candidate: no price call
 CALL_WORDS = {BELOW: "cheaper per token", ABOVE: "dearer per token", WITHIN: "even per token",
@@ -51,6 +51,7 @@ class Regime:
     across: str = ""                # the --ignore-config settings the pair differs in, with both values
     cand_j_per_token: list = field(default_factory=list)  # the candidate's measured board energy per length
     hbm_measured: bool = False      # the HBM as a run of the candidate measured it (GiB), not its datasheet's GB
+    stack: str = ""                 # the software the two measured series differ in, with both versions
 
     @property
     def hbm_words(self) -> str:
@@ -149,7 +150,8 @@ def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
             c.usd_per_gpu_hour, max(filter(None, peaks), default=None), c.other.hbm_gib, sure_words(c),
             "" if seg[0].cost else (f"no price for {' and '.join(c.unpriced)}" if c.unpriced else
                                     "no throughput recorded"), ignored_words(c.ignored) if c.ignored else "",
-            [(r.other or {}).get("energy_j_per_token") for r in seg], not c.other.reference))
+            [(r.other or {}).get("energy_j_per_token") for r in seg], not c.other.reference,
+            stack_words(c.stack) if c.stack and not (c.base.reference or c.other.reference) else ""))
     return out, notes
 
 
@@ -307,6 +309,8 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
         text += ("; memory not recorded" if r.fits is None else
                  f"; fits: {whose}{fmt(r.peak_gib)} GiB at most, in its {r.hbm_words}" if r.fits else
                  f"; does not fit: {whose}{fmt(r.peak_gib)} GiB of {r.hbm_words}")
+    if r.stack:
+        text += f"; software differs: {r.stack} ({STACK_CAVEAT})"
     return text + f"; how sure: {r.sure}."
 
 

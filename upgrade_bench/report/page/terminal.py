@@ -14,6 +14,7 @@ from ..decide.dollars import Assumptions, text_lines, yours
 from .markdown import no_comparison_words, prices_line
 from ..node.health import NO_VERDICT
 from .node import headline
+from .words import STACK_CAVEAT
 from ..read.series import seq_label
 from ..text.tables import fmt
 from ..compare.verdict import NOISE_FLOOR
@@ -88,6 +89,7 @@ def workload_lines(i: int, w, gpu: bool) -> list:
         out += _wrapped(scaling_words(w.scope), "  ")
     for r in w.regimes:
         out += [regime_row(r)] + (_wrapped(f"(paired across {r.across}, --ignore-config)", "    ") if r.across else [])
+        out += _wrapped(f"(software differs: {r.stack}; {STACK_CAVEAT})", "    ") if r.stack else []
     for note in w.notes:
         out += _wrapped(note, "  ")
     return out

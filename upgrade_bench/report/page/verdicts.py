@@ -9,7 +9,7 @@ from ..compare.comparisons import HEALTH, Comparison
 from ..read.series import Series, seq_label
 from ..text.tables import fmt, md_table
 from ..compare.verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN, Call
-from .words import ignored_words, series_words, stack_words, title, unlike_note, unlike_words, who
+from .words import STACK_CAVEAT, ignored_words, series_words, stack_words, title, unlike_note, unlike_words, who
 
 
 def _range(low, high, kind: str) -> str:
@@ -181,7 +181,7 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
                 f"with --ignore-config PRECISION): each GPU trains in its own number format; the model work per token "
                 f"is the same, so the speedup and the call stand, for these formats, not for the same one on both.", ""]
     if c.stack:
-        out += ["> **Software stacks differ** (the stack alone moves results by double-digit percent): "
+        out += [f"> **Software stacks differ** ({STACK_CAVEAT}): "
                 + stack_words(c.stack), ""]
     if c.kind == HEALTH and b.backend != o.backend:
         out += [f"> Attention backend differs: {b.backend} (published) vs {o.backend} (this node).", ""]

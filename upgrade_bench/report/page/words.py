@@ -112,6 +112,9 @@ def unlike_across(series: list) -> str:
             "work, so compare TFLOPS per GPU only between series alike in these.")
 
 
+STACK_CAVEAT = "the stack alone moves results by double-digit percent"  # the guide's H200: torch 2.11 -> 2.12, +16%
+
+
 def stack_words(stack: list) -> str:
     """'torch 2.11.0 vs 2.13.0; ...' from (package, base versions, other versions)."""
     return "; ".join(f"{pkg} {' / '.join(b)} vs {' / '.join(o)}" for pkg, b, o in stack)
