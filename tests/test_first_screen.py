@@ -1,12 +1,14 @@
 """Issue 54: the first screen tells the whole truth, on the real H100/H200 pair measured on one
 stack (results/h100-node-10/node: 8K, out of memory at 32K; results/h200-precision-7/node: 8K,
 16K, 32K at 84.4 GiB). In-process, without figures."""
+import csv
 import json
 import pathlib
 
 import pytest
 
 from test_plot_results import cli, skip_figures
+from upgrade_bench.report.read import inputs, series
 
 H100, H200 = "results/h100-node-10/node", "results/h200-precision-7/node"
 PRICES = ("--price", "H100=2.40", "--price", "H200=3.50")
@@ -73,3 +75,47 @@ def test_stacks_that_differ_are_named_beside_the_call_they_qualify(capsys, tmp_p
     assert "software differs: torch 2.11.0 vs 2.12.0" in answer
     same, _ = run(capsys, tmp_path / "same", H100, H200, *PRICES) if (tmp_path / "same").mkdir() is None else None
     assert "software differs" not in same
+
+
+def test_a_point_run_twice_is_the_uninstrumented_run_and_the_page_says_which(capsys, tmp_path):
+    """The H200 ran 8K in the sweep (294.2 ms, 424.1 TFLOPS) and under the decomposition's
+    profiler (301.8 ms, 413.4): the point is the sweep's, the break-even follows it."""
+    (s,) = series.load(list(inputs.read(inputs.expand([H200]), inputs.Tally()))).series
+    assert s.points[8192]["step_ms"] == pytest.approx(294.2125, abs=1e-3)
+    assert [r["step_ms"] for r in s.instrumented[8192]] == [pytest.approx(301.8466, abs=1e-3)]
+    out, page = run(capsys, tmp_path, H100, H200, *PRICES)
+    assert "$2.63/GPU-hour" in bottom(out)  # 2.40 x 424.1 / 386.6; the decomposition's run gave $2.57
+    assert ("H200 SXM at 8K: run 20261202T164025-b256b9 (294.2 ms); left out: 1 instrumented run "
+            "(DECOMPOSE=3: 301.8 ms)") in page
+
+
+def test_a_length_that_does_not_fit_gets_its_speedup_and_why_and_no_price_anywhere(capsys, tmp_path):
+    """The H200's 32K (84.4 GiB) forecast on an H100 (80 GB): no $/token, no call, no cost to train."""
+    out, page = run(capsys, tmp_path, H200, "--forecast", "H100", *PRICES, "--own", "H100=25000",
+                    "--own", "H200=30000")
+    forecast = next(line for line in page.splitlines() if line.startswith("| 32K | dense-bound"))
+    cells = [c.strip() for c in forecast.split("|")]
+    assert cells[6].endswith("x)") and "84.4 GiB > HBM" in forecast  # the speedup and why
+    assert cells[8] == "-" and cells[9] == "no call: does not fit", cells  # no $/1M tokens, no call
+    cost = [line for line in page.splitlines() if line.startswith("| 32K | H100 SXM (forecast)")]
+    assert cost and all("$" not in line and "does not fit" in line for line in cost), cost
+    with open(tmp_path / "o" / "points.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["source"] == "forecast" and r["seq_len"] == "32768"]
+    assert rows and rows[0]["usd_per_mtok"] == ""
+
+
+def test_a_point_timed_once_is_undecided_for_the_owner_and_in_the_cost_table(capsys, tmp_path):
+    h100 = tmp_path / "h100"
+    h100.mkdir()
+    for path in pathlib.Path(H100).glob("*.jsonl"):  # the sweep's 8K timed once, the decomposition's run gone
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if path.name == "decompose.jsonl":
+            continue
+        for r in records:
+            if r.get("kind") == "summary":
+                r.update(steps=1, step_ms_min=r["step_ms"], step_ms_max=r["step_ms"])
+        (h100 / path.name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    out, page = run(capsys, tmp_path, h100, H200, *PRICES, "--own", "H100=25000", "--own", "H200=30000")
+    assert "owner undecided, renter undecided" in out, out
+    row = next(line for line in page.splitlines() if line.startswith("| 8K | H200 SXM (measured)"))
+    assert row.endswith("| undecided | undecided |"), row

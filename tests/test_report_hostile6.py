@@ -123,3 +123,13 @@ def test_every_combination_of_the_dollar_and_forecast_flags_runs_on_the_shipped_
         assert code == 0 and "Traceback" not in err, (args, err[-2000:])
         assert out.rstrip().endswith(str(tmp_path / "o" / "report.md")), args  # written, and said where
         (tmp_path / "o" / "report.md").unlink()
+
+
+def test_a_format_whose_loss_is_lower_than_bf16s_past_the_seed_spread_departs_too():
+    """The regression of issue 55: a negative loss_mean gap is a departure as a positive one is."""
+    from test_report_log_facts import fresh, loss_cells
+    seeds = fresh("s0", seed=0, loss=3.00) + fresh("s1", seed=1, loss=3.04)  # bf16's spread: 0.04
+    (cells,) = loss_cells(seeds + fresh("f", "fp8-rowwise", loss=2.90))
+    assert cells[1].startswith("-0.1") and "(departs)" in cells[1], cells
+    (cells,) = loss_cells(seeds + fresh("f", "fp8-rowwise", loss=2.98))  # within it
+    assert "(departs)" not in cells[1], cells

@@ -23,7 +23,7 @@ from ..read.series import seq_label
 from ..text.tables import md_table
 from ..text.escape import md_text
 from ..read.whole_model import scaling_words
-from ..compare.verdict import ABOVE, BELOW, WITHIN, call, step_time_range, tokens_per_s_per_gpu
+from ..compare.verdict import ABOVE, BELOW, UNDECIDED, WITHIN, call, step_time_range, tokens_per_s_per_gpu
 
 
 @dataclass
@@ -145,6 +145,8 @@ class OwnerCost:
 
 def owner_cost(side: Side, opts: Assumptions) -> OwnerCost:
     owned = opts.owned.get(side.gpu)
+    if not side.fits:
+        return OwnerCost(None, "does not fit its memory as configured")
     if owned is None:
         return OwnerCost(None, f"no --own {side.gpu.split()[0]}=USD")
     if side.j_per_token is None:
@@ -157,17 +159,20 @@ def owner_cost(side: Side, opts: Assumptions) -> OwnerCost:
     return OwnerCost(tuple(mids))
 
 
-def owner_call(base: OwnerCost, cand: OwnerCost, fits: bool):
-    """The owner's per-token call of a candidate (verdict.call over both ranges), or None."""
+def owner_call(base: OwnerCost, cand: OwnerCost, fits: bool, renter: str | None = None):
+    """The owner's per-token call of a candidate (verdict.call over both ranges), or None; by the
+    renter's rule: undecided where the renter's is (a point timed once has no range to call on)."""
     if not (base.usd_per_mtok and cand.usd_per_mtok) or not fits:
         return None
+    b, c = base.usd_per_mtok, cand.usd_per_mtok
+    if renter == UNDECIDED:
+        return call(c[0] / b[0], None)
     # The candidate's range is the speedup's around the baseline's median (candidate_side): set it
     # against the baseline's median, as the renter's call sets the speedup range against one price.
-    b, c = base.usd_per_mtok, cand.usd_per_mtok
     return call(c[0] / b[0], (min(c[1], c[2]) / b[0], max(c[1], c[2]) / b[0]))
 
 
-OWNER_WORDS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even"}
+OWNER_WORDS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even", UNDECIDED: "undecided"}  # else 'no call'
 
 
 def compact(v: float) -> str:
@@ -190,7 +195,10 @@ def first_length(w: Workload) -> int | None:
 
 
 def train_cells(side: Side, opts: Assumptions, g: int) -> tuple:
-    """(GPU-hours, dollars, days) of training on `g` GPUs, each its mid and range."""
+    """(GPU-hours, dollars, days) of training on `g` GPUs, each its mid and range; none where the
+    workload does not fit the GPU's memory as configured."""
+    if not side.fits:
+        return "-", "no price: does not fit its memory as configured", "-"
     costs = [train_cost(opts.tokens, t, g, side.usd_per_gpu_hour) for t in side.tokens_per_s]
     by_time = (costs[0], costs[2], costs[1])  # the mid, the fastest throughput, the slowest
     usd = _fmt_range(tuple(c.usd for c in by_time), "$") if side.usd_per_gpu_hour else "no price"
@@ -202,8 +210,7 @@ def train_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
     out = []
     for side in sides(w, seq_len):
         hours, usd, days = train_cells(side, opts, node_gpus(w, opts))
-        out.append(f"{side.gpu} {side.source}: {hours} GPU-h, {usd}, {days} days"
-                   + ("" if side.fits else "; does not fit its memory as configured"))
+        out.append(f"{side.gpu} {side.source}: " + (f"{hours} GPU-h, {usd}, {days} days" if side.fits else usd))
     return out
 
 
@@ -232,7 +239,7 @@ def owner_rows(w: Workload, opts: Assumptions, seq_len: int) -> list:
     for side, cost in zip(found[1:], costs[1:]):
         renter = next((r.word for r in w.regimes if r.candidate == side.gpu and r.source == side.source
                        and seq_len in r.seq_lens), None)
-        got = owner_call(costs[0], cost, side.fits)
+        got = owner_call(costs[0], cost, side.fits, renter)
         out.append(OwnerRow(side, cost, OWNER_WORDS.get(got.word, got.word) if got else "no call",
                             OWNER_WORDS.get(renter, "no call")))
     return out

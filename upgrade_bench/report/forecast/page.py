@@ -144,14 +144,15 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
         speedup = (point["step_ms"] / f.step_ms, point["step_ms"] / f.step_ms_slow, point["step_ms"] / f.step_ms_fast)
         tok_s = tokens_per_s_per_gpu(point)
         usd = base_usd = cost = None
-        if cand_price and base_price and tok_s:
-            usd = tuple(usd_per_mtok(cand_price, tok_s * x) for x in speedup)
-            base_usd = usd_per_mtok(base_price, tok_s)
-            cost = call(ratio(usd[0], base_usd), (usd[2] / base_usd, usd[1] / base_usd))
         mem = point.get("peak_mem_gib")
+        fits = None if mem is None else mem <= spec.hbm_gib
+        if base_price and tok_s:
+            base_usd = usd_per_mtok(base_price, tok_s)
+        if cand_price and base_usd and fits is not False:  # what does not fit is not priced
+            usd = tuple(usd_per_mtok(cand_price, tok_s * x) for x in speedup)
+            cost = call(ratio(usd[0], base_usd), (usd[2] / base_usd, usd[1] / base_usd))
         other = measured.points.get(n) if measured is not None else None
-        out.rows.append(Row(n, point["step_ms"], f, tflops, speedup, usd, base_usd, cost, mem,
-                            None if mem is None else mem <= spec.hbm_gib, cal,
+        out.rows.append(Row(n, point["step_ms"], f, tflops, speedup, usd, base_usd, cost, mem, fits, cal,
                             other.get("tflops_per_gpu") if other else None))
     out.beyond = beyond_memory(s, spec.hbm_gib)
     out.reconfigured = forecast_reconfig.reconfigure(s, out, calibrations, alternatives)
@@ -218,7 +219,8 @@ def forecast_markdown(fc: SeriesForecast) -> str:
         rows.append([seq_label(r.seq_len), r.calibration.kind, fmt(r.step_ms),
                      f"{fmt(r.forecast.step_ms)} ({fmt(r.forecast.step_ms_fast)}-{fmt(r.forecast.step_ms_slow)})",
                      _span(r.tflops, "num"), _span(r.speedup, "x"), fmt(r.base_usd_per_mtok, "usd"), usd,
-                     COST_WORDS.get(r.cost_call.word, r.cost_call.word) if r.cost_call else "-",
+                     COST_WORDS.get(r.cost_call.word, r.cost_call.word) if r.cost_call else
+                     "no call: does not fit" if r.fits is False else "-",
                      _span(r.speedup, "x"), fits, fmt(r.measured_tflops), r.forecast.how])
     measured = f"{fc.candidate} measured TFLOPS" + (" (another configuration)" if fc.measured_differs else "")
     lines = [f"**{fc.label}**: {fc.candidate} for this series' own configuration and node, {price_words(fc)}. "

@@ -27,7 +27,7 @@ NAMES = ("points.csv", "points.jsonl")
 def rows(a: Analysis) -> list:
     out = []
     for s in a.data.series:
-        records = [r for reps in s.repeats.values() for r in reps] + list(s.errors.values())
+        records = [r for reps in (*s.repeats.values(), *s.instrumented.values()) for r in reps] + list(s.errors.values())
         for r in sorted(records, key=lambda r: (r["seq_len"], r["kind"])):
             run = s.runs.get((r.get("log_file"), r.get("run_id")))
             config = run.config if run else s.config

@@ -190,7 +190,28 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
                 "of its figures is only their rounding (a run-to-run spread, which it does not publish, "
                 "would be wider); a measured series' range is the spread of its timed steps and runs.", ""]
     out += [points_table(c), ""]
+    runs = "; ".join(filter(None, (which_runs(side, [r.seq_len for r in c.rows]) for side in (b, o))))
+    if runs:
+        out += [f"Which run is the point, where a length ran more than once (the median of its runs; a run under "
+                f"a profiler or MEM_DEBUG only where no other ran): {runs}.", ""]
     return "\n".join(out)
+
+
+def which_runs(s, seq_lens: list) -> str:
+    """'H200 SXM at 8K: run 2026...-b256b9 (294.2 ms); left out: 1 instrumented run (DECOMPOSE=3:
+    301.8 ms)' for the lengths of `s` that ran more than once; '' where none did."""
+    out = []
+    for n in seq_lens:
+        used, plain, aside = s.points.get(n), s.repeats.get(n, []), s.instrumented.get(n, [])
+        if used is None or len(plain) + len(aside) < 2:
+            continue
+        text = (f"{s.gpu} at {seq_label(n)}: " + (f"the median of {len(plain)} runs, " if len(plain) > 1 else "")
+                + f"run {used.get('run_id')} ({fmt(used.get('step_ms'))} ms)")
+        if aside:
+            text += (f"; left out: {len(aside)} instrumented run{'s' if len(aside) > 1 else ''} ("
+                     + ", ".join(f"{r['instrumented']}: {fmt(r.get('step_ms'))} ms" for r in aside) + ")")
+        out.append(text)
+    return "; ".join(out)
 
 
 def identity_note(c: Comparison) -> str:
