@@ -133,3 +133,20 @@ def test_a_format_whose_loss_is_lower_than_bf16s_past_the_seed_spread_departs_to
     assert cells[1].startswith("-0.1") and "(departs)" in cells[1], cells
     (cells,) = loss_cells(seeds + fresh("f", "fp8-rowwise", loss=2.98))  # within it
     assert "(departs)" not in cells[1], cells
+
+
+def test_a_cut_whose_model_config_is_now_invalid_is_listed_with_why_and_the_rest_reported(tmp_path, capsys):
+    bad_model = tmp_path / "model"
+    bad_model.mkdir()
+    (bad_model / "config.json").write_text('{"hidden_size": "wide", "num_hidden_layers": [1]}')
+    log = json.loads(json.dumps(two_gpu_log()))
+    for r in log:
+        if r["kind"] == "header" and r["script"] == "benchmark.py":
+            r["config"].update(MODEL=str(bad_model), NUM_LAYERS=2)
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "l.jsonl", log), "--price", "H200=3.5", "--price",
+                         "B200=7", "--out", tmp_path / "o")
+    assert code == 0, err
+    page = (tmp_path / "o" / "report.md").read_text()
+    assert "B200 SXM measured  1K-2K" in out and "## 1. B200 SXM vs H200 SXM" in page  # the rest is reported
+    assert (f"*its config cannot be read now (MODEL='{bad_model}': num_hidden_layers=[1]: expected an integer"
+            in page.replace("\\", "")) and "no whole-model $/token" in out, page[:3000]
