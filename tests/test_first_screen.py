@@ -8,6 +8,7 @@ import pathlib
 import pytest
 
 from test_plot_results import cli, skip_figures
+from upgrade_bench.report.decide import dollars
 from upgrade_bench.report.read import inputs, series
 
 H100, H200 = "results/h100-node-10/node", "results/h200-precision-7/node"
@@ -119,3 +120,15 @@ def test_a_point_timed_once_is_undecided_for_the_owner_and_in_the_cost_table(cap
     assert "owner undecided, renter undecided" in out, out
     row = next(line for line in page.splitlines() if line.startswith("| 8K | H200 SXM (measured)"))
     assert row.endswith("| undecided | undecided |"), row
+
+
+@pytest.mark.parametrize("days, said", [(0.2, "5 hours"), (12.4, "12 days"), (250.0, "250 days"),
+                                        (1570.0, "4.3 years"), (12_000.0, "33 years"), (2e6, "5.48K years")])
+def test_a_time_to_train_reads_in_days_and_years_a_person_would_say(days, said):
+    assert dollars.duration((days, days, days)) == said
+
+
+def test_the_cost_to_train_on_one_gpu_says_years_not_thousands_of_days(capsys, tmp_path):
+    out, page = run(capsys, tmp_path, H100, H200, *PRICES)
+    line = next(line for line in out.splitlines() if line.strip().startswith("H100 SXM measured:"))
+    assert line.endswith("4.2 years (4.2-4.3 years)") and "K days" not in out + page, line
