@@ -132,3 +132,26 @@ def test_the_cost_to_train_on_one_gpu_says_years_not_thousands_of_days(capsys, t
     out, page = run(capsys, tmp_path, H100, H200, *PRICES)
     line = next(line for line in out.splitlines() if line.strip().startswith("H100 SXM measured:"))
     assert line.endswith("4.2 years (4.2-4.3 years)") and "K days" not in out + page, line
+
+
+def test_bf16_and_fp8_comparisons_of_one_pair_have_titles_that_name_the_precision(capsys, tmp_path):
+    """The H100's and the H200's 8K in bf16 (their node folders) and in fp8-tensorwise (beside them)."""
+    fp8 = ["results/h100-node-10/fp8_tensorwise.jsonl", "results/h200-precision-7/fp8_tensorwise.jsonl"]
+    out, page = run(capsys, tmp_path, H100, H200, *fp8, *PRICES)
+    titles = [line for line in page.splitlines() if line.startswith("## ") and " vs H100 SXM" in line]
+    assert {"## 1. H200 SXM vs H100 SXM, fp8-tensorwise: measured vs measured",
+            "## 2. H200 SXM vs H100 SXM, bf16: measured vs measured"} <= set(titles), titles
+    alone, _ = run(capsys, tmp_path / "alone", H100, H200, *PRICES) if (tmp_path / "alone").mkdir() is None else None
+    assert "## 1. H200 SXM vs H100 SXM: measured vs measured" in (tmp_path / "alone" / "o" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("flags", [("--kwh", "0.12"), ("--pue", "1.1"), ("--kwh", "0.12", "--pue", "1.1")])
+def test_kwh_or_pue_without_own_says_in_one_line_that_they_change_nothing(capsys, tmp_path, flags):
+    code, out, err = cli(capsys, H100, H200, *PRICES, *flags, "--out", tmp_path / "o")
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "change nothing" in line]
+    assert said == [f"note: {' and '.join(f for f in flags if f.startswith('--'))} change nothing without --own "
+                    "(they price the owner's energy)"], err
+    code, out, err = cli(capsys, H100, H200, *PRICES, *flags, "--own", "H100=25000", "--own", "H200=30000",
+                         "--out", tmp_path / "o")
+    assert code == 0 and "change nothing" not in err

@@ -77,6 +77,7 @@ class Comparison:
     number: int = 0
     usd_per_gpu_hour: tuple = (None, None)   # (base, other) --price of each side, None where not given
     model_built: list = field(default_factory=list)  # [(MODEL_BUILT, base's, other's)] where they differ
+    precision: str = ""         # its number format, where the title must name it (named_precisions)
 
     @property
     def mamf_ratio(self) -> float | None:
@@ -270,6 +271,18 @@ def _row(base: Series, other: Series, n: int, gpu_map: dict, prices: tuple | Non
     return row
 
 
+def named_precisions(comparisons: list) -> None:
+    """Each comparison's number format set to be named in its title where any is not bf16: a bf16
+    and an fp8 comparison of one pair of GPUs otherwise read alike."""
+    def words(c: Comparison) -> str:
+        b, o = (", ".join(map(str, s.settings("PRECISION"))) for s in (c.base, c.other))
+        return b if b == o else f"{o} vs {b}"
+    found = {id(c): words(c) for c in comparisons if c.kind != HEALTH}
+    if set(found.values()) - {"bf16"}:
+        for c in comparisons:
+            c.precision = found.get(id(c), "")
+
+
 def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict) -> Comparison:
     """A comparison of two series, from their own data only."""
     ignored, unlike, built = pair_differences(base, other)
@@ -335,6 +348,7 @@ def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = No
     comparisons = [compare(kind, b, o, data.gpus, priced) for kind, b, o in pairs(sweeps, base)]
     for number, c in enumerate(comparisons, 1):
         c.number = number
+    named_precisions(comparisons)
     decompositions = []
     for _kind, b, o in pairs(decomposed, base):
         ignored, unlike, built = pair_differences(b, o)

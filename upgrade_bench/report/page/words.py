@@ -123,4 +123,4 @@ def stack_words(stack: list) -> str:
 def title(c: Comparison) -> str:
     if c.kind == HEALTH:
         return f"{c.number}. Health check: this {c.other.gpu} node vs the {c.base.provenance} {c.base.gpu}"
-    return f"{c.number}. {c.other.gpu} vs {c.base.gpu}: {c.sources}"
+    return f"{c.number}. {c.other.gpu} vs {c.base.gpu}" + (f", {c.precision}" if c.precision else "") + f": {c.sources}"
