@@ -9,6 +9,7 @@ import pytest
 
 from test_plot_results import cli, skip_figures
 from upgrade_bench.report.decide import dollars
+from upgrade_bench.report.figures import comparison as comparison_figure
 from upgrade_bench.report.read import inputs, series
 
 H100, H200 = "results/h100-node-10/node", "results/h200-precision-7/node"
@@ -155,3 +156,17 @@ def test_kwh_or_pue_without_own_says_in_one_line_that_they_change_nothing(capsys
     code, out, err = cli(capsys, H100, H200, *PRICES, *flags, "--own", "H100=25000", "--own", "H200=30000",
                          "--out", tmp_path / "o")
     assert code == 0 and "change nothing" not in err
+
+
+def test_a_cut_s_dollars_per_token_are_named_the_cut_s_wherever_shown(capsys, tmp_path, monkeypatch):
+    out, page = run(capsys, tmp_path, H100, H200, *PRICES)
+    head = next(line for line in page.splitlines() if line.startswith("| seq_len | speedup |"))
+    assert "H100 SXM $/1M tokens, the cut (8 of 32 layers)" in head, head
+    with open(tmp_path / "o" / "points.csv", newline="") as f:
+        row = next(r for r in csv.DictReader(f) if r["gpu"] == "H200 SXM" and r["seq_len"] == "8192"
+                   and r["status"] == "ok" and not r.get("instrumented"))
+    cut, whole = float(row["usd_per_mtok"]), float(row["usd_per_mtok_whole_model"])
+    assert whole == pytest.approx(cut * 3.38, rel=0.01) and row["model_cut"] == "8 of 32 layers"
+    assert "$0.118" in out and whole == pytest.approx(0.118, abs=0.001)  # the terminal's: the whole model's
+    assert comparison_figure.money_title((2.40, 3.50), ("H100 SXM", "H200 SXM"), "8 of 32 layers") == \
+        "$/1M tokens of the cut (8 of 32 layers) at H100 SXM $2.40, H200 SXM $3.50 per GPU-hour"

@@ -7,6 +7,7 @@ words it.
 from ...log.field_types import MAX_NUMBER
 from ..compare.comparisons import HEALTH, Comparison
 from ..read.series import Series, seq_label
+from ..read.whole_model import cut_of
 from ..text.tables import fmt, md_table
 from ..compare.verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN, Call
 from .words import STACK_CAVEAT, ignored_words, series_words, stack_words, title, unlike_note, unlike_words, who
@@ -236,8 +237,9 @@ def points_table(c: Comparison) -> str:
               fmt((r.other or {}).get("tflops_per_gpu")), speedup_cell(c, r), speed_words(c, r),
               fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
              for r in c.rows])
+    usd = [f"{s.gpu} $/1M tokens" + (f", the cut ({cut_of(s)})" if cut_of(s) else "") for s in (b, o)]
     return md_table(
-        ["seq_len", "speedup", f"{b.gpu} $/1M tokens", f"{o.gpu} $/1M tokens",
+        ["seq_len", "speedup", *usd,
          f"{o.gpu} per token at these prices", "break-even price ratio"],
         [[seq_label(r.seq_len), speedup_cell(c, r), fmt(r.base_usd_per_mtok, "usd"),
           fmt(r.other_usd_per_mtok, "usd"), cost_words(c, r), break_even_cell(c, r)]

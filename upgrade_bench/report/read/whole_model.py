@@ -78,6 +78,13 @@ def scope(s: Series) -> Scope:
     return Scope(False, words, factors, "" if factors else "no FLOP count to scale by: no whole-model $/token")
 
 
+def cut_of(s: Series) -> str:
+    """'8 of 32 layers' where `s` ran a cut of its model, '' where it ran the whole: what a figure
+    of its own (its $/1M tokens) is of, named wherever one is shown."""
+    sc = scope(s)
+    return "" if sc.whole else sc.words
+
+
 def scaling_words(sc: Scope) -> str:
     """How a cut's prices were scaled, for the line that shows them."""
     if sc.whole:
