@@ -169,4 +169,17 @@ def test_a_cut_s_dollars_per_token_are_named_the_cut_s_wherever_shown(capsys, tm
     assert whole == pytest.approx(cut * 3.38, rel=0.01) and row["model_cut"] == "8 of 32 layers"
     assert "$0.118" in out and whole == pytest.approx(0.118, abs=0.001)  # the terminal's: the whole model's
     assert comparison_figure.money_title((2.40, 3.50), ("H100 SXM", "H200 SXM"), "8 of 32 layers") == \
-        "$/1M tokens of the cut (8 of 32 layers) at H100 SXM $2.40, H200 SXM $3.50 per GPU-hour"
+        "$/1M tokens of the cut (8 of 32 layers)\nat H100 SXM $2.40, H200 SXM $3.50 per GPU-hour"
+
+
+def test_decomposition_png_marks_the_length_one_gpu_could_not_run_and_no_published_hatching(tmp_path):
+    from upgrade_bench.report.compare import comparisons
+    from upgrade_bench.report.figures import draw
+    data = series.load(list(inputs.read(inputs.expand([H100, H200]), inputs.Tally())))
+    fig = draw.draw_decomposition(comparisons.analyse(data))
+    (at_8k, at_32k) = fig.axes[:2]
+    texts = [t.get_text() for t in at_32k.texts]
+    assert any(t.startswith("out of memory at 32K") for t in texts), texts
+    assert [t.get_text() for t in at_32k.get_yticklabels()] == ["H100 SXM fa4", "H200 SXM fa4"]
+    assert "published" not in at_8k.get_xlabel() + at_32k.get_xlabel()
+    fig.savefig(tmp_path / "decomposition.png")

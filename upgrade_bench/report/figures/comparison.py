@@ -67,7 +67,7 @@ def _speedup_panel(ax, c: Comparison, col: dict) -> list:
 def money_title(prices: tuple, gpus: tuple, cut: str) -> str:
     """The $ panel's title: the prices, and the cut its $/1M tokens are of (not the whole model's)."""
     at = ", ".join(f"{gpu} ${usd:.2f}" for gpu, usd in dict(zip(gpus, prices)).items())
-    return "$/1M tokens" + (f" of the cut ({cut})" if cut else "") + f" at {at} per GPU-hour"
+    return "$/1M tokens" + (f" of the cut ({cut})\n" if cut else " ") + f"at {at} per GPU-hour"  # two lines fit the panel
 
 
 def _money_panel(ax, c: Comparison, col: dict) -> list:
