@@ -54,7 +54,7 @@ from .. import settings
 from ..hardware import gpus
 from ..log import records, staged
 from ..faults import BadInput, Parser
-from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, page as forecasts
+from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, series as forecasts
 from .forecast import reconfig as forecast_reconfig
 from .compare import comparisons
 from .decide import cost, dollars
@@ -267,10 +267,10 @@ def add_forecasts(analysis, candidates: list, prices: dict, calibration: dict) -
                 continue
             other = next((o for o in analysis.data.series if o.gpu == cand and
                           o.identity == s.identity and not o.reference), None)
-            fc = forecasts.forecast_series(s, cand, prices, calibration, other,
-                                           forecast_attention.measured_attention(analysis.data, s, cand, other),
-                                           forecast_comm.measured_comm(analysis.data, s.gpu, cand),
-                                           forecast_reconfig.alternatives_of(s, analysis.data.series))
+            fc = forecast_reconfig.forecast_reconfigured(
+                s, cand, prices, calibration, other, forecast_attention.measured_attention(analysis.data, s, cand, other),
+                forecast_comm.measured_comm(analysis.data, s.gpu, cand), forecasts.node_of(analysis.node_checks, s),
+                forecast_reconfig.alternatives_of(s, analysis.data.series))
             if fc.rows:
                 analysis.forecasts.append(fc)
                 made += 1
@@ -422,8 +422,8 @@ def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
                      gpus.table_name(name) not in data.gpus}
     analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
     analysis.forecast_prices = {gpus.table_name(n): prices[n] for n in only_forecast}
+    analysis.node_checks = node_checks(read, args.reference)  # the forecast reads the baseline node's health
     add_forecasts(analysis, candidates, prices, calibration.calibration(backtest_rows or []))
-    analysis.node_checks = node_checks(read, args.reference)
     if args.strict_stack and stack_errors(analysis):
         raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
                        "the same stack on every GPU (./install.sh) or drop --strict-stack")

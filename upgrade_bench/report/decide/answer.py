@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ...log.field_types import MAX_NUMBER
 from ..compare.comparisons import HEALTH, Comparison
 from .cost import break_even_usd_per_gpu_hour
-from ..forecast.page import SeriesForecast
+from ..forecast.series import SeriesForecast
 from ..read.series import Series, config_phrase, seq_label
 from ..text.tables import fmt
 from ..text.escape import md_text
@@ -69,6 +69,17 @@ class Regime:
         if not self.prices[0]:
             return []
         return [break_even_usd_per_gpu_hour(self.prices[0], s[0]) for s in self.speedups]
+
+    @property
+    def break_even_ends(self) -> list:
+        """(low, high) of that price at each length: for a forecast the baseline's price times the
+        speedup's range (a forecast's range is its uncertainty); else the point estimate twice."""
+        if not self.source.startswith("forecast"):
+            return [(p, p) for p in self.break_even_usd]
+        if not self.prices[0]:
+            return []
+        return [(break_even_usd_per_gpu_hour(self.prices[0], s[1]), break_even_usd_per_gpu_hour(self.prices[0], s[2]))
+                for s in self.speedups]
 
     @property
     def fits(self) -> bool | None:
@@ -298,7 +309,9 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
             call += f" by {_span([m[0] for m in r.margins] + [m[1] for m in r.margins], 'pct')}"
         usd = ", ".join(f"{fmt(b, 'usd')} vs {fmt(c, 'usd')} at {seq_label(n)}"
                         for n, b, c in zip(r.seq_lens, r.base_usd, r.cand_usd))
-        pays = ", ".join(f"{usd_per_hour(p)} at {seq_label(n)}" for n, p in zip(r.seq_lens, r.break_even_usd))
+        pays = ", ".join((usd_per_hour(lo) if usd_per_hour(lo) == usd_per_hour(hi) else
+                          f"{usd_per_hour(lo)} to {usd_per_hour(hi)}") + f" at {seq_label(n)}"
+                         for n, (lo, hi) in zip(r.seq_lens, r.break_even_ends))
         text += (f"; {call} at ${r.prices[0]:.2f} vs ${r.prices[1]:.2f} per GPU-hour ($/1M tokens {base_gpu} vs "
                  f"{r.candidate}: {usd}); {r.candidate} pays off below {pays} per GPU-hour")
     else:

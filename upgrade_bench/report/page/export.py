@@ -14,7 +14,7 @@ import json
 import os
 
 from ..compare.comparisons import Analysis
-from ..forecast.page import FORECAST
+from ..forecast.series import FORECAST
 from ..text.escape import csv_cell
 from ..compare.verdict import tokens_per_s_per_gpu, usd_per_mtok
 from ..read.whole_model import scope

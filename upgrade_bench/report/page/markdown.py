@@ -11,7 +11,7 @@ from . import details as detail_tables
 from ..compare import precision as formats
 from ..decide.answer import answer_markdown
 from ..compare.comparisons import Analysis
-from ..forecast.page import forecast_markdown
+from .forecast import forecast_markdown
 from .node import node_markdown
 from ..read.series import GUIDE_LABEL
 from ..text.escape import html_safe, md_cell, md_text

@@ -52,7 +52,8 @@ def regime_row(r: Regime) -> str:
             call += " " + _range([m[0] * 100 for m in r.margins] + [m[1] * 100 for m in r.margins], "%", 0)
     usd = (f"{fmt(r.base_usd[0], 'usd')} v {fmt(r.cand_usd[0], 'usd')}"
            if r.base_usd and r.base_usd[0] is not None and r.cand_usd[0] is not None else "-")
-    pays = f"${_range(r.break_even_usd)}/h" if r.break_even_usd and r.word not in (NO_FIT, None) else "-"
+    pays = (f"${_range([x for ends in r.break_even_ends for x in ends])}/h" if r.break_even_usd
+            and r.word not in (NO_FIT, None) else "-")
     memory = ("not recorded" if r.fits is None else
               f"{r.peak_gib:.0f}/{r.hbm_gib:.0f}" if r.fits else f"NO: {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
     return _row([f"{r.candidate} {source}", r.lengths, speed, call, usd, pays, memory])
@@ -144,7 +145,7 @@ def bottom_line(number: int, w) -> list:
         only = only_words([o for o in w.only if (o.candidate, o.source) == cand], cand[0])
         if not (calls or only):
             continue
-        pays = [p for r in regimes if r.word not in (None, NO_FIT) for p in r.break_even_usd]
+        pays = [p for r in regimes if r.word not in (None, NO_FIT) for ends in r.break_even_ends for p in ends]
         price = regimes[0].prices[1] if regimes else None
         text = (f"Bottom line [{number}]: {cand[0]} ({cand[1]})"
                 + (f" at ${price:.2f}/GPU-hour" if price else ", without a price,") + (f" is {calls}" if calls else "")
