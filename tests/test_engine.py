@@ -3,6 +3,7 @@ config of a point, and the random (dense or packed) batches."""
 import torch
 from dataclasses import replace
 
+from upgrade_bench.training.engines import deepspeed as ds_engine
 from upgrade_bench.training import engine, variables
 from upgrade_bench.models import model
 from upgrade_bench import settings
@@ -28,9 +29,9 @@ def test_deepspeed_gets_the_guides_zero_settings_at_every_stage():
     # kept the 8-layer 8K H200 peak at the guide script's 62.5 GiB instead of 67.7.
     s = settings.parse(variables.TRAINING_VARS, {})
     for stage in range(4):
-        zero = engine.deepspeed_config(replace(s, ZERO_STAGE=stage, OFFLOAD_OPTIMIZER=False), True)["zero_optimization"]
+        zero = ds_engine.deepspeed_config(replace(s, ZERO_STAGE=stage, OFFLOAD_OPTIMIZER=False), True)["zero_optimization"]
         assert zero == {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
-    offload = engine.deepspeed_config(s, True)["zero_optimization"]["offload_optimizer"]
+    offload = ds_engine.deepspeed_config(s, True)["zero_optimization"]["offload_optimizer"]
     assert offload == {"device": "cpu", "pin_memory": True}
 
 

@@ -120,6 +120,12 @@ def node_env_lines(environ: dict, overrides: dict, inherited: list[str]) -> list
     return lines + [f"{k}={v}" for k, v in overrides.items()]
 
 
+def forwarded(environ) -> list[str]:
+    """KEY=VALUE lines of the variables a launcher forwards to other nodes (launch.FORWARDED_PREFIXES)."""
+    return [f"{k}={v}" for k, v in sorted(environ.items())
+            if k.startswith(launch.FORWARDED_PREFIXES) and "\n" not in v]
+
+
 def user_ds_env() -> list[str]:
     """The lines DeepSpeed itself would read from DS_ENV_FILE / ~/.deepspeed_env / ./.deepspeed_env."""
     name = os.environ.get("DS_ENV_FILE", ".deepspeed_env")
@@ -224,6 +230,7 @@ class Plan:
     config: dict  # what a benchmark header of this sweep says, JSON round-tripped
     hardware: dict
     resolved: resolver.Resolved  # what each benchmark process will run (the same resolver's answer)
+    hosts: tuple = ()  # the hostfile's (host, slots)
 
     @property
     def backend(self) -> str:
@@ -247,8 +254,14 @@ class Plan:
         if child_visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = child_visible
         port = free_port() if self.picks_port() else self.s.MASTER_PORT or None
-        argv = launch.launch_argv(self.python, str(REPO / self.s.BENCHMARK), self.gpus, self.hostfile,
-                           self.s.MASTER_ADDR, port, include)
+        script = str(REPO / self.s.BENCHMARK)
+        if self.s.ENGINE != "deepspeed":  # torchrun; on several nodes each started by pdsh, the lines in its command
+            lines = forwarded(os.environ) + node_env_lines(os.environ, env, []) if self.hostfile else []
+            if self.hostfile:
+                env["PDSH_RCMD_TYPE"] = "ssh"  # pdsh reaches the hosts over ssh, as DeepSpeed's runner sets it
+            return env, launch.torchrun_argv(self.python, script, self.gpus or self.hosts[0][1], list(self.hosts),
+                                             self.s.MASTER_ADDR, port, lines, str(REPO)), []
+        argv = launch.launch_argv(self.python, script, self.gpus, self.hostfile, self.s.MASTER_ADDR, port, include)
         node_lines = node_env_lines(os.environ, env, user_ds_env()) if self.multi_node else []
         return env, argv, node_lines
 
@@ -316,8 +329,12 @@ def prepare(s: Settings, environ=os.environ) -> Plan:
         world = per_node * len(hosts) if per_node else sum(slots for _, slots in hosts)
     else:
         world = per_node
+    problem = launch.torchrun_hosts_problem(hosts, s.GPUS) if s.ENGINE != "deepspeed" else None
+    if problem:
+        raise BadInput(problem)
     try:
-        selected = (None, None) if hostfile else launch.select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node)
+        selected = (None, None) if hostfile else launch.select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node,
+                                                                       s.ENGINE)
     except ValueError as err:
         raise BadInput(str(err)) from None
     passed = {v.name: getattr(s, v.name) for v in PASSED}
@@ -340,7 +357,7 @@ def prepare(s: Settings, environ=os.environ) -> Plan:
     return Plan(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
                 gpus=per_node, hostfile=hostfile, multi_node=len(hosts) > 1, devices=selected,
                 config=json.loads(json.dumps(config, default=str)), hardware=devices.hardware(seen),
-                resolved=resolved)
+                resolved=resolved, hosts=tuple(hosts))
 
 
 def existing_records(path: str) -> list[dict]:
