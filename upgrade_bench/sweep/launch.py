@@ -89,6 +89,18 @@ def torchrun_argv(python: str, script: str, gpus: int, hosts: list, master_addr:
     return ["pdsh", "-S", "-f", str(PDSH_FAN_OUT), "-w", ",".join(host for host, _ in hosts), remote]
 
 
+# torchrun's summary of a failed rank: "  exitcode  : 3 (pid: 22711)"
+TORCHRUN_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
+
+
+def rank_exit_code(exit_code: int | None, stderr_tail: list) -> int | None:
+    """The exit code of a torchrun-launched process as its ranks meant it: torchrun itself ends
+    with 1 whatever they ended with (3 for an OOM, 2 for bad input, ...), and names each failed
+    rank's code in its summary, the root cause's last."""
+    codes = [int(m.group(1)) for line in stderr_tail if (m := TORCHRUN_EXITCODE.match(line))]
+    return codes[-1] if exit_code == 1 and codes and codes[-1] > 0 else exit_code
+
+
 def torchrun_hosts_problem(hosts: list, gpus: int) -> str | None:
     """torchrun starts the same number of ranks on every node: GPUS=0 takes the hostfile's slots,
     which must then agree."""

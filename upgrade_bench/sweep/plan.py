@@ -56,7 +56,8 @@ VARS = [
     Var("MAX_SEQLEN_LIMIT", "int", 1048576, "largest length FIND_MAX_SEQLEN tries (not below "
         "SEQLEN_STEP or the smallest SEQLENS)", min=1, max=variables.MAX_TOKENS),
     Var("HOSTFILE", "str", "", "DeepSpeed hostfile ('host slots=N' per line): multi-node "
-        "through the launcher (pdsh + passwordless ssh, shared filesystem)"),
+        "through the launcher (DeepSpeed's; under ENGINE=fsdp2 torchrun, which pdsh starts on each "
+        "host; pdsh + passwordless ssh, shared filesystem)"),
     Var("MASTER_ADDR", "str", "", "address of the first node (multi-node; default: the "
         "launcher asks the first host)"),
     Var("MASTER_PORT", "int", 0, "rendezvous port (0 = a free port on one node, 29500 on many)",
@@ -241,8 +242,9 @@ class Plan:
         return self.resolved.warnings
 
     def picks_port(self) -> bool:
-        """Whether each process gets a free port found now (the launcher on one node)."""
-        return not (self.s.MASTER_PORT or self.hostfile or self.gpus == 1)
+        """Whether each process gets a free port found now (DeepSpeed's launcher on one node;
+        torchrun's --standalone finds its own)."""
+        return not (self.s.MASTER_PORT or self.hostfile or self.gpus == 1 or self.s.ENGINE != "deepspeed")
 
     def command(self, seq_lens: list[int], probe: bool) -> tuple[dict, list[str], list[str]]:
         """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value

@@ -153,11 +153,12 @@ def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, e
 def add_first_process_costs(steps: list, skip: list, train: Settings, liger_moe: bool, environ,
                             mixers_once: bool = False) -> None:
     """What the node's first training process builds once for the rest, to the estimate of the
-    first training step that will run points: the Adam op where no earlier run left it built,
+    first training step that will run points: DeepSpeed's Adam op where no earlier run left it built,
     Liger's fused MoE kernels and, where Triton keeps their tuning, a hybrid's linear mixers
     (Triton's cache is not looked into: counted every run)."""
     op = extensions.adam_op(bool(train.OFFLOAD_OPTIMIZER))
-    once = ((0.0 if extensions.is_built(op, extensions.cache_root(environ)) else cost.ADAM_BUILD_S)
+    built = train.ENGINE != "deepspeed" or extensions.is_built(op, extensions.cache_root(environ))  # FSDP2 builds none
+    once = ((0.0 if built else cost.ADAM_BUILD_S)
             + (cost.LIGER_MOE_COMPILE_S if liger_moe else 0.0) + (cost.MIXER_FIRST_STEP_S if mixers_once else 0.0))
     first = next((st for st in steps if st.name in TRAINING_STEPS and st.name not in skip and st.todo
                   and st.estimate_s is not None), None)

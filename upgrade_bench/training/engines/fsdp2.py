@@ -30,11 +30,11 @@ def attention_outside_compile(backend: str) -> None:
     compiled (FA4's CuTe DSL JIT included) and dynamo has nothing to fuse there; it would
     trace into the package's Python instead. SDPA and FlexAttention compile as torch ops."""
     import torch
-    from transformers.modeling_utils import AttentionInterface
+    from transformers import AttentionInterface
 
     hf_name = attn_backends.BACKENDS[backend].hf_name
-    if hf_name.startswith("flash_attention"):
-        AttentionInterface.register(hf_name, torch.compiler.disable(AttentionInterface._global_mapping[hf_name]))
+    if hf_name.startswith("flash_attention"):  # the models look their attention up here at each call
+        AttentionInterface.register(hf_name, torch.compiler.disable(AttentionInterface()[hf_name]))
 
 
 class Engine:
