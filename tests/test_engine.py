@@ -69,6 +69,8 @@ def test_the_start_line_says_what_a_compiling_backends_first_step_costs():
     moe = engine.started_text(3.0, [8192], "sdpa", tunes_liger_moe=True)
     assert moe.endswith("in each first step Liger's fused MoE autotunes its Triton kernels, once per process "
                         "(minutes with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")
+    compiled = engine.started_text(3.0, [8192], "sdpa", compiles_precision=True, compiles_blocks=True)
+    assert compiled.endswith("in each first step torch.compile builds each decoder block's kernels (COMPILE=1)")
     fp8 = engine.started_text(3.0, [8192], "sdpa", compiles_precision=True)
     assert fp8.startswith("start-up done in 3 s; measuring seq_len 8192; in each first step torch.compile "
                           "builds the converted linears' kernels")

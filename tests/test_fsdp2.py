@@ -50,6 +50,7 @@ def test_a_world_of_one_trains_checkpointed_blocks_and_its_oom_is_a_record(main)
     assert all(isinstance(r["loss"], float) for r in recs[1:4])
     assert split["total"]["ms"] == pytest.approx(summary["step_ms"])  # the step just timed, split
     assert (error["error"], error["seq_len"], error["config"]["ENGINE"]) == ("oom", 1048576, "fsdp2")
+    assert err.splitlines()[-1].startswith("hint: ") and "(ZERO_STAGE=3)" in err and "OFFLOAD" not in err
 
 
 @pytest.mark.parametrize("env, message", [

@@ -219,7 +219,7 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         say_rank0(rc, started_text(time.monotonic() - started, s.SEQ_LEN, rc.resolved.backend if attends else None,
                                      rc.resolved.precision.low and rc.device.type == "cuda",
                                      any(v != layers.TORCH_FALLBACK for v in (rc.mixer_kernels or {}).values()),
-                                     rc.resolved.liger_moe))
+                                     rc.resolved.liger_moe, bool(s.COMPILE)))
         for earlier_points, seq_len in enumerate(s.SEQ_LEN):
             run_point(eng, rc, writer, seq_len, earlier_points, debug)
     except WriteFailed:
@@ -230,17 +230,21 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         if rc.rank == 0:
             sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
             if fields["error"] == "oom":
-                sys.stderr.write(f"hint: {OOM_HINT}\n")
+                sys.stderr.write(f"hint: {OOM_HINT[s.ENGINE]}\n")
         shut_down_distributed(clean=False)
         return exit_code_for(err)
     shut_down_distributed(clean=True)
     return 0
 
 
-# The guide's own ways out of an out-of-memory point, cheapest first.
-OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint activations "
-            "(GRAD_CHECKPOINT=1), offload the optimizer (OFFLOAD_OPTIMIZER=1) or shard it over more GPUs "
-            "(ZERO_STAGE=3 with deepspeed --num_gpus=N)")
+# The guide's own ways out of an out-of-memory point, cheapest first, in each engine's settings
+# (FSDP2 has no optimizer offload here: engines.refusal).
+OOM_HINT = {"deepspeed": ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint activations "
+                          "(GRAD_CHECKPOINT=1), offload the optimizer (OFFLOAD_OPTIMIZER=1) or shard it over more "
+                          "GPUs (ZERO_STAGE=3 with deepspeed --num_gpus=N)"),
+            "fsdp2": ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint activations "
+                      "(GRAD_CHECKPOINT=1), reshard each block's weights after its forward (ZERO_STAGE=3) or "
+                      "shard over more GPUs (torchrun --nproc-per-node=N)")}
 
 
 # What a run's first step at each length spends compiling where a hybrid's fast kernels run:
@@ -255,12 +259,17 @@ LIGER_MOE_FIRST_STEP = ("Liger's fused MoE autotunes its Triton kernels, once pe
                         "with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")
 
 
+# COMPILE=1 (FSDP2): dynamo traces and inductor compiles each decoder block in its first step.
+BLOCKS_FIRST_STEP = "torch.compile builds each decoder block's kernels (COMPILE=1)"
+
+
 def started_text(startup_s: float, seq_lens: list, backend: str | None, compiles_precision: bool = False,
-                 compiles_mixers: bool = False, tunes_liger_moe: bool = False) -> str:
+                 compiles_mixers: bool = False, tunes_liger_moe: bool = False, compiles_blocks: bool = False) -> str:
     """The line between start-up and the first step: what it took, what comes, and what the
-    attention backend's, the precision's, the linear mixers' and Liger's fused MoE's first step
-    spends compiling or tuning (a minute of silence otherwise looks like a hang)."""
+    attention backend's, the precision's, the compiled blocks', the linear mixers' and Liger's
+    fused MoE's first step spends compiling or tuning (a minute of silence otherwise looks like a hang)."""
     first_step = "; ".join(filter(None, [attn_backends.BACKENDS[backend].first_step if backend else "",
+                                         BLOCKS_FIRST_STEP if compiles_blocks else
                                          low_precision.FIRST_STEP if compiles_precision else "",
                                          MIXER_FIRST_STEP if compiles_mixers else "",
                                          LIGER_MOE_FIRST_STEP if tunes_liger_moe else ""]))

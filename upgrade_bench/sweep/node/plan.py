@@ -261,7 +261,7 @@ def plan_text(steps: list, gpu_count: int) -> str:
         cut = resolved.cut.label() if resolved.cut else "its config not at hand yet"
         lines.append(f"[node] training (sweep, decomposition): {resolved.train.MODEL}, {cut}, attention "
                      f"{resolved.backend}, Liger {'on' if resolved.use_liger else 'off'}, {resolved.world_size} "
-                     f"rank(s)")
+                     f"rank(s){'' if resolved.train.ENGINE == 'deepspeed' else ', on ' + resolved.train.ENGINE}")
     for i, st in enumerate(steps, 1):
         if st.finished:
             lines.append(f"[node] {i}. {st.name}{covers(st)}: done in an earlier run, skipped")
