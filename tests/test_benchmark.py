@@ -231,6 +231,13 @@ def test_the_out_of_memory_hint_never_proposes_a_setting_already_in_force():
                                       "GPUs (deepspeed --num_gpus=N)")
 
 
+def test_an_fsdp2_out_of_memory_hint_names_its_own_ways_out():
+    train = settings.parse(variables.TRAINING_VARS, {"WORKLOAD": "right-sized-8b", "ENGINE": "fsdp2"})
+    assert engine.oom_hint(train) == (
+        "to fit, cut the model to fewer layers (NUM_LAYERS=4), checkpoint activations (GRAD_CHECKPOINT=1), reshard "
+        "each block's weights after its forward (ZERO_STAGE=3) or shard over more GPUs (torchrun --nproc-per-node=N)")
+
+
 @pytest.mark.parametrize("precision, message", [
     ("nvfp4", "PRECISION=nvfp4: torchao"),  # no NVFP4 training recipe in the pinned torchao
     ("fp8-typo", "PRECISION='fp8-typo': expected one of bf16|fp8-tensorwise|fp8-rowwise")])

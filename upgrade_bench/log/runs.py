@@ -139,7 +139,8 @@ def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str)
         s["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
     # Only when they differ from the default, for the same reason: the leaf modules are the
     # default way to run an MoE, bf16 the guide's precision, all experts the model as published, random
-    # tokens (no DATA) what every run before DATA trained on.
+    # tokens (no DATA) what every run before DATA trained on, DeepSpeed (uncompiled) the engine of every
+    # run before ENGINE: a run on another engine is another run, for RESUME and the report alike.
     for name, default in IDENTITY_DEFAULTS.items():
         if s.get(name, default) == default:
             s.pop(name, None)
@@ -150,7 +151,7 @@ def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str)
 # existed ran with it); readers take a missing key as the default. FALLBACK_KEY is no setting:
 # config_as_run adds it only where a kernel fell back, so its absence reads as none did.
 IDENTITY_DEFAULTS = {"WORKLOAD": "none", "ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
-                     "DATA": "", FALLBACK_KEY: ""}
+                     "DATA": "", "ENGINE": "deepspeed", "COMPILE": False, FALLBACK_KEY: ""}
 
 
 def is_default(key: str, value) -> bool:

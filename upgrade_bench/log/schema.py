@@ -135,6 +135,7 @@ weights                      text          `pretrained` or `random`
 model_type                   text          the HF config's model_type
 num_layers                   count         decoder layers the model ran with
 model_cut                    text          the cut: `4 of 48 layers, 64 of 512 experts`, `all 32 layers`
+engine                       text          the training engine: `deepspeed` or `fsdp2` (a log without it ran DeepSpeed)
 precision                    text          the training precision of the GEMMs (`bf16`, `fp8-tensorwise`, ...)
 data                         text          DATA's token file as read: its format and how many tokens (null: random tokens)
 low_precision                object        what converted to it: recipe, library, converted_linears, kept_linears, converted_experts, kept_experts, experts (what their grouped GEMMs ran in), converted_params (weights a token passes through in converted GEMMs), rule, keeps, compiled

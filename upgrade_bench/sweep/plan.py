@@ -57,7 +57,8 @@ VARS = [
     Var("MAX_SEQLEN_LIMIT", "int", 1048576, "largest length FIND_MAX_SEQLEN tries (not below "
         "SEQLEN_STEP or the smallest SEQLENS)", min=1, max=variables.MAX_TOKENS),
     Var("HOSTFILE", "str", "", "DeepSpeed hostfile ('host slots=N' per line): multi-node "
-        "through the launcher (pdsh + passwordless ssh, shared filesystem)"),
+        "through the launcher (DeepSpeed's; under ENGINE=fsdp2 torchrun, which pdsh starts on each "
+        "host; pdsh + passwordless ssh, shared filesystem)"),
     Var("MASTER_ADDR", "str", "", "address of the first node (multi-node; default: the "
         "launcher asks the first host)"),
     Var("MASTER_PORT", "int", 0, "rendezvous port (0 = a free port on one node, 29500 on many)",
@@ -126,6 +127,12 @@ def node_env_lines(environ: dict, overrides: dict, inherited: list[str]) -> list
     lines = [line.rstrip("\n") for line in inherited if "=" in line]
     lines += [f"{n}={environ[n]}" for n in names if environ.get(n) and "\n" not in environ[n]]
     return lines + [f"{k}={v}" for k, v in overrides.items()]
+
+
+def forwarded(environ) -> list[str]:
+    """KEY=VALUE lines of the variables a launcher forwards to other nodes (launch.FORWARDED_PREFIXES)."""
+    return [f"{k}={v}" for k, v in sorted(environ.items())
+            if k.startswith(launch.FORWARDED_PREFIXES) and "\n" not in v]
 
 
 def user_ds_env() -> list[str]:
@@ -249,6 +256,7 @@ class Plan:
     hardware: dict
     resolved: resolver.Resolved  # what each benchmark process will run (the same resolver's answer)
     fits: dict = field(default_factory=dict)  # seq_len -> fit.Fit on this GPU (none: memory or model unknown)
+    hosts: tuple = ()  # the hostfile's (host, slots)
 
     @property
     def backend(self) -> str:
@@ -259,8 +267,9 @@ class Plan:
         return self.resolved.warnings
 
     def picks_port(self) -> bool:
-        """Whether each process gets a free port found now (the launcher on one node)."""
-        return not (self.s.MASTER_PORT or self.hostfile or self.gpus == 1)
+        """Whether each process gets a free port found now (DeepSpeed's launcher on one node;
+        torchrun's --standalone finds its own)."""
+        return not (self.s.MASTER_PORT or self.hostfile or self.gpus == 1 or self.s.ENGINE != "deepspeed")
 
     def command(self, seq_lens: list[int], probe: bool) -> tuple[dict, list[str], list[str]]:
         """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value
@@ -274,8 +283,14 @@ class Plan:
         if child_visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = child_visible
         port = free_port() if self.picks_port() else self.s.MASTER_PORT or None
-        argv = launch.launch_argv(self.python, str(REPO / self.s.BENCHMARK), self.gpus, self.hostfile,
-                           self.s.MASTER_ADDR, port, include)
+        script = str(REPO / self.s.BENCHMARK)
+        if self.s.ENGINE != "deepspeed":  # torchrun; on several nodes each started by pdsh, the lines in its command
+            lines = forwarded(os.environ) + node_env_lines(os.environ, env, []) if self.hostfile else []
+            if self.hostfile:
+                env["PDSH_RCMD_TYPE"] = "ssh"  # pdsh reaches the hosts over ssh, as DeepSpeed's runner sets it
+            return env, launch.torchrun_argv(self.python, script, self.gpus or self.hosts[0][1], list(self.hosts),
+                                             self.s.MASTER_ADDR, port, lines, str(REPO)), []
+        argv = launch.launch_argv(self.python, script, self.gpus, self.hostfile, self.s.MASTER_ADDR, port, include)
         node_lines = node_env_lines(os.environ, env, user_ds_env()) if self.multi_node else []
         return env, argv, node_lines
 
@@ -370,8 +385,12 @@ def prepare(s: Settings, environ=os.environ, hbm_gib: float | None = None) -> Pl
         world = per_node * len(hosts) if per_node else sum(slots for _, slots in hosts)
     else:
         world = per_node
+    problem = launch.torchrun_hosts_problem(hosts, s.GPUS) if s.ENGINE != "deepspeed" else None
+    if problem:
+        raise BadInput(problem)
     try:
-        selected = (None, None) if hostfile else launch.select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node)
+        selected = (None, None) if hostfile else launch.select_devices(environ.get("CUDA_VISIBLE_DEVICES"), per_node,
+                                                                       s.ENGINE)
     except ValueError as err:
         raise BadInput(str(err)) from None
     passed = {v.name: getattr(s, v.name) for v in PASSED}
@@ -398,7 +417,7 @@ def prepare(s: Settings, environ=os.environ, hbm_gib: float | None = None) -> Pl
     return Plan(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
                 gpus=per_node, hostfile=hostfile, multi_node=len(hosts) > 1, devices=selected,
                 config=json.loads(json.dumps(config, default=str)), hardware=devices.hardware(seen),
-                resolved=resolved, fits=fits)
+                resolved=resolved, fits=fits, hosts=tuple(hosts))
 
 
 def existing_records(path: str) -> list[dict]:

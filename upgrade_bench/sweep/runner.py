@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import faults
+from . import launch
 from ..log import header, runs
 from .child_process import PORT_ATTEMPTS, PORT_TAKEN, Log, ProcessResult, run_process
 from ..faults import BadInput, WriteFailed, run_main, stop
@@ -108,7 +109,7 @@ def _run_once(ctx: Context, seq_lens: list[int], probe: bool, on_summary) -> Pro
     try:
         say(f"process {number}: seq_len {' '.join(map(str, seq_lens))}: "
             f"{shell_line({**passed_through(os.environ), **extra}, argv)}")
-        say(f"process {number}: starting up (imports, model build, DeepSpeed init: minutes for an "
+        say(f"process {number}: starting up (imports, model build, {ctx.plan.s.ENGINE} init: minutes for an "
             f"8B model on a node) before its first point")
         env = {**without_sweep_settings(os.environ), **extra, "PYTHONPATH": _pythonpath()}
         if extra.get("CUDA_VISIBLE_DEVICES") == "":
@@ -118,6 +119,8 @@ def _run_once(ctx: Context, seq_lens: list[int], probe: bool, on_summary) -> Pro
     finally:
         if node_lines:
             os.unlink(extra["DS_ENV_FILE"])
+    if ctx.plan.s.ENGINE != "deepspeed":  # torchrun's own exit code hides its ranks'
+        result.exit_code = launch.rank_exit_code(result.exit_code, result.stderr_tail)
     ctx.processes.append(result)
     return result
 

@@ -204,11 +204,12 @@ def sweep_ooms(st: Step) -> list:
 def add_first_process_costs(steps: list, skip: list, train: Settings, liger_moe: bool, environ,
                             mixers_once: bool = False) -> None:
     """What the node's first training process builds once for the rest, to the estimate of the
-    first training step that will run points: the Adam op where no earlier run left it built,
+    first training step that will run points: DeepSpeed's Adam op where no earlier run left it built,
     Liger's fused MoE kernels and, where Triton keeps their tuning, a hybrid's linear mixers
     (Triton's cache is not looked into: counted every run)."""
     op = extensions.adam_op(bool(train.OFFLOAD_OPTIMIZER))
-    once = ((0.0 if extensions.is_built(op, extensions.cache_root(environ)) else cost.ADAM_BUILD_S)
+    built = train.ENGINE != "deepspeed" or extensions.is_built(op, extensions.cache_root(environ))  # FSDP2 builds none
+    once = ((0.0 if built else cost.ADAM_BUILD_S)
             + (cost.LIGER_MOE_COMPILE_S if liger_moe else 0.0) + (cost.MIXER_FIRST_STEP_S if mixers_once else 0.0))
     first = next((st for st in steps if st.name in TRAINING_STEPS and st.name not in skip and st.todo
                   and st.estimate_s is not None), None)
@@ -328,7 +329,7 @@ def plan_text(steps: list, gpu_count: int) -> str:
         cut = resolved.cut.label() if resolved.cut else "its config not at hand yet"
         lines.append(f"[node] training (sweep, decomposition): {resolved.train.MODEL}, {cut}, attention "
                      f"{resolved.backend}, Liger {'on' if resolved.use_liger else 'off'}, {resolved.world_size} "
-                     f"rank(s)")
+                     f"rank(s){'' if resolved.train.ENGINE == 'deepspeed' else ', on ' + resolved.train.ENGINE}")
         lines += workload_lines(resolved.train, resolved.world_size)
         sweep = next(st for st in steps if st.name == "sweep" or st.sweep)
         if sweep.sweep.fits:
