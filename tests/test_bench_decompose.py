@@ -130,6 +130,8 @@ KERNELS = [
     ("aten::linear", "gemm"),
     ("aten::mul", "other"),
     ("c10d::allreduce_", "comm"),
+    ("c10d::_reduce_scatter_base_", "comm"),  # FSDP2's, seen on two CPU ranks
+    ("_c10d_functional::wait_tensor", "comm"),  # DTensor's, FSDP2's gradient clipping
 ]
 
 

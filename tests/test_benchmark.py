@@ -12,7 +12,7 @@ import torch
 
 from conftest import REPO, TINY_FAST, parse_jsonl, run_proc
 from upgrade_bench.training import engine, variables
-from upgrade_bench import faults
+from upgrade_bench import faults, settings
 from upgrade_bench.log import records
 from upgrade_bench.hardware import fingerprint
 from upgrade_bench.training import benchmark_main as benchmark
@@ -217,7 +217,25 @@ def test_an_out_of_memory_step_is_an_error_record_and_exit_3(main):
     assert "injected" in error["message"] and error["seq_len"] == 64
     assert error["config"]["ZERO_STAGE"] == 2
     assert err.splitlines()[-2].startswith("error: oom at seq_len 64: CUDA out of memory")
-    assert err.splitlines()[-1] == f"hint: {engine.OOM_HINT}"  # what would fit, not PyTorch's text alone
+    # what would fit, not PyTorch's text alone, of what is not in force (ZeRO-2 here)
+    assert err.splitlines()[-1].startswith("hint: to fit, ") and "ZERO_STAGE=3 with" in err.splitlines()[-1]
+
+
+def test_the_out_of_memory_hint_never_proposes_a_setting_already_in_force():
+    train = settings.parse(variables.TRAINING_VARS, {"WORKLOAD": "right-sized-8b"})
+    assert engine.oom_hint(train) == (
+        "to fit, cut the model to fewer layers (NUM_LAYERS=4), checkpoint activations (GRAD_CHECKPOINT=1), offload "
+        "the optimizer (OFFLOAD_OPTIMIZER=1) or shard it over more GPUs (ZERO_STAGE=3 with deepspeed --num_gpus=N)")
+    guide = settings.parse(variables.TRAINING_VARS, {"WORKLOAD": "guide-long-context"})
+    assert engine.oom_hint(guide) == ("to fit, cut the model to fewer layers (NUM_LAYERS=8) or shard it over more "
+                                      "GPUs (deepspeed --num_gpus=N)")
+
+
+def test_an_fsdp2_out_of_memory_hint_names_its_own_ways_out():
+    train = settings.parse(variables.TRAINING_VARS, {"WORKLOAD": "right-sized-8b", "ENGINE": "fsdp2"})
+    assert engine.oom_hint(train) == (
+        "to fit, cut the model to fewer layers (NUM_LAYERS=4), checkpoint activations (GRAD_CHECKPOINT=1), reshard "
+        "each block's weights after its forward (ZERO_STAGE=3) or shard over more GPUs (torchrun --nproc-per-node=N)")
 
 
 @pytest.mark.parametrize("precision, message", [

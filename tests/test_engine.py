@@ -3,6 +3,7 @@ config of a point, and the random (dense or packed) batches."""
 import torch
 from dataclasses import replace
 
+from upgrade_bench.training.engines import deepspeed as ds_engine
 from upgrade_bench.training import engine, variables
 from upgrade_bench.models import model
 from upgrade_bench import settings
@@ -28,9 +29,9 @@ def test_deepspeed_gets_the_guides_zero_settings_at_every_stage():
     # kept the 8-layer 8K H200 peak at the guide script's 62.5 GiB instead of 67.7.
     s = settings.parse(variables.TRAINING_VARS, {})
     for stage in range(4):
-        zero = engine.deepspeed_config(replace(s, ZERO_STAGE=stage, OFFLOAD_OPTIMIZER=False), True)["zero_optimization"]
+        zero = ds_engine.deepspeed_config(replace(s, ZERO_STAGE=stage, OFFLOAD_OPTIMIZER=False), True)["zero_optimization"]
         assert zero == {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
-    offload = engine.deepspeed_config(s, True)["zero_optimization"]["offload_optimizer"]
+    offload = ds_engine.deepspeed_config(s, True)["zero_optimization"]["offload_optimizer"]
     assert offload == {"device": "cpu", "pin_memory": True}
 
 
@@ -68,6 +69,8 @@ def test_the_start_line_says_what_a_compiling_backends_first_step_costs():
     moe = engine.started_text(3.0, [8192], "sdpa", tunes_liger_moe=True)
     assert moe.endswith("in each first step Liger's fused MoE autotunes its Triton kernels, once per process "
                         "(minutes with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")
+    compiled = engine.started_text(3.0, [8192], "sdpa", compiles_precision=True, compiles_blocks=True)
+    assert compiled.endswith("in each first step torch.compile builds each decoder block's kernels (COMPILE=1)")
     fp8 = engine.started_text(3.0, [8192], "sdpa", compiles_precision=True)
     assert fp8.startswith("start-up done in 3 s; measuring seq_len 8192; in each first step torch.compile "
                           "builds the converted linears' kernels")

@@ -352,7 +352,8 @@ def test_a_stale_build_lock_is_the_machines_fault_in_the_record_the_table_and_th
     assert "rejected" not in err
 
 
-def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path):
+@pytest.mark.parametrize("engine", ["deepspeed", "fsdp2"])
+def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path, engine):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     scontrol = bin_dir / "scontrol"
@@ -361,13 +362,20 @@ def test_slurm_batch_script_builds_the_hostfile_from_the_nodelist(tmp_path):
     scontrol.chmod(0o755)
     env = sweep_env(DRY_RUN=1, SLURM_JOB_NODELIST="gpu[01-02]", SLURM_JOB_ID=42, SLURM_GPUS_ON_NODE=8,
                     SLURM_SUBMIT_DIR=REPO, TMPDIR=tmp_path, SEQLENS=8192, OUT=tmp_path / "s.jsonl",
-                    PATH=f"{bin_dir}:{os.environ['PATH']}")
+                    PATH=f"{bin_dir}:{os.environ['PATH']}", ENGINE=engine, OFFLOAD_OPTIMIZER=0)
     result = run_proc(["bash", str(REPO / "slurm" / "run_sweep.sbatch")], env, 120, cleared=SWEEP_CLEARED)
     assert result.returncode == 0, result.stderr
     hostfile = tmp_path / "run_sweep-hostfile.42"
     assert hostfile.read_text() == "gpu01 slots=8\ngpu02 slots=8\n"
-    line = result.stdout.splitlines()[0]  # then the env file's lines, as comments
-    assert f"--hostfile {hostfile} --master_addr gpu01 --num_gpus 8 --master_port 29500" in line
+    line = result.stdout.splitlines()[0]  # then, for DeepSpeed, the env file's lines, as comments
+    if engine == "deepspeed":
+        assert f"--hostfile {hostfile} --master_addr gpu01 --num_gpus 8 --master_port 29500" in line
+        return
+    # torchrun on each node, started by pdsh over ssh; the settings exported in its command
+    assert "PDSH_RCMD_TYPE=ssh" in line and " pdsh -S -f 1024 -w gpu01,gpu02 " in line
+    assert ("-m torch.distributed.run --nnodes 2 --nproc-per-node 8 --node-rank %n --master-addr gpu01 "
+            "--master-port 29500 ") in line
+    assert "export ENGINE=fsdp2; " in line and "export SEQ_LEN=8192; " in line
 
 
 @pytest.mark.parametrize("script", ["run_sweep.sbatch", "run_node.sbatch"])

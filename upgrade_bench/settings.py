@@ -34,6 +34,9 @@ class Var:
     min: float | None = None
     max: float | None = None
     zero_means_unset: bool = False  # 0 (the default: "from the table") is taken below `min` too
+    # A choice that names a set of other settings' defaults ({value: {setting: raw value}}):
+    # WORKLOAD=right-sized-8b. A setting set explicitly wins over its preset.
+    presets: dict | None = None
 
     def allowed(self) -> str:
         if self.kind == "bool":
@@ -162,12 +165,24 @@ def settings_type(variables) -> type:
     return _settings_type(tuple((v.name, v.kind) for v in variables))
 
 
+def preset_values(variables, environ) -> dict:
+    """{setting: raw value} the table's preset choices (Var.presets) set, as `environ` picks them."""
+    out = {}
+    for var in variables:
+        if var.presets:
+            raw = environ.get(var.name, "")
+            out.update(var.presets.get(var.default if raw == "" else parse_value(var, raw), {}))
+    return out
+
+
 def parse(variables, environ=None):
-    """Resolve every Var from `environ` (default os.environ); unset or empty -> default."""
+    """Resolve every Var from `environ` (default os.environ); unset or empty -> a preset's
+    value (Var.presets), else the default."""
     environ = os.environ if environ is None else environ
+    preset = preset_values(variables, environ)
     values = {}
     for var in variables:
-        raw = environ.get(var.name, "")
+        raw = environ.get(var.name, "") or preset.get(var.name, "")
         values[var.name] = copy.copy(var.default) if raw == "" else parse_value(var, raw)
     return settings_type(variables)(**values)
 

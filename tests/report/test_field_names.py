@@ -13,8 +13,8 @@ REPORT = REPO / "upgrade_bench" / "report"
 KEY = re.compile(r"""(?:\.get\(|(?<=[\w\])])\[)["']([A-Za-z_]\w*)["']""")
 # Keys that are no schema field, by where they come from.
 OWN = {
-    # added to each record as it is read (read/inputs.py, read/series.py)
-    "log_file", "stack",
+    # added to each record as it is read (read/inputs.py, read/series.py: a run under a profiler)
+    "log_file", "stack", "instrumented",
     # settings of other scripts' configs and environments: a published run's container, NCCL's network
     "CONTAINER", "NCCL_NET",
     # a `health:` capability's value (schema: `value any`): its faults and NVLink fields per GPU
@@ -25,6 +25,7 @@ OWN = {
     # compare/ that page/details.py writes, and points.csv's columns (page/export.py)
     "base_ms", "base_share", "base_tflops", "other_ms", "other_share", "other_tflops", "bucket", "speedup",
     "configuration", "ratios", "all_reduce", "copy", "usd_per_gpu_hour", "usd_per_mtok",
+    "usd_per_mtok_whole_model",
 }
 
 

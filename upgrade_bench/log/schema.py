@@ -127,6 +127,7 @@ config.FP8_EXPERTS           flag          MoE experts asked in FP8 (the report 
 warnings                     list          what the run warned about
 warnings.*                   text          a warning
 notes                        text          the user's NOTES
+workload                     text          the named workload (WORKLOAD) whose settings were the run's defaults; `none`: each setting's own
 attn_backend                 text          the attention backend that runs
 attn_backend_why             text          why `auto` chose it
 attn_versions                object        installed version of each backend's package
@@ -134,6 +135,7 @@ weights                      text          `pretrained` or `random`
 model_type                   text          the HF config's model_type
 num_layers                   count         decoder layers the model ran with
 model_cut                    text          the cut: `4 of 48 layers, 64 of 512 experts`, `all 32 layers`
+engine                       text          the training engine: `deepspeed` or `fsdp2` (a log without it ran DeepSpeed)
 precision                    text          the training precision of the GEMMs (`bf16`, `fp8-tensorwise`, ...)
 data                         text          DATA's token file as read: its format and how many tokens (null: random tokens)
 low_precision                object        what converted to it: recipe, library, converted_linears, kept_linears, converted_experts, kept_experts, experts (what their grouped GEMMs ran in), converted_params (weights a token passes through in converted GEMMs), rule, keeps, compiled
@@ -190,7 +192,9 @@ energy_j_per_token    non-negative  board energy per token
 """), **PEAK_MEMORY, **TELEMETRY},
     "error": table("""
 seq_len         count         the point that failed (null: no point, e.g. mamf-finder's)
-error           text          `oom`, `timeout`, `exception`, `diverged` (a loss not finite; `nonfinite_loss` before), `bad_input`, `write_failed`, `environment`, ...
+error           text          `oom`, `does_not_fit` (estimated before it ran, not run), `timeout`, `exception`, `diverged` (a loss not finite; `nonfinite_loss` before), `bad_input`, `write_failed`, `environment`, ...
+estimated_peak_gib  positive  `does_not_fit`: the plan's estimate of the point's peak (sweep/fit.py)
+usable_gib      positive      `does_not_fit`: what the GPU's allocator could reserve, as the plan took it
 message         text          what happened, in a line
 exception       text          the exception's type
 traceback_tail  text          the traceback's last 2000 characters

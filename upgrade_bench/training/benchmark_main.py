@@ -1,7 +1,7 @@
 """benchmark.py: one point (or several) of the guide's sequence-length sweep.
 
-DeepSpeed training step (fwd + bwd + optimizer step) of a causal LM on random tokens,
-timed per step; writes JSON lines (stdout holds nothing else): a `header`, a `step` per
+The training step (fwd + bwd + optimizer step) of a causal LM on random tokens, on DeepSpeed
+(ENGINE=deepspeed, the guide's) or torch's FSDP2 (ENGINE=fsdp2, under torchrun), timed per step; writes JSON lines (stdout holds nothing else): a `header`, a `step` per
 step, a `summary` per sequence length (with GPU telemetry over the timed steps: SM clock,
 power, temperature, throttle reasons, energy per token), and an `error` (oom -> exit 3,
 anything else -> exit 1) if a point fails. Defaults are the guide's long-context config:
@@ -10,6 +10,7 @@ Llama-3.1-8B, ZeRO-3, activation checkpointing, CPU AdamW offload, Liger.
     deepspeed --num_gpus=8 benchmark.py                 # the guide's config at 8K
     SEQ_LEN="8192 32768" deepspeed --num_gpus=8 benchmark.py
     MODEL=tiny ZERO_STAGE=2 OFFLOAD_OPTIMIZER=0 python benchmark.py   # CPU, seconds
+    ENGINE=fsdp2 OFFLOAD_OPTIMIZER=0 torchrun --nproc-per-node=8 benchmark.py   # FSDP2
 """
 
 from . import decompose_step, engine, memory, variables

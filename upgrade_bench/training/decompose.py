@@ -48,8 +48,11 @@ def _rule(bucket: str, family: str, pattern: str, part: str = "") -> Rule:
 # GPU names are CUDA kernel names as the profiler demangles them; CPU runs have no kernels,
 # so the aten op names of the same work are classified instead.
 RULES = (
-    _rule(COMM, "NCCL collectives (ncclDevKernel_AllReduce_..., ncclKernel_...)", r"nccl"),
-    _rule(COMM, "CPU collectives (c10d / gloo)", r"^c10d::|gloo|record_param_comms"),
+    _rule(COMM, "NCCL collectives (ncclDevKernel_AllReduce_..., ncclKernel_...; FSDP2's and ZeRO-3's "
+          "ncclDevKernel_AllGather_* and ncclDevKernel_ReduceScatter_*)", r"nccl"),
+    _rule(COMM, "CPU collectives (c10d / gloo: FSDP2's c10d::_allgather_base_, c10d::_reduce_scatter_base_; "
+          "DTensor's functional ones, _c10d_functional::all_reduce and its wait_tensor, of gradient clipping)",
+          r"^c10d::|^_c10d_functional::|gloo|record_param_comms"),
     _rule("attention", "cuDNN SDPA (cudnn_generated_fort_native_sdpa_sm90_...)", r"cudnn.*(sdpa|fmha)"),
     _rule("attention", "cuDNN SDPA backward helpers (cudnn::fusion::compute_dot_do_o_specialized, "
           "cudnn::fusion::convert_dq_to_16bits), seen on an H200", r"cudnn::fusion::(compute_dot_do_o|convert_dq)"),

@@ -1,4 +1,5 @@
-"""The training step both benchmark.py and bench_decompose.py time: DeepSpeed setup, batches
+"""The training step both benchmark.py and bench_decompose.py time: the engine's setup (ENGINE:
+training/engines/, DeepSpeed or FSDP2 behind one interface), batches
 of random tokens or of the user's (DATA), dense or document-packed, one fwd + bwd + optimizer step, and a script's main
 around them (run_script). What runs is resolved first, in run_config.py.
 """
@@ -7,11 +8,11 @@ import re
 import sys
 import time
 
-from ..models import flops, layers, model
+from ..models import flops, layers
 from ..kernels.attention import backends as attn_backends
 from ..kernels import timing
-from . import data, extensions, low_precision, memory
-from .run_config import RunConfig, header_fields, resolve_here, zero3_moe
+from . import data, engines, extensions, low_precision, memory
+from .run_config import RunConfig, header_fields, resolve_here
 from ..faults import NonFiniteLoss, WriteFailed, error_fields, exit_code_for
 from ..settings import Settings
 
@@ -34,83 +35,9 @@ def prepare_process_env(environ=os.environ) -> None:
         environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
 
 
-def deepspeed_config(s: Settings, on_gpu: bool) -> dict:
-    """The DeepSpeed config for one point of the guide's sweep."""
-    # The guide's ZeRO settings, every stage. overlap_comm also puts ZeRO-2's gradient
-    # reduction buffers on DeepSpeed's side stream, in the caching allocator's pool of that
-    # stream: on the 8-layer H200 run at 8K, without it the default stream's pool needed an
-    # extra 10.4 GiB segment and peaked 5.2 GiB higher (67.7 vs 62.5 GiB reserved).
-    zero = {"stage": s.ZERO_STAGE, "overlap_comm": True, "contiguous_gradients": True}
-    if s.OFFLOAD_OPTIMIZER:
-        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": on_gpu}
-    config = {
-        "train_micro_batch_size_per_gpu": s.BATCH_SIZE,
-        "gradient_accumulation_steps": 1,
-        "gradient_clipping": 1.0,
-        "bf16": {"enabled": True},
-        "zero_optimization": zero,
-        "steps_per_print": 10**9,
-        "wall_clock_breakdown": False,
-    }
-    if s.OFFLOAD_OPTIMIZER or on_gpu:
-        # DeepSpeed's own AdamW: CPU Adam when offloaded, fused Adam on the GPU (as the guide).
-        config["optimizer"] = {"type": "AdamW", "params": {
-            "lr": 1e-5, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.0}}
-    else:
-        config["zero_allow_untested_optimizer"] = True
-    return config
-
-
 def build_engine(rc: RunConfig, mark=None):
-    """(DeepSpeed engine, hf_ds_config keep-alive) with the model built as resolved."""
-    import deepspeed
-    import torch
-
-    on_gpu = rc.device.type == "cuda"
-    if on_gpu:
-        torch.cuda.set_device(rc.device)
-    backend = "nccl" if on_gpu else "gloo"
-    if rc.resolved.world_size == 1:
-        # A world of one needs no rendezvous: an in-process store, not a TCP port that another
-        # run on the host may hold. DeepSpeed then takes the initialized process group as it is.
-        torch.distributed.init_process_group(backend, store=torch.distributed.HashStore(), rank=0,
-                                             world_size=1)
-    deepspeed.init_distributed(dist_backend=backend, verbose=False)
-    ds_config = deepspeed_config(rc.resolved.train, on_gpu)
-    keep_alive = None
-    if rc.resolved.train.ZERO_STAGE == 3:
-        from transformers.integrations import HfDeepSpeedConfig
-
-        keep_alive = HfDeepSpeedConfig(ds_config)  # must outlive model construction
-    if rc.resolved.use_liger:
-        model.apply_liger(rc.resolved.cut.config.model_type, rc.resolved.liger_swiglu)
-    torch.manual_seed(rc.resolved.train.SEED)
-    net = model.build(rc.resolved.cut.config, attn_backends.BACKENDS[rc.resolved.backend].hf_name, rc.weights,
-                      rc.weights_path, rc.device, torch.bfloat16)
-    model.bind_mixer_kernels(net, rc.resolved.cut.config.model_type)  # as rc.mixer_kernels says
-    if rc.resolved.precision.low:  # after the model is built, before DeepSpeed flattens or partitions it
-        converted = low_precision.convert(net, rc.resolved.precision, emulate=not on_gpu, experts=rc.resolved.train.FP8_EXPERTS)
-        planned = rc.low_precision["converted_linears"], rc.low_precision["converted_experts"]
-        if converted != planned:  # the header said otherwise: a programming error, not a measurement
-            raise AssertionError(f"(linears, experts modules) converted to {rc.resolved.precision.name}: {converted}, "
-                                 f"the header says {planned}")
-    if zero3_moe(rc):
-        # ZeRO-3 otherwise gathers each expert's weights as the router reaches it, one
-        # all-gather per expert and layer; a leaf module is gathered whole, once.
-        deepspeed.utils.set_z3_leaf_modules(net, model.moe_block_classes(net))
-    if rc.resolved.train.GRAD_CHECKPOINT:
-        net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    net.train()
-    if mark:
-        mark("model_built")
-    optimizer = None
-    if "optimizer" not in ds_config:
-        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-5, betas=(0.9, 0.95))
-    engine, *_ = deepspeed.initialize(model=net, optimizer=optimizer, config=ds_config,
-                                      model_parameters=None if optimizer else net.parameters())
-    if mark:
-        mark("engine_ready")
-    return engine, keep_alive
+    """(engine, keep-alive) of the run's ENGINE, the model built as resolved (training/engines/)."""
+    return engines.build(rc, mark)
 
 
 def token_range(hf_config) -> tuple[int, int]:
@@ -279,9 +206,11 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
     debug = memory.Debug(rc, writer) if s.MEM_DEBUG else None
     seq_len = None
     try:
-        say_rank0(rc, "start-up: building the model and the DeepSpeed engine (minutes for an 8B "
-                      "model on a node; a first run also builds DeepSpeed's Adam op) ...")
-        notice = extensions.waiting_notice()
+        deepspeed = s.ENGINE == "deepspeed"  # only DeepSpeed JIT-builds an op
+        adam_op = "; a first run also builds DeepSpeed's Adam op" if deepspeed else ""
+        say_rank0(rc, f"start-up: building the model and the {s.ENGINE} engine (minutes for an 8B "
+                      f"model on a node{adam_op}) ...")
+        notice = extensions.waiting_notice() if deepspeed else None
         if notice:
             say_rank0(rc, notice)
         started = time.monotonic()
@@ -290,7 +219,7 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         say_rank0(rc, started_text(time.monotonic() - started, s.SEQ_LEN, rc.resolved.backend if attends else None,
                                      rc.resolved.precision.low and rc.device.type == "cuda",
                                      any(v != layers.TORCH_FALLBACK for v in (rc.mixer_kernels or {}).values()),
-                                     rc.resolved.liger_moe))
+                                     rc.resolved.liger_moe, bool(s.COMPILE)))
         for earlier_points, seq_len in enumerate(s.SEQ_LEN):
             run_point(eng, rc, writer, seq_len, earlier_points, debug)
     except WriteFailed:
@@ -301,17 +230,29 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         if rc.rank == 0:
             sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
             if fields["error"] == "oom":
-                sys.stderr.write(f"hint: {OOM_HINT}\n")
+                sys.stderr.write(f"hint: {oom_hint(rc.resolved.train)}\n")
         shut_down_distributed(clean=False)
         return exit_code_for(err)
     shut_down_distributed(clean=True)
     return 0
 
 
-# The guide's own ways out of an out-of-memory point, cheapest first.
-OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint activations "
-            "(GRAD_CHECKPOINT=1), offload the optimizer (OFFLOAD_OPTIMIZER=1) or shard it over more GPUs "
-            "(ZERO_STAGE=3 with deepspeed --num_gpus=N)")
+def oom_hint(train) -> str:
+    """The guide's ways out of an out-of-memory point, cheapest first, of those not already in force
+    (`train`: the run's training settings), in its engine's settings: a hint to set what is set is
+    no hint (FSDP2 has no optimizer offload here: engines.refusal)."""
+    layers = train.NUM_LAYERS
+    ways = ([f"cut the model to fewer layers (NUM_LAYERS={8 if not layers or layers > 8 else max(1, layers // 2)})"]
+            if layers != 1 else [])
+    ways += ["checkpoint activations (GRAD_CHECKPOINT=1)"] if not train.GRAD_CHECKPOINT else []
+    if train.ENGINE == "fsdp2":
+        ways += ["reshard each block's weights after its forward (ZERO_STAGE=3)"] if train.ZERO_STAGE < 3 else []
+        ways += ["shard over more GPUs (torchrun --nproc-per-node=N)"]
+    else:
+        ways += ["offload the optimizer (OFFLOAD_OPTIMIZER=1)"] if not train.OFFLOAD_OPTIMIZER else []
+        ways += ["shard it over more GPUs (" + ("ZERO_STAGE=3 with " if train.ZERO_STAGE < 3 else "")
+                 + "deepspeed --num_gpus=N)"]
+    return "to fit, " + ", ".join(ways[:-1]) + (" or " if len(ways) > 1 else "") + ways[-1]
 
 
 # What a run's first step at each length spends compiling where a hybrid's fast kernels run:
@@ -326,12 +267,17 @@ LIGER_MOE_FIRST_STEP = ("Liger's fused MoE autotunes its Triton kernels, once pe
                         "with nothing compiled; USE_LIGER=0 runs transformers' own experts instead)")
 
 
+# COMPILE=1 (FSDP2): dynamo traces and inductor compiles each decoder block in its first step.
+BLOCKS_FIRST_STEP = "torch.compile builds each decoder block's kernels (COMPILE=1)"
+
+
 def started_text(startup_s: float, seq_lens: list, backend: str | None, compiles_precision: bool = False,
-                 compiles_mixers: bool = False, tunes_liger_moe: bool = False) -> str:
+                 compiles_mixers: bool = False, tunes_liger_moe: bool = False, compiles_blocks: bool = False) -> str:
     """The line between start-up and the first step: what it took, what comes, and what the
-    attention backend's, the precision's, the linear mixers' and Liger's fused MoE's first step
-    spends compiling or tuning (a minute of silence otherwise looks like a hang)."""
+    attention backend's, the precision's, the compiled blocks', the linear mixers' and Liger's
+    fused MoE's first step spends compiling or tuning (a minute of silence otherwise looks like a hang)."""
     first_step = "; ".join(filter(None, [attn_backends.BACKENDS[backend].first_step if backend else "",
+                                         BLOCKS_FIRST_STEP if compiles_blocks else
                                          low_precision.FIRST_STEP if compiles_precision else "",
                                          MIXER_FIRST_STEP if compiles_mixers else "",
                                          LIGER_MOE_FIRST_STEP if tunes_liger_moe else ""]))

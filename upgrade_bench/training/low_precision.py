@@ -1,10 +1,11 @@
 """Low-precision GEMMs for training, through torchao: which linears convert, the conversion,
 and compiling what was converted.
 
-Conversion happens after the model is built and before `deepspeed.initialize`, and swaps
+Conversion happens after the model is built and before the engine wraps it, and swaps
 modules (torchao's Float8Linear; an MX linear's class), never a parameter's data: DeepSpeed
 ZeRO-1/2 re-points every parameter's data into its flat buffers and ZeRO-3 partitions it, so a
-quantizing tensor subclass put there would be dropped. Only the converted modules' forward is
+quantizing tensor subclass put there would be dropped. (Under FSDP2 a tensorwise recipe does put
+one there, on purpose: torchao's float8 all-gather, which fully_shard shards as it is.) Only the converted modules' forward is
 compiled (torch.compile fuses each one's amax, scale and cast into a few kernels; eager, they
 are a dozen small launches that cost more than FP8 saves): never the attention or the loss
 (compiling the whole HF model made the bf16 step slower on an H200, not faster), and never a
@@ -120,10 +121,13 @@ def plan_on_meta(config, p: Precision, thresholds: bool, experts: bool) -> dict:
     return plan(net, p, thresholds, experts)
 
 
-def convert(net, p: Precision, emulate: bool, experts: bool) -> tuple[int, int]:
+def convert(net, p: Precision, emulate: bool, experts: bool, float8_all_gather: bool = False,
+            compile_linears: bool = True) -> tuple[int, int]:
     """Swap `net`'s linears that plan() converts for torchao's low-precision ones and compile
-    each (not on CPU), and run its experts that plan() converts in FP8 (FP8_EXPERTS: `experts`);
-    returns how many (linears, experts modules) were converted."""
+    each (not on CPU; not with `compile_linears` off, where the blocks around them are compiled
+    whole), and run its experts that plan() converts in FP8 (FP8_EXPERTS: `experts`); with
+    `float8_all_gather` (FSDP2, a tensorwise recipe) their weights are all-gathered in float8.
+    Returns how many (linears, experts modules) were converted."""
     thresholds = not emulate
     chosen = {name for name, m in linears(net)
               if keep_reason(name, m.out_features, m.in_features, p.recipe, thresholds) is None}
@@ -131,8 +135,8 @@ def convert(net, p: Precision, emulate: bool, experts: bool) -> tuple[int, int]:
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
         config = Float8LinearConfig.from_recipe_name(p.recipe)
-        if emulate:
-            config = dataclasses.replace(config, emulate=True)
+        config = dataclasses.replace(config, emulate=emulate or config.emulate,
+                                     enable_fsdp_float8_all_gather=float8_all_gather)
         convert_to_float8_training(net, config=config, module_filter_fn=lambda m, fqn: fqn in chosen)
     elif p.recipe == "mxfp8_cublas":
         for name, m in linears(net):
@@ -140,7 +144,7 @@ def convert(net, p: Precision, emulate: bool, experts: bool) -> tuple[int, int]:
                 m.__class__ = mx_linear_class(emulate)  # its parameters, hooks and state stay as they are
     else:
         raise NotImplementedError(f"no conversion for {p.name}")  # precisions.resolve refused it already
-    if not emulate:
+    if compile_linears and not emulate:
         compile_converted(net, chosen)
     converted_experts = fp8_experts.convert(net, emulate) if experts_none_because(p, experts) is None else 0
     return len(chosen), converted_experts

@@ -21,7 +21,9 @@ OPTIMIZER_BYTES_PER_PARAM = 12  # master weights and moments: what OFFLOAD_OPTIM
 def state_bytes(params: int, zero_stage: int, world: int, offload: bool) -> tuple[float, float]:
     """(bytes per GPU, bytes on the host) the weights, gradients and optimizer state need
     before any activation: ZeRO-1 shards the optimizer, ZeRO-2 the gradients too, ZeRO-3
-    the weights too; an offloaded optimizer lives on the host (all ranks of a node share it)."""
+    the weights too; an offloaded optimizer lives on the host (all ranks of a node share it).
+    A floor for ENGINE=fsdp2 too: its 16 bytes a parameter (fp32 weights and gradients, the two
+    moments) are all sharded, and ZERO_STAGE=2 keeps the bf16 weights (2 bytes) whole besides."""
     p, w = float(params), max(1, world)
     optimizer = 0.0 if offload else OPTIMIZER_BYTES_PER_PARAM * p
     if zero_stage >= 1:

@@ -20,7 +20,7 @@ from ..hardware.fingerprint import Device, installed_file, package_version
 from ..kernels.attention import backends as attn_backends
 from ..log.runs import training_config
 from ..models import architecture, cuts, model
-from . import data, low_precision
+from . import data, engines, low_precision
 from ..settings import Settings
 
 
@@ -117,6 +117,9 @@ def resolve(train: Settings, machine: Machine, model_config, seq_lens: list) -> 
     """The run `train` (the training variables) describe on `machine`, for a model whose
     full config is `model_config` (a transformers config or a config.json mapping; None when
     not at hand) at `seq_lens`. BadInput on anything that cannot run there."""
+    problem = engines.refusal(train)
+    if problem:
+        raise BadInput(problem)
     warnings = []
     cut = None
     if model_config is not None:

@@ -62,13 +62,16 @@ def resolve_here(train: Settings) -> RunConfig:
                                  train.OFFLOAD_OPTIMIZER, gpu_bytes, fingerprint.host_ram_bytes())
     if problem:  # before the header: the host's OOM killer gives no record, only a SIGKILL
         raise BadInput(problem)
-    extensions.use_checkout_cache()
-    problem = extensions.stale_lock_problem()
-    if problem:  # else DeepSpeed's first op build waits on it, silently, forever
-        raise EnvironmentFault(problem)
+    if train.ENGINE == "deepspeed":  # the engine that JIT-builds an op
+        extensions.use_checkout_cache()
+        problem = extensions.stale_lock_problem()
+        if problem:  # else DeepSpeed's first op build waits on it, silently, forever
+            raise EnvironmentFault(problem)
     converts = (low_precision.plan_on_meta(cut.config, resolved.precision, thresholds=has_gpu,
                                            experts=train.FP8_EXPERTS)
                 if resolved.precision.low else None)
+    if converts and has_gpu and train.COMPILE:  # FSDP2 compiles each block, its converted linears in it
+        converts["compiled"] = "each decoder block (COMPILE=1), the converted linears in it"
     if train.FP8_EXPERTS and converts and converts["kept_experts"] and not converts["converted_experts"]:
         kept = "; ".join(converts["kept_experts"])  # its experts modules, each kept in bf16 (gpt-oss's: row-major)
         warnings.append(f"FP8_EXPERTS=1: no experts module of MODEL={train.MODEL} can run the FP8 grouped "
@@ -105,7 +108,8 @@ def packed_state_warnings(doc_len: int, mix: dict) -> list:
 
 def zero3_moe(rc: RunConfig) -> bool:
     """Whether the MoE blocks are ZeRO-3 leaf modules in this run (the header says so)."""
-    return rc.resolved.train.ZERO_STAGE == 3 and rc.resolved.cut.counted.moe and rc.resolved.train.ZERO3_LEAF_MOE
+    s = rc.resolved.train
+    return s.ENGINE == "deepspeed" and s.ZERO_STAGE == 3 and bool(rc.resolved.cut.counted.moe) and s.ZERO3_LEAF_MOE
 
 
 def header_fields(rc: RunConfig) -> dict:
@@ -117,5 +121,7 @@ def header_fields(rc: RunConfig) -> dict:
                          num_layers=len(cut.built.layers), layer_mix=cut.counted.mix(), model_cut=cut.label(),
                          n_active_params=cut.counted.active_params, n_total_params=cut.built.total_params,
                          mixer_kernels=rc.mixer_kernels, z3_leaf_moe_blocks=zero3_moe(rc),
-                         peak_tflops=r.peak_tflops, peak_source=r.peak_source, precision=r.precision.name,
-                         low_precision=rc.low_precision, data=r.tokens.describe() if r.tokens else None)
+                         peak_tflops=r.peak_tflops, peak_source=r.peak_source, engine=r.train.ENGINE,
+                         precision=r.precision.name,
+                         low_precision=rc.low_precision, data=r.tokens.describe() if r.tokens else None,
+                         workload=r.train.WORKLOAD)

@@ -8,6 +8,8 @@ from ..models.architecture import FAMILIES
 from ..models.layers import MAX_INT
 from ..models.model import PRESETS
 from ..settings import OUTPUT, SEED_MAX, Var
+from . import workloads
+from .engines import ENGINES, help_text as engines_help
 
 # The largest sequence length and batch a setting takes: attention kernels index a sequence's
 # tokens in 32 bits (FlashAttention's cu_seqlens), and BATCH_SIZE x SEQ_LEN then stays within
@@ -17,6 +19,8 @@ MAX_TOKENS = MAX_INT
 # Variables shared by the scripts that run a training step (benchmark.py, bench_decompose.py).
 # Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
 TRAINING_VARS = [
+    Var("WORKLOAD", "choice", workloads.NONE, workloads.help_text(),
+        choices=(workloads.NONE, *workloads.WORKLOADS), presets=workloads.presets()),
     Var("MODEL", "str", "llama-3.1-8b",
         f"model: a preset of configs/ ({' | '.join(PRESETS)}; tiny* run on CPU in seconds), or a "
         f"local path / hub id of a config of type {', '.join(FAMILIES)} (the families the FLOP "
@@ -42,8 +46,13 @@ TRAINING_VARS = [
     Var("DECOMPOSE", "int", 0, "after each point's timed steps, profile this many more and write the "
         "point's step decomposition (bench_decompose.py's record; the report's forecast reads it; "
         "0 = off)", min=0, max=100),
-    Var("ZERO_STAGE", "int", 3, "DeepSpeed ZeRO stage", min=0, max=3),
-    Var("OFFLOAD_OPTIMIZER", "bool", True, "AdamW states and step on the CPU (DeepSpeed CPU Adam)"),
+    Var("ENGINE", "choice", "deepspeed", engines_help(), choices=tuple(ENGINES)),
+    Var("ZERO_STAGE", "int", 3, "DeepSpeed ZeRO stage (ENGINE=fsdp2: 3 reshards each block's weights "
+        "after its forward, 2 keeps them gathered until its backward; 0 and 1 are refused)", min=0, max=3),
+    Var("OFFLOAD_OPTIMIZER", "bool", True, "AdamW states and step on the CPU (DeepSpeed CPU Adam; "
+        "refused under ENGINE=fsdp2)"),
+    Var("COMPILE", "bool", False, "ENGINE=fsdp2: torch.compile each decoder block (as torchtitan "
+        "does), its converted low-precision linears inside it; off, only those linears are compiled"),
     Var("ZERO3_LEAF_MOE", "bool", True, "under ZeRO-3, gather each MoE block's experts at once "
         "(DeepSpeed's set_z3_leaf_modules), not expert by expert"),
     Var("GRAD_CHECKPOINT", "bool", True, "activation checkpointing of every decoder layer"),

@@ -7,8 +7,9 @@ the cut's, read/whole_model.py), then published references. For each, each candi
 a forecast also where the kind of workload changes): the speedup range, the call at the given
 prices with its margin (a call only past the range and the noise floor, verdict.NOISE_FLOOR),
 both sides' $/1M tokens, the break-even price, whether the workload fits the candidate's
-memory (no price call where it does not), and what the call rests on. A candidate's line that
-is no regime (no verdict, one side only) is a Note that holds its comparison. Every number is
+memory (no price call where it does not), what the call rests on, and the packages two
+measured series differ in. A candidate's line that is no regime (no verdict, one side only) is
+a Note that holds its comparison; a length only one GPU of the pair runs is an Only. Every number is
 the verdict rows' or the forecast rows'; page/answer.py words them, page/terminal.py prints them.
 """
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class Regime:
     ignored: list = field(default_factory=list)  # the --ignore-config settings the pair differs in: (key, base, other)
     cand_j_per_token: list = field(default_factory=list)  # the candidate's measured board energy per length
     hbm_measured: bool = False      # the HBM as a run of the candidate measured it (GiB), not its datasheet's GB
+    stack: list = field(default_factory=list)  # two measured series' software differences: (package, base, other)
 
     @property
     def break_even_usd(self) -> list:
@@ -80,12 +82,25 @@ class Note:
     comparison: Comparison
 
 
+@dataclass(frozen=True)
+class Only:
+    """A length one side of a candidate's pair cannot run (its OOM, or a capacity search's ceiling)."""
+    candidate: str          # the candidate's GPU
+    source: str             # its provenance, as Regime.source
+    seq_len: int
+    lacking: str            # the GPU that cannot run it
+    why: str                # cannot_run's: 'OOM' or 'max fit 24K'
+    baseline_lacks: bool = True  # the baseline cannot run it (else the candidate)
+    estimate_gib: float | None = None  # a forecast candidate's memory estimate there (beyond_memory), if any
+
+
 @dataclass
 class Workload:
     base: Series
     scope: Scope
     regimes: list = field(default_factory=list)
     notes: list = field(default_factory=list)   # Notes: a candidate's line that is no regime
+    only: list = field(default_factory=list)    # Only: a length one GPU of the pair cannot run
 
     @property
     def order(self) -> int:
@@ -140,7 +155,8 @@ def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
             sides=(c.base.provenance, c.other.provenance),
             no_call="" if seg[0].cost else NO_PRICE if c.unpriced else NO_THROUGHPUT, unpriced=tuple(c.unpriced),
             ignored=list(c.ignored), cand_j_per_token=[(r.other or {}).get("energy_j_per_token") for r in seg],
-            hbm_measured=not c.other.reference))
+            hbm_measured=not c.other.reference,
+            stack=list(c.stack) if not (c.base.reference or c.other.reference) else []))
     return out, notes
 
 
@@ -189,6 +205,15 @@ def reconfigured_regimes(fc: SeriesForecast, sc: Scope, rows: list) -> list:
     return out
 
 
+def forecast_only(fc: SeriesForecast) -> list:
+    """The lengths the baseline ran out of memory at, which the forecast has no step for: with
+    the candidate's memory estimate where the baseline's points give one (beyond_memory)."""
+    forecast = {r.seq_len for r in fc.rows}
+    estimates = {n: gib for n, gib, _ in fc.beyond}
+    return [Only(fc.candidate, "forecast", n, fc.base.gpu, "OOM", True, estimates.get(n))
+            for n, err in sorted(fc.base.errors.items()) if err.get("error") == "oom" and n not in forecast]
+
+
 def workloads(a) -> list:
     """Every baseline series with a candidate, in the answer's order."""
     by_base = {}
@@ -203,9 +228,12 @@ def workloads(a) -> list:
             regimes, notes = comparison_regimes(c, w.scope)
             w.regimes += regimes
             w.notes += notes
+            if not c.unlike:
+                w.only += [Only(c.other.gpu, c.other.provenance, r.seq_len, *r.cannot) for r in c.rows if r.cannot]
     for fc in a.forecasts:
         w = of(fc.base)
         w.regimes += forecast_regimes(fc, w.scope)
+        w.only += forecast_only(fc)
     # within a kind, a cut priced as its whole model before one that is not, then the workload
     # measured at the most lengths: the first is the one the bottom line prices
     return sorted(by_base.values(), key=lambda w: (w.order, not (w.scope.whole or w.scope.scaled),

@@ -20,7 +20,7 @@ from .answer import NO_FIT, Workload
 from .cost import (
     DEFAULT_PUE, DEFAULT_USD_PER_KWH, TRAINING_POWER_SHARE, board_j_per_token, owned_usd_per_gpu_hour,
     owner_usd_per_mtok)
-from ..compare.verdict import call, step_time_range, tokens_per_s_per_gpu
+from ..compare.verdict import UNDECIDED, call, step_time_range, tokens_per_s_per_gpu
 
 
 @dataclass
@@ -142,6 +142,8 @@ class OwnerCost:
 
 def owner_cost(side: Side, opts: Assumptions) -> OwnerCost:
     owned = opts.owned.get(side.gpu)
+    if not side.fits:
+        return OwnerCost(None, "does not fit its memory as configured")
     if owned is None:
         return OwnerCost(None, f"no --own {side.gpu.split()[0]}=USD")
     if side.j_per_token is None:
@@ -154,13 +156,16 @@ def owner_cost(side: Side, opts: Assumptions) -> OwnerCost:
     return OwnerCost(tuple(mids))
 
 
-def owner_call(base: OwnerCost, cand: OwnerCost, fits: bool):
-    """The owner's per-token call of a candidate (verdict.call over both ranges), or None."""
+def owner_call(base: OwnerCost, cand: OwnerCost, fits: bool, renter: str | None = None):
+    """The owner's per-token call of a candidate (verdict.call over both ranges), or None; by the
+    renter's rule: undecided where the renter's is (a point timed once has no range to call on)."""
     if not (base.usd_per_mtok and cand.usd_per_mtok) or not fits:
         return None
+    b, c = base.usd_per_mtok, cand.usd_per_mtok
+    if renter == UNDECIDED:
+        return call(c[0] / b[0], None)
     # The candidate's range is the speedup's around the baseline's median (candidate_side): set it
     # against the baseline's median, as the renter's call sets the speedup range against one price.
-    b, c = base.usd_per_mtok, cand.usd_per_mtok
     return call(c[0] / b[0], (min(c[1], c[2]) / b[0], max(c[1], c[2]) / b[0]))
 
 
@@ -187,7 +192,7 @@ def owner_rows(w: Workload, opts: Assumptions, seq_len: int) -> list:
     for side, cost in zip(found[1:], costs[1:]):
         renter = next((r.word for r in w.regimes if r.candidate == side.gpu and r.source == side.source
                        and seq_len in r.seq_lens), None)
-        got = owner_call(costs[0], cost, side.fits)
+        got = owner_call(costs[0], cost, side.fits, renter)
         out.append(OwnerRow(side, cost, True, got.word if got else None, renter))
     return out
 

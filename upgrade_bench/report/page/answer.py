@@ -11,7 +11,7 @@ from ..read.whole_model import scaling_words
 from ..text.escape import md_text
 from ..text.tables import fmt
 from .verdicts import one_sided
-from .words import ignored_words, unlike_words
+from .words import STACK_CAVEAT, ignored_words, stack_words, unlike_words
 
 CALL_WORDS = {BELOW: "cheaper per token", ABOVE: "dearer per token", WITHIN: "even per token",
               UNDECIDED: "cannot decide per token"}
@@ -134,6 +134,8 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
         text += ("; memory not recorded" if r.fits is None else
                  f"; fits: {whose}{fmt(r.peak_gib)} GiB at most, in its {hbm_words(r)}" if r.fits else
                  f"; does not fit: {whose}{fmt(r.peak_gib)} GiB of {hbm_words(r)}")
+    if r.stack:
+        text += f"; software differs: {stack_words(r.stack)} ({STACK_CAVEAT})"
     return text + f"; how sure: {sure_words(r)}."
 
 

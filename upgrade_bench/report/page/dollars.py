@@ -1,9 +1,9 @@
 """The cost to train and the owner's cost in words: report.md's section (per workload, length
-and GPU: GPU-hours, dollars and days on a node, and with --own the owner's $/1M tokens and
+and GPU: GPU-hours, dollars and wall-clock time on a node, and with --own the owner's $/1M tokens and
 call beside the renter's) and the terminal's lines on your workload. The numbers are
 decide/dollars.py's (formulas in decide/cost.py).
 """
-from ..compare.verdict import ABOVE, BELOW, WITHIN
+from ..compare.verdict import ABOVE, BELOW, UNDECIDED, WITHIN
 from ..decide.cost import DEFAULT_PUE, DEFAULT_USD_PER_KWH, DEFAULT_YEARS, TRAINING_POWER_SHARE, train_cost
 from ..decide.dollars import Assumptions, OwnerRow, Side, first_length, node_gpus, owner_rows, sides
 from ..decide.answer import Workload
@@ -13,7 +13,7 @@ from ..text.escape import md_text
 from ..text.tables import md_table
 from .answer import workload_title
 
-OWNER_WORDS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even"}
+OWNER_WORDS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even", UNDECIDED: "undecided"}  # else 'no call'
 
 
 def compact(v: float) -> str:
@@ -30,21 +30,39 @@ def _fmt_range(t: tuple, unit: str = "") -> str:
     return mid if low == high == mid else f"{mid} ({low}-{high})"
 
 
+DAYS_PER_YEAR = 365.25
+
+
+def duration(days: tuple) -> str:
+    """A wall-clock (mid, low, high) in days as a person would say it, in the mid's unit: '5
+    hours', '12 days', '4.3 years (4.2-4.5 years)'; thousands of years compact ('5.5K years')."""
+    mid = days[0]
+    scale, unit = (1 / 24, "hours") if mid < 1 else (1.0, "days") if mid < DAYS_PER_YEAR else (DAYS_PER_YEAR, "years")
+
+    def one(v: float) -> str:
+        v /= scale
+        return compact(v) if v >= 1000 else f"{v:.2g}" if v < 10 and unit == "years" else f"{v:.0f}"
+    low, high = one(min(days)), one(max(days))
+    return f"{one(mid)} {unit}" + ("" if low == high == one(mid) else f" ({low}-{high} {unit})")
+
+
 def train_cells(side: Side, opts: Assumptions, g: int) -> tuple:
-    """(GPU-hours, dollars, days) of training on `g` GPUs, each its mid and range."""
+    """(GPU-hours, dollars, time) of training on `g` GPUs, each its mid and range; none where the
+    workload does not fit the GPU's memory as configured."""
+    if not side.fits:
+        return "-", "no price: does not fit its memory as configured", "-"
     costs = [train_cost(opts.tokens, t, g, side.usd_per_gpu_hour) for t in side.tokens_per_s]
     by_time = (costs[0], costs[2], costs[1])  # the mid, the fastest throughput, the slowest
     usd = _fmt_range(tuple(c.usd for c in by_time), "$") if side.usd_per_gpu_hour else "no price"
-    return (_fmt_range(tuple(c.gpu_hours for c in by_time)), usd, _fmt_range(tuple(c.days for c in by_time)))
+    return (_fmt_range(tuple(c.gpu_hours for c in by_time)), usd, duration(tuple(c.days for c in by_time)))
 
 
 def train_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
-    """Per GPU at one length: '<GPU> <source>: N GPU-h, $X, D days', each with its range."""
+    """Per GPU at one length: '<GPU> <source>: N GPU-h, $X, 4.3 years', each with its range."""
     out = []
     for side in sides(w, seq_len):
-        hours, usd, days = train_cells(side, opts, node_gpus(w, opts))
-        out.append(f"{side.gpu} {side.source}: {hours} GPU-h, {usd}, {days} days"
-                   + ("" if side.fits else "; does not fit its memory as configured"))
+        hours, usd, time = train_cells(side, opts, node_gpus(w, opts))
+        out.append(f"{side.gpu} {side.source}: " + (f"{hours} GPU-h, {usd}, {time}" if side.fits else usd))
     return out
 
 
@@ -94,7 +112,7 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
     """report.md's section: per workload, length and GPU the cost to train, and with --own the
     owner's cost per token and call beside the renter's."""
     out = [f"## Cost to train the whole model on {compact(opts.tokens)} tokens", "",
-           "GPU-hours, dollars and days on a node (`--tokens`, `--gpus`; else the node of the workload's logs), "
+           "GPU-hours, dollars and wall-clock time on a node (`--tokens`, `--gpus`; else the node of the workload's logs), "
            "from measured step times: a candidate's is the baseline's throughput times its speedup range; a "
            "cut's is scaled to the whole model by its FLOPs per token, at the cut's TFLOPS per GPU. Ranges: the "
            "step-time spread, or a forecast's range."]
@@ -107,7 +125,7 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
                 "against rated, Newkirk et al., arXiv 2506.14551), said so; a measured run without it gets no "
                 "owner's cost. Not counted: the host CPUs, network "
                 "and storage; the hardware is taken to work round the clock."]
-    headers = ["seq_len", "GPU", "GPU-hours", "dollars", "days"]
+    headers = ["seq_len", "GPU", "GPU-hours", "dollars", "time on the node"]
     headers += ["owner's $/1M tokens", "owner's call", "renter's call"] if opts.owned else []
     for number, w in enumerate(workload_list, 1):
         rows = []

@@ -5,8 +5,10 @@ configurations in one sweep.jsonl, or every step run twice).
 The run holds an exclusive flock(2) on a file in the folder from before its plan reads the
 folder to its exit; the file holds the holder's pid (and its running step's), for the one line
 a second run gets. The kernel releases the lock when its last holder exits however it ends (a
-kill -9 too), so a stale lock cannot outlive its run, and the file itself is left in place:
-removing it would let a third run lock a new file beside a holder of the old one. Each step
+kill -9 too), so a stale lock cannot outlive its run. The holder removes the file as it ends,
+so the folder holds only logs; a run that locked the file just before it was removed sees that
+the name no longer leads to the file it locked, and takes the lock again on the new one (else it
+and a third run could each lock a file of their own). Each step
 inherits the locked descriptor (sweep/node/main.run_step): a step that outlives its node keeps
 the folder in use until it ends too.
 
@@ -70,6 +72,13 @@ def take(folder: Path, label: str) -> int:
         sys.stderr.write(f"warning: {label}: cannot lock it here ({err.strerror or err}): nothing stops a second "
                          f"run_node.sh on it while this one runs\n")
     try:
+        current = os.lstat(path).st_ino
+    except FileNotFoundError:
+        current = None
+    if current != os.fstat(fd).st_ino:  # removed by the run that ended as this one locked it
+        os.close(fd)
+        return take(folder, label)
+    try:
         note(fd, os.getpid())
     except OSError as err:
         os.close(fd)
@@ -122,4 +131,6 @@ def held(folder: Path, label: str):
             folder.rmdir()
         raise
     finally:
+        if (folder / LOCK_NAME).exists():  # while still held: the folder ends with logs only
+            (folder / LOCK_NAME).unlink()
         os.close(fd)
