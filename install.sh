@@ -95,6 +95,11 @@ if [ -z "$wheelhouse" ]; then
 fi
 say "installing the pinned stack (requirements.txt) into .venv"
 pip_install "${torch_index[@]}" -r requirements.txt || die "pinned stack install failed (see pip's message above)" 1
+# The package itself, editable: this checkout on the venv's path, as `pip install -e .` puts a flat
+# layout (pyproject.toml), without a build backend to fetch (offline with --wheelhouse too); tools/
+# and the tests import upgrade_bench from any folder.
+"$PY" -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "upgrade_bench.pth").write_text(sys.argv[1] + "\n")' "$PWD" ||
+  die "cannot put $PWD on .venv's path (upgrade_bench.pth in its site-packages)" 1
 [ $cpu = 0 ] && { pip_install -r requirements-gpu.txt || die "liger-kernel / flash-linear-attention install failed" 1; }
 # flash-linear-attention runs its Gated DeltaNet backward on Hopper only under Triton 3.7.1 or
 # newer (older ones: it refuses, and transformers falls back to its slow torch code); torch

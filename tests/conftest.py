@@ -19,7 +19,7 @@ from upgrade_bench.training import extensions, variables
 from upgrade_bench.log.records import read_lines
 from upgrade_bench.sweep import plan as sweep_plan
 
-# One thread per torch process: pytest.ini runs two workers on two cores, and many tests start
+# One thread per torch process: pyproject.toml runs two workers on two cores, and many tests start
 # processes of their own (a launcher and its ranks), so an op spread over both cores only waits
 # for the others, with OpenMP's threads spinning meanwhile (a quarter of a tiny benchmark run's
 # CPU time). Set before any test module imports torch; every process a test starts inherits it.

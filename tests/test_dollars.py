@@ -10,8 +10,9 @@ from upgrade_bench import faults
 from upgrade_bench.report.decide import cost, dollars
 from upgrade_bench.report.page import terminal
 from upgrade_bench.report.compare import verdict
+from upgrade_bench.report.read import whole_model
 from upgrade_bench.report import main as plot_results
-from upgrade_bench.report.decide.dollars import compact
+from upgrade_bench.report.page.dollars import compact, duration
 
 NODE = REPO / "results" / "h200-moe-8" / "node"
 # The 8-layer cut's 8K point in that folder, and the whole 32-layer model's FLOP count at 8K as
@@ -35,7 +36,7 @@ def fits_a_terminal(lines: list) -> None:
 
 
 def test_the_formulas_by_hand():
-    assert cost.break_even_usd_per_gpu_hour(3.50, 1.87) == pytest.approx(6.545)
+    assert verdict.break_even_usd_per_gpu_hour(3.50, 1.87) == pytest.approx(6.545)
     t = cost.train_cost(1e12, 10_000.0, 8, 2.0)
     hours = 1e12 / 1e4 / 3600
     assert (t.gpu_hours, t.usd, t.days) == pytest.approx((hours, 2 * hours, hours / 8 / 24))
@@ -46,7 +47,7 @@ def test_the_formulas_by_hand():
     assert cost.owner_usd_per_mtok(1.0, 1e4, 0.0245, 1.3, 0.08) == pytest.approx(
         1e6 / 3.6e7 + 24_500 / 3.6e6 * 1.3 * 0.08)
     assert cost.board_j_per_token(700 * 0.76, 26_600.0) == pytest.approx(0.02)
-    assert cost.whole_model_factor(WHOLE_8K_TFLOP, CUT_8K_TFLOP) == pytest.approx(3.379, abs=1e-3)
+    assert whole_model.whole_model_factor(WHOLE_8K_TFLOP, CUT_8K_TFLOP) == pytest.approx(3.379, abs=1e-3)
 
 
 def test_a_gpu_without_logs_draws_its_rated_power_as_the_baseline_did_or_as_training_does():
@@ -92,7 +93,7 @@ def test_one_node_folder_with_a_forecast_prices_the_cut_as_the_whole_model_and_o
     tokens_per_s = CUT_8K_TOKENS_PER_S / factor
     gpu_hours = 2e12 / tokens_per_s / 3600
     assert any(line.startswith(f"  H200 SXM measured: {compact(gpu_hours)} (") and
-               f"GPU-h, ${compact(gpu_hours * 3.50)} (" in line and f", {dollars.duration((gpu_hours / 8 / 24,) * 3)} (" in line
+               f"GPU-h, ${compact(gpu_hours * 3.50)} (" in line and f", {duration((gpu_hours / 8 / 24,) * 3)} (" in line
                for line in lines), text
     assert ("Training the whole model of [1] on 2T tokens (--tokens) at 8K, 8 GPU(s) (--gpus), scaled by FLOPs "
             "from the") in " ".join(line.strip() for line in lines)
@@ -184,7 +185,7 @@ def test_a_workload_that_does_not_fit_is_priced_only_as_reconfigured_to_fit():
     from types import SimpleNamespace as NS
 
     from upgrade_bench.report.decide import answer
-    from upgrade_bench.report.read import whole_model
+    from upgrade_bench.report.page import answer as answer_words
 
     kind = NS(kind="dense-bound, bf16", words=lambda: "as backtested")
     row = NS(seq_len=32768, fits=False, cost_call=verdict.call(0.8, (0.7, 0.9)), calibration=kind,
@@ -199,7 +200,7 @@ def test_a_workload_that_does_not_fit_is_priced_only_as_reconfigured_to_fit():
     assert reconfigured.source == "forecast, reconfigured: ckpt on" and reconfigured.fits
     assert reconfigured.word == verdict.ABOVE and reconfigured.margins == [pytest.approx((2 / 1.7 - 1, 2 / 1.5 - 1))]
     assert reconfigured.cand_usd == [pytest.approx(0.30 * 2 / 1.6)] and reconfigured.break_even_usd == [3.5 * 1.6]
-    sentence = answer.regime_sentence(like, "H200 SXM")
+    sentence = answer_words.regime_sentence(like, "H200 SXM")
     assert ("no price call: it does not fit, the baseline's peak is 190.0 GiB, more than its 180 GB (datasheet)"
             in sentence)
     assert terminal.regime_row(reconfigured).startswith("  B200 SXM reconfig. 32K       1.50-1.70x dearer 18-33%")

@@ -1,6 +1,8 @@
-"""The package's layers only point down (issue 37): read from every module's imports, and what
-loading the report pulls in, run for real."""
+"""The package's layers only point down (issue 37), and so do the report wing's rooms (issue 51);
+no import cycle inside any wing: read from every module's imports, and what loading the report
+pulls in, run for real."""
 import ast
+import re
 import subprocess
 import sys
 
@@ -55,6 +57,75 @@ def test_every_import_points_down():
             if RANK[wing(target)] > RANK[wing(module)] or (wing(module) == "report" and wing(target) == "kernels"):
                 upward.append(f"{module} -> {target}")
     assert upward == []
+
+
+def report_rooms() -> list:
+    """The report wing's rooms in their rank, as its index (report/__init__.py) lists them: a room
+    name at the start of a line and two spaces after it (a sub-package's with its '/')."""
+    index = ast.get_docstring(ast.parse((PACKAGE / "report" / "__init__.py").read_text()))
+    return [m.group(1) for m in re.finditer(r"^(\w+)/?(?=\s{2})", index, re.MULTILINE)]
+
+
+def room(module: str) -> str:
+    """'upgrade_bench.report.page.answer' -> 'page'; 'upgrade_bench.report.main' -> 'main'."""
+    return module.split(".")[2]
+
+
+def test_every_import_inside_the_report_points_down_its_rooms():
+    rooms = report_rooms()
+    assert rooms[:2] == ["text", "published"] and rooms[-1] == "main", rooms  # the index was read
+    upward = []
+    for path in (PACKAGE / "report").rglob("*.py"):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        if path.parent == PACKAGE / "report" and path.name == "__init__.py":
+            continue
+        for target in imports(path):
+            if target.startswith("upgrade_bench.report.") and rooms.index(room(target)) > rooms.index(room(module)):
+                upward.append(f"{module} -> {target}")
+    assert upward == []
+
+
+def cycles(graph: dict) -> list:
+    """The import cycles of `graph` ({module: modules it imports}): its strongly connected
+    components of more than one module (Tarjan's algorithm), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                found.append(sorted(component))
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_cycles_are_found():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_inside_any_wing():
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "__init__.py":  # a package's own imports are its modules', loaded with it
+            continue
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        graph[module] = {t for t in imports(path) if t.count(".") >= 2 and wing(t) == wing(module)}
+    assert cycles(graph) == []
 
 
 def test_an_entry_point_is_imported_only_by_the_node_that_runs_its_script():

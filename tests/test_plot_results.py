@@ -26,7 +26,7 @@ from upgrade_bench.report.figures import draw as figures, style as plotkit
 from upgrade_bench.report.read import inputs, series, stacks
 from upgrade_bench.report.text import tables
 from upgrade_bench.report.published import guide as published, pairs as published_pairs
-from upgrade_bench.report import main as plot_results
+from upgrade_bench.report import analysis as report_analysis, main as plot_results
 
 H200_PEAK, B200_PEAK = 989.0, 2250.0
 STACK = {"python": "3.12.12", "torch": "2.13.0", "cuda": "13.0", "transformers": "5.14.1",
@@ -778,10 +778,10 @@ def test_the_decomposition_bars_add_up_to_the_step(shipped_analysis):
 
 
 def test_forecasts_are_drawn_dotted_over_a_hatched_range_and_named_forecasts(shipped_analysis):
-    a = dataclasses.replace(shipped_analysis[0], forecasts=[])
-    plot_results.add_forecasts(a, ["B200 SXM"], {"H200": 3.5, "B200": 7.0},
-                               calibration.calibration(backtest.backtest(published_pairs.all_records())))
-    assert a.forecasts
+    made, notes = report_analysis.forecasts_of(shipped_analysis[0].data, ["B200 SXM"], {"H200": 3.5, "B200": 7.0},
+                                               calibration.calibration(backtest.backtest(published_pairs.all_records())))
+    a = dataclasses.replace(shipped_analysis[0], forecasts=tuple(made))
+    assert a.forecasts and notes == []
     fig = figures.draw_overview(a)
     fig.canvas.draw()
     assert overlaps(fig) == []
@@ -1382,7 +1382,7 @@ def test_an_ascii_terminal_and_a_non_ascii_gpu_name_print_without_a_traceback(tm
 
 
 def test_what_a_format_buys_pairs_each_low_precision_with_the_bf16_run_of_its_configuration():
-    from upgrade_bench.report.compare import precision as formats
+    from upgrade_bench.report.page import precision as formats
 
     h = "NVIDIA H200"
     log = [header("bf16", h, config={"SEQ_LEN": [8192]}),

@@ -10,6 +10,7 @@ import pytest
 
 from test_plot_results import H200_PEAK, B200_PEAK, cli, header, rec, skip_figures, summary, write_jsonl
 from upgrade_bench.report.compare import precision as formats
+from upgrade_bench.report.page import precision as format_table
 from upgrade_bench.report.page import markdown
 from upgrade_bench.report.read import series
 from upgrade_bench.report.compare.comparisons import analyse
@@ -182,7 +183,7 @@ def fresh(run_id, precision="bf16", seed=0, loss=3.0, data="/data/train.bin"):
 
 
 def loss_cells(recs) -> list:
-    table = formats.format_markdown(series.load(json.loads(json.dumps(recs))).series)
+    table = format_table.format_markdown(series.load(json.loads(json.dumps(recs))).series)
     return [line.split(" | ")[-2:] for line in table.splitlines() if line.startswith("| H200")]
 
 
@@ -198,6 +199,6 @@ def test_without_data_the_page_says_the_loss_is_no_convergence_test_and_marks_no
     recs = (fresh("s0", data="", loss=3.0) + fresh("s1", seed=1, data="", loss=3.01)
             + fresh("f", "fp8-rowwise", data="", loss=5.0))
     assert loss_cells(recs) == [["0.01", "2 |"]]
-    assert "not a convergence test" in formats.format_markdown(series.load(json.loads(json.dumps(recs))).series)
+    assert "not a convergence test" in format_table.format_markdown(series.load(json.loads(json.dumps(recs))).series)
     # runs on other tokens than bf16's are no pair at all
     assert loss_cells(fresh("s0") + fresh("f", "fp8-rowwise", data="/other.bin")) == []

@@ -18,10 +18,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from upgrade_bench import settings  # noqa: E402
-from upgrade_bench.faults import run_main  # noqa: E402
+from upgrade_bench import settings
+from upgrade_bench.faults import run_main
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 VARS = [settings.Var("SIZES_MIB", "int_list", [1, 4, 16, 64, 256, 1024, 4096], "MiB of each call (nccl-tests' S)",

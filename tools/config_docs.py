@@ -4,11 +4,9 @@
 changing one (`.venv/bin/python tools/config_docs.py`); tests/test_readme.py checks the page
 against the same tables.
 """
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 PAGE = REPO / "docs" / "configuration.md"
 
 

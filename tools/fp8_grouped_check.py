@@ -15,13 +15,10 @@ routed unevenly (`qwen3-30b-a3b:gate_up`, `:down`). A JSON line per case.
     python tools/fp8_grouped_check.py
 """
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from upgrade_bench import settings  # noqa: E402
-from upgrade_bench.faults import run_main  # noqa: E402
+from upgrade_bench import settings
+from upgrade_bench.faults import run_main
 
 
 def sqnr_db(got, want) -> float:

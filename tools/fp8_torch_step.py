@@ -15,15 +15,12 @@ fp8-over-bf16 speedup is compared with this tool's, both measured in one device 
     RECIPES="bf16 tensorwise" SEQLENS="8192 32768" python tools/fp8_torch_step.py   # a JSON line per point
 """
 import json
-import os
 import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from upgrade_bench import settings  # noqa: E402
-from upgrade_bench.faults import run_main  # noqa: E402
+from upgrade_bench import settings
+from upgrade_bench.faults import run_main
 
 VARS = [
     settings.Var("CONFIG", "str", "configs/llama-3.1-8b.json", "the model's config.json"),

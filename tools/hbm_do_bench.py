@@ -10,13 +10,10 @@ convention (copy 2 x the buffer, read and write 1 x); decimal GB/s, as datasheet
     SIZES_MIB="512 2048 8192" python tools/hbm_do_bench.py   # a JSON line per op x size
 """
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from upgrade_bench import settings  # noqa: E402
-from upgrade_bench.faults import run_main  # noqa: E402
+from upgrade_bench import settings
+from upgrade_bench.faults import run_main
 
 VARS = [settings.Var("SIZES_MIB", "int_list", [512, 2048, 8192], "MiB of each buffer", min=1, max=2**20)]
 

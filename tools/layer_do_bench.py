@@ -14,18 +14,15 @@ applies them, by renormalising with the log-sum-exp). FLOPs follow the suite's c
     BACKEND=flex SEQLENS=8192 python tools/layer_do_bench.py                # Llama-3.1-8B, FlexAttention
 """
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch
+from triton.testing import do_bench
 
-import torch  # noqa: E402
-from triton.testing import do_bench  # noqa: E402
-
-from upgrade_bench import settings  # noqa: E402
-from upgrade_bench.faults import run_main  # noqa: E402
-from upgrade_bench.models import flops, model  # noqa: E402
-from upgrade_bench.models.layers import QUADRATIC  # noqa: E402
+from upgrade_bench import settings
+from upgrade_bench.faults import run_main
+from upgrade_bench.models import flops, model
+from upgrade_bench.models.layers import QUADRATIC
 
 
 def first(result):

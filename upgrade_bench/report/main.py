@@ -53,14 +53,12 @@ import sys
 from .. import settings
 from ..hardware import gpus
 from ..log import records, staged
-from ..faults import BadInput, Parser
-from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, series as forecasts
-from .forecast import reconfig as forecast_reconfig
-from .compare import comparisons
+from ..faults import BadInput, Parser, run_main
+from .analysis import build as build_analysis
+from .forecast import backtest, calibration
 from .decide import cost, dollars
-from .page import export, markdown, terminal
+from .page import dollars as dollar_words, export, markdown, terminal
 from .read import inputs, series
-from .node import check as node_check
 from .decide.answer import workloads
 from .published import guide as published, pairs as published_pairs
 
@@ -84,7 +82,7 @@ def parse_args(argv):
     p.add_argument("--forecast", action="append", default=[], metavar="GPU",
                    help="forecast this GPU of the GPU table (e.g. B200) for every measured series of "
                         "another GPU, from its own steps; repeatable; labelled a forecast everywhere")
-    p.add_argument("--tokens", default=dollars.compact(cost.DEFAULT_TRAIN_TOKENS), metavar="N",
+    p.add_argument("--tokens", default=dollar_words.compact(cost.DEFAULT_TRAIN_TOKENS), metavar="N",
                    help="tokens to train the whole model on, for its cost and time on each GPU "
                         "(e.g. 1T, 500B, 2e12) [1T]")
     p.add_argument("--gpus", type=str, metavar="G",
@@ -239,47 +237,6 @@ def forecast_gpus(names: list) -> list:
     return out
 
 
-def why_no_forecast(s, cand: str) -> str | None:
-    """Why a series gives no forecast of `cand`, or None where it may."""
-    if s.reference:
-        return None  # published figures are the backtest's, never a forecast's baseline
-    if not s.points:
-        return "no training summaries"
-    if s.gpu == cand:
-        return f"already measured on {cand}"
-    if not gpus.lookup(s.gpu):
-        return f"{s.gpu} is no GPU of the GPU table (a CPU run, or a GPU without datasheet figures): no ratios"
-    if not forecasts.series_parts(s):
-        return "its summaries record no FLOP count (model_tflop_per_step, attn_flop_share) to split the step by"
-    return None
-
-
-def add_forecasts(analysis, candidates: list, prices: dict, calibration: dict) -> None:
-    """Each candidate's forecast for every measured series of another GPU in the table, and
-    for a candidate with none, one line in analysis.forecast_notes saying why."""
-    for cand in candidates:
-        made, why = 0, {}
-        for s in analysis.data.series:
-            reason = why_no_forecast(s, cand)
-            if reason:
-                why.setdefault(reason, []).append(s.label)
-            if reason or s.reference:
-                continue
-            other = next((o for o in analysis.data.series if o.gpu == cand and
-                          o.identity == s.identity and not o.reference), None)
-            fc = forecast_reconfig.forecast_reconfigured(
-                s, cand, prices, calibration, other, forecast_attention.measured_attention(analysis.data, s, cand, other),
-                forecast_comm.measured_comm(analysis.data, s.gpu, cand), forecasts.node_of(analysis.node_checks, s),
-                forecast_reconfig.alternatives_of(s, analysis.data.series))
-            if fc.rows:
-                analysis.forecasts.append(fc)
-                made += 1
-        if not made:
-            said = "; ".join(f"{', '.join(labels)}: {reason}" for reason, labels in why.items())
-            analysis.forecast_notes.append(f"--forecast {cand}: no forecast: "
-                                           + (said or "the logs hold no measured training series"))
-
-
 def backtest_csv(rows: list) -> str:
     text = io.StringIO()
     writer = csv.DictWriter(text, backtest.BACKTEST_COLUMNS, extrasaction="ignore")
@@ -306,14 +263,6 @@ def write_guide_reference(path: str) -> None:
     except OSError as err:
         raise BadInput(f"--write-guide-reference {path!r}: {err.strerror or err}") from None
     sys.stderr.write(f"wrote the guide's published figures to {path}\n")
-
-
-def stack_errors(a: comparisons.Analysis) -> list:
-    """--strict-stack: differences between measured series compared, or within one series."""
-    found = [f"{c.other.label} vs {c.base.label}: " + "; ".join(f"{p} {'/'.join(x)} vs {'/'.join(y)}"
-                                                               for p, x, y in c.stack)
-             for c in a.comparisons if c.stack and not (c.base.reference or c.other.reference)]
-    return found + [f"{s.label} mixes stacks" for s, _ in a.mixed_stacks if not s.reference]
 
 
 def write_outputs(analysis, args, paths, tally, backtest_rows=None, money: str = "") -> list:
@@ -344,16 +293,6 @@ def write_outputs(analysis, args, paths, tally, backtest_rows=None, money: str =
                            f"untouched") from None
         written.append(f"{', '.join(names)} in {folder}")
     return written
-
-
-def check_ignored_keys(keys: list, data) -> None:
-    """BadInput for an --ignore-config key no run of the inputs records (a typo such as
-    'worldsize' would otherwise pair nothing and say nothing)."""
-    known = {k for s in data.series for run in s.runs.values() for k in run.config}
-    unknown = [k for k in keys if k not in known]
-    if unknown:
-        raise BadInput(f"--ignore-config {unknown[0]!r}: no run of the inputs records that key; "
-                       f"keys they record: {', '.join(sorted(known)) or '(none)'}")
 
 
 def main(argv=None) -> int:
@@ -397,35 +336,19 @@ def main(argv=None) -> int:
     if args.backtest:  # the answer first, the backtest after it
         print_backtest(backtest_rows)
     sys.stdout.flush()
-    money = dollars.dollars_markdown(found, opts) if found else ""
+    money = dollar_words.dollars_markdown(found, opts) if found else ""
     for line in write_outputs(analysis, args, paths, tally, backtest_rows if args.backtest else None, money):
         sys.stderr.write(f"wrote {line}\n")
     return 0
 
 
-def node_checks(records: list, references: list) -> list:
-    """Each measured node's check against --reference's nodes, else the shipped references."""
-    try:
-        return node_check.checks_of(records, references)
-    except BadInput as err:
-        raise BadInput(f"--reference: {err}") from None
-
-
 def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
     """The analysis of the inputs, forecasts included; BadInput (a file, a key, a price, a
     stack) before anything is written."""
-    read = list(inputs.read(paths, tally))
-    data = series.load(read, args.ignore_config, tally.seen_again)
-    check_ignored_keys(args.ignore_config, data)
-    # a price of a GPU only forecast (no log of it) prices the forecast, not a comparison
-    only_forecast = {name for name in prices if gpus.table_name(name) in candidates and
-                     gpus.table_name(name) not in data.gpus}
-    analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
-    analysis.forecast_prices = {gpus.table_name(n): prices[n] for n in only_forecast}
-    analysis.node_checks = node_checks(read, args.reference)  # the forecast reads the baseline node's health
-    add_forecasts(analysis, candidates, prices, calibration.calibration(backtest_rows or []))
-    if args.strict_stack and stack_errors(analysis):
-        raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
-                       "the same stack on every GPU (./install.sh) or drop --strict-stack")
-    return analysis
+    return build_analysis(list(inputs.read(paths, tally)), tally.seen_again, prices, candidates,
+                          calibration.calibration(backtest_rows or []), args.ignore_config, args.baseline,
+                          args.reference, args.strict_stack)
 
+
+if __name__ == "__main__":  # python -m upgrade_bench.report.main: plot_results.py without its shim
+    raise SystemExit(run_main(main))

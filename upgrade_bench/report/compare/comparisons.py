@@ -300,8 +300,10 @@ def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict)
 
 # ---------------------------------------------------------------- the whole analysis
 
-@dataclass
+@dataclass(frozen=True)
 class Analysis:
+    """Everything the report shows, built whole once (report/analysis.py builds it with its
+    forecasts and node checks; analyse() alone, without them) and never changed after."""
     data: Dataset
     baseline: str
     prices: dict                # GPU -> USD per GPU-hour
@@ -314,10 +316,10 @@ class Analysis:
     mamf_ratios: list           # (GPU, reference, bf16 MAMF over the baseline's of that provenance, peak ratio)
     utilisation: list           # (series, {seq_len: training TFLOPS / bf16 MAMF of its GPU and provenance})
     order: list                 # GPUs, baseline first
-    forecasts: list = field(default_factory=list)  # forecasts.SeriesForecast, never merged with the rest
+    forecasts: tuple = ()          # forecast SeriesForecasts, never merged with the rest
     forecast_prices: dict = field(default_factory=dict)  # GPU -> USD per GPU-hour of GPUs only forecast
-    forecast_notes: list = field(default_factory=list)   # a line per --forecast that gave no forecast, why
-    node_checks: list = field(default_factory=list)      # node_check.NodeCheck per measured node, page first
+    forecast_notes: tuple = ()     # a line per --forecast that gave no forecast, why
+    node_checks: tuple = ()        # node/check.NodeCheck per measured node, page first
 
 
 def _mamf_tables(data: Dataset, base: str, order: list) -> tuple:
@@ -334,15 +336,24 @@ def _mamf_tables(data: Dataset, base: str, order: list) -> tuple:
     return mamf, ratios, utilisation
 
 
-def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = None) -> Analysis:
-    """Everything the report shows; BadInput on a --baseline or --price the data lacks."""
+def sort_series(data: Dataset, baseline: str | None = None) -> list:
+    """The GPUs, the baseline first (the --baseline, else the lower bf16 peak), with data's
+    series sorted in that order; BadInput on a --baseline the data lacks."""
     if not data.gpus:
         raise BadInput("no usable records in the input")
     with_series = sorted({s.gpu for s in data.series}) or sorted(data.gpus)
     base = choose_baseline(data.gpus, with_series, baseline)
-    priced = match_prices(prices or {}, data.gpus)
     order = [base] + sorted(g for g in data.gpus if g != base)
     data.series.sort(key=lambda s: (order.index(s.gpu), bool(s.reference), s.backend, s.identity))
+    return order
+
+
+def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = None, **beside) -> Analysis:
+    """Everything the report shows, with `beside` (forecasts, forecast_prices, forecast_notes,
+    node_checks: report/analysis.py's); BadInput on a --baseline or --price the data lacks."""
+    order = sort_series(data, baseline)
+    base = order[0]
+    priced = match_prices(prices or {}, data.gpus)
     sweeps = [s for s in data.series if s.is_sweep]
     decomposed = [s for s in data.series if s.decompositions]
     comparisons = [compare(kind, b, o, data.gpus, priced) for kind, b, o in pairs(sweeps, base)]
@@ -362,4 +373,4 @@ def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = No
     attention = {group: (lines, attention_rows(lines, base))
                  for group, lines in sorted(attention_series(data.gpus).items(), key=lambda kv: str(kv[0]))}
     return Analysis(data, base, priced, comparisons, decompositions, lonely, [(s, d) for s, d in mixed if d],
-                    attention, *_mamf_tables(data, base, order), order)
+                    attention, *_mamf_tables(data, base, order), order, **beside)

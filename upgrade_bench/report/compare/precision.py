@@ -10,13 +10,14 @@ Without DATA every step trains on one batch of random tokens, which the model me
 precision: the page says the column is no convergence test and marks nothing. A run whose loss
 is not finite diverged (faults.DIVERGED): its row says so and has no speedup.
 
-A purchase pairs series of one precision (comparisons.py); this table is the other question,
-what the format does for this workload on a GPU one has.
+A purchase pairs series of one precision (comparisons.py); this is the other question, what the
+format does for this workload on a GPU one has: the rows here, their table page/precision.py's.
 """
+from dataclasses import dataclass
+
 from ...log import runs
 from ...faults import DIVERGED
-from ..read.series import Series, seq_label
-from ..text.tables import fmt, md_table
+from ..read.series import Series
 
 FORMAT_KEYS = ("PRECISION", "FP8_EXPERTS")
 
@@ -66,42 +67,39 @@ def diverged_at(s: Series) -> set:
     return {n for n, e in s.errors.items() if e.get("error") == DIVERGED}
 
 
-def _row(base: Series, low: Series, n: int, convergence: bool) -> list:
-    gone = [who for who, s in (("bf16", base), (format_name(low), low)) if n in diverged_at(s)]
+@dataclass(frozen=True)
+class FormatRow:
+    """One low-precision series beside its bf16 one at one length."""
+    base: Series
+    low: Series
+    seq_len: int
+    diverged: tuple                      # who diverged here ('bf16', the format's name); then nothing else
+    convergence: bool = False            # both trained on the same fresh tokens (DATA)
+    speedup: float | None = None         # bf16's step time over the format's
+    low_precision_flop_share: float | None = None
+    base_peak_gib: float | None = None
+    low_peak_gib: float | None = None
+    spread: float | None = None          # bf16's loss spread over seeds (None: one seed)
+    loss_delta: float | None = None      # the format's loss minus bf16's
+    departs: bool = False                # a convergence test, and the gap exceeds bf16's spread
+
+
+def format_row(base: Series, low: Series, n: int, convergence: bool) -> FormatRow:
+    gone = tuple(who for who, s in (("bf16", base), (format_name(low), low)) if n in diverged_at(s))
     if gone:
-        said = f"{' and '.join(gone)} diverged"
-        return [low.gpu, format_name(low), seq_label(n), f"- ({said})", "-", "-", "-", said]
+        return FormatRow(base, low, n, gone, convergence)
     b, p = base.points[n], low.points[n]
     delta, spread = loss_delta(b, p), seed_spread(base, n)
-    departs = convergence and delta is not None and spread is not None and abs(delta) > spread
-    return [low.gpu, format_name(low), seq_label(n),
-            fmt(b["step_ms"] / p["step_ms"], "x") if b.get("step_ms") and p.get("step_ms") else "-",
-            fmt(p.get("low_precision_flop_share"), "pct"),
-            f"{fmt(b.get('peak_mem_gib'))} / {fmt(p.get('peak_mem_gib'))}",
-            fmt(spread) if spread is not None else "one seed",
-            (fmt(delta) if delta is not None else "-") + (" (departs)" if departs else "")]
+    return FormatRow(base, low, n, (), convergence, b["step_ms"] / p["step_ms"] if b.get("step_ms") and p.get("step_ms")
+                     else None, p.get("low_precision_flop_share"), b.get("peak_mem_gib"), p.get("peak_mem_gib"),
+                     spread, delta, convergence and delta is not None and spread is not None and abs(delta) > spread)
 
 
-def format_markdown(series: list) -> str:
-    """The table, one row per pair and length both ran; '' without a pair."""
-    rows, fresh, stale = [], False, False
+def format_rows(series: list) -> list:
+    """A FormatRow per pair and length both ran (or diverged at)."""
+    rows = []
     for base, low in low_precision_pairs(series):
         convergence = trained_on_data(base) and trained_on_data(low)
-        fresh, stale = fresh or convergence, stale or not convergence
         lens = (set(base.points) | diverged_at(base)) & (set(low.points) | diverged_at(low))
-        rows += [_row(base, low, n, convergence) for n in sorted(lens)]
-    if not rows:
-        return ""
-    notes = ["Each low-precision series beside the bf16 series of the same GPU and configuration; speedup is "
-             "bf16's step time over the format's. A run whose loss is not finite diverged: no speedup is read "
-             "from it."]
-    if stale:
-        notes.append("**The loss is not a convergence test here**: runs without DATA= train every step on one "
-                     "batch of random tokens, which a model memorises at any precision; no departure is marked. "
-                     "Set DATA= (a file of token ids) for bf16 and the format, and run bf16 with two SEEDs or more.")
-    if fresh:
-        notes.append("Where both trained on the same tokens (DATA=, fresh each step), a loss further from bf16's "
-                     "than bf16's own spread between seeds at that length is marked (departs): not a plain win.")
-    return ("\n\n".join(notes) + "\n\n"
-            + md_table(["GPU", "precision", "seq_len", "speedup over bf16", "FLOPs in the format",
-                        "peak GiB bf16 / format", "bf16 loss spread over seeds", "loss minus bf16's"], rows))
+        rows += [format_row(base, low, n, convergence) for n in sorted(lens)]
+    return rows

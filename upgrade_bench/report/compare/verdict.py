@@ -45,6 +45,12 @@ def usd_per_mtok(usd_per_gpu_hour: float, tokens_per_s: float | None) -> float |
     return ratio(usd_per_gpu_hour * 1e6, tokens_per_s * 3600.0) if tokens_per_s else None
 
 
+def break_even_usd_per_gpu_hour(base_usd_per_gpu_hour: float, speedup: float) -> float:
+    """The candidate's price per GPU-hour at which its $/token equals the baseline's: it does
+    `speedup` times the work per GPU-hour, so it pays off below that many baseline GPU-hours."""
+    return base_usd_per_gpu_hour * speedup
+
+
 def step_time_range(summaries: list, used: dict) -> tuple | None:
     """(fastest, slowest) step time over a point's runs as factors of the step time used,
     or None where no spread is known (one run of one timed step, or no step_ms_min/max)."""

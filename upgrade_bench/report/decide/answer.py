@@ -1,42 +1,38 @@
-"""The answer a buyer reads first: per workload, one line per candidate and run of lengths.
+"""The answer in numbers: per workload, one regime per candidate and run of lengths.
 
 A workload is a baseline series: the measured runs of the whole model first, then cuts of a
 model (NUM_LAYERS, NUM_EXPERTS: their $/token scaled to the whole model by the FLOP count, or
-said to be the cut's, whole_model.py), then published references. For each, each candidate
-(measured, published, or forecast, said which) and each run of lengths where the call does
-not change (for a forecast also where the kind of workload changes): how much faster (the
-range), cheaper / even / dearer per token at the given prices with the margin (a call only
-past the range and the noise floor, verdict.NOISE_FLOOR), both sides' $/1M tokens, the price
-per GPU-hour below which the candidate pays off, whether the workload fits the candidate's
-memory (no price call where it does not), and how sure. Every number is the verdict block's
-or the forecast block's; this module collects and words them: terminal.py prints the same
-regimes as plain text.
+the cut's, read/whole_model.py), then published references. For each, each candidate
+(measured, published, or forecast) and each run of lengths where the call does not change (for
+a forecast also where the kind of workload changes): the speedup range, the call at the given
+prices with its margin (a call only past the range and the noise floor, verdict.NOISE_FLOOR),
+both sides' $/1M tokens, the break-even price, whether the workload fits the candidate's
+memory (no price call where it does not), what the call rests on, and the packages two
+measured series differ in. A candidate's line that is no regime (no verdict, one side only) is
+a Note that holds its comparison; a length only one GPU of the pair runs is an Only. Every number is
+the verdict rows' or the forecast rows'; page/answer.py words them, page/terminal.py prints them.
 """
 from dataclasses import dataclass, field
 
-from ...log.field_types import MAX_NUMBER
 from ..compare.comparisons import HEALTH, Comparison
-from .cost import break_even_usd_per_gpu_hour
 from ..forecast.series import SeriesForecast
-from ..read.series import Series, config_phrase, seq_label
-from ..text.tables import fmt
-from ..text.escape import md_text
-from ..compare.verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN, call
-from ..page.verdicts import one_sided
-from ..read.whole_model import Scope, scaling_words, scope
-from ..page.words import STACK_CAVEAT, ignored_words, stack_words, unlike_words
+from ..read.series import Series
+from ..compare.verdict import ABOVE, BELOW, break_even_usd_per_gpu_hour, call
+from ..read.whole_model import Scope, scope
 
 NO_FIT = "does not fit"  # a regime's word where the workload does not fit the candidate: no price call
-CALL_WORDS = {BELOW: "cheaper per token", ABOVE: "dearer per token", WITHIN: "even per token",
-              UNDECIDED: "cannot decide per token"}
-SHORT_CALLS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even", UNDECIDED: "undecided"}
+# Why a regime has no call (Regime.no_call): a GPU without a price (Regime.unpriced names them),
+# no throughput recorded, or (a reconfigured forecast) not both GPUs priced.
+NO_PRICE, NO_THROUGHPUT, NO_PRICES = "no price", "no throughput", "no prices"
+# A candidate's Note: not like for like, lengths of one side only, no length on both sides.
+UNLIKE, ONE_SIDED, NOTHING_SHARED = "unlike", "one sided", "nothing shared"
 
 
 @dataclass
 class Regime:
     """One candidate over a run of lengths with one call: the numbers the answer shows."""
     candidate: str                  # the GPU's name
-    source: str                     # 'measured', "guide's published", 'forecast'
+    source: str                     # 'measured', "guide's published", 'forecast', 'forecast, <its plan>'
     seq_lens: list
     speedups: list                  # (mid, low, high) per length
     word: str | None                # a verdict call word, NO_FIT, or None (no price or no call)
@@ -46,22 +42,15 @@ class Regime:
     prices: tuple = (None, None)    # (baseline, candidate) USD per GPU-hour
     peak_gib: float | None = None   # the most memory the workload takes at these lengths
     hbm_gib: float | None = None    # the candidate's
-    sure: str = ""                  # how sure, in words
-    note: str = ""                  # instead of a call: why none
-    across: str = ""                # the --ignore-config settings the pair differs in, with both values
+    sides: tuple = ()               # a comparison's: both series' provenances (how sure its range is)
+    calibration: object = None      # a forecast's: its calibration (forecast/calibration.py)
+    memory_how: str = ""            # a reconfigured forecast's: how its memory was estimated
+    no_call: str = ""               # instead of a call: NO_PRICE, NO_THROUGHPUT or NO_PRICES
+    unpriced: tuple = ()            # NO_PRICE's GPUs
+    ignored: list = field(default_factory=list)  # the --ignore-config settings the pair differs in: (key, base, other)
     cand_j_per_token: list = field(default_factory=list)  # the candidate's measured board energy per length
     hbm_measured: bool = False      # the HBM as a run of the candidate measured it (GiB), not its datasheet's GB
-    stack: str = ""                 # the software the two measured series differ in, with both versions
-
-    @property
-    def hbm_words(self) -> str:
-        """'139.8 GiB' as measured, or '180 GB (datasheet)': the unit each source states."""
-        return f"{fmt(self.hbm_gib)} GiB" if self.hbm_measured else f"{fmt(self.hbm_gib)} GB (datasheet)"
-
-    @property
-    def lengths(self) -> str:
-        names = [seq_label(n) for n in self.seq_lens]
-        return names[0] if len(names) == 1 else f"{names[0]}-{names[-1]}"
+    stack: list = field(default_factory=list)  # two measured series' software differences: (package, base, other)
 
     @property
     def break_even_usd(self) -> list:
@@ -86,7 +75,14 @@ class Regime:
         return None if self.peak_gib is None or not self.hbm_gib else self.peak_gib <= self.hbm_gib
 
 
-@dataclass
+@dataclass(frozen=True)
+class Note:
+    """A candidate's line that is no regime: `kind` (UNLIKE, ONE_SIDED, NOTHING_SHARED) of its comparison."""
+    kind: str
+    comparison: Comparison
+
+
+@dataclass(frozen=True)
 class Only:
     """A length one side of a candidate's pair cannot run (its OOM, or a capacity search's ceiling)."""
     candidate: str          # the candidate's GPU
@@ -103,7 +99,7 @@ class Workload:
     base: Series
     scope: Scope
     regimes: list = field(default_factory=list)
-    notes: list = field(default_factory=list)   # a candidate's line that is no regime (no verdict, one side only)
+    notes: list = field(default_factory=list)   # Notes: a candidate's line that is no regime
     only: list = field(default_factory=list)    # Only: a length one GPU of the pair cannot run
 
     @property
@@ -138,16 +134,13 @@ def _scaled(usd, seq_len: int, sc: Scope):
 
 
 def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
-    """([Regime], [note]) of a measured or published candidate."""
-    who = f"{c.other.gpu} ({c.other.provenance})"
+    """([Regime], [Note]) of a measured or published candidate."""
     if c.unlike:
-        return [], [f"{who}: no verdict, not like for like ({unlike_words(c)}: the two series do different "
-                    "work per GPU)."]
+        return [], [Note(UNLIKE, c)]
     rows = [r for r in c.rows if r.speedup is not None]
-    lonely = one_sided(c).strip()
-    notes = [f"{who}: {lonely}"] if lonely else []
+    notes = [Note(ONE_SIDED, c)] if any(r.missing for r in c.rows) else []
     if not rows:
-        return [], notes or [f"{who}: no length measured on both sides."]
+        return [], notes or [Note(NOTHING_SHARED, c)]
     out = []
     for seg in _segments(rows, lambda r: r.cost.word if r.cost else None):
         word = seg[0].cost.word if seg[0].cost else None
@@ -158,21 +151,13 @@ def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
             [_margin(r.cost) for r in seg] if word in (BELOW, ABOVE) else [],
             [_scaled(r.base_usd_per_mtok, r.seq_len, sc) for r in seg],
             [_scaled(r.other_usd_per_mtok, r.seq_len, sc) for r in seg],
-            c.usd_per_gpu_hour, max(filter(None, peaks), default=None), c.other.hbm_gib, sure_words(c),
-            "" if seg[0].cost else (f"no price for {' and '.join(c.unpriced)}" if c.unpriced else
-                                    "no throughput recorded"), ignored_words(c.ignored) if c.ignored else "",
-            [(r.other or {}).get("energy_j_per_token") for r in seg], not c.other.reference,
-            stack_words(c.stack) if c.stack and not (c.base.reference or c.other.reference) else ""))
+            c.usd_per_gpu_hour, max(filter(None, peaks), default=None), c.other.hbm_gib,
+            sides=(c.base.provenance, c.other.provenance),
+            no_call="" if seg[0].cost else NO_PRICE if c.unpriced else NO_THROUGHPUT, unpriced=tuple(c.unpriced),
+            ignored=list(c.ignored), cand_j_per_token=[(r.other or {}).get("energy_j_per_token") for r in seg],
+            hbm_measured=not c.other.reference,
+            stack=list(c.stack) if not (c.base.reference or c.other.reference) else []))
     return out, notes
-
-
-def sure_words(c: Comparison) -> str:
-    sides = {s.provenance for s in (c.base, c.other)}
-    floor = f"a call needs more than the {NOISE_FLOOR:.0%} run-to-run noise floor"
-    if sides == {"measured"}:
-        return f"measured on both GPUs, the range is the step-time spread of both; {floor}"
-    return ("published figures carry only their rounding" + ("" if "measured" not in sides else
-            ", the measured side its step-time spread") + f", no run-to-run spread; {floor}")
 
 
 def forecast_regimes(fc: SeriesForecast, sc: Scope) -> list:
@@ -192,9 +177,8 @@ def forecast_regimes(fc: SeriesForecast, sc: Scope) -> list:
             [_scaled(r.base_usd_per_mtok, r.seq_len, sc) for r in seg] if priced else [],
             [_scaled(r.usd_per_mtok[0], r.seq_len, sc) for r in seg] if priced else [],
             fc.prices, max((r.peak_mem_gib for r in seg if r.peak_mem_gib), default=None), fc.hbm_gib,
-            f"{seg[0].calibration.kind}: {seg[0].calibration.words()}",
-            "" if w else "no price for " + " and ".join(
-                g for g, usd in zip((fc.base.gpu, fc.candidate), fc.prices) if not usd)))
+            calibration=seg[0].calibration, no_call="" if w else NO_PRICE,
+            unpriced=tuple(g for g, usd in zip((fc.base.gpu, fc.candidate), fc.prices) if not usd)))
         if w == NO_FIT:  # only a configuration that fits gets a price: the reconfigured one, where there is one
             out += reconfigured_regimes(fc, sc, seg)
     return out
@@ -216,8 +200,8 @@ def reconfigured_regimes(fc: SeriesForecast, sc: Scope, rows: list) -> list:
         word = cost.word if cost else None
         out.append(Regime(fc.candidate, f"forecast, {rc.plan.label}", [rc.seq_len], [rc.speedup], word,
                           [_margin(cost)] if word in (BELOW, ABOVE) else [], usd[:1], usd[1:], fc.prices,
-                          rc.plan.peak_gib, fc.hbm_gib, f"a memory estimate ({rc.memory_how}) and the forecast's range",
-                          "" if word else "no price for both GPUs"))
+                          rc.plan.peak_gib, fc.hbm_gib, memory_how=rc.memory_how,
+                          no_call="" if word else NO_PRICES))
     return out
 
 
@@ -254,90 +238,3 @@ def workloads(a) -> list:
     # measured at the most lengths: the first is the one the bottom line prices
     return sorted(by_base.values(), key=lambda w: (w.order, not (w.scope.whole or w.scope.scaled),
                                                    -len({n for r in w.regimes for n in r.seq_lens})))
-
-
-WORKLOAD_KINDS = {0: "measured whole model", 1: "measured cut", 2: "published, not measured here"}
-TERSE_KINDS = {0: "whole model", 1: "cut", 2: "published"}  # the terminal's: measured unless published
-
-
-def workload_words(w: Workload, gpu: bool = True) -> str:
-    """'llama-3.1-8b, 8 of 32 layers: 1 GPU, ZeRO-2, ... on H200 SXM': the series' label in
-    the workload's words (its provenance is the workload's kind)."""
-    model = ", ".join(str(m) for m in w.base.settings("MODEL")) or "model not recorded"
-    settings = w.base.label.split(": ", 1)[1] if ": " in w.base.label else ""
-    settings = settings.removesuffix(f" ({w.base.provenance})")
-    settings = ", ".join(p for p in settings.split(", ") if p and not p.endswith("layers")
-                         and not p.startswith("MODEL="))
-    if "GPU" not in settings:  # the label names only the settings that differ between series
-        settings = ", ".join(filter(None, [", ".join(config_phrase("world_size", v)
-                                                     for v in w.base.settings("world_size")), settings]))
-    shape = "" if w.scope.whole else f", {w.scope.words}"
-    return f"{model}{shape}" + (f": {settings}" if settings else "") + (f"; {w.base.gpu}" if gpu else "")
-
-
-def workload_title(w: Workload, gpu: bool = True, kinds: dict = WORKLOAD_KINDS) -> str:
-    """'Measured whole model: llama-3.1-8b: 2 GPUs, ...; H200 SXM' (without the GPU where the
-    page names it once for every workload)."""
-    return f"{kinds[w.order].capitalize()}: {workload_words(w, gpu)}"
-
-
-def _span(values: list, kind: str) -> str:
-    low, high = min(values), max(values)
-    return fmt(low, kind) if fmt(low, kind) == fmt(high, kind) else f"{fmt(low, kind)} to {fmt(high, kind)}"
-
-
-def usd_per_hour(usd: float) -> str:
-    """A price per GPU-hour to the cent ('$6.54'); a broken log's in a few characters."""
-    return f"${usd:.2f}" if abs(usd) <= MAX_NUMBER else fmt(usd, "usd")
-
-
-def regime_sentence(r: Regime, base_gpu: str) -> str:
-    """One regime in words, every number with its length."""
-    who = f"{r.candidate} ({r.source}{', not measured' if r.source.startswith('forecast') else ''})" + (
-        f", paired across {r.across} (--ignore-config)" if r.across else "")
-    mids = [s[0] for s in r.speedups]
-    ends = [s[1] for s in r.speedups] + [s[2] for s in r.speedups]
-    text = (f"{who} at {r.lengths.replace('-', ' to ')}: {_span(ends, 'x')}"
-            f" as fast (point estimates {', '.join(fmt(m, 'x') for m in mids)})")
-    if r.word == NO_FIT:
-        text += (f"; no price call: it does not fit, the baseline's peak is {fmt(r.peak_gib)} GiB, more than its "
-                 f"{r.hbm_words} (only a configuration that fits is priced: the reconfigured forecast's, where one "
-                 "fits)")
-    elif r.word:
-        call = CALL_WORDS[r.word]
-        if r.margins:
-            call += f" by {_span([m[0] for m in r.margins] + [m[1] for m in r.margins], 'pct')}"
-        usd = ", ".join(f"{fmt(b, 'usd')} vs {fmt(c, 'usd')} at {seq_label(n)}"
-                        for n, b, c in zip(r.seq_lens, r.base_usd, r.cand_usd))
-        pays = ", ".join((usd_per_hour(lo) if usd_per_hour(lo) == usd_per_hour(hi) else
-                          f"{usd_per_hour(lo)} to {usd_per_hour(hi)}") + f" at {seq_label(n)}"
-                         for n, (lo, hi) in zip(r.seq_lens, r.break_even_ends))
-        text += (f"; {call} at ${r.prices[0]:.2f} vs ${r.prices[1]:.2f} per GPU-hour ($/1M tokens {base_gpu} vs "
-                 f"{r.candidate}: {usd}); {r.candidate} pays off below {pays} per GPU-hour")
-    else:
-        text += f"; no $/token call: {r.note}"
-    whose = ("the baseline's peak, " if r.source == "forecast" else
-             "its estimate, " if r.source.startswith("forecast") else "")
-    if r.word != NO_FIT:
-        text += ("; memory not recorded" if r.fits is None else
-                 f"; fits: {whose}{fmt(r.peak_gib)} GiB at most, in its {r.hbm_words}" if r.fits else
-                 f"; does not fit: {whose}{fmt(r.peak_gib)} GiB of {r.hbm_words}")
-    if r.stack:
-        text += f"; software differs: {r.stack} ({STACK_CAVEAT})"
-    return text + f"; how sure: {r.sure}."
-
-
-def answer_markdown(a) -> str:
-    """The first screen of report.md: per workload (numbered as in the terminal), its candidates'
-    sentences, each naming its workload's number; '' where none."""
-    found = workloads(a)
-    if not found:
-        return ""
-    out = ["## The answer", ""]
-    for i, w in enumerate(found, 1):
-        out += [f"**[{i}] {md_text(workload_title(w))}**", ""]  # a model's name is the user's text
-        if not w.scope.whole:
-            out += [f"*{scaling_words(w.scope)}.*", ""]
-        out += [f"- [{i}] {regime_sentence(r, w.base.gpu)}" for r in w.regimes] + [f"- [{i}] {n}" for n in w.notes]
-        out.append("")
-    return "\n".join(out)

@@ -1,6 +1,6 @@
-"""What a GPU-hour buys: the break-even price, a training run's GPU-hours, dollars and days, and
+"""What a GPU-hour buys: a training run's GPU-hours, dollars and days, and
 a token's cost to an owner (the hardware amortised plus the board's energy). Pure functions,
-units in the names; the page (dollars.py) words them.
+units in the names; page/dollars.py words them (the break-even price is compare/verdict.py's).
 """
 from dataclasses import dataclass
 
@@ -22,18 +22,6 @@ DEFAULT_YEARS = 4.0
 # A GPU without a measured energy: training nodes draw about 76% of their rated power (Newkirk
 # et al., arXiv 2506.14551, measured against TDP-based estimates).
 TRAINING_POWER_SHARE = 0.76
-
-
-def break_even_usd_per_gpu_hour(base_usd_per_gpu_hour: float, speedup: float) -> float:
-    """The candidate's price per GPU-hour at which its $/token equals the baseline's: it does
-    `speedup` times the work per GPU-hour, so it pays off below that many baseline GPU-hours."""
-    return base_usd_per_gpu_hour * speedup
-
-
-def whole_model_factor(whole_tflop_per_step: float, cut_tflop_per_step: float) -> float:
-    """How many times a cut's work per token the whole model's is (FLOPs of one step each): a
-    cut's time and price per token times this is the whole model's, at the cut's TFLOPS per GPU."""
-    return whole_tflop_per_step / cut_tflop_per_step
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field, replace
 from . import calibration, attention as forecast_attention, model as forecast_model, stacks
 from ...hardware import gpus
 from ..read.series import Series
-from ..compare.verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
-from ..decide.cost import break_even_usd_per_gpu_hour
+from ..compare.verdict import break_even_usd_per_gpu_hour, call, ratio, tokens_per_s_per_gpu, usd_per_mtok
 
 FORECAST = "forecast"
 GEMM_BOUND = ("gemm", "dense")  # the parts a node's matmul shortfall slows

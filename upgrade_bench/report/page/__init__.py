@@ -1,1 +1,2 @@
-"""What the report writes: report.md, the terminal answer, their sentences and tables, points.csv."""
+"""What the report writes, in words (the numbers are the rooms' above): report.md, the terminal answer,
+their sentences and tables, points.csv."""

@@ -8,8 +8,8 @@ verdict block per comparison, the series that pair with nothing and why, then th
 the detailed tables.
 """
 from . import details as detail_tables
-from ..compare import precision as formats
-from ..decide.answer import answer_markdown
+from . import precision as formats
+from .answer import answer_markdown
 from ..compare.comparisons import Analysis
 from .forecast import forecast_markdown
 from .node import node_markdown
@@ -17,7 +17,7 @@ from ..read.series import GUIDE_LABEL
 from ..text.escape import html_safe, md_cell, md_text
 from .verdicts import verdict_block
 from .words import stack_words, title
-from ..compare.bound import workload_markdown
+from .bound import workload_markdown
 
 
 def unpaired_markdown(a: Analysis) -> str:

@@ -9,12 +9,14 @@ is in report.md; the last line says where.
 import textwrap
 
 from ...log.field_types import MAX_NUMBER
-from ..decide.answer import NO_FIT, SHORT_CALLS, TERSE_KINDS, Regime, workload_title, workloads
-from ..decide.dollars import Assumptions, text_lines, yours
+from ..decide.answer import NO_FIT, Regime, workloads
+from .answer import SHORT_CALLS, TERSE_KINDS, across_words, lengths, note_words, workload_title
+from ..decide.dollars import Assumptions, yours
+from .dollars import text_lines
 from .markdown import no_comparison_words, prices_line
 from ..node.health import NO_VERDICT
 from .node import headline
-from .words import STACK_CAVEAT
+from .words import STACK_CAVEAT, stack_words
 from ..read.series import seq_label
 from ..text.tables import fmt
 from ..compare.verdict import NOISE_FLOOR
@@ -56,7 +58,7 @@ def regime_row(r: Regime) -> str:
             and r.word not in (NO_FIT, None) else "-")
     memory = ("not recorded" if r.fits is None else
               f"{r.peak_gib:.0f}/{r.hbm_gib:.0f}" if r.fits else f"NO: {r.peak_gib:.0f}>{r.hbm_gib:.0f}")
-    return _row([f"{r.candidate} {source}", r.lengths, speed, call, usd, pays, memory])
+    return _row([f"{r.candidate} {source}", lengths(r), speed, call, usd, pays, memory])
 
 
 def _wrapped(text: str, indent: str) -> list:
@@ -89,10 +91,10 @@ def workload_lines(i: int, w, gpu: bool) -> list:
     if not w.scope.whole:
         out += _wrapped(scaling_words(w.scope), "  ")
     for r in w.regimes:
-        out += [regime_row(r)] + (_wrapped(f"(paired across {r.across}, --ignore-config)", "    ") if r.across else [])
-        out += _wrapped(f"(software differs: {r.stack}; {STACK_CAVEAT})", "    ") if r.stack else []
+        out += [regime_row(r)] + (_wrapped(f"(paired across {across_words(r)}, --ignore-config)", "    ") if r.ignored else [])
+        out += _wrapped(f"(software differs: {stack_words(r.stack)}; {STACK_CAVEAT})", "    ") if r.stack else []
     for note in w.notes:
-        out += _wrapped(note, "  ")
+        out += _wrapped(note_words(note), "  ")
     return out
 
 

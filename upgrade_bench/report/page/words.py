@@ -1,12 +1,15 @@
 """A series and a comparison in words: the names, settings, sources and differences that the
 verdict blocks, the detail tables and the figures all print the same way."""
+from ...log import runs
 from ..compare.comparisons import HEALTH, NOT_LIKE_FOR_LIKE, Comparison
 from ..read.series import Series, _short, config_phrase
 from ..text.escape import md_text
 
 # The settings that shape the workload, in the words of a verdict block.
-WORKLOAD_KEYS = ("PRECISION", "ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER", "PACKED_DOC_LEN",
-                 "BATCH_SIZE", "WARMUP_STEPS", "PYTORCH_CUDA_ALLOC_CONF")
+WORKLOAD_KEYS = ("ENGINE", "COMPILE", "PRECISION", "ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER",
+                 "PACKED_DOC_LEN", "BATCH_SIZE", "WARMUP_STEPS", "PYTORCH_CUDA_ALLOC_CONF")
+# Said only off their default: every run before ENGINE trained on DeepSpeed, uncompiled.
+SAID_OFF_DEFAULT = ("ENGINE", "COMPILE")
 SHOWN_KEYS = ("world_size", "MODEL", "NUM_LAYERS", "ATTN_BACKEND") + WORKLOAD_KEYS
 MOST_RUNS_NAMED = 3
 
@@ -26,8 +29,15 @@ def _phrases(s: Series, key: str) -> str:
 
 
 def _stack_words(stack: dict) -> str:
+    """The packages of a stack; its engine is the configuration's (ENGINE, said where not DeepSpeed)."""
     names = {"cuda": "CUDA"}
-    return ", ".join(f"{names.get(k, k)} {v}" for k, v in stack.items() if v is not None) or "not recorded"
+    return ", ".join(f"{names.get(k, k)} {v}" for k, v in stack.items()
+                     if v is not None and k != "engine") or "not recorded"
+
+
+def _shown(s: Series, key: str) -> bool:
+    values = s.settings(key)
+    return bool(values) and not (key in SAID_OFF_DEFAULT and all(runs.is_default(key, v) for v in values))
 
 
 def _count(n: int, noun: str) -> str:
@@ -64,7 +74,7 @@ def series_words(s: Series, also_in: dict) -> dict:
     asked = ", ".join(map(_short, s.settings("ATTN_BACKEND"))) or "not recorded"
     return {"GPU": f"{s.gpu}, {_phrases(s, 'world_size')} in the run{node}",
             "model": f"{model}, {layer_words}",
-            "configuration": ", ".join([_phrases(s, k) for k in WORKLOAD_KEYS if s.settings(k)] + others),
+            "configuration": ", ".join([_phrases(s, k) for k in WORKLOAD_KEYS if _shown(s, k)] + others),
             "attention": f"{s.backend} (ATTN_BACKEND={asked})",
             "software": " | ".join(_stack_words(st) for st in s.stacks) or "not recorded",
             "source": f"{s.provenance}: {sources_words(s, also_in)}",

@@ -2,7 +2,9 @@
 
 The guide found torch 2.11 -> 2.12 alone worth +16% on one H200 (Machine Learning
 Engineering Open Book, insights/when-to-upgrade-gpus, "Same software stack"), so every
-comparison names each package whose version differs between its two series.
+comparison names each package whose version differs between its two series, and the training
+engine where it differs: a log of the suite without `engine` ran DeepSpeed (the only engine
+before ENGINE); a published figure without a software stack names no engine.
 """
 
 STACK_KEYS = ("python", "torch", "cuda", "transformers", "deepspeed", "liger-kernel")
@@ -11,7 +13,8 @@ STACK_KEYS = ("python", "torch", "cuda", "transformers", "deepspeed", "liger-ker
 def stack_of(header) -> dict:
     software = (header or {}).get("software") or {}
     keys = list(STACK_KEYS) + sorted(k for k in software if k.startswith("flash-attn"))
-    return {k: software.get(k) for k in keys}
+    engine = (header or {}).get("engine") or ("deepspeed" if software else None)
+    return {**{k: software.get(k) for k in keys}, "engine": engine}
 
 
 def stack_differences(a: dict, b: dict) -> list:

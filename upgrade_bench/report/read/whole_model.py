@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from ...faults import BadInput
 from ...models import architecture, flops, model
-from ..decide.cost import whole_model_factor
 from .series import Series
 
 
@@ -48,6 +47,12 @@ def full_spec(s: Series) -> tuple:
         return (architecture.describe(config) if config else None), ""
     except BadInput as err:
         return None, f"its config cannot be read now ({err})"
+
+
+def whole_model_factor(whole_tflop_per_step: float, cut_tflop_per_step: float) -> float:
+    """How many times a cut's work per token the whole model's is (FLOPs of one step each): a
+    cut's time and price per token times this is the whole model's, at the cut's TFLOPS per GPU."""
+    return whole_tflop_per_step / cut_tflop_per_step
 
 
 def whole_tflop_per_step(spec: architecture.ModelSpec, summary: dict) -> float:
