@@ -14,7 +14,7 @@ compare/    series paired into comparisons and everything computed about each (n
 forecast/   what a GPU not measured would likely do: the model, its ratios' sources, calibration,
             the forecast series and its reconfiguration, the backtest
 node/       the node check: each measured node against a healthy node of its GPU kind (numbers)
-            health, check
+            references, health, check
 decide/     the calls, the dollars, the cost to train, the owner's cost (numbers only)
             cost, answer, dollars
 page/       what is written: report.md, the terminal answer, their words and tables, points.csv

@@ -397,10 +397,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def node_checks(records: list, references: list) -> list:
+def node_checks(records: list, references: list, refused: list = ()) -> list:
     """Each measured node's check against --reference's nodes, else the shipped references."""
     try:
-        return node_check.checks_of(records, references)
+        return node_check.checks_of(records, references, refused)
     except BadInput as err:
         raise BadInput(f"--reference: {err}") from None
 
@@ -417,7 +417,8 @@ def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
     analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
     analysis.forecast_prices = {gpus.table_name(n): prices[n] for n in only_forecast}
     add_forecasts(analysis, candidates, prices, calibration.calibration(backtest_rows or []))
-    analysis.node_checks = node_checks(read, args.reference)
+    analysis.node_checks = node_checks(read, args.reference, tally.impossible)
+    node_check.set_roles(analysis.node_checks, analysis.baseline, analysis.order)
     if args.strict_stack and stack_errors(analysis):
         raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
                        "the same stack on every GPU (./install.sh) or drop --strict-stack")
