@@ -232,12 +232,12 @@ def check_folder(arg: str, references=()) -> list:
 
 def checks_of(records, references=(), refused=()) -> list:
     """Each measured node's check in `records` (`refused`: the figures reading refused as
-    impossible), the worst first: against the nodes of `references` (folders, files or globs:
+    impossible), the worst first (by status; among those falling short, by their worst ratio): against the nodes of `references` (folders, files or globs:
     BadInput where one cannot be read; each checked, check.py's notes), else the measured
     folders of this checkout and the published figures."""
     mine = [(str(arg), read_logs(str(arg))) for arg in references]
     checks = [check(n, mine, measured_nodes()) for n in nodes(records, refused)]
-    return sorted(checks, key=lambda c: (SEVERITY.index(c.status), c.worst_share()))
+    return sorted(checks, key=lambda c: (SEVERITY.index(c.status), c.worst_share() if c.status == FALLS_SHORT else 0))
 
 
 def set_roles(checks: list, baseline: str, gpus_compared: list) -> None:

@@ -167,15 +167,16 @@ def read(paths, tally: Tally):
                     kind = record["kind"]
                     if kind not in KINDS_READ:
                         continue
-                    header = headers.get(record.get("run_id"))
+                    run_id = record.get("run_id")
+                    header = headers.get(run_id) if isinstance(run_id, str) else None
                     problem = field_problem(record) or impossible_claim(record, header)
                     if problem:
                         skipped[f"{kind} record: {problem}"] += 1
                         if problem.startswith(IMPOSSIBLE):
                             tally.impossible.append((record, header, problem))
                         continue
-                    if kind == "header":
-                        headers[record.get("run_id")] = record
+                    if kind == "header" and isinstance(run_id, str):
+                        headers[run_id] = record
                     key = _fingerprint(record)
                     if key in seen:
                         tally.duplicates[source] += 1
