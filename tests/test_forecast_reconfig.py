@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from upgrade_bench.hardware import gpus
-from upgrade_bench.report.forecast import backtest, calibration, model as forecast_model, page as forecasts
+from upgrade_bench.report.forecast import backtest, calibration, model as forecast_model, series as forecasts, reconfig as forecast_reconfig
+from upgrade_bench.report.page import forecast as forecast_page
 from upgrade_bench.report.forecast import reconfig as forecast_reconfig
 from upgrade_bench.report.published import guide as published
 from upgrade_bench.report.read.series import Series
@@ -49,7 +50,7 @@ def test_a_plan_scales_the_work_and_keeps_what_a_step_pays_once():
 def test_the_guides_h200_sweep_reconfigured_for_the_b200():
     s = guide_sweep()
     cal = calibration.calibration(backtest.backtest(published.guide_reference_records()))
-    fc = forecasts.forecast_series(s, "B200 SXM", {}, cal)
+    fc = forecast_reconfig.forecast_reconfigured(s, "B200 SXM", {}, cal)
     by = {r.seq_len: r for r in fc.reconfigured}
     slope = forecast_reconfig.activation_slope_gib(s.points)
     no_ckpt = forecast_reconfig.no_checkpoint_gib_per_token(forecast_reconfig.model_spec(s.config))
@@ -65,7 +66,7 @@ def test_the_guides_h200_sweep_reconfigured_for_the_b200():
     assert 262144 not in by
     # a plan the H200 holds too says so
     assert all(r.fits_baseline == (r.plan.peak_gib <= 0.9 * 141) for r in fc.reconfigured)
-    page = forecasts.forecast_markdown(fc)
+    page = forecast_page.forecast_markdown(fc)
     assert "**Reconfigured forecast from H200 SXM fa3 (the guide's), not measured**" in page
     assert "| 8K | reconfigured: ckpt off, batch 4 | 148.8 | no |" in page
 
@@ -93,7 +94,7 @@ def b200_series() -> Series:
 ])
 def test_a_b200_series_reconfigured_for_a_b300_and_a_gb200(cand, plans):
     s = b200_series()
-    fc = forecasts.forecast_series(s, cand, {}, {})
+    fc = forecast_reconfig.forecast_reconfigured(s, cand, {}, {})
     assert {r.seq_len: (r.plan.label, r.plan.peak_gib) for r in fc.reconfigured} == pytest.approx(plans)
     assert all(r.fits_baseline == (r.plan.peak_gib <= 0.9 * 180) for r in fc.reconfigured)
     like = {r.seq_len: r for r in fc.rows}
@@ -101,7 +102,7 @@ def test_a_b200_series_reconfigured_for_a_b300_and_a_gb200(cand, plans):
         assert r.speedup[0] > like[r.seq_len].speedup[0]
         assert r.tflops[0] == pytest.approx(s.points[r.seq_len]["tflops_per_gpu"] * r.speedup[0])
     # the platform the forecast used: the B200's HGX board against the candidate's
-    page = forecasts.forecast_markdown(fc)
+    page = forecast_page.forecast_markdown(fc)
     spec = gpus.lookup(cand)
     assert f"Platform: B200 SXM HGX, 1000 W, NVLink domain 8 -> {forecast_model.platform_words(spec)}" in page
 
@@ -123,15 +124,15 @@ def test_a_configuration_the_baseline_measured_is_a_reconfiguration_forecast_fro
     other_model = h200_series("cut", {"ZERO_STAGE": 2, "NUM_LAYERS": 8}, {8192: 300.0}, {8192: 20.0})
     alternatives = forecast_reconfig.alternatives_of(long, [long, right, other_model])
     assert alternatives == [(right, ("ckpt off", "offload off", "ZeRO-2"))]  # another cut is another workload
-    fc = forecasts.forecast_series(long, "B200 SXM", {}, {}, alternatives=alternatives)
+    fc = forecast_reconfig.forecast_reconfigured(long, "B200 SXM", {}, {}, alternatives=alternatives)
     by = {r.seq_len: r for r in fc.reconfigured}
     # 8K: the right-sized run, forecast from its own split, counted in the long run's tokens a second
-    own = {r.seq_len: r for r in forecasts.forecast_series(right, "B200 SXM", {}, {}).rows}
+    own = {r.seq_len: r for r in forecast_reconfig.forecast_reconfigured(right, "B200 SXM", {}, {}).rows}
     eight = by[8192]
     assert eight.plan.label == "reconfigured: ckpt off, offload off, ZeRO-2 (measured as right-sized)"
     assert eight.plan.peak_gib == 80.0 and eight.fits_baseline
     assert eight.speedup == pytest.approx(tuple(2990.0 / 914.0 * x for x in own[8192].speedup))
     assert eight.memory_how.startswith("measured: the peak of right-sized at this length")
     # a candidate with less memory than the measured peak takes none of it: an H100's 80 GB
-    small = forecasts.forecast_series(long, "H100 SXM", {}, {}, alternatives=alternatives)
+    small = forecast_reconfig.forecast_reconfigured(long, "H100 SXM", {}, {}, alternatives=alternatives)
     assert not any(r.plan.measured for r in small.reconfigured)

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import REPO
 from test_plot_results import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
-from upgrade_bench.report.forecast import page as forecasts
+from upgrade_bench.report.forecast import series as forecasts
 from upgrade_bench.report.published import guide as published
 from upgrade_bench.report.read import series
 from upgrade_bench.report.page import words

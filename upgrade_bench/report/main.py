@@ -54,7 +54,7 @@ from .. import settings
 from ..hardware import gpus
 from ..log import records, staged
 from ..faults import BadInput, Parser
-from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, page as forecasts
+from .forecast import backtest, calibration, attention as forecast_attention, comm as forecast_comm, series as forecasts
 from .forecast import reconfig as forecast_reconfig
 from .compare import comparisons
 from .decide import cost, dollars
@@ -93,10 +93,10 @@ def parse_args(argv):
                    help=f"price of buying one GPU and the years it is spread over [{cost.DEFAULT_YEARS:g}]: the "
                         "owner's $/token "
                         "(hardware plus board energy, measured or from the rated power, x PUE x --kwh) beside the renter's")
-    p.add_argument("--kwh", default=str(cost.DEFAULT_USD_PER_KWH), metavar="USD",
+    p.add_argument("--kwh", metavar="USD",
                    help=f"price of a kWh for the owner's cost [{cost.DEFAULT_USD_PER_KWH:g}: US industrial "
                         "average, EIA]")
-    p.add_argument("--pue", default=str(cost.DEFAULT_PUE), metavar="X",
+    p.add_argument("--pue", metavar="X",
                    help=f"the facility's power usage effectiveness [{cost.DEFAULT_PUE:g}: the upper end AI data "
                         "centres report, Uptime Institute]")
     p.add_argument("--backtest", action="store_true",
@@ -199,9 +199,15 @@ def assumptions(args) -> dollars.Assumptions:
     g = None if args.gpus is None else int(_number("--gpus", args.gpus, 1, 100_000, "a GPU count"))
     if args.gpus is not None and g != float(args.gpus):
         raise BadInput(f"--gpus {args.gpus!r}: expected a whole GPU count from 1 to 100000")
-    return dollars.Assumptions(parse_tokens(args.tokens), g, parse_owned(args.own),
-                               _number("--kwh", args.kwh, 0.001, 10, "dollars per kWh"),
-                               _number("--pue", args.pue, 1, 3, "a power usage effectiveness"))
+    usd_per_kwh = _number("--kwh", str(cost.DEFAULT_USD_PER_KWH) if args.kwh is None else args.kwh, 0.001, 10,
+                          "dollars per kWh")
+    pue = _number("--pue", str(cost.DEFAULT_PUE) if args.pue is None else args.pue, 1, 3, "a power usage effectiveness")
+    tokens, owned = parse_tokens(args.tokens), parse_owned(args.own)  # every flag checked before the note
+    energy = [flag for flag, given in (("--kwh", args.kwh), ("--pue", args.pue)) if given is not None]
+    if energy and not owned:
+        sys.stderr.write(f"note: {' and '.join(energy)} change nothing without --own (they price the owner's "
+                         "energy)\n")
+    return dollars.Assumptions(tokens, g, owned, usd_per_kwh, pue)
 
 
 def forecast_gpu(name: str) -> str | None:
@@ -261,10 +267,10 @@ def add_forecasts(analysis, candidates: list, prices: dict, calibration: dict) -
                 continue
             other = next((o for o in analysis.data.series if o.gpu == cand and
                           o.identity == s.identity and not o.reference), None)
-            fc = forecasts.forecast_series(s, cand, prices, calibration, other,
-                                           forecast_attention.measured_attention(analysis.data, s, cand, other),
-                                           forecast_comm.measured_comm(analysis.data, s.gpu, cand),
-                                           forecast_reconfig.alternatives_of(s, analysis.data.series))
+            fc = forecast_reconfig.forecast_reconfigured(
+                s, cand, prices, calibration, other, forecast_attention.measured_attention(analysis.data, s, cand, other),
+                forecast_comm.measured_comm(analysis.data, s.gpu, cand), forecasts.node_of(analysis.node_checks, s),
+                forecast_reconfig.alternatives_of(s, analysis.data.series))
             if fc.rows:
                 analysis.forecasts.append(fc)
                 made += 1
@@ -416,9 +422,10 @@ def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
                      gpus.table_name(name) not in data.gpus}
     analysis = comparisons.analyse(data, args.baseline, {n: u for n, u in prices.items() if n not in only_forecast})
     analysis.forecast_prices = {gpus.table_name(n): prices[n] for n in only_forecast}
-    add_forecasts(analysis, candidates, prices, calibration.calibration(backtest_rows or []))
+    # the forecast reads the baseline node's health
     analysis.node_checks = node_checks(read, args.reference, tally.impossible)
     node_check.set_roles(analysis.node_checks, analysis.baseline, analysis.order)
+    add_forecasts(analysis, candidates, prices, calibration.calibration(backtest_rows or []))
     if args.strict_stack and stack_errors(analysis):
         raise BadInput("--strict-stack: software stacks differ (" + "; ".join(stack_errors(analysis)) + "); pin "
                        "the same stack on every GPU (./install.sh) or drop --strict-stack")

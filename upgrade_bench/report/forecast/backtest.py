@@ -8,16 +8,18 @@ pairs of the *other* sources only (leave one source out): no source's figures ca
 own forecasts. Pairs that differ in more than the GPU (batch, parallelism, precision,
 container) are kept apart from like-for-like ones, with what differs named.
 """
+import math
 import statistics
 
-from . import calibration, model as forecast_model, page as forecasts
-from ..published import pairs as published_pairs
+from . import calibration, model as forecast_model, series as forecasts, stacks
+from ..published import pairs as published_pairs, runs as published_runs
 from ...hardware import gpus
 from ..read.series import Series, seq_label
 from ..text.tables import fmt, md_table
 from ..compare.verdict import ratio
 
-BACKTEST_COLUMNS = ("pair", "source", "gpus", "model", "like_for_like", "differs", "kind", "group", "metric",
+BACKTEST_COLUMNS = ("pair", "source", "gpus", "model", "like_for_like", "differs", "kind", "pair_class", "step",
+                    "group", "metric",
                     "seq_len", "split", "model_forecast", "forecast", "forecast_low", "forecast_high", "half_width",
                     "published", "error", "model_error", "calibrated_on", "naive_peak", "naive_mamf",
                     "naive_bandwidth", "platform")
@@ -47,12 +49,20 @@ def _config(run: dict) -> dict:
 
 
 def forecast_run(run: dict, cand: str) -> dict:
-    """{(metric, seq_len): (forecast, low, high, baseline value, split, attention FLOP share)}
-    of one baseline run alone."""
+    """{(metric, seq_len): (forecast, low, high, ceiling, baseline value, split, attention FLOP
+    share)} of one baseline run alone; the ceiling: the most the candidate's hardware (and a
+    stack prior's allowance) can give that figure (model.ceiling)."""
     base = _gpu(run)
     config = _config(run)
     checkpointed, precision = bool(config.get("GRAD_CHECKPOINT")), calibration.precision_of(config)
     backend = run["header"].get("attn_backend")
+    base_spec, cand_spec = gpus.lookup(base), gpus.lookup(cand)
+    factor, widen, _words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config))
+    allowance = math.exp(widen) * max(factor, 1.0)
+
+    def capped(mid, low, high, base_value, r, parts):
+        """(mid, low, high) times the stack factor, and the ceiling (calibrate_leave_one_source_out caps by it)."""
+        return mid * factor, low * factor, high * factor, base_value * forecast_model.ceiling(r, parts) * allowance
     out = {}
     if run["summary"]:
         s = Series(base, None, "", config, "", "published", None, None, points=run["summary"])
@@ -61,7 +71,8 @@ def forecast_run(run: dict, cand: str) -> dict:
             r = forecasts.ratios_at(base, cand, n, parts, forecasts.tflop_of(point)[1], checkpointed, backend,
                                     precision=precision)
             f = forecast_model.scale(parts, r)
-            out["tflops_per_gpu", n] = (*forecasts.tflops_range(point["model_tflop_per_step"], f),
+            out["tflops_per_gpu", n] = (*capped(*forecasts.tflops_range(point["model_tflop_per_step"], f),
+                                                point["tflops_per_gpu"], r, parts),
                                         point["tflops_per_gpu"], how, point.get("attn_flop_share"))
     for n, dec in run["decomposition"].items():
         parts = forecast_model.bound_parts(dec)
@@ -70,11 +81,12 @@ def forecast_run(run: dict, cand: str) -> dict:
         share = ratio(dec["buckets"]["attention"]["tflop"], dec["total"]["tflop"])
         for bucket, bound in (("attention", "attention"), ("everything_else", "dense")):
             b = dec["buckets"][bucket] if bucket == "attention" else dec[bucket]
-            out[f"{bucket}_tflops", n] = (b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
-                                          b["tflops"] * r[bound].high, b["tflops"], "its decomposition", share)
+            out[f"{bucket}_tflops", n] = (*capped(b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
+                                                  b["tflops"] * r[bound].high, b["tflops"], r, {bound: 1.0}),
+                                          b["tflops"], "its decomposition", share)
         f = forecast_model.scale(parts, r)
-        out["total_tflops", n] = (*forecasts.tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"],
-                                  "its decomposition", share)
+        out["total_tflops", n] = (*capped(*forecasts.tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"],
+                                          r, parts), dec["total"]["tflops"], "its decomposition", share)
     return out
 
 
@@ -103,24 +115,39 @@ def backtest(records: list) -> list:
         base_spec, cand_spec = gpus.lookup(_gpu(base)), gpus.lookup(_gpu(cand))
         naive = naive_ratios(base_spec, cand_spec, precision)
         differs = published_pairs.differences(_config(base), _config(cand))
-        move = forecast_model.move_of(base_spec, cand_spec)
-        for (metric, n), (mid, _low, _high, base_value, how, share) in sorted(forecast_run(base, _gpu(cand)).items()):
+        changed = any(not d.startswith("CONTAINER") for d in differs)
+        klass, step = calibration.pair_class(base_spec, cand_spec, changed), calibration.step_kind(_config(base))
+        for (metric, n), (mid, _low, _high, top, base_value, how, share) in sorted(
+                forecast_run(base, _gpu(cand)).items()):
             pub = _published(cand, metric, n)
+            if not pub:  # a length the candidate did not run: nothing to score
+                continue
             kind = calibration.workload_kind(share, precision)
             rows.append({"pair": f"{base_id} -> {cand_id}", "gpus": f"{_gpu(base)} -> {_gpu(cand)}",
                          "model": _config(base).get("MODEL"), "like_for_like": not differs,
                          "differs": "; ".join(differs),
                          "software_differs": any(d.startswith("CONTAINER") for d in differs),
-                         "kind": kind, "group": calibration.group_of(move, kind),
+                         "kind": kind, "pair_class": klass, "step": step, "group": calibration.group_of(klass, step),
+                         "base_gpu": base_spec.name, "cand_gpu": cand_spec.name,
                          "metric": metric, "seq_len": n, "split": how, "model_forecast": mid, "published": pub,
+                         "ceiling": top,
                          "model_error": ratio(mid, pub) - 1 if pub else None,
                          **{k: base_value * v if v else None for k, v in naive.items()},
                          "source": published_pairs.source_of(cand["header"]),
-                         "source_key": published_pairs.source_key(cand["header"]),
+                         "source_key": backtest_source(cand["header"]),
                          "platform": f"{forecast_model.platform_words(base_spec)} -> "
                                      f"{forecast_model.platform_words(cand_spec)}"})
     rows.sort(key=lambda r: not r["like_for_like"])
     return calibrate_leave_one_source_out(rows)
+
+
+def backtest_source(run_header: dict) -> str:
+    """The source a pair is left out with: its publication, and for the Megatron-Bridge summary
+    each container's table (each release publishes its own table of its own runs, so one
+    release's pairs never range its own)."""
+    key = published_pairs.source_key(run_header)
+    container = (run_header.get("config") or {}).get("CONTAINER")
+    return f"{key} {container.removeprefix('NeMo ')}" if key == published_runs.MEGATRON_BRIDGE and container else key
 
 
 def naive_ratios(base, cand, precision: str) -> dict:
@@ -137,12 +164,16 @@ def calibrate_leave_one_source_out(rows: list) -> list:
     pairs of the other sources: no source calibrates its own forecasts."""
     fitted = [dict(r) for r in rows]  # the model's forecasts, read while the rows change
     for r in rows:
-        cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"])
-        r["forecast"], r["forecast_low"], r["forecast_high"] = cal.apply(r["model_forecast"])
+        cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"]).for_pair(r["base_gpu"],
+                                                                                             r["cand_gpu"])
+        r["forecast"], r["forecast_low"], r["forecast_high"] = (min(x, r["ceiling"])
+                                                                for x in cal.apply(r["model_forecast"]))
         r["half_width"] = cal.half_width()
         r["error"] = ratio(r["forecast"], r["published"]) - 1 if r["published"] else None
-        r["calibrated_on"] = (f"{cal.pairs} pairs of its group, too few: all {', '.join(cal.sources)} pairs"
-                              if cal.too_few else f"{cal.pairs} pairs of its group from {', '.join(cal.sources)}")
+        whose = {"": "of its group", "class": "of its class (too few of its group)",
+                 "all": "of every class (too few of its class)"}[cal.fallback]
+        r["calibrated_on"] = (f"{len(cal.misses)} pairs {whose} from {', '.join(cal.sources) or 'no source'}"
+                              + (f"; corrected on {' and '.join(cal.gpus)}" if cal.gpus else ""))
     return rows
 
 
@@ -177,24 +208,36 @@ def _median_naive(rows: list, key: str) -> float | None:
     return median_abs_error([{"e": naive_error(r, key)} for r in rows], "e")
 
 
+def _summary_row(mine: list) -> list:
+    """pairs, figures, median error, coverage, median half-width, the naive ratios' errors, beats."""
+    err, peak = median_abs_error(mine), _median_naive(mine, "naive_peak")
+    beats = "-" if err is None or peak is None else ("yes" if err < peak else "no: the peak ratio does better")
+    return [len({r["pair"] for r in mine}), len(mine), fmt(err, "pct"), f"{sum(map(inside, mine))} of {len(mine)}",
+            fmt(statistics.median(r["half_width"] for r in mine), "pct"), fmt(peak, "pct"),
+            fmt(_median_naive(mine, "naive_mamf"), "pct"), fmt(_median_naive(mine, "naive_bandwidth"), "pct"), beats]
+
+
+SUMMARY_COLUMNS = ["pairs", "figures", "forecast error", "inside range", "range half-width", "peak ratio", "MAMF ratio",
+                   "HBM ratio", "beats the peak ratio"]
+
+
 def source_table(rows: list) -> str:
-    """Per source and kind of workload: pairs, figures, the forecast's median absolute error,
-    its coverage and median range half-width, beside the naive ratios' errors; a row where the
-    naive peak ratio does as well or better says so."""
+    """Per source (left out in turn) and pair class: pairs, figures, the forecast's median absolute
+    error, its coverage and median range half-width, beside the naive ratios' errors."""
+    keys = sorted({(r["source_key"], r["pair_class"]) for r in rows})
+    table = [[source, klass, *_summary_row([r for r in rows if (r["source_key"], r["pair_class"]) == (source, klass)])]
+             for source, klass in keys] + [["all", "all", *_summary_row(rows)]]
+    return md_table(["source", "class", *SUMMARY_COLUMNS], table)
+
+
+def class_table(rows: list) -> str:
+    """Per pair class and per group (class and step kind): the same, every source left out in turn."""
     table = []
-    groups = sorted({(r["source_key"], r["kind"]) for r in rows}) + [(None, None)]
-    for source, kind in groups:
-        mine = [r for r in rows if source is None or (r["source_key"], r["kind"]) == (source, kind)]
-        err, peak = median_abs_error(mine), _median_naive(mine, "naive_peak")
-        beats = "-" if err is None or peak is None else ("yes" if err < peak else "no: the peak ratio does better")
-        table.append(["all" if source is None else source, "all" if kind is None else kind,
-                      len({r["pair"] for r in mine}), len(mine), fmt(err, "pct"),
-                      f"{sum(map(inside, mine))} of {len(mine)}",
-                      fmt(statistics.median(r["half_width"] for r in mine), "pct"),
-                      fmt(peak, "pct"), fmt(_median_naive(mine, "naive_mamf"), "pct"),
-                      fmt(_median_naive(mine, "naive_bandwidth"), "pct"), beats])
-    return md_table(["source", "kind", "pairs", "figures", "forecast error", "inside range", "range half-width",
-                     "peak ratio", "MAMF ratio", "HBM ratio", "beats the peak ratio"], table)
+    for klass in sorted({r["pair_class"] for r in rows}):
+        table.append([klass, *_summary_row([r for r in rows if r["pair_class"] == klass])])
+        for group in sorted({r["group"] for r in rows if r["pair_class"] == klass}):
+            table.append([f"- {group}", *_summary_row([r for r in rows if r["group"] == group])])
+    return md_table(["class", *SUMMARY_COLUMNS], table)
 
 
 def backtest_markdown(rows: list, notes: list = ()) -> str:
@@ -212,13 +255,15 @@ def backtest_markdown(rows: list, notes: list = ()) -> str:
     return (md_table(["pair", "source", "like for like", "kind", "metric", "seq_len", "published", "forecast (range)",
                       "error", "model error (uncorrected)", "peak-ratio error", "MAMF-ratio error",
                       "bandwidth-ratio error", "split (fallback)"], table)
-            + "\n\n" + source_table(rows)
+            + "\n\n" + class_table(rows) + "\n\n" + source_table(rows)
             + f"\n\nMedian absolute error of all {len(rows)} figures of {len({r['pair'] for r in rows})} pairs: "
               f"forecast {fmt(median_abs_error(rows), 'pct')} (the model before its correction "
-              f"{fmt(median_abs_error(rows, 'model_error'), 'pct')}). Leave one source out: each source's "
-              "forecasts are corrected by the median miss of the other sources' pairs of their group (a new "
-              "architecture, or a part of the baseline's own die family; attention- or dense-bound) and ranged "
-              f"over the {calibration.RANGE_QUANTILES[0]:.0%} to {calibration.RANGE_QUANTILES[1]:.0%} of those "
-              f"misses; with fewer than {calibration.MIN_PAIRS} such pairs, on every pair of the other sources. "
+              f"{fmt(median_abs_error(rows, 'model_error'), 'pct')}). Leave one source out (each Megatron-Bridge "
+              "release's table a source): each source's forecasts are ranged by the "
+              f"{calibration.RANGE_QUANTILE:.0%} absolute miss of the other sources' pairs of their group (pair "
+              "class and step kind), with fewer than "
+              f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; corrected only by "
+              f"{calibration.MIN_CORRECTION_PAIRS} or more pairs of the same two GPUs; no end above the candidate's "
+              "hardware ceiling. "
               "Sources: " + "; ".join(sorted({r["source"].split(",")[0] for r in rows})) + "."
             + "".join(f"\n\n{n}" for n in notes))

@@ -1,38 +1,49 @@
-"""How a forecast is corrected and ranged from published pairs of other sources, and how often
-such ranges held.
+"""How a forecast is ranged (and, rarely, corrected) from published pairs of other sources, and how
+often such ranges held.
 
-The model (model.py) is physics: ratios of what bounds each part of a step. What it
-cannot see (the maturity of a new architecture's software, the configuration a publisher
-changes with the GPU) shows as a systematic miss on published pairs. So a forecast is set
-beside the published pairs of its group, a group being the kind of move (a new architecture,
-or a part of the baseline's own die family: another board power or platform) and the kind of
-workload (attention-bound where quadratic attention is half the step's FLOPs or more, else
-dense-bound):
+The model (model.py) is physics: ratios of what bounds each part of a step. What it cannot
+see shows as a miss on published pairs, and how far a pair moves decides how large that miss
+can be. So a forecast belongs to a **group**: its pair's class and its step's kind.
 
-- its middle moves by the median miss of the group's pairs (each pair's own median first, so a
-  six-length sweep weighs as one pair);
-- its range runs from the group's RANGE_QUANTILES low to high miss around that, so a range
-  holds about 90% of the pairs it was fitted on (the target on pairs never seen: 80%); never
-  narrower than the rounding the published figures carry (MIN_HALF_WIDTH);
-- a pair across software releases (its two runs in different containers) is scored but
-  calibrates nothing: its miss is the software's as much as the GPU's (the guide: the stack
-  alone moves results by double-digit percent).
+Classes (`pair_class`): *same die* (one compute die, board power or memory differ: H100/H200,
+B200/GB200, B300/GB300, MI300X/MI325X), *same vendor, another die* (a refresh or the next
+generation: B200 -> B300, H100 -> B200), *cross-vendor* (another vendor's GPU and software
+stack), and *configuration changed* (a published pair whose two runs differ in batch,
+parallelism or precision as well: what the candidate allowed, not what the GPU did). Step kinds
+(`step_kind`): dense pre-training, MoE pre-training, fine-tuning (SFT, LoRA).
+
+- a range is the group's RANGE_QUANTILE absolute miss (log of published over the model's
+  forecast; each pair's own median first, so a six-length sweep weighs as one pair) either way
+  around the forecast; never narrower than the rounding published figures carry (MIN_HALF_WIDTH);
+  a group with fewer than MIN_PAIRS pairs takes its class's pairs of every step kind, and a class
+  with fewer takes every pair, and says so;
+- a correction (the median miss) applies only to a pair of the group it was fitted on and only
+  where those pairs were of the same two GPUs (either way round: a miss of B -> A counts
+  negated for A -> B, so a correction never makes the two directions disagree),
+  MIN_CORRECTION_PAIRS of them at least; otherwise the middle is the model's own;
+- a pair across software releases (its two runs in different containers) is scored but ranges
+  and corrects nothing: its miss is the software's as much as the GPU's.
 
 In the backtest the pairs of the source predicted are left out (leave one source out): no
 source's range or correction uses its own figures, and each group's coverage there is what a
-forecast states. A group with fewer than MIN_PAIRS pairs is not corrected: its range is the
-RANGE_QUANTILES high absolute miss of every pair of the other sources, either way, and it says so.
+forecast states.
 """
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..read.series import normalise_dtype
 
 ATTENTION_BOUND_SHARE = 0.5   # more of the step's FLOPs in quadratic attention than in the rest
-MIN_PAIRS = 3                 # pairs of a group (outside the source predicted) that calibrate it
-RANGE_QUANTILES = (0.05, 0.95)  # the pairs' misses a range spans: about 90% of them
+MIN_PAIRS = 3                 # pairs (outside the source predicted) that range a group
+MIN_CORRECTION_PAIRS = 3      # pairs of the same two GPUs that correct one
+RANGE_QUANTILE = 0.9          # the pairs' absolute misses a range spans: about 90% of them
 MIN_HALF_WIDTH = 0.01         # published figures are whole TFLOPS: no range is narrower than 1%
+
+SAME_DIE, OTHER_DIE, CROSS_VENDOR, CONFIG_CHANGED = ("same die", "same vendor, another die", "cross-vendor",
+                                                     "configuration changed")
+DENSE, MOE, FINE_TUNING = "dense", "MoE", "fine-tuning"
+MOE_MODELS = ("qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss", "deepseek", "mixtral")  # published models with experts
 
 
 def precision_of(config: dict) -> str:
@@ -47,9 +58,29 @@ def workload_kind(attn_flop_share: float | None, precision: str) -> str:
     return f"{bound}, {precision}"
 
 
-def group_of(move: str, kind: str) -> str:
-    """'new architecture, dense-bound': the pairs a forecast is calibrated on."""
-    return f"{move}, {kind.split(',')[0]}"
+def step_kind(config: dict) -> str:
+    """'fine-tuning' (a TASK such as SFT or LoRA), 'MoE' (a model with experts) or 'dense'."""
+    config = config or {}
+    if config.get("TASK"):
+        return FINE_TUNING
+    model = str(config.get("MODEL") or "").lower()
+    if config.get("NUM_EXPERTS") or any(model.startswith(m) for m in MOE_MODELS):
+        return MOE
+    return DENSE
+
+
+def pair_class(base, cand, config_changed: bool = False) -> str:
+    """The class of a baseline/candidate pair of GPUSpecs (module docstring)."""
+    if config_changed:
+        return CONFIG_CHANGED
+    if base.vendor and cand.vendor and base.vendor != cand.vendor:
+        return CROSS_VENDOR
+    return SAME_DIE if base.die and base.die == cand.die else OTHER_DIE
+
+
+def group_of(klass: str, step: str) -> str:
+    """'same die, dense': the pairs a forecast is ranged on."""
+    return f"{klass}, {step}"
 
 
 def _quantile(values: list, q: float) -> float:
@@ -61,87 +92,118 @@ def _quantile(values: list, q: float) -> float:
 
 
 @dataclass(frozen=True)
+class Miss:
+    """One published pair's median log(published / model forecast)."""
+    pair: str
+    source: str
+    base: str       # GPU table names
+    cand: str
+    value: float
+
+
+@dataclass(frozen=True)
 class Calibration:
-    """A group's correction and range, in log(published / model forecast): `shift` the median
-    pair's, (`low`, `high`) the RANGE_QUANTILES of the pairs' misses; `pairs` pairs of
-    `sources` fitted it (too_few: fewer than MIN_PAIRS of the group, so every pair of those
-    sources did); `inside` of `figures` published figures of this group fell inside their
-    leave-one-source-out range in the backtest."""
+    """A group's range, in log(published / model forecast): +-`half` around the middle, moved by
+    `shift` (the correction of `gpus`' pairs; 0 where none applies). `misses` are the pairs that
+    ranged it (`fallback`: '' its own group's, 'class' its class's of every step kind, 'all'
+    every pair); `inside` of `figures` published figures of this group fell inside their
+    leave-one-source-out range in the backtest; `stack` the stack prior's words where one was
+    applied (stacks.py) and `stack_half` the half width it added."""
     group: str
-    shift: float
-    low: float
-    high: float
-    pairs: int
-    too_few: bool
-    sources: tuple = ()
+    half: float
+    misses: tuple = ()
+    fallback: str = ""
+    shift: float = 0.0
+    gpus: tuple = ()
     inside: int = 0
     figures: int = 0
-    kind: str = ""   # the forecast's kind of workload, for the page's words
+    kind: str = ""                   # the forecast's kind of workload, for the page's words
     error: float | None = None       # the group's median absolute error in the backtest
     peak_error: float | None = None  # the naive peak ratio's there
+    stack: str = ""
+    stack_half: float = 0.0
+
+    @property
+    def sources(self) -> tuple:
+        return tuple(sorted({m.source for m in self.misses}))
+
+    @property
+    def width(self) -> float:
+        """The range's half width in log: the group's, widened by a stack prior's spread."""
+        return self.half + self.stack_half
 
     def apply(self, tflops: float) -> tuple:
         """(mid, low, high) TFLOPS of a model forecast `tflops`."""
-        return (tflops * math.exp(self.shift), tflops * math.exp(self.shift + self.low),
-                tflops * math.exp(self.shift + self.high))
+        return (tflops * math.exp(self.shift), tflops * math.exp(self.shift - self.width),
+                tflops * math.exp(self.shift + self.width))
 
     def step_ms(self, step_ms: float) -> tuple:
         """(mid, fast, slow) step time of a model forecast `step_ms` (the inverse of apply)."""
-        return (step_ms * math.exp(-self.shift), step_ms * math.exp(-self.shift - self.high),
-                step_ms * math.exp(-self.shift - self.low))
+        return (step_ms * math.exp(-self.shift), step_ms * math.exp(-self.shift - self.width),
+                step_ms * math.exp(-self.shift + self.width))
 
     def half_width(self) -> float:
         """The range's half width over its middle."""
-        return (math.exp(self.high) - math.exp(self.low)) / 2
+        return (math.exp(self.width) - math.exp(-self.width)) / 2
+
+    def for_pair(self, base: str, cand: str) -> "Calibration":
+        """This group's Calibration for a forecast of `cand` from `base`: corrected only by pairs of
+        these two GPUs (a miss of cand -> base negated), MIN_CORRECTION_PAIRS of them at least."""
+        own = [m.value if (m.base, m.cand) == (base, cand) else -m.value for m in self.misses
+               if {m.base, m.cand} == {base, cand} and base != cand]
+        if self.fallback or len(own) < MIN_CORRECTION_PAIRS:
+            return replace(self, shift=0.0, gpus=())
+        return replace(self, shift=statistics.median(own), gpus=(base, cand))
 
     def words(self) -> str:
-        """How sure, in words: the group's backtest coverage, its correction and range."""
+        """How sure, in words: the group's backtest coverage, what ranged it, any correction."""
         held = (f"the published figure fell inside its range for {self.inside} of {self.figures} published "
                 f"figures of its group ({self.group}) in the leave-one-source-out backtest" if self.figures
                 else f"no published figure of its group ({self.group}) to check it on")
-        fitted = (f"too few published pairs of this group ({self.pairs}, fewer than {MIN_PAIRS}): not corrected, "
-                  f"ranged on every pair" if self.too_few else f"corrected and ranged on its {self.pairs} pairs")
+        whose = {"": f"its {len(self.misses)} pairs", "class": f"too few pairs of its group: the {len(self.misses)} "
+                 "of its class, every step kind", "all": f"too few pairs of its class: every pair "
+                 f"({len(self.misses)})"}[self.fallback]
+        fitted = f"ranged +-{self.half_width():.0%} on {whose} of {', '.join(self.sources) or 'no source'}"
+        fitted += (f", corrected x{math.exp(self.shift):.2f} on its pairs of {' and '.join(self.gpus)}" if self.gpus
+                   else ", not corrected (no correction was fitted on pairs of these two GPUs)")
+        if self.stack:
+            fitted += f"; {self.stack}"
         naive = ""
         if self.error is not None and self.peak_error is not None and self.error >= self.peak_error:
             naive = (f"; in that backtest the naive peak ratio did as well or better for this group "
                      f"({self.peak_error:.1%} median error against the forecast's {self.error:.1%})")
-        return (f"{held}; {fitted} of {', '.join(self.sources) or 'no source'} "
-                f"(x{math.exp(self.shift):.2f}, range {math.exp(self.low):.2f}x to {math.exp(self.high):.2f}x "
-                f"of that){naive}")
+        return f"{held}; {fitted}{naive}"
 
 
-def pair_misses(rows: list, group: str | None = None, leave_out_source: str | None = None) -> dict:
-    """{pair: its median log(published / model forecast)} over backtest rows (of `group`,
-    without `leave_out_source`'s)."""
-    found = {}
+def pair_misses(rows: list, leave_out_source: str | None = None) -> list:
+    """[Miss] of every pair of backtest rows (without `leave_out_source`'s, without a pair across
+    software releases), each pair's median."""
+    found, about = {}, {}
     for r in rows:
         if (not r.get("published") or not r.get("model_forecast") or r.get("source_key") == leave_out_source
                 or r.get("software_differs")):
             continue
-        if group is not None and r["group"] != group:
-            continue
         found.setdefault(r["pair"], []).append(math.log(r["published"] / r["model_forecast"]))
-    return {pair: statistics.median(v) for pair, v in found.items()}
+        about[r["pair"]] = r
+    return [Miss(p, about[p]["source_key"], about[p]["base_gpu"], about[p]["cand_gpu"], statistics.median(v))
+            for p, v in found.items()]
 
 
 def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str = "") -> Calibration:
-    """A group's Calibration from backtest rows, without `leave_out_source`'s pairs; too few of
-    the group: every pair of the other sources."""
-    own = pair_misses(rows, group, leave_out_source)
-    too_few = len(own) < MIN_PAIRS
-    misses = pair_misses(rows, None, leave_out_source) if too_few else own
-    sources = tuple(sorted({r["source_key"] for r in rows if r["pair"] in misses}))
-    if not misses:
-        return Calibration(group, 0.0, -math.log(2), math.log(2), 0, True, (), kind=kind)
-    if too_few:  # no correction from other kinds of pairs: the model's middle, ranged by their misses either way
-        shift, width = 0.0, _quantile([abs(m) for m in misses.values()], RANGE_QUANTILES[1])
-        low, high = -max(width, MIN_HALF_WIDTH), max(width, MIN_HALF_WIDTH)
-    else:
-        shift = statistics.median(misses.values())
-        resid = [m - shift for m in misses.values()]
-        low = min(_quantile(resid, RANGE_QUANTILES[0]), -MIN_HALF_WIDTH)
-        high = max(_quantile(resid, RANGE_QUANTILES[1]), MIN_HALF_WIDTH)
-    return Calibration(group, shift, low, high, len(own), too_few, sources, kind=kind)
+    """A group's Calibration from backtest rows, without `leave_out_source`'s pairs: its own pairs,
+    too few: its class's, too few: every pair."""
+    misses = pair_misses(rows, leave_out_source)
+    where = {r["pair"]: (r["group"], r["pair_class"]) for r in rows}
+    klass = group.rsplit(", ", 1)[0]
+    for fallback, chosen in (("", [m for m in misses if where[m.pair][0] == group]),
+                             ("class", [m for m in misses if where[m.pair][1] == klass]),
+                             ("all", misses)):
+        if len(chosen) >= MIN_PAIRS or fallback == "all":
+            break
+    if not chosen:
+        return Calibration(group, math.log(2), (), "all", kind=kind)
+    half = max(_quantile([abs(m.value) for m in chosen], RANGE_QUANTILE), MIN_HALF_WIDTH)
+    return Calibration(group, half, tuple(chosen), fallback, kind=kind)
 
 
 def calibration(rows: list) -> dict:
@@ -154,19 +216,20 @@ def calibration(rows: list) -> dict:
         inside = sum(1 for r in mine if r["forecast_low"] <= r["published"] <= r["forecast_high"])
         errors = [abs(r["error"]) for r in mine if r.get("error") is not None]
         peak = [abs(r["naive_peak"] / r["published"] - 1) for r in mine if r.get("naive_peak")]
-        out[group] = Calibration(**{**cal.__dict__, "inside": inside, "figures": len(mine),
-                                    "error": statistics.median(errors) if errors else None,
-                                    "peak_error": statistics.median(peak) if peak else None})
+        out[group] = replace(cal, inside=inside, figures=len(mine),
+                             error=statistics.median(errors) if errors else None,
+                             peak_error=statistics.median(peak) if peak else None)
     return out
 
 
-def for_group(calibrations: dict, move: str, kind: str) -> Calibration:
-    """The Calibration of a forecast's move and kind; a group no published pair has: the widest
-    of the others, said as too few pairs."""
-    group = group_of(move, kind)
+def for_group(calibrations: dict, group: str, kind: str, base: str = "", cand: str = "") -> Calibration:
+    """The Calibration of a forecast of `cand` from `base` in `group`; a group no published pair
+    has: its class's widest, else the widest of all, said as too few pairs."""
     if group in calibrations:
-        return Calibration(**{**calibrations[group].__dict__, "kind": kind})
+        return replace(calibrations[group], kind=kind).for_pair(base, cand)
     if not calibrations:
-        return Calibration(group, 0.0, -math.log(2), math.log(2), 0, True, (), kind=kind)
-    widest = max(calibrations.values(), key=lambda c: c.high - c.low)
-    return Calibration(group, 0.0, widest.low, widest.high, 0, True, widest.sources, kind=kind)
+        return Calibration(group, math.log(2), (), "all", kind=kind)
+    klass = group.rsplit(", ", 1)[0]
+    same = [c for g, c in calibrations.items() if g.rsplit(", ", 1)[0] == klass]
+    widest = max(same or calibrations.values(), key=lambda c: c.half)
+    return Calibration(group, widest.half, widest.misses, "class" if same else "all", kind=kind)

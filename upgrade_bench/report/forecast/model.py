@@ -58,12 +58,15 @@ def between(low: float, high: float, source: str) -> Ratio:
     return Ratio(math.sqrt(low * high), low, high, source)
 
 
-def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm: Ratio | None = None) -> dict:
+def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm: Ratio | None = None,
+                    power_bound: float | None = None) -> dict:
     """{bound: Ratio} from the GPU table alone: peak and MAMF of the training precision, HBM
     bandwidth, interconnect (the dense and attention ratios depend on the workload too:
     dense_ratio, attention_ratio). Attention's own peak ratio stays bf16: FP8 recipes
     (Transformer Engine's, torchao's) keep the attention kernels in bf16. `comm`, the
-    interconnect's measured on both GPUs (forecast_comm), replaces the datasheets'."""
+    interconnect's measured on both GPUs (forecast_comm), replaces the datasheets'. `power_bound`:
+    the baseline's SM clock under load over its maximum where its telemetry showed the power cap
+    holding it (clock_gain), else None."""
     what, base_peak, cand_peak = precision, base.peak_tflops(precision), cand.peak_tflops(precision)
     if not (base_peak and cand_peak):  # a precision one of them lacks: its bf16 peak
         what, base_peak, cand_peak = "bf16", base.bf16, cand.bf16
@@ -73,26 +76,16 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
                                          f"bf16 peak {cand.bf16:g} / {base.bf16:g} TFLOPS (datasheets)"),
            "hbm": Ratio.exact(hbm, f"HBM {cand.hbm_tbps:g} / {base.hbm_tbps:g} TB/s (datasheets)")}
     (base_mamf, base_how), (cand_mamf, cand_how) = sustained_mamf(base, precision), sustained_mamf(cand, precision)
-    if base_mamf and cand_mamf and (base_how or cand_how):
-        # a part without a published MAMF: its die-family sibling's, at its own board power
+    gain = clock_gain(base, cand, power_bound)
+    if base_mamf and cand_mamf:
+        # the MAMF of each part is measured at its own board power: their ratio is the sustained
+        # matmul ratio; more watts add clock only where the baseline's GEMMs ran power-bound
         mamf = cand_mamf / base_mamf
-        out["gemm"] = Ratio(mamf, min(hbm, mamf), mamf, f"{precision} sustained matmul {cand_mamf:.0f} / "
-                            f"{base_mamf:.0f} TFLOPS ({'; '.join(h for h in (base_how, cand_how) if h)}), down to "
-                            "the HBM ratio")
-    elif base_mamf and cand_mamf and power_ratio(base, cand) and power_ratio(base, cand) != cand_mamf / base_mamf:
-        # one die family, both MAMFs published: a short search (the MAMF ratio) and a sustained
-        # step at the power cap (the board-power ratio) bound the sustained matmul ratio
-        power, mamf = power_ratio(base, cand), cand_mamf / base_mamf
-        mid = (power * mamf) ** 0.5
-        out["gemm"] = Ratio(mid, min(hbm, mamf, power), max(mamf, power),
-                            f"{precision} sustained matmul: between the MAMF ratio {cand_mamf:g} / {base_mamf:g} "
-                            "TFLOPS "
-                            f"(published) and the board-power ratio {cand.tdp_w:g} / {base.tdp_w:g} W")
-    elif base_mamf and cand_mamf:
-        # GEMMs of micro-batch 1 run below MAMF, partly bandwidth-bound: as slow as the HBM ratio
-        mamf = cand_mamf / base_mamf
-        out["gemm"] = Ratio(mamf, min(hbm, mamf), mamf, f"{precision} MAMF {cand_mamf:g} / {base_mamf:g} "
-                            f"TFLOPS (published), down to the HBM ratio")
+        how = "; ".join(h for h in (base_how, cand_how) if h)
+        out["gemm"] = Ratio(mamf * gain.mid, min(hbm, mamf), mamf * gain.high,
+                            f"{precision} sustained matmul {cand_mamf:.0f} / {base_mamf:.0f} TFLOPS "
+                            f"({how or 'published MAMF'}), down to the HBM ratio"
+                            + (f"; times {gain.source}" if gain.source else ""))
     else:  # no published MAMF: the peak ratio, as far down as the HBM ratio
         out["gemm"] = between(hbm, out["peak"].mid, f"{precision} MAMF unpublished: between the HBM and peak ratios")
     if comm:
@@ -103,9 +96,10 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
     else:
         out["comm"] = between(1.0, hbm, "interconnect unknown: between unchanged and the HBM ratio")
     out["other"] = out["hbm"]
-    if move_of(base, cand) == SAME_FAMILY and out["gemm"].mid > hbm:
-        # the same die at a higher sustained clock: kernels other than matmuls run anywhere from
-        # bandwidth-bound (the HBM ratio) to clock-bound (the matmuls' ratio)
+    if move_of(base, cand) == SAME_FAMILY and out["gemm"].mid != hbm:
+        # one die family: kernels other than matmuls run anywhere from bandwidth-bound (the HBM
+        # ratio) to clock-bound (the matmuls' ratio), whichever way the pair goes (so A -> B
+        # and B -> A are each other's inverse)
         out["other"] = between(hbm, out["gemm"].mid, f"other kernels of one die family: between the HBM ratio "
                                f"and the sustained clock's ({platform_words(base)} -> {platform_words(cand)})")
     out["host"] = UNCHANGED
@@ -115,8 +109,40 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
 
 
 def die_family(spec: GPUSpec) -> str:
-    """'blackwell' of 'blackwell-ultra': parts whose tensor cores are alike."""
-    return spec.die.split("-")[0]
+    """The GPU table's `family` of a part: dies whose tensor cores are alike."""
+    return spec.family
+
+
+# Dynamic power goes with voltage squared times clock, and in the DVFS range voltage rises with
+# clock: power ~ clock^3, so at the power cap the clock grows with the cube root of the watts.
+CLOCK_PER_POWER_EXPONENT = 1 / 3
+
+
+def clock_gain(base: GPUSpec, cand: GPUSpec, power_bound: float | None) -> Ratio:
+    """What the candidate's extra board power gives the baseline's GEMMs: only where the baseline's
+    telemetry showed a power-bound clock (`power_bound`: its clock under load over its maximum)
+    and the candidate is of its die family with more watts: the cube root of the power ratio, at
+    most back to the maximum clock (the middle half of that, the high end all of it); else none."""
+    power = power_ratio(base, cand)
+    if not power_bound or not power or power <= 1.0:
+        return Ratio.exact(1.0, "")
+    high = min(power ** CLOCK_PER_POWER_EXPONENT, 1.0 / power_bound)
+    if high <= 1.0:
+        return Ratio.exact(1.0, "")
+    return Ratio(math.sqrt(high), 1.0, high, f"the clock {cand.tdp_w:g} / {base.tdp_w:g} W buys a baseline whose "
+                 f"GEMMs ran power-bound at {power_bound:.0%} of its maximum clock (up to {high:.2f}x)")
+
+
+def ceiling(hw: dict, parts: dict) -> float:
+    """The most the candidate's hardware can speed the baseline's step of `parts` ({bound: ms}):
+    the largest, over the step's parts, of what bounds each (compute: the peak and sustained
+    matmul ratios with any clock gain; bandwidth: HBM; link: the interconnect; host: none). A sum
+    of parts each sped up at most so is sped up at most the largest."""
+    compute = max(hw["peak"].mid, hw["gemm"].high)
+    by_bound = {"attention": max(hw["attention_peak"].mid, hw["hbm"].mid, hw.get("attention", hw["hbm"]).high),
+                "gemm": compute, "dense": max(compute, hw["other"].high), "other": max(hw["hbm"].mid, hw["other"].high),
+                "comm": hw["comm"].high, "fixed": max(1.0, hw["comm"].high), "host": 1.0}
+    return max(by_bound.get(b, compute) for b in parts)
 
 
 def power_ratio(base: GPUSpec, cand: GPUSpec) -> float | None:
@@ -141,8 +167,9 @@ def sustained_mamf(spec: GPUSpec, dtype: str) -> tuple[float | None, str]:
         return None, ""
     sib = min(siblings, key=lambda s: (s.power_class != spec.power_class, abs(s.tdp_w - spec.tdp_w)))
     power = power_ratio(sib, spec)
-    return sib.mamf_tflops(dtype) * power, (f"{spec.name}'s unpublished: {sib.name}'s {sib.mamf_tflops(dtype):g} "
-                                            f"at {spec.tdp_w:g} / {sib.tdp_w:g} W")
+    top = spec.peak_tflops(dtype) or math.inf  # never above the part's own datasheet peak
+    return min(sib.mamf_tflops(dtype) * power, top), (f"{spec.name}'s unpublished: {sib.name}'s "
+                                                      f"{sib.mamf_tflops(dtype):g} at {spec.tdp_w:g} / {sib.tdp_w:g} W")
 
 
 def gpus_of_family(spec: GPUSpec) -> list:
@@ -181,6 +208,9 @@ def exponent_ratio(base: GPUSpec, cand: GPUSpec) -> Ratio:
     factor = cand.attention_exp_factor / base.attention_exp_factor
     if factor == 1.0:
         return Ratio.exact(1.0, "")
+    if factor < 1.0:  # the way back: the inverse of the way there, so A -> B and B -> A agree
+        there = exponent_ratio(cand, base)
+        return Ratio(1 / there.mid, 1 / there.high, 1 / there.low, f"the inverse of {there.source}")
     high = 1.0 / ((1 - EXP_BOUND_SHARE) + EXP_BOUND_SHARE / factor)
     return between(1.0, high, f"softmax exponent throughput {factor:g}x ({cand.name} over {base.name}) on the "
                    f"forward's share of the attention kernels")

@@ -21,7 +21,7 @@ on both GPUs):
   Models, 2022, with FlashAttention and a SwiGLU MLP): those replace the checkpointed ones.
 A plan fits where its estimate stays within MEMORY_HEADROOM of the HBM.
 
-Time, on the baseline's parts (page.series_parts) before the ratios scale them: a
+Time, on the baseline's parts (series.series_parts) before the ratios scale them: a
 micro-batch of k does k times the attention and dense work, the host and fixed parts once a
 step (the optimizer, ZeRO's gathers); checkpointing off removes the recomputed forward: the
 dense part's 8/6 (forecast_model.CHECKPOINT_DENSE_HARDWARE_PER_MODEL) and attention's 4.5/3.5.
@@ -30,7 +30,7 @@ import json
 import statistics
 from dataclasses import dataclass, replace
 
-from . import calibration, model as forecast_model, page as forecasts
+from . import calibration, model as forecast_model, series as forecasts
 from ...hardware import gpus
 from ...models import architecture
 from ...paths import REPO
@@ -190,7 +190,7 @@ def reconfigure(s: Series, fc: "forecasts.SeriesForecast", calibrations: dict, a
     base_spec, cand_spec = gpus.lookup(s.gpu), gpus.lookup(fc.candidate)
     no_ckpt = no_checkpoint_gib_per_token(spec) if spec else None
     precision = calibration.precision_of(s.config)
-    move = forecast_model.move_of(base_spec, cand_spec)
+    group = calibration.group_of(calibration.CONFIG_CHANGED, calibration.step_kind(s.config))
     parts_at = forecasts.series_parts(s)
     measured = measured_options(s, fc, calibrations, alternatives)
     out = []
@@ -207,7 +207,7 @@ def reconfigure(s: Series, fc: "forecasts.SeriesForecast", calibrations: dict, a
             gemm, checkpointed = forecasts.gemm_tflop(point, bool(s.config.get("GRAD_CHECKPOINT")))
             r = forecasts.ratios_at(s.gpu, fc.candidate, row.seq_len, new, gemm * plan.batch_factor,
                                     checkpointed and not plan.checkpoint_off, s.backend, precision=precision)
-            cal = calibration.for_group(calibrations, move, row.calibration.kind)
+            cal = calibration.for_group(calibrations, group, row.calibration.kind)
             mid, fast, slow = cal.step_ms(forecast_model.scale(new, r).step_ms)
             per_token = tuple(point["step_ms"] * plan.batch_factor / ms for ms in (mid, slow, fast))
             if best is None or per_token[0] > best[1][0]:
@@ -218,6 +218,15 @@ def reconfigure(s: Series, fc: "forecasts.SeriesForecast", calibrations: dict, a
                                     tuple(point["tflops_per_gpu"] * x for x in speedup), speedup,
                                     memory_words(plan, slope, spec)))
     return out
+
+
+def forecast_reconfigured(s: Series, cand: str, prices: dict, calibrations: dict, measured: Series | None = None,
+                          attention: tuple = ({}, ""), comm=None, node=None,
+                          alternatives: list = ()) -> "forecasts.SeriesForecast":
+    """series.forecast_series's forecast with its reconfigured forecast (reconfigure) filled in."""
+    fc = forecasts.forecast_series(s, cand, prices, calibrations, measured, attention, comm, node)
+    fc.reconfigured = reconfigure(s, fc, calibrations, alternatives)
+    return fc
 
 
 def memory_words(plan: Plan, slope_gib: float | None, spec) -> str:

@@ -25,14 +25,14 @@ from ...hardware import gpus
 from ...log import header, records
 from ...models import architecture, flops
 from ...paths import REPO
-from . import guide as published, runs as published_runs
+from . import guide as published, measured, runs as published_runs
 
 SHIPPED_PATHS = {source: f"results/published/{source.replace('-', '_')}.jsonl"
                  for source in published_runs.SOURCES}
 GUIDE = "guide"
 # (baseline run, candidate run): the guide's pairs first, then each source's.
 PAIRS = ((("guide-h200-sweep", "guide-b200-sweep"), ("guide-h200-decompose", "guide-b200-decompose"))
-         + tuple(pair for pairs in published_runs.PAIRS.values() for pair in pairs))
+         + tuple(pair for pairs in published_runs.PAIRS.values() for pair in pairs) + measured.PAIRS)
 # Settings of a published run that are no part of the workload's identity across two GPUs (a
 # pair's lengths are matched one by one). 'n/a' parallel sizes are written as 1, what they mean.
 NOT_COMPARED = ("SEQ_LEN",)
@@ -92,9 +92,9 @@ def source_records(source: str) -> list:
 
 
 def all_records() -> list:
-    """Every published pair's records: the guide's, then each source's."""
+    """Every pair's records: the guide's, each published source's, then this project's measured pairs."""
     return published.guide_reference_records() + [r for source in published_runs.SOURCES
-                                                   for r in source_records(source)]
+                                                   for r in source_records(source)] + measured.records()
 
 
 def source_key(run_header: dict) -> str:
@@ -104,7 +104,8 @@ def source_key(run_header: dict) -> str:
 
 SOURCE_NAMES = {GUIDE: "the guide (Machine Learning Engineering Open Book, insights/when-to-upgrade-gpus)",
                 published_runs.MEGATRON_BRIDGE: "Megatron-Bridge performance summary",
-                published_runs.NEMO_FRAMEWORK: "NeMo Framework performance summary"}
+                published_runs.NEMO_FRAMEWORK: "NeMo Framework performance summary",
+                measured.PROJECT: measured.SOURCE}
 
 
 def source_of(run_header: dict) -> str:

@@ -1,21 +1,56 @@
-"""Forecasts on the page: model.py's model applied to measured series.
+"""A forecast series: model.py's model applied to a measured series (the page's block is
+page/forecast.py's, the reconfigured forecast reconfig.py's, made from this one by the caller).
 
 A forecast is its own record and its own table, labelled "forecast from <series>, not
 measured" wherever it is shown, and never merged with a measured number. The model's middle is
-corrected and ranged for the group each length is in (calibration.py: a new architecture or
-the baseline's own die family; attention- or dense-bound) by the backtest's misses on
-published pairs of that group (backtest.py), and each row says how often such ranges held.
-"""
-from dataclasses import dataclass, field
+ranged for the group each length is in (calibration.py: the pair's class and the step's kind) by
+the backtest's misses on published pairs of that group (backtest.py), widened by the stack
+priors where the candidate runs another vendor's stack (stacks.py), and bounded by what the
+candidate's hardware can give the step (model.ceiling); each row says how often such ranges held.
 
-from . import calibration, attention as forecast_attention, model as forecast_model, reconfig as forecast_reconfig
+The candidate is assumed at the same share of its reference (MAMF) as the baseline node reached:
+the ratios are the reference figures' and the baseline's step carries its node's shortfall.
+Where the node check measured that share below 100%, each row also gives a healthy candidate's
+TFLOPS (at its full reference), the GEMM-bound parts sped up by the shortfall.
+"""
+import math
+from dataclasses import dataclass, field, replace
+
+from . import calibration, attention as forecast_attention, model as forecast_model, stacks
 from ...hardware import gpus
-from ..read.series import Series, seq_label
-from ..text.tables import fmt, md_table
+from ..read.series import Series
 from ..compare.verdict import call, ratio, tokens_per_s_per_gpu, usd_per_mtok
+from ..decide.cost import break_even_usd_per_gpu_hour
 
 FORECAST = "forecast"
-COST_WORDS = {"below": "cheaper", "above": "dearer", "within": "cannot tell (the range spans even)"}
+GEMM_BOUND = ("gemm", "dense")  # the parts a node's matmul shortfall slows
+
+
+@dataclass(frozen=True)
+class NodeHealth:
+    """What the node check measured of the baseline's node: its MAMF over the reference's
+    (`share`), and its SM clock under load over its maximum where the power cap held it
+    (`power_bound`, else None)."""
+    share: float | None
+    power_bound: float | None = None
+
+
+def node_of(checks: list, s: Series) -> NodeHealth | None:
+    """The NodeHealth of the node (report/node/check.py's NodeCheck) that ran `s`: one with a run
+    of the series, else the only one of its GPU; None where none."""
+    runs = {run_id for _source, run_id in s.runs}
+    mine = [c for c in checks if c.node.run_ids & runs] or [c for c in checks if c.node.gpu == s.gpu]
+    if len(mine) != 1:
+        return None
+    rows = [r for r in mine[0].rows if r.figure.record.get("kind") == "mamf" and r.share]
+    rows = [r for r in rows if r.figure.label.startswith("MAMF bf16")] or rows
+    if not rows:
+        return None
+    row = rows[0]
+    record, header = row.figure.record, row.figure.header or {}
+    clock, top = record.get("sm_clock_mhz_median"), ((header.get("hardware") or {}).get("max_sm_clock_mhz"))
+    bound = clock / top if clock and top and "sw_power_cap" in (record.get("throttle") or []) else None
+    return NodeHealth(row.share, bound)
 
 
 def tflop_of(summary: dict) -> tuple[float, float] | None:
@@ -58,16 +93,18 @@ def series_parts(s: Series) -> dict:
 
 def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: float, checkpointed: bool,
               base_backend: str | None, attention: tuple = ({}, ""), precision: str = "bf16",
-              comm=None) -> dict:
+              comm=None, power_bound: float | None = None) -> dict:
     """{bound: Ratio} for one length of a baseline's step split into `parts` ({bound: ms}):
     the GPU table's ratios, the dense part's by its own GEMM share (`dense_tflop`, the
     checkpoint recompute where `checkpointed`), attention from `attention` ({seq_len: Ratio},
     source) where measured on both GPUs, else the guide's published kernel figures where
     the baseline trains with `base_backend` as the guide's did; peaks and MAMF of `precision`;
-    the interconnect's `comm` where measured on both GPUs (forecast_comm), else the datasheets'."""
+    the interconnect's `comm` where measured on both GPUs (forecast_comm), else the datasheets';
+    `power_bound`: NodeHealth's, for the clock the candidate's extra watts buy."""
     base_spec = gpus.lookup(base)
-    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand), precision, comm)
-    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_spec.mamf_tflops(precision),
+    hw = forecast_model.hardware_ratios(base_spec, gpus.lookup(cand), precision, comm, power_bound)
+    base_mamf = forecast_model.sustained_mamf(base_spec, precision)[0]  # a part without a published one: estimated
+    share = forecast_model.gemm_share(dense_tflop, parts.get("dense"), base_mamf,
                                       checkpointed)
     table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
     exp = forecast_model.exponent_ratio(base_spec, gpus.lookup(cand))
@@ -87,8 +124,11 @@ class Row:
     cost_call: object            # verdict.Call of candidate $/token over the baseline's
     peak_mem_gib: float | None
     fits: bool | None            # the baseline's peak memory within the candidate's HBM
-    calibration: calibration.Calibration  # the group this length is in, its correction and range
+    calibration: calibration.Calibration  # the group this length is in, its range
     measured_tflops: float | None = None  # the candidate measured in the same configuration (or an ignored one)
+    break_even_usd: tuple | None = None   # (mid, low, high) candidate price per GPU-hour at which $/token is even
+    ceiling: float | None = None          # the most the candidate's hardware can speed this step (model.ceiling)
+    healthy_tflops: float | None = None   # a healthy candidate's (at its full reference), where the node fell short
 
 
 @dataclass
@@ -102,6 +142,7 @@ class SeriesForecast:
     ratio_sources: dict = field(default_factory=dict)  # {bound: {source: {note: None}}}, in order met
     beyond: list = field(default_factory=list)  # beyond_memory's (seq_len, GiB, how) the baseline ran out of memory at
     reconfigured: list = field(default_factory=list)  # forecast_reconfig.Reconfigured, per length where one beats it
+    node: NodeHealth | None = None  # the baseline node's health, where the node check measured it
 
     @property
     def label(self) -> str:
@@ -113,49 +154,88 @@ def tflops_range(work_tflop: float, f: forecast_model.Forecast) -> tuple:
     return (work_tflop / f.step_ms * 1e3, work_tflop / f.step_ms_slow * 1e3, work_tflop / f.step_ms_fast * 1e3)
 
 
+def bounded(model: forecast_model.Forecast, cal: calibration.Calibration, base_step_ms: float, top: float,
+            how: str) -> forecast_model.Forecast:
+    """The model's step ranged by `cal`, no end faster than `top` times the baseline's step."""
+    mid, fast, slow = cal.step_ms(model.step_ms)
+    floor_ms = base_step_ms / top
+    return forecast_model.Forecast(max(mid, floor_ms), max(fast, floor_ms), max(slow, floor_ms), model.parts_ms, how)
+
+
+def group_and_stack(base: str, cand: str, config: dict, calibrations: dict, kind: str) -> tuple:
+    """(Calibration with any stack prior's widening, stack factor, allowance on the ceiling) of a
+    forecast of `cand` from a `base` series of `config`."""
+    base_spec, cand_spec = gpus.lookup(base), gpus.lookup(cand)
+    step = calibration.step_kind(config)
+    group = calibration.group_of(calibration.pair_class(base_spec, cand_spec), step)
+    cal = calibration.for_group(calibrations, group, kind, base_spec.name, cand_spec.name)
+    factor, widen, words = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step)
+    cal = replace(cal, stack=words, stack_half=widen)
+    return cal, factor, math.exp(widen) * max(factor, 1.0)
+
+
 def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, measured: Series | None = None,
-                    attention: tuple = ({}, ""), comm=None, alternatives: list = ()) -> SeriesForecast:
+                    attention: tuple = ({}, ""), comm=None, node: NodeHealth | None = None) -> SeriesForecast:
     """The candidate's forecast at every length of a measured baseline series; `calibrations`:
     calibration.calibration's {group: Calibration}; `measured`: the candidate's own series of
     this configuration (up to --ignore-config keys, named), `attention`:
-    forecast_attention.measured_attention's, `comm`: forecast_comm.measured_comm's,
-    `alternatives`: forecast_reconfig.alternatives_of's, for the reconfigured forecast."""
+    forecast_attention.measured_attention's, `comm`: forecast_comm.measured_comm's, `node`: the
+    baseline node's health (node_of)."""
     spec = gpus.lookup(cand)
     precision = calibration.precision_of(s.config)
-    move = forecast_model.move_of(gpus.lookup(s.gpu), spec)
-    out = SeriesForecast(s, spec.name, prices=(_price(prices, s.gpu), _price(prices, spec.name)), hbm_gib=spec.hbm_gib)
+    out = SeriesForecast(s, spec.name, prices=(_price(prices, s.gpu), _price(prices, spec.name)), hbm_gib=spec.hbm_gib,
+                         node=node)
     if measured is not None:
         out.measured_differs = "; ".join(f"{k} {', '.join(map(str, b))} here vs {', '.join(map(str, o))} there"
                                          for k in sorted(set(s.ignored) | set(measured.ignored))
                                          for b, o in [(s.settings(k), measured.settings(k))] if b != o)
     base_price, cand_price = out.prices
+    power_bound = node.power_bound if node else None
     for n, (parts, how) in sorted(series_parts(s).items()):
         point = s.points[n]
         gemm, checkpointed = gemm_tflop(point, bool(s.config.get("GRAD_CHECKPOINT")))
-        r = ratios_at(s.gpu, spec.name, n, parts, gemm, checkpointed, s.backend, attention, precision, comm)
+        r = ratios_at(s.gpu, spec.name, n, parts, gemm, checkpointed, s.backend, attention, precision, comm,
+                      power_bound)
         for b in parts:
             out.ratio_sources.setdefault(b, {}).setdefault(r[b].source, {})[r[b].note] = None
         how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)
-        cal = calibration.for_group(calibrations, move, calibration.workload_kind(point.get("attn_flop_share"),
-                                                                                 precision))
+        cal, factor, allowance = group_and_stack(s.gpu, spec.name, s.config, calibrations,
+                                                 calibration.workload_kind(point.get("attn_flop_share"), precision))
+        top = forecast_model.ceiling(r, parts) * allowance
         model = forecast_model.scale(parts, r, how)
-        f = forecast_model.Forecast(*cal.step_ms(model.step_ms), model.parts_ms, how)
+        model = forecast_model.Forecast(model.step_ms / factor, model.step_ms_fast / factor,
+                                        model.step_ms_slow / factor, model.parts_ms, how)
+        f = bounded(model, cal, point["step_ms"], top, how)
         tflops = tflops_range(point["model_tflop_per_step"], f)
         speedup = (point["step_ms"] / f.step_ms, point["step_ms"] / f.step_ms_slow, point["step_ms"] / f.step_ms_fast)
         tok_s = tokens_per_s_per_gpu(point)
-        usd = base_usd = cost = None
-        if cand_price and base_price and tok_s:
-            usd = tuple(usd_per_mtok(cand_price, tok_s * x) for x in speedup)
-            base_usd = usd_per_mtok(base_price, tok_s)
-            cost = call(ratio(usd[0], base_usd), (usd[2] / base_usd, usd[1] / base_usd))
+        usd = base_usd = cost = even = None
         mem = point.get("peak_mem_gib")
+        fits = None if mem is None else mem <= spec.hbm_gib
+        if base_price and tok_s:
+            base_usd = usd_per_mtok(base_price, tok_s)
+        if cand_price and base_usd and fits is not False:  # what does not fit is not priced
+            usd = tuple(usd_per_mtok(cand_price, tok_s * x) for x in speedup)
+            cost = call(ratio(usd[0], base_usd), (usd[2] / base_usd, usd[1] / base_usd))
+        if base_price:
+            even = tuple(break_even_usd_per_gpu_hour(base_price, x) for x in speedup)
         other = measured.points.get(n) if measured is not None else None
-        out.rows.append(Row(n, point["step_ms"], f, tflops, speedup, usd, base_usd, cost, mem,
-                            None if mem is None else mem <= spec.hbm_gib, cal,
-                            other.get("tflops_per_gpu") if other else None))
+        out.rows.append(Row(n, point["step_ms"], f, tflops, speedup, usd, base_usd, cost, mem, fits, cal,
+                            other.get("tflops_per_gpu") if other else None, even, top,
+                            healthy_tflops(parts, r, factor, cal, node, point)))
     out.beyond = beyond_memory(s, spec.hbm_gib)
-    out.reconfigured = forecast_reconfig.reconfigure(s, out, calibrations, alternatives)
     return out
+
+
+def healthy_tflops(parts: dict, r: dict, factor: float, cal: calibration.Calibration, node: NodeHealth | None,
+                   point: dict) -> float | None:
+    """The middle TFLOPS of a healthy candidate (at its full reference) where the baseline node's
+    MAMF fell short of its reference: the GEMM-bound parts sped up by the shortfall; else None."""
+    if not node or not node.share or node.share >= 1.0 or not any(b in parts for b in GEMM_BOUND):
+        return None
+    healthy = {b: (replace(x, mid=x.mid / node.share) if b in GEMM_BOUND else x) for b, x in r.items()}
+    step_ms = cal.step_ms(forecast_model.scale(parts, healthy).step_ms / factor)[0]
+    return point["model_tflop_per_step"] / step_ms * 1e3
 
 
 def _price(prices: dict, gpu: str) -> float | None:
@@ -183,82 +263,3 @@ def beyond_memory(s: Series, hbm_gib: float) -> list:
                             "the most its points measured; its peak did not grow with length, so no slope "
                             "is extrapolated"))
     return out
-
-
-# ---------------------------------------------------------------- the page
-
-def sources_words(sources: dict) -> str:
-    """'source (note; note) / source' of one bound's {source: {note: None}}."""
-    return " / ".join(src + (f" ({'; '.join(n for n in notes if n)})" if any(notes) else "")
-                      for src, notes in sources.items())
-
-
-def _span(values: tuple, kind: str) -> str:
-    """'1.87x (1.54x-1.98x)' of a (mid, low, high)."""
-    return f"{fmt(values[0], kind)} ({fmt(values[1], kind)}-{fmt(values[2], kind)})"
-
-
-def price_words(fc: SeriesForecast) -> str:
-    """The prices a forecast's $/token used, or which are missing."""
-    (base, cand), gpus_ = fc.prices, (fc.base.gpu, fc.candidate)
-    given = [f"{g} ${usd:.2f}" for g, usd in zip(gpus_, (base, cand)) if usd]
-    missing = [g for g, usd in zip(gpus_, (base, cand)) if not usd]
-    return ("at " + " and ".join(given) + " per GPU-hour" if given else "") + \
-        (f"{'; ' if given else ''}no price for {' and '.join(missing)}: no $/token call" if missing else "")
-
-
-def forecast_markdown(fc: SeriesForecast) -> str:
-    """One series' forecast block: the table, the kinds it was calibrated on and how often such
-    ranges held, where each ratio came from, what it cannot see."""
-    rows = []
-    for r in fc.rows:
-        usd = (f"{fmt(r.usd_per_mtok[0], 'usd')} ({fmt(r.usd_per_mtok[2], 'usd')}-{fmt(r.usd_per_mtok[1], 'usd')})"
-               if r.usd_per_mtok else "-")
-        fits = "-" if r.fits is None else ("fits" if r.fits else f"{fmt(r.peak_mem_gib)} GiB > HBM")
-        rows.append([seq_label(r.seq_len), r.calibration.kind, fmt(r.step_ms),
-                     f"{fmt(r.forecast.step_ms)} ({fmt(r.forecast.step_ms_fast)}-{fmt(r.forecast.step_ms_slow)})",
-                     _span(r.tflops, "num"), _span(r.speedup, "x"), fmt(r.base_usd_per_mtok, "usd"), usd,
-                     COST_WORDS.get(r.cost_call.word, r.cost_call.word) if r.cost_call else "-",
-                     _span(r.speedup, "x"), fits, fmt(r.measured_tflops), r.forecast.how])
-    measured = f"{fc.candidate} measured TFLOPS" + (" (another configuration)" if fc.measured_differs else "")
-    lines = [f"**{fc.label}**: {fc.candidate} for this series' own configuration and node, {price_words(fc)}. "
-             "Each row: the model's forecast corrected by the median miss of published pairs of its group, "
-             "ranged over 90% of their misses (calibration on published pairs, leave one source out in the "
-             "backtest).", "",
-             md_table(["seq_len", "kind", f"{fc.base.gpu} step ms (measured)", f"{fc.candidate} step ms (forecast)",
-                       "TFLOPS/GPU (forecast)", "speedup (forecast)", f"{fc.base.gpu} $/1M tokens (measured)",
-                       f"{fc.candidate} $/1M tokens (forecast)", "$/token call", "break-even price ratio",
-                       f"memory on {fc.candidate}", measured, "split"], rows), ""]
-    if fc.reconfigured:
-        lines += ["", reconfigured_markdown(fc), ""]
-    lines += [f"How sure, {kind}: {cal.words()}." for kind, cal in
-              {r.calibration.kind: r.calibration for r in fc.rows}.items()]
-    if fc.measured_differs:
-        lines.append(f"The {measured} column is another configuration, paired by --ignore-config "
-                     f"({fc.measured_differs}): not the workload this forecast is for.")
-    lines.append(f"Platform: {forecast_model.platform_words(gpus.lookup(fc.base.gpu))} -> "
-                 f"{forecast_model.platform_words(gpus.lookup(fc.candidate))} (hardware/gpus.py, each figure cited).")
-    lines.append("Ratios: " + "; ".join(f"{b}: {sources_words(srcs)}" for b, srcs in sorted(fc.ratio_sources.items()))
-                 + ".")
-    for n, gib, how in fc.beyond:
-        lines.append(f"At {seq_label(n)} the baseline ran out of memory; it needs at least {fmt(gib)} GiB ({how}), "
-                     f"within the {fc.candidate}'s HBM (a memory forecast, no step time).")
-    lines.append("Blind spots: kernels that change between GPUs (another attention backend, beta kernels), "
-                 "a young cuBLAS, and host CPUs that differ (host time is carried over unchanged).")
-    return "\n".join(lines)
-
-
-def reconfigured_markdown(fc: SeriesForecast) -> str:
-    """The reconfigured forecast's table: per length, what the candidate's memory lets the
-    workload change, its memory estimate, and the forecast of that configuration."""
-    base, cand = gpus.lookup(fc.base.gpu), gpus.lookup(fc.candidate)
-    rows = [[seq_label(r.seq_len), r.plan.label, fmt(r.plan.peak_gib),
-             "yes: a change the baseline could make too" if r.fits_baseline else "no",
-             _span(r.tflops, "num"), _span(r.speedup, "x"), r.memory_how] for r in fc.reconfigured]
-    return (f"**Reconfigured {fc.label}**: configurations planned from this series' own, or measured on the "
-            f"{base.name} for the same workload, whose memory fits within "
-            f"{forecast_reconfig.MEMORY_HEADROOM:.0%} of the {cand.name}'s {cand.hbm_gib:g} GiB, "
-            "the one with the most tokens a second at each length where it beats the like-for-like forecast.\n\n"
-            + md_table(["seq_len", "what it changed", "memory estimate per GPU (GiB)",
-                        f"fits the {base.name}'s {base.hbm_gib:g} GiB too", "TFLOPS/GPU (forecast)",
-                        f"tokens/s over the {base.name} as measured (forecast)", "memory estimate from"], rows))
