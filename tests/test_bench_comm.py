@@ -368,7 +368,7 @@ def test_the_forecast_page_says_which_interconnect_ratio_it_used(tmp_path, monke
               "hardware": {"gpu_name": "NVIDIA H200", "gpu_count": 2, "hbm_gib": 141}, "attn_backend": "fa3",
               "config": {"MODEL": "llama-3.1-8b", "ZERO_STAGE": 3, "world_size": 2}}]
     sweep += [{"kind": "summary", "schema": 1, "script": "benchmark.py", "run_id": "t", "seq_len": n, "step_ms": ms,
-               "tflops_per_gpu": 100.0 * n / ms, "model_tflop_per_step": n / 10, "attn_flop_share": share,
+               "tflops_per_gpu": 25.0 * n / ms, "model_tflop_per_step": n / 40, "attn_flop_share": share,
                "peak_mem_gib": 40.0, "batch_size": 1}
               for n, ms, share in ((8192, 300.0, 0.1), (16384, 650.0, 0.18), (32768, 1500.0, 0.3))]
 

@@ -202,7 +202,7 @@ def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
     lines = [header]
     for n, step_ms, share in ((8192, 300.0, 0.1), (16384, 650.0, 0.18), (32768, 1500.0, 0.3), (65536, 3800.0, 0.46)):
         lines.append({"kind": "summary", "schema": 1, "script": "benchmark.py", "run_id": "r1", "seq_len": n,
-                      "step_ms": step_ms, "tflops_per_gpu": 100.0 * n / step_ms, "model_tflop_per_step": n / 10,
+                      "step_ms": step_ms, "tflops_per_gpu": 25.0 * n / step_ms, "model_tflop_per_step": n / 40,
                       "attn_flop_share": share, "peak_mem_gib": 40 + n / 1024, "batch_size": 1})
     log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     out = tmp_path / "report"
@@ -280,7 +280,7 @@ def test_the_forecast_prefers_attention_measured_on_both_gpus(tmp_path):
                 "hardware": {"gpu_name": gpu, "gpu_count": 1, "hbm_gib": 141}, **header}
         return [head] + [{**r, "run_id": run_id} for r in records]
     sweep = [{"kind": "summary", "schema": 1, "script": "benchmark.py", "seq_len": n, "step_ms": ms,
-              "tflops_per_gpu": 100.0 * n / ms, "model_tflop_per_step": n / 10, "attn_flop_share": share,
+              "tflops_per_gpu": 25.0 * n / ms, "model_tflop_per_step": n / 40, "attn_flop_share": share,
               "peak_mem_gib": 40.0, "batch_size": 1}
              for n, ms, share in ((8192, 300.0, 0.1), (16384, 650.0, 0.18), (32768, 1500.0, 0.3))]
     training = log("NVIDIA H200", "t1", "benchmark.py", sweep, attn_backend="fa3",

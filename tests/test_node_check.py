@@ -53,7 +53,8 @@ def test_shipped_moe_node_shows_every_component_and_its_power_capped_mamf():
     others = [r for r in c.rows if r is not mamf]
     assert others and all(r.verdict == "healthy" for r in others)
     assert all("h200-moe-8" not in r.reference.source for r in others)
-    assert c.status == "falls short"
+    # its training steps are healthy: the MAMF below the bar is a note, not a shortfall (issue 54.6)
+    assert c.status == "healthy" and c.minor == [mamf]
 
 
 def test_shipped_families_node_and_the_classic_mamf_are_healthy():
@@ -143,9 +144,9 @@ def test_your_own_reference_node_comes_first_and_another_stack_is_said(tmp_path)
         if r["kind"] == "header":
             r["software"]["torch"] = "2.13.0"
         r["run_id"] = "my-healthy-node"
-    edit(REPO / "results/h200-precision-7/node/mamf.jsonl", mine / "mamf.jsonl", newer)
+    edit(FAMILIES / "mamf.jsonl", mine / "mamf.jsonl", newer)
     mamf = rows(check_of(MOE, [mine]))["MAMF bf16"]
-    assert mamf.reference.value == pytest.approx(748.4, abs=0.05) and mamf.verdict == "healthy"
+    assert mamf.reference.value == pytest.approx(763.8, abs=0.05) and mamf.verdict == "healthy"
     assert mamf.reference.source == f"your reference node: {mine}"
     assert mamf.stack_note == "another stack than the reference's: torch 2.11.0 vs 2.13.0"
     assert "this node ran another stack" in node_page.source_words(mamf)
@@ -170,8 +171,9 @@ def test_a_bad_reference_is_one_line_and_exit_2(tmp_path, capsys):
 def test_run_node_closing_block_reads_its_folder(tmp_path):
     from upgrade_bench.sweep.node import main as node
     lines = node.health_lines(MOE)
-    assert lines[0] == "node check, H200 SXM in " + str(MOE) + ": falls short"
+    assert lines[0] == "node check, H200 SXM in " + str(MOE) + ": healthy"
     assert lines[1].startswith("  MAMF bf16 727.0 TFLOPS, 91.5% of 794.5")
+    assert lines[1].endswith("(a note: its training steps are healthy)")
     shutil.copy(CLASSIC, tmp_path / "m.jsonl")
     assert node.health_lines(tmp_path)[0].endswith(": healthy")
     assert node.health_lines(tmp_path / "none")[0].startswith("node check: none (")

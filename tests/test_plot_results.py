@@ -549,9 +549,9 @@ def test_the_readme_command_runs_on_the_shipped_data(shipped_report):
     sections = [line for line in text.splitlines() if line.startswith("## ")]
     assert sections[0] == "## Is this node healthy?"  # first of all: a sick baseline skews every verdict
     node = text[text.index(sections[0]):text.index(sections[1])]
-    assert node.splitlines()[2] == "**H200 SXM in results is healthy**: 8 figure(s) at 95% of their reference or above."
+    assert node.splitlines()[2] == "**H200 SXM in results (baseline) is healthy: 4 of 4 components had a reference**."
     assert "| MAMF bf16 | 802.2 TFLOPS | 794.5 TFLOPS | published" in node
-    assert lines[0] == "H200 SXM in results is healthy: 8 figure(s) at 95% of their reference or above."
+    assert lines[0] == "H200 SXM in results (baseline) is healthy: 4 of 4 components had a reference."
     sections = sections[1:]
     assert sections[:3] == ["## The answer", "## Cost to train the whole model on 1T tokens",
                             "## Forecasts (not measured)"]
@@ -901,7 +901,7 @@ def test_cli_report_prices_terminal_and_garbage(tmp_path, capsys, monkeypatch):
     lines = fits_a_terminal(stdout)
     head = lines[:next(i for i, line in enumerate(lines) if line.startswith("Prices"))]
     node = " ".join(line.strip() for line in head)  # the node's line, wrapped whatever the path's length
-    assert node.startswith(f"H200 SXM in {tmp_path} is healthy: 1 figure(s) at 95%")
+    assert node.startswith(f"H200 SXM in {tmp_path} (baseline) is healthy: 1 of 3 components had a reference.")
     lines = lines[lines.index(next(line for line in lines if line.startswith("Prices"))):]
     assert lines[:5] == [
         "Prices per GPU-hour: B200 SXM $4.00, H200 SXM $2.00. Cheaper/dearer: beyond range + 4% noise.",

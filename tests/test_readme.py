@@ -36,7 +36,7 @@ def test_the_readme_links_each_reference_page_and_stays_short():
     for page in ("configuration", "outputs", "report", "forecast", "install", "records", "flops", "model-families",
                  "layout"):
         assert f"(docs/{page}.md)" in README and (REPO / "docs" / f"{page}.md").is_file()
-    assert len(README.splitlines()) < 300  # a user's page; the tables live in docs/
+    assert len(README.splitlines()) < 330  # a user's page, two worked cases; the tables live in docs/
 
 
 def test_the_records_page_lists_every_field_of_the_schema_as_declared():

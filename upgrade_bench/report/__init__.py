@@ -12,7 +12,7 @@ read/       arguments to files, files to checked records, records to runs and se
 compare/    series paired into comparisons and everything computed about each (numbers only)
             verdict, baseline, comparisons, decompositions, isolated_attention, precision, bound
 node/       the node check: each measured node against a healthy node of its GPU kind (numbers)
-            health, check
+            references, health, check
 forecast/   what a GPU not measured would likely do: the model, its ratios' sources, calibration,
             the forecast series and its reconfiguration, the backtest
             model, attention, comm, calibration, stacks, series, reconfig, backtest

@@ -57,10 +57,11 @@ def forecasts_of(data, candidates: list, prices: dict, calibration: dict, node_c
     return made_all, notes
 
 
-def node_checks(records: list, references: list) -> list:
-    """Each measured node's check against --reference's nodes, else the shipped references."""
+def node_checks(records: list, references: list, refused: list = ()) -> list:
+    """Each measured node's check against --reference's nodes, else the shipped references
+    (`refused`: the figures read/claims.py refused as impossible, said in the check)."""
     try:
-        return node_check.checks_of(records, references)
+        return node_check.checks_of(records, references, refused)
     except BadInput as err:
         raise BadInput(f"--reference: {err}") from None
 
@@ -84,7 +85,8 @@ def stack_errors(a: comparisons.Analysis) -> list:
 
 
 def build(records: list, also_in: dict, prices: dict, candidates: list, calibration: dict, ignore: list = (),
-          baseline: str | None = None, references: list = (), strict_stack: bool = False) -> comparisons.Analysis:
+          baseline: str | None = None, references: list = (), strict_stack: bool = False,
+          refused: list = ()) -> comparisons.Analysis:
     """The analysis of checked `records` (read/inputs.py's; `also_in`: the records seen again in
     other logs), `prices` as given (--price), the --forecast `candidates` (GPU table names)
     calibrated by `calibration`; BadInput before anything is written."""
@@ -94,9 +96,11 @@ def build(records: list, also_in: dict, prices: dict, candidates: list, calibrat
     only_forecast = {name for name in prices if gpus.table_name(name) in candidates and
                      gpus.table_name(name) not in data.gpus}
     measured_prices = {n: u for n, u in prices.items() if n not in only_forecast}
-    comparisons.sort_series(data, baseline)  # the forecasts follow the analysis' order
+    order = comparisons.sort_series(data, baseline)  # the forecasts follow the analysis' order
     match_prices(measured_prices, data.gpus)  # a price the logs lack: said before the forecasts' work
-    checks = tuple(node_checks(records, list(references)))  # a forecast reads its baseline node's health
+    checks = node_checks(records, list(references), list(refused))  # a forecast reads its baseline node's health
+    node_check.set_roles(checks, order[0], order)
+    checks = tuple(checks)
     made, notes = forecasts_of(data, candidates, prices, calibration, checks)
     analysis = comparisons.analyse(data, baseline, measured_prices, forecasts=tuple(made),
                                    forecast_prices={gpus.table_name(n): prices[n] for n in only_forecast},

@@ -347,7 +347,7 @@ def analyse(args, paths, tally, prices: dict, candidates: list, backtest_rows):
     stack) before anything is written."""
     return build_analysis(list(inputs.read(paths, tally)), tally.seen_again, prices, candidates,
                           calibration.calibration(backtest_rows or []), args.ignore_config, args.baseline,
-                          args.reference, args.strict_stack)
+                          args.reference, args.strict_stack, tally.impossible)
 
 
 if __name__ == "__main__":  # python -m upgrade_bench.report.main: plot_results.py without its shim

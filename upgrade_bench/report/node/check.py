@@ -1,38 +1,35 @@
 """The node check: each figure a node measured against a healthy reference of its GPU kind, the
-ratio, the verdict (node_health.py's thresholds) and the likely cause of a shortfall.
+ratio, the verdict (health.py's thresholds), the likely cause of a shortfall, and what the
+check could not judge.
 
-A node is a folder of logs (run_node.sh writes one per node) and a GPU kind: its MAMF per
-dtype, its best HBM copy, isolated attention fwd+bwd per backend, shape and length, the
-training step per configuration and length, each collective's best bus bandwidth. References,
-first found wins, never another GPU kind's figure:
-
-  1. the user's own healthy node (`plot_results.py --reference DIR`), the same figure;
-  2. MAMF: the published figure of the GPU table (hardware/gpus.py, MAMF_SOURCE);
-     HBM, attention, the step: the suite's shipped node runs (SHIPPED_NODES) of the same
-     figure, their median, leaving out the node's own runs (by run id);
-     the interconnect: the datasheet link rate, a ratio without a verdict (no healthy node's
-     share of it is shipped).
-
-Each reference names its source and stack; a node on another stack says so beside the verdict.
+A node is a folder of logs (run_node.sh writes one per node), a GPU kind and a host (the
+headers' hostname; a log without one reads as the folder's one host): its MAMF per dtype, its
+best HBM copy, isolated attention fwd+bwd per backend, shape and length, the training step per
+configuration and length, each collective's best bus bandwidth; and the figures its GPU cannot
+give, refused as they were read (read/claims.py) and named here, never judged. Where each
+reference comes from is references.py's; a node on another stack than its reference says so
+beside the verdict. The node's role (the baseline or the candidate of the page's comparison)
+is set by the page.
 """
 import functools
 import os
 import statistics
 from dataclasses import dataclass, field
 
-from ...hardware import bandwidth, collectives, gpus
+from ...hardware import bandwidth
 from ...log import runs
 from ...paths import REPO
 from ..read import inputs
-from . import health
+from . import health, references
+from .references import Reference
 from ..compare.isolated_attention import ATTENTION_SHAPE
 from ..read.series import gpu_identity, normalise_dtype, seq_label
 from ..read.stacks import stack_of
 
-# The suite's own node runs on lent H200s (torch 2.11.0, FA4 4.0.0b36): results/README.md.
-SHIPPED_NODES = ("results/h200-moe-8/node", "results/h200-precision-7/node", "results/h200-families-3/node")
-PUBLISHED_MAMF = "published (the Open Book's MAMF table, hardware/gpus.py)"
-KIND_ORDER = ("mamf", "hbm", "attention", "step", "comm")
+KIND_ORDER = references.COMPONENTS
+IMPOSSIBLE = "impossible figures refused"
+FALLS_SHORT = "falls short"
+SEVERITY = (IMPOSSIBLE, FALLS_SHORT, health.HEALTHY, health.NO_VERDICT)
 
 
 @dataclass(frozen=True)
@@ -43,28 +40,27 @@ class Figure:
     record: dict
     header: dict
 
+    @property
+    def component(self) -> str:
+        return "step" if self.record["kind"] == "summary" else self.record["kind"]
+
 
 @dataclass
 class Node:
     folder: str
     gpu: str
+    host: str | None = None
     figures: dict = field(default_factory=dict)       # key -> Figure
     headers: list = field(default_factory=list)
     capabilities: dict = field(default_factory=dict)  # item -> record
     run_ids: set = field(default_factory=set)
+    impossible: list = field(default_factory=list)    # why each refused figure cannot be
+    named_host: bool = False                          # several hosts share the folder: name it
 
     @property
     def name(self) -> str:
-        return f"{self.gpu} in {self.folder or '.'}"
-
-
-@dataclass(frozen=True)
-class Reference:
-    value: float
-    source: str
-    stack: dict | None = None        # None: the source names none
-    clock_mhz: float | None = None   # the SM clock it ran at, where recorded
-    judged: bool = True              # False: a ceiling (a datasheet figure), ratio without verdict
+        on = f" on {self.host}" if self.named_host and self.host else ""
+        return f"{self.gpu}{on} in {self.folder or '.'}"
 
 
 @dataclass(frozen=True)
@@ -82,39 +78,91 @@ class NodeCheck:
     node: Node
     rows: list
     faults: list                    # what the node's probes found wrong, whatever the figures
+    missing: list = field(default_factory=list)  # one line per component measured with no reference
+    notes: list = field(default_factory=list)    # one line per --reference not used, or used in part
+    role: str | None = None         # "baseline" or "candidate" of the page's comparison
 
     @property
     def short(self) -> list:
-        return [r for r in self.rows if r.verdict in health.SHORT]
+        """The shortfalls, the training step's first: it is what an upgrade is priced on."""
+        found = [r for r in self.rows if r.verdict in health.SHORT]
+        return sorted(found, key=lambda r: (r.figure.component != "step", r.share))
+
+    @property
+    def steps_healthy(self) -> bool:
+        """Every training step judged, and at least one, at its reference or above."""
+        steps = [r for r in self.rows if r.figure.component == "step" and r.verdict != health.NO_VERDICT]
+        return bool(steps) and all(r.verdict == health.HEALTHY for r in steps)
+
+    @property
+    def minor(self) -> list:
+        """Kernel figures merely below the bar while every training step is healthy: a note, not
+        a shortfall (the step is what the node trains at)."""
+        if not self.steps_healthy:
+            return []
+        return [r for r in self.short if r.verdict == health.BELOW and r.figure.component != "step"]
 
     @property
     def status(self) -> str:
-        if self.short or self.faults:
-            return "falls short"
-        return "healthy" if any(r.verdict == health.HEALTHY for r in self.rows) else health.NO_VERDICT
+        if self.node.impossible:
+            return IMPOSSIBLE
+        if self.faults or [r for r in self.short if r not in self.minor]:
+            return FALLS_SHORT
+        return health.HEALTHY if any(r.verdict == health.HEALTHY for r in self.rows) else health.NO_VERDICT
+
+    @property
+    def components(self) -> tuple:
+        """(components with a judged reference, components measured)."""
+        measured = dict.fromkeys(r.figure.component for r in self.rows)
+        judged = {r.figure.component for r in self.rows if r.reference is not None and r.reference.judged}
+        return len([c for c in measured if c in judged]), len(measured)
+
+    def worst_share(self) -> float:
+        return min([r.share for r in self.rows if r.verdict != health.NO_VERDICT and r.share] or [float("inf")])
 
 
 # ---- records to nodes ----------------------------------------------------------------------
 
-def nodes(records) -> list:
-    """The measured nodes of a stream of records (published figures and CPU runs are none)."""
+def _folder(record: dict) -> str:
+    source = str(record.get("log_file") or "")
+    return source if source == "<stdin>" else os.path.dirname(source)
+
+
+def _host(header: dict) -> str | None:
+    host = ((header or {}).get("hardware") or {}).get("hostname")
+    return host if isinstance(host, str) and host else None
+
+
+def nodes(records, refused=()) -> list:
+    """The measured nodes of a stream of records (published figures and CPU runs are none), one
+    per folder, GPU kind and host; `refused`: inputs.Tally.impossible, named on their node."""
     found = {}
-    for record, header in runs.with_headers(list(records)):
+
+    def node_of(record, header):
         if record.get("reference") or (header or {}).get("reference") or header is None:
-            continue
+            return None
         gpu = gpu_identity(header)[0]
         if gpu == "no GPU":
+            return None
+        folder, host = _folder(record), _host(header)
+        return found.setdefault((folder, gpu, host), Node(folder, gpu, host))
+
+    for record, header in runs.with_headers(list(records)):
+        node = node_of(record, header)
+        if node is None:
             continue
-        source = str(record.get("log_file") or "")
-        folder = source if source == "<stdin>" else os.path.dirname(source)
-        node = found.setdefault((folder, gpu), Node(folder, gpu))
         if header not in node.headers:
             node.headers.append(header)
         node.run_ids.add(record.get("run_id"))
         _add(node, record, header)
+    for record, header, why in refused:
+        node = node_of(record, header)
+        if node is not None and why not in node.impossible:
+            node.impossible.append(why)
     for node in found.values():
         _keep_best(node)
-    return [n for n in found.values() if n.figures or n.capabilities]
+        node.named_host = len({h for (f, g, h) in found if (f, g) == (node.folder, node.gpu)}) > 1
+    return [n for n in found.values() if n.figures or n.capabilities or n.impossible]
 
 
 def _add(node: Node, r: dict, header: dict) -> None:
@@ -171,33 +219,44 @@ def _keep_best(node: Node) -> None:
         node.figures[key] = ranked[-1] if key[0] in ("mamf", "hbm", "comm") else ranked[(len(ranked) - 1) // 2]
 
 
-def read_logs(arg: str) -> list:
+def read_logs(arg: str, tally: inputs.Tally | None = None) -> list:
     """The usable records of a folder, file or glob (report/inputs: checked as the page's)."""
-    return list(inputs.read(inputs.expand([arg]), inputs.Tally()))
+    return list(inputs.read(inputs.expand([arg]), tally if tally is not None else inputs.Tally()))
 
 
-def checks_of(records, references=()) -> list:
-    """Each measured node's check in `records`: against the nodes of `references` (folders,
-    files or globs: BadInput where one cannot be read), else the shipped ones of this checkout."""
-    mine = read_folders(references, read_logs)
-    return [check(n, mine, shipped_nodes()) for n in nodes(records)]
+def check_folder(arg: str, references=()) -> list:
+    """run_node.sh's check of its folder: its records read once, the impossible named."""
+    tally = inputs.Tally()
+    return checks_of(read_logs(arg, tally), references, tally.impossible)
+
+
+def checks_of(records, references=(), refused=()) -> list:
+    """Each measured node's check in `records` (`refused`: the figures reading refused as
+    impossible), the worst first (by status; among those falling short, by their worst ratio): against the nodes of `references` (folders, files or globs:
+    BadInput where one cannot be read; each checked, check.py's notes), else the measured
+    folders of this checkout and the published figures."""
+    mine = [(str(arg), read_logs(str(arg))) for arg in references]
+    checks = [check(n, mine, measured_nodes()) for n in nodes(records, refused)]
+    return sorted(checks, key=lambda c: (SEVERITY.index(c.status), c.worst_share() if c.status == FALLS_SHORT else 0))
+
+
+def set_roles(checks: list, baseline: str, gpus_compared: list) -> None:
+    """Each node's role in the page's comparison: the baseline's GPU or a candidate's; none
+    where the page compares no two GPUs."""
+    for c in checks:
+        c.role = None if len(gpus_compared) < 2 else "baseline" if c.node.gpu == baseline else "candidate"
 
 
 @functools.cache
-def shipped_nodes() -> list:
-    """read_shipped of this checkout, once per process (committed logs: they do not change)."""
-    return read_shipped(REPO, read_logs)
+def measured_nodes() -> list:
+    """read_measured of this checkout, once per process (committed logs: they do not change)."""
+    return read_measured(REPO, read_logs)
 
 
-def read_folders(folders, read) -> list:
-    """The nodes of reference folders; `read(folder)` gives their records (report/inputs)."""
-    return [n for folder in folders for n in nodes(read(folder))]
-
-
-def read_shipped(repo, read) -> list:
-    """The nodes of SHIPPED_NODES under the checkout `repo`, named as in the repository."""
+def read_measured(repo, read) -> list:
+    """The nodes of references.MEASURED_NODES under the checkout `repo`, named as in the repository."""
     found = []
-    for folder in SHIPPED_NODES:
+    for folder in references.MEASURED_NODES:
         if (repo / folder).is_dir():
             for n in nodes(read(str(repo / folder))):
                 n.folder = folder
@@ -216,23 +275,31 @@ def _median_reference(found: list, source_kind: str) -> Reference:
                      statistics.median(clocks) if clocks else None)
 
 
-def reference_for(key, node: Node, mine: list, shipped: list) -> Reference | None:
-    """The healthy reference of one figure of `node` (see the module's order), or None."""
+def reference_for(key, node: Node, mine: list, measured: list) -> Reference | None:
+    """The healthy reference of one figure of `node` (references.py's order), or None.
+    `mine`: the --reference nodes still usable for this figure."""
     def found_in(candidates):
         return [(n.figures[key], n) for n in candidates
                 if n.gpu == node.gpu and key in n.figures and n.figures[key].record.get("run_id") not in node.run_ids]
     own = found_in(mine)
     if own:
         return _median_reference(own, "your reference node")
-    spec = gpus.lookup(node.gpu)
-    if key[0] == "mamf":
-        published = spec.mamf_tflops(key[1]) if spec and key[2] in (None, "tensorwise") else None
-        return Reference(published, PUBLISHED_MAMF) if published else None
-    if key[0] == "comm":
-        link = collectives.link_gbps(node.gpu)[0]
-        return Reference(link, f"the {spec.name}'s datasheet link, one direction", judged=False) if link else None
-    others = found_in(shipped)
-    return _median_reference(others, "the suite's shipped node runs") if others else None
+    others = found_in(measured) if key[0] not in ("mamf", "comm") else []
+    if others:
+        return _median_reference(others, references.MEASURED)
+    if key[0] == "mamf" and key[2] not in (None, "tensorwise"):
+        return None
+    return references.published(node.gpu, key[0], key[1] if key[0] == "mamf" else "bf16").reference
+
+
+def _missing_line(component: str, node: Node, measured: list) -> str:
+    """The one line for a component the node measured with no reference of its kind."""
+    said = references.published(node.gpu, component).missing or f"{references.WORDS[component]}: no reference"
+    mine = [n for n in measured if n.gpu == node.gpu]
+    own = [n for n in mine if n.run_ids & node.run_ids]
+    if own and len(own) == len(mine):
+        return f"{said}; of the suite's measured nodes only its own run ({own[0].folder}): no verdict"
+    return f"{said}; no measured node of this kind and configuration: no verdict"
 
 
 # The packages a kernel figure depends on (a step depends on the whole stack): the HBM copy
@@ -247,15 +314,56 @@ def _relevant(kind: str, stack: dict | None) -> dict | None:
     return {k: v for k, v in stack.items() if k in KERNEL_STACK[kind]}
 
 
-def check(node: Node, mine: list, shipped: list) -> NodeCheck:
-    rows = []
+def _an(gpu: str) -> str:
+    return ("an " if gpu[:1] in "AEFHILMNORSX" else "a ") + gpu
+
+
+def _usable(node: Node, mine: list, measured: list) -> tuple:
+    """(the --reference nodes usable for `node`, minus their figures below their own references;
+    one line per --reference not used or used in part)."""
+    usable, notes = [], []
+    for arg, records in mine:
+        found = nodes(records)
+        where = f"--reference {arg}"
+        if not found:
+            published = records and all(r.get("reference") for r in records if r.get("kind") != "header")
+            notes.append(f"{where}: published figures only, no measured node: not used" if published else
+                         f"{where}: no measured node in it: not used")
+            continue
+        if any(os.path.realpath(n.folder) == os.path.realpath(node.folder) or n.run_ids & node.run_ids for n in found):
+            notes.append(f"{where}: this node's own folder, not another node: not used")
+            continue
+        same = [n for n in found if n.gpu == node.gpu]
+        if not same:
+            kinds = " and ".join(dict.fromkeys(n.gpu for n in found))
+            notes.append(f"{where}: {_an(kinds)} node, not {_an(node.gpu)}: not used for this node")
+            continue
+        for ref in same:
+            short = [r for r in check(ref, [], measured).rows if r.verdict in health.SHORT]
+            for r in short:
+                del ref.figures[next(k for k, f in ref.figures.items() if f is r.figure)]
+            if short:
+                said = "; ".join(f"{r.figure.label} {r.figure.value:.1f} {r.figure.unit}, {r.share:.1%} of "
+                                 f"{r.reference.value:g}" for r in short)
+                notes.append(f"{where}: itself below its references ({said}): those figures not used")
+            usable.append(ref)
+    return usable, notes
+
+
+def check(node: Node, mine: list, measured: list) -> NodeCheck:
+    """`mine`: [(--reference argument, its records)]; `measured`: the suite's measured nodes."""
+    usable, notes = _usable(node, mine, measured) if mine else ([], [])
+    rows, missing = [], {}
     for key, figure in sorted(node.figures.items(), key=lambda kv: KIND_ORDER.index(kv[0][0])):
-        ref = reference_for(key, node, mine, shipped)
+        ref = reference_for(key, node, usable, measured)
         share = figure.value / ref.value if ref and ref.value else None
         verdict = health.verdict(share) if ref and ref.judged else health.NO_VERDICT
         stack = health.stack_cause(_relevant(key[0], stack_of(figure.header)), ref and _relevant(key[0], ref.stack))
         causes = [health.clock_cause(figure.record, figure.header, ref and ref.clock_mhz), stack]
         rows.append(Row(figure, ref, share, verdict, tuple(c for c in causes if c), stack))
+    for component in dict.fromkeys(r.figure.component for r in rows):
+        if all(r.reference is None for r in rows if r.figure.component == component):
+            missing[component] = _missing_line(component, node, measured)
     # check_capabilities' power-limit probe read every GPU of the node: where it ran, the headers'
     # GPU 0 would only say its finding again
     probed = (node.capabilities.get("health:power_limit") or {}).get("status") == "ok"
@@ -263,7 +371,7 @@ def check(node: Node, mine: list, shipped: list) -> NodeCheck:
     faults += health.capability_faults(node.capabilities)
     faults += list(dict.fromkeys(filter(None, [health.transport_fault(h, node.gpu) for h in node.headers
                                                if h.get("script") == "bench_comm.py"])))
-    return NodeCheck(node, rows, faults)
+    return NodeCheck(node, rows, faults, list(missing.values()), notes)
 
 
 def hbm_share(row: Row) -> str:

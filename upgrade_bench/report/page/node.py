@@ -2,12 +2,9 @@
 decision made on a sick baseline is wrong by its shortfall) and run_node.sh's closing lines."""
 from ...hardware import gpus
 from ..node import health
-from ..node.check import NodeCheck, Row, hbm_share
+from ..node.check import FALLS_SHORT, IMPOSSIBLE, NodeCheck, Row, hbm_share
 from ..text.tables import fmt, md_table
 from ..text.escape import md_text
-
-SICK_BASELINE = ("An upgrade decided against this node is off by its shortfall: fix it, or measure "
-                 "the baseline on a healthy node, before reading the verdicts below.")
 
 
 def reference_words(row: Row) -> str:
@@ -46,18 +43,74 @@ def shortfall_sentence(row: Row, escape=str) -> str:
             f"{cause_words(row, escape)}")
 
 
-def headline(c: NodeCheck) -> str:
-    """One paragraph: the node's state, each shortfall with its likely cause, each fault."""
-    name = md_text(c.node.name)
-    if c.status != "falls short":
-        judged = [r for r in c.rows if r.verdict != health.NO_VERDICT]
-        if not judged:
-            return f"**{name}: no verdict**: no figure it measured has a healthy reference of its GPU kind."
-        return (f"**{name} is healthy**: {len(judged)} figure(s) at {health.HEALTHY_MIN:.0%} of their reference "
-                f"or above.")
-    parts = [shortfall_sentence(r, md_text) for r in c.short]
-    parts += [md_text("found: " + fault) for fault in c.faults]
-    return f"**{name} falls short**: " + " — ".join(parts) + f". {SICK_BASELINE}"
+def _name(c: NodeCheck, escape=str) -> str:
+    return escape(c.node.name) + (f" ({c.role})" if c.role else "")
+
+
+def counted(c: NodeCheck) -> str:
+    return "{} of {} components had a reference".format(*c.components)
+
+
+def advice(c: NodeCheck) -> str:
+    """What a shortfall allows: the cause first (a board's rated power is not fixable, a lowered
+    limit is), then what the node's role makes of it."""
+    causes = " ".join(x for r in c.short for x in r.causes) + " " + " ".join(c.faults)
+    said = []
+    if "the board's rating: power-bound" in causes:
+        said.append("Its clock is held by the board's rated power: nothing on this node to fix.")
+    if "set below the board's" in causes or "power limit" in " ".join(c.faults):
+        said.append("Its power limit is set low: raise it (nvidia-smi -pl) and measure again.")
+    if c.faults:
+        said.append("What its probes found is for the provider to repair.")
+    if c.role == "baseline":
+        said.append("The verdicts below compare against this baseline's shortfall: measure the baseline on another "
+                    "node of its kind before reading them.")
+    elif c.role == "candidate":
+        said.append("The figures of this candidate node are this node's, not its GPU kind's: another node of its "
+                    "kind may do better.")
+    else:
+        said.append("An upgrade decided against this node is off by its shortfall.")
+    return " ".join(said)
+
+
+def _steps_range(c: NodeCheck) -> str:
+    shares = [r.share for r in c.rows if r.figure.component == "step" and r.verdict != health.NO_VERDICT]
+    lo, hi = min(shares), max(shares)
+    return f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%}-{hi:.0%}"
+
+
+def headline(c: NodeCheck, escape=md_text) -> str:
+    """A short paragraph in proportion: the state, the worst shortfall with its likely cause (the
+    rest are the table's), the first fault, the advice its cause and role allow; a kernel figure
+    merely below the bar while every training step is healthy is a clause, not a shortfall."""
+    name, status = _name(c, escape), c.status
+    if status == IMPOSSIBLE:
+        shown = [escape(x) for x in c.node.impossible[:2]]
+        more = f"; {len(c.node.impossible) - 2} more in report.md" if len(c.node.impossible) > 2 else ""
+        return (f"**{name}: {IMPOSSIBLE}**: " + "; ".join(shown) + more + ". Each is above what its GPU can give: "
+                "it enters no verdict, reference or forecast, and the logs that hold it are in doubt (rerun their step).")
+    if status == FALLS_SHORT:
+        short = [r for r in c.short if r not in c.minor]
+        parts = [shortfall_sentence(short[0], escape)] if short else []
+        if len(short) > 1:
+            parts.append(f"{len(short) - 1} more figure(s) short (the table)")
+        if c.faults:
+            parts.append(escape("found: " + c.faults[0]) + (f" and {len(c.faults) - 1} more" if len(c.faults) > 1 else ""))
+        return f"**{name} {FALLS_SHORT}**: " + " — ".join(parts) + f" ({counted(c)}). {advice(c)}"
+    if status == health.HEALTHY:
+        text = f"**{name} is healthy: {counted(c)}**"
+        if c.minor:
+            below = ", ".join(f"{escape(r.figure.label)} at {fmt(r.share, 'pct')} of {fmt(r.reference.value)}"
+                              for r in c.minor)
+            text += (f"; {below}, under the {health.HEALTHY_MIN:.0%} bar, while its training steps run at "
+                     f"{_steps_range(c)} of their reference: a note, not a shortfall")
+        return text + "."
+    return f"**{name}: no verdict**: no figure it measured has a healthy reference of its GPU kind."
+
+
+def missing_lines(c: NodeCheck) -> list:
+    """One line per component measured without a reference, then one per --reference note."""
+    return list(c.missing) + list(c.notes)
 
 
 def table(c: NodeCheck) -> str:
@@ -68,26 +121,32 @@ def table(c: NodeCheck) -> str:
 
 
 def node_markdown(checks: list) -> str:
-    """The page's opening section; '' without a measured node."""
+    """The page's opening section, the worst node first; '' without a measured node."""
     if not checks:
         return ""
-    sick = [c for c in checks if c.status == "falls short"]
-    out = [headline(c) for c in sick + [c for c in checks if c not in sick]]
-    out.append(f"Thresholds: {health.THRESHOLDS_TEXT}. A node is a folder of logs and a GPU kind; "
+    out = [headline(c) for c in checks]
+    out.append(f"Thresholds: {health.THRESHOLDS_TEXT}. A node is a folder of logs, a GPU kind and a host; "
                "add your own healthy node's folder as the reference with --reference DIR. Published MAMF: "
                f"{gpus.MAMF_SOURCE}.")
     for c in checks:
-        out.append(f"**{md_text(c.node.name)}**\n\n{table(c)}")
+        said = [f"- {md_text(line)}" for line in c.node.impossible + missing_lines(c)]
+        out.append(f"**{md_text(c.node.name)}**\n\n" + ("\n".join(said) + "\n\n" if said else "") + table(c))
     return "\n\n".join(out)
 
 
 def terminal_lines(checks: list) -> list:
-    """run_node.sh's closing block: a line per node, a line per shortfall and per fault."""
+    """run_node.sh's closing block, the worst node first: a line per node, then each impossible
+    figure, shortfall and fault, each healthy figure, and each component without a reference."""
     out = []
     for c in checks:
-        out.append(f"node check, {c.node.name}: {c.status}")
-        out += [f"  {shortfall_sentence(r)}" for r in c.short]
+        out.append(f"node check, {_name(c)}: {c.status}")
+        out += [f"  {why}" for why in c.node.impossible]
+        out += [f"  {shortfall_sentence(r)}" + (" (a note: its training steps are healthy)" if r in c.minor else "")
+                for r in c.short]
         out += [f"  found: {fault}" for fault in c.faults]
         out += [f"  {r.figure.label} {fmt(r.figure.value)} {r.figure.unit}: {fmt(r.share, 'pct')} of "
                 f"{fmt(r.reference.value)}, {r.verdict}" for r in c.rows if r.verdict == health.HEALTHY]
+        if c.rows:
+            out.append(f"  {counted(c)}")
+        out += [f"  {line}" for line in missing_lines(c)]
     return out

@@ -8,7 +8,8 @@ pipe, a socket) is refused with what it is.
 Lines are parsed by records.iter_records. A record whose fields the report uses have the
 wrong type or an impossible value (`tflops_per_gpu: "200"`, `step_ms: 0`, `config: []`) is
 skipped and counted with its reason, like a malformed line; so is one that claims what its
-GPU cannot do (claims.py: a format it has no tensor cores for). Records of kinds the report does
+GPU cannot do (claims.py: a format it has no tensor cores for, a figure above its datasheet
+bound, which the tally also keeps whole for the node check to name). Records of kinds the report does
 not use (`step`, `matmul`, `sweep`, ...) are dropped as they are read, and a record seen
 before (the capacity log repeats the sweep's summaries) is kept once.
 """
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from ...log import records
 from ...log.checks import field_problem
 from ..text import escape as text
-from .claims import problem as impossible_claim
+from .claims import IMPOSSIBLE, problem as impossible_claim
 from .series import KINDS_READ
 from ...faults import BadInput
 
@@ -88,6 +89,7 @@ class Tally:
     skipped: dict = field(default_factory=dict)      # source -> Counter(reason)
     duplicates: Counter = field(default_factory=Counter)   # source -> records seen before
     seen_again: dict = field(default_factory=dict)   # run_id -> sources that repeat its records
+    impossible: list = field(default_factory=list)   # (record, its header, why): above its GPU's bound
 
     def skipped_total(self) -> int:
         return sum(sum(c.values()) for c in self.skipped.values())
@@ -152,6 +154,7 @@ def read(paths, tally: Tally):
     """The usable records of every path, in order, each once; BadInput ends the run."""
     seen, claims = set(), {}
     for path in paths:
+        headers = {}  # run_id -> its latest header in this file: the GPU a figure is bounded by
         source = "<stdin>" if path == "-" else text.clean(path)  # a name is shown: one line, encodable
         skipped = tally.skipped.setdefault(source, Counter())
         try:
@@ -164,10 +167,16 @@ def read(paths, tally: Tally):
                     kind = record["kind"]
                     if kind not in KINDS_READ:
                         continue
-                    problem = field_problem(record) or impossible_claim(record)
+                    run_id = record.get("run_id")
+                    header = headers.get(run_id) if isinstance(run_id, str) else None
+                    problem = field_problem(record) or impossible_claim(record, header)
                     if problem:
                         skipped[f"{kind} record: {problem}"] += 1
+                        if problem.startswith(IMPOSSIBLE):
+                            tally.impossible.append((record, header, problem))
                         continue
+                    if kind == "header" and isinstance(run_id, str):
+                        headers[run_id] = record
                     key = _fingerprint(record)
                     if key in seen:
                         tally.duplicates[source] += 1

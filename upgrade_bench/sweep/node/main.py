@@ -196,7 +196,7 @@ def health_lines(out: Path) -> list:
     from ...report.page import node as node_page
 
     try:
-        checks = node_check.checks_of(node_check.read_logs(str(out)))
+        checks = node_check.check_folder(str(out))
     except BadInput as err:  # a folder with no log to read: nothing to check
         return [f"node check: none ({err})"]
     return node_page.terminal_lines(checks) or ["node check: none (no GPU figure in the folder)"]
