@@ -214,6 +214,20 @@ def test_a_rendezvous_nothing_answers_is_one_line_naming_the_address_after_the_s
         "0's host, as the launcher sets it")
 
 
+def test_a_master_addr_no_host_has_is_refused_at_once_by_every_rank_rank_0_too(monkeypatch):
+    # issue 55: rank 0 hosts the store without looking MASTER_ADDR up, and waited for ranks that
+    # could never find it (past 360 s) though the docstring says an unknown host fails at once
+    def unknown(*args):
+        raise socket.gaierror(-2, "Name or service not known")
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    started = time.monotonic()
+    for rank in (0, 1):
+        assert bench.rendezvous_problem({"MASTER_ADDR": "gpu01.invalid", "MASTER_PORT": "29500"}, rank, 300) == (
+            "MASTER_ADDR=gpu01.invalid MASTER_PORT=29500: no such host ([Errno -2] Name or service not known); "
+            "expected rank 0's host, as the launcher sets it")
+    assert time.monotonic() - started < 5
+
+
 def test_ranks_starts_the_ranks_itself_and_a_bad_input_is_rank_0s_one_line_without_a_launcher_traceback(tmp_path):
     # torchrun adds its ChildFailedError traceback after the suite's line
     proc = subprocess.run([sys.executable, str(REPO / "bench_comm.py")], cwd=REPO, text=True, capture_output=True,

@@ -12,7 +12,7 @@ import torch
 
 from conftest import REPO, TINY_FAST, parse_jsonl, run_proc
 from upgrade_bench.training import engine, variables
-from upgrade_bench import faults
+from upgrade_bench import faults, settings
 from upgrade_bench.log import records
 from upgrade_bench.hardware import fingerprint
 from upgrade_bench.training import benchmark_main as benchmark
@@ -217,7 +217,18 @@ def test_an_out_of_memory_step_is_an_error_record_and_exit_3(main):
     assert "injected" in error["message"] and error["seq_len"] == 64
     assert error["config"]["ZERO_STAGE"] == 2
     assert err.splitlines()[-2].startswith("error: oom at seq_len 64: CUDA out of memory")
-    assert err.splitlines()[-1] == f"hint: {engine.OOM_HINT}"  # what would fit, not PyTorch's text alone
+    # what would fit, not PyTorch's text alone, of what is not in force (ZeRO-2 here)
+    assert err.splitlines()[-1].startswith("hint: to fit, ") and "ZERO_STAGE=3 with" in err.splitlines()[-1]
+
+
+def test_the_out_of_memory_hint_never_proposes_a_setting_already_in_force():
+    train = settings.parse(variables.TRAINING_VARS, {"WORKLOAD": "right-sized-8b"})
+    assert engine.oom_hint(train) == (
+        "to fit, cut the model to fewer layers (NUM_LAYERS=4), checkpoint activations (GRAD_CHECKPOINT=1), offload "
+        "the optimizer (OFFLOAD_OPTIMIZER=1) or shard it over more GPUs (ZERO_STAGE=3 with deepspeed --num_gpus=N)")
+    guide = settings.parse(variables.TRAINING_VARS, {"WORKLOAD": "guide-long-context"})
+    assert engine.oom_hint(guide) == ("to fit, cut the model to fewer layers (NUM_LAYERS=8) or shard it over more "
+                                      "GPUs (deepspeed --num_gpus=N)")
 
 
 @pytest.mark.parametrize("precision, message", [
@@ -313,6 +324,27 @@ def test_a_lock_no_build_holds_is_stale_at_any_age_and_a_held_one_is_live(tmp_pa
     assert extensions.stale_locks(tmp_path, now + 3600, set(), network=lambda lock: True) == [(lock, 3600)]
     assert extensions.stale_locks(tmp_path / "none", now, set()) == []
     assert extensions.filesystem_type(tmp_path) not in extensions.NETWORK_FS | {""}
+
+
+def test_the_scan_of_open_files_passes_over_processes_that_end_while_it_looks(tmp_path, monkeypatch):
+    # issue 55: a process that exited mid-scan made listing its /proc/<pid>/fd raise
+    # FileNotFoundError, and the point failed (1 call in 300 under light churn)
+    import errno
+    import os
+    import re
+
+    from upgrade_bench.training import extensions
+
+    real_scandir = os.scandir
+
+    def churn(path="."):  # every other process ends between the listing of /proc and its fd folder
+        match = re.fullmatch(r"/proc/(\d+)/fd", os.fspath(path))
+        if match and int(match.group(1)) != os.getpid():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+        return real_scandir(path)
+    monkeypatch.setattr(os, "scandir", churn)
+    with open(tmp_path / "held", "w"):
+        assert str(tmp_path / "held") in extensions.open_here()
 
 
 def test_where_the_adam_op_is_built_is_found_without_torch(tmp_path):

@@ -92,7 +92,7 @@ def test_one_node_folder_with_a_forecast_prices_the_cut_as_the_whole_model_and_o
     tokens_per_s = CUT_8K_TOKENS_PER_S / factor
     gpu_hours = 2e12 / tokens_per_s / 3600
     assert any(line.startswith(f"  H200 SXM measured: {compact(gpu_hours)} (") and
-               f"GPU-h, ${compact(gpu_hours * 3.50)} (" in line and f", {compact(gpu_hours / 8 / 24)} (" in line
+               f"GPU-h, ${compact(gpu_hours * 3.50)} (" in line and f", {dollars.duration((gpu_hours / 8 / 24,) * 3)} (" in line
                for line in lines), text
     assert ("Training the whole model of [1] on 2T tokens (--tokens) at 8K, 8 GPU(s) (--gpus), scaled by FLOPs "
             "from the") in " ".join(line.strip() for line in lines)

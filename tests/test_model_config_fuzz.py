@@ -5,7 +5,10 @@ plan (run_sweep.sh and run_node.sh's training steps, DRY_RUN), a training proces
 (model.load_config, then resolution) and bench_flash_attn.py's shapes. Each ends in a plan or
 one line of BadInput naming MODEL, never a traceback."""
 import json
+import os
 import re
+import signal
+from pathlib import Path
 
 import pytest
 
@@ -174,3 +177,46 @@ def test_a_file_far_larger_than_any_config_is_refused_before_it_is_read(tmp_path
         f.truncate(config_file.MAX_BYTES + 1)  # sparse: nothing written, nothing read
     with pytest.raises(BadInput, match=r"^MODEL='.*': 16777217 bytes: no model config is larger than 16 MiB$"):
         model.cheap_config(str(path))
+
+
+@pytest.fixture
+def within_5_s():
+    """A read that blocks is a failure after 5 s, not a test that never ends."""
+    def blocked(signum, frame):
+        raise TimeoutError("still reading after 5 s")
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.setitimer(signal.ITIMER_REAL, 5)
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("how", ["named", "linked"])
+def test_a_config_path_whose_read_never_ends_is_refused_before_any_read(tmp_path, within_5_s, how):
+    # issue 55: MODEL=/proc/kmsg, or a config.json linked to it, blocked the sweep's dry run for
+    # good (as root: the kernel's log waits for its next line); the report reads the same way
+    if not os.access("/proc/kmsg", os.R_OK):
+        pytest.skip("/proc/kmsg cannot be read here (not root)")
+    if how == "linked":
+        (tmp_path / "config.json").symlink_to("/proc/kmsg")
+    name = str(tmp_path) if how == "linked" else "/proc/kmsg"
+    with pytest.raises(BadInput) as err:
+        model.cheap_config(name)
+    assert str(err.value) == (f"MODEL={name!r}: 0 bytes on disk (an empty file, or one the kernel makes up "
+                              f"as it is read, as /proc's): a config.json is one JSON object")
+
+
+@pytest.mark.parametrize("kind", ["empty", "pseudo", "fifo"])
+def test_a_config_is_read_only_from_a_regular_file_of_a_bounded_size(tmp_path, within_5_s, kind):
+    path = tmp_path / "config.json"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "fifo":
+        os.mkfifo(path)  # no writer: a plain open() would wait for one for good
+    else:
+        path = Path("/proc/self/status")  # 0 bytes on disk, text when read
+    with pytest.raises(BadInput) as err:
+        config_file.read(path)
+    assert str(err.value) == ("a named pipe (FIFO), not the regular file a config.json is" if kind == "fifo" else
+                              "0 bytes on disk (an empty file, or one the kernel makes up as it is read, as /proc's): "
+                              "a config.json is one JSON object")

@@ -87,21 +87,26 @@ def test_the_recipes_need_only_the_files_they_name(tmp_path):
     add_after(package / "hardware" / "precisions.py", "    Precision(\"bf16\", None, None, converts=\"every GEMM in bf16 (the guide's runs)\"),\n",
               '    Precision("fp8-recipe", "tensorwise", TORCHAO, "torchao.float8", "matmul:fp8_e4m3:tensorwise", "fp8",\n'
               '              "fp8", "a copy of fp8-tensorwise under its own name", _KEEPS_FP8, _FP8_EXPERTS),\n')
-    # The family's and the precision's last step: tools/config_docs.py, run once.
+    # A workload: one row of training/workloads.py's TABLE.
+    assert "| a workload | `training/workloads.py`: one row of `TABLE`" in LAYOUT
+    add_after(package / "training" / "workloads.py", "TABLE = (\n",
+              '    Workload("tiny-try", "the tiny model on a CPU, two lengths", {"MODEL": "tiny", "ZERO_STAGE": "2",\n'
+              '             "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0", "SEQLENS": "64 128"}),\n')
+    # The family's, the precision's and the workload's last step: tools/config_docs.py, run once.
     assert "`tools/config_docs.py`, run once" in LAYOUT
     env = script_env({"PYTHONPATH": str(scratch)})
     docs = subprocess.run([sys.executable, "tools/config_docs.py"], cwd=scratch, env=env, capture_output=True,
                           text=True, timeout=120)
     assert docs.returncode == 0, docs.stderr
     configuration = (scratch / "docs" / "configuration.md").read_text()
-    assert "tiny-olmo2" in configuration and "fp8-recipe" in configuration
+    assert "tiny-olmo2" in configuration and "fp8-recipe" in configuration and "tiny-try" in configuration
     # The tests that iterate the tables take the new rows with no edit of theirs.
     checks = subprocess.run(
         [sys.executable, "-m", "pytest", "-v", "-n", "0", "-p", "no:cacheprovider", "-x", "tests/test_gpus.py",
-         "tests/test_readme.py", "tests/test_architecture.py", "tests/test_resolver.py", "-k",
+         "tests/test_readme.py", "tests/test_architecture.py", "tests/test_resolver.py", "tests/test_workloads.py", "-k",
          "not published_sizes and not by_hand and not mixer_kernels and not kernel_packages and not fallback"],
         cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
     assert checks.returncode == 0, checks.stdout[-3000:]
     ran = re.search(r"(\d+) passed", checks.stdout)
     assert ran and int(ran.group(1)) > 50
-    assert "[Z700]" in checks.stdout and "tiny-olmo2" in checks.stdout  # the new rows were among them
+    assert "[Z700]" in checks.stdout and "tiny-olmo2" in checks.stdout and "[tiny-try]" in checks.stdout  # the new rows

@@ -152,11 +152,17 @@ def test_help_into_a_closed_pipe_prints_no_traceback_and_exits_0():
     assert (proc.returncode, proc.stderr) == (0, "")
 
 
-def test_invalid_utf8_in_a_text_setting_becomes_valid_text():
-    # NOTES=$'caf\xe9 \xff' reaches Python as lone surrogates; a record must be encodable
+def test_invalid_utf8_in_any_setting_is_refused_in_one_line_not_made_valid():
+    # NOTES=$'caf\xe9 \xff' reaches Python as lone surrogates; issue 55: MODEL, HOSTFILE and NOTES
+    # were made valid (U+FFFD), a MODEL or HOSTFILE then naming another file than the one given
+    from upgrade_bench.sweep import plan as sweep_plan
+
     raw = b"caf\xe9 \xff".decode("utf-8", "surrogateescape")
-    notes = parse(NOTES=raw).NOTES
-    assert notes == "caf\ufffd \ufffd" and notes.encode("utf-8")
+    for name, table in (("NOTES", TRAINING_VARS), ("MODEL", TRAINING_VARS), ("HOSTFILE", sweep_plan.VARS)):
+        with pytest.raises(BadInput) as refused:
+            settings.parse(table, {name: raw})
+        assert str(refused.value) == (f"{name}='caf\\udce9 \\udcff': not UTF-8 (bytes 0xe9, 0xff); give it in UTF-8")
+    assert parse(NOTES="café").NOTES == "café"
 
 
 def test_a_peak_of_minus_zero_is_the_unset_zero():

@@ -13,6 +13,7 @@
 #   GPUS=8 tools/side_by_side.sh comm                        # the collectives, every GPU of the node
 #   GPUS=2 SEQLENS="8192 32768" tools/side_by_side.sh training
 #   DRY_RUN=1 tools/side_by_side.sh training decomposition   # print the commands, run nothing
+#   TITAN_PYTHON=python3 ENGINES="deepspeed fsdp2" SEQLENS=8192 tools/side_by_side.sh torchtitan
 #
 # Comparisons:
 #   attention      bench_flash_attn.py (fa4, sdpa-cudnn) vs attention_do_bench_probe.py, per SEQLENS
@@ -23,6 +24,13 @@
 #                  NVLink multicast off (NCCL_NVLS_ENABLE=0 and the others, set in their own process)
 #   training       run_sweep.sh vs guide_benchmark.py at each of SEQLENS (a fresh process each)
 #   decomposition  bench_decompose.py vs guide_bench_decompose.py at each of SEQLENS
+#   torchtitan     run_sweep.sh (once per engine of ENGINES) vs torchtitan 0.2.2's own trainer
+#                  (tools/titan_train.py under torchrun, TITAN_STEPS steps) at each of SEQLENS, for each of
+#                  TITAN_PRECISIONS, each a fresh process: OUT/suite_<engine>_<precision>.jsonl, and torchtitan's
+#                  logs OUT/torchtitan_<precision>_<length>_r<round>.log, read into OUT/torchtitan.jsonl by
+#                  tools/titan_log.py (the suite's FLOP count and field names). MODEL llama-3.1-8b only
+#                  (torchtitan's own 8B flavor has its shapes), no activation checkpointing on either side;
+#                  torchtitan's attention is TITAN_ATTN (sdpa, its 8B flavor's), the suite's ATTN_BACKEND.
 # The training settings (MODEL, NUM_LAYERS, ZERO_STAGE, GRAD_CHECKPOINT, OFFLOAD_OPTIMIZER,
 # USE_LIGER, ATTN_BACKEND, STEPS, WARMUP_STEPS) are read from the environment and given to
 # both sides; the guide's scripts get the model's config.json from configs/, cut to NUM_LAYERS
@@ -32,7 +40,10 @@
 #
 # Variables: OUT (out/side-by-side-<time>), REF (../shared/reference), REPEAT (2), GPUS (1),
 # SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), HBM_SIZES_MIB ("512 2048 8192"),
-# COMM_SIZES_MIB ("1 4 16 64 256 1024 4096"), PYTHON (python3), DRY_RUN (0).
+# COMM_SIZES_MIB ("1 4 16 64 256 1024 4096"), PYTHON (python3), DRY_RUN (0); for torchtitan: TITAN_PYTHON
+# (PYTHON: a Python that imports torchtitan, e.g. with PYTHONPATH set by .gpu/titan-setup.sh),
+# TITAN_PRECISIONS ("bf16 fp8-tensorwise"), TITAN_STEPS (12; the first 2 are warmup: the compile and
+# its first step), TITAN_ATTN (sdpa; flex, varlen), ENGINES (the suite's engines, ENGINE=each; empty: its default).
 # Exit: 0 when every run ended with 0, 1 otherwise (each run's exit code is in the log),
 # 2 on bad input.
 set -u
@@ -46,6 +57,11 @@ MAMF_SHAPES=${MAMF_SHAPES:---m 1024 5632 --n 1536 4096 --k 13312 16640}
 HBM_SIZES_MIB=${HBM_SIZES_MIB:-512 2048 8192}
 COMM_SIZES_MIB=${COMM_SIZES_MIB:-1 4 16 64 256 1024 4096}
 PYTHON=${PYTHON:-python3}
+TITAN_PYTHON=${TITAN_PYTHON:-$PYTHON}
+TITAN_PRECISIONS=${TITAN_PRECISIONS:-bf16 fp8-tensorwise}
+TITAN_STEPS=${TITAN_STEPS:-12}
+TITAN_ATTN=${TITAN_ATTN:-sdpa}
+ENGINES=${ENGINES:-}
 DRY_RUN=${DRY_RUN:-0}
 MODEL=${MODEL:-llama-3.1-8b}
 ATTN_BACKEND=${ATTN_BACKEND:-fa4}
@@ -55,7 +71,7 @@ TRAINING="MODEL=$MODEL NUM_LAYERS=$NUM_LAYERS ZERO_STAGE=${ZERO_STAGE:-2} GRAD_C
 export CUBLAS_WORKSPACE_CONFIG=:4096:8  # the guide scripts' own default, set for both sides
 
 fail() { echo "error: $*" >&2; exit 2; }
-COMPARISONS="attention mamf hbm comm training decomposition"
+COMPARISONS="attention mamf hbm comm training decomposition torchtitan"
 [ $# -gt 0 ] || fail "name at least one comparison: $COMPARISONS (see the top of $0)"
 for c in "$@"; do
   case " $COMPARISONS " in *" $c "*) ;; *) fail "comparison '$c': not one of $COMPARISONS";; esac
@@ -66,6 +82,15 @@ for c in "$@"; do
   [ "$c" != comm ] || [ "$GPUS" -ge 2 ] || fail "GPUS='$GPUS': the comm comparison needs 2 GPUs or more (one rank has no link)"
 done
 [[ $NUM_LAYERS =~ ^[1-9][0-9]*$ ]] || fail "NUM_LAYERS='$NUM_LAYERS': a whole number >= 1"
+for c in "$@"; do
+  [ "$c" = torchtitan ] || continue
+  [ "$MODEL" = llama-3.1-8b ] || fail "MODEL='$MODEL': the torchtitan comparison trains torchtitan's Llama 3 8B flavor only (MODEL=llama-3.1-8b)"
+  [ "${GRAD_CHECKPOINT:-0}" = 0 ] || fail "GRAD_CHECKPOINT='$GRAD_CHECKPOINT': the torchtitan comparison runs both sides without activation checkpointing (0)"
+  [[ $TITAN_STEPS =~ ^[1-9][0-9]*$ ]] && [ "$TITAN_STEPS" -gt 2 ] || fail "TITAN_STEPS='$TITAN_STEPS': a whole number > 2 (2 warmup steps, then the timed ones)"
+  [ "$GPUS" = 1 ] || fail "GPUS='$GPUS': the torchtitan comparison runs on one GPU (1)"
+  [ "$DRY_RUN" = 1 ] || "$TITAN_PYTHON" -c 'import torchtitan' 2>/dev/null \
+    || fail "TITAN_PYTHON='$TITAN_PYTHON': cannot import torchtitan (on the GPU machine: bash .gpu/titan-setup.sh, then PYTHONPATH=/tmp/site)"
+done
 [ -f "configs/$MODEL.json" ] || fail "MODEL='$MODEL': no configs/$MODEL.json for the guide's scripts (CFG_DIR)"
 # The model's config.json cut to NUM_LAYERS (the guide's bench_decompose.py has no cut of its
 # own), if the guide's scripts can count the model: full attention with one head dim and dense
@@ -164,8 +189,30 @@ for c in "$@"; do
           step decomposition_guide "$OUT/decomposition_guide.txt" $TRAINING $GUIDE_ATTN "CFG_DIR=$CFG_DIR" \
             "SEQ_LEN=$s" -- $LAUNCH "$REF/guide_bench_decompose.py"
         done ;;
+      torchtitan)
+        for p in $TITAN_PRECISIONS; do
+          for e in ${ENGINES:-default}; do
+            engine=$([ "$e" = default ] || echo "ENGINE=$e")
+            # shellcheck disable=SC2086  # TRAINING is words, engine one or none
+            step "suite_$e" /dev/null "$note" $TRAINING $engine "PRECISION=$p" "ATTN_BACKEND=$ATTN_BACKEND" \
+              "SEQLENS=$SEQLENS" "GPUS=1" "OUT=$OUT/suite_${e}_$p.jsonl" -- ./run_sweep.sh
+          done
+          for s in $SEQLENS; do
+            # torchtitan's log is its stdout; its errors join it (2>&1), so tools/titan_log.py sees them
+            step "torchtitan_${p}_$s" "$OUT/torchtitan_${p}_${s}_r$i.log" "NUM_LAYERS=$NUM_LAYERS" "PRECISION=$p" \
+              "ATTN=$TITAN_ATTN" -- bash -c 'exec "$@" 2>&1' torchtitan "$TITAN_PYTHON" -m torch.distributed.run \
+              --standalone --nproc_per_node 1 tools/titan_train.py --training.seq_len "$s" \
+              --training.local_batch_size 1 --training.steps "$TITAN_STEPS" --job.dump_folder "$OUT/titan_dump"
+          done
+        done ;;
     esac
   done
+done
+for c in "$@"; do
+  [ "$c" = torchtitan ] && [ "$DRY_RUN" != 1 ] || continue
+  "$PYTHON" tools/titan_log.py --config "configs/$MODEL.json" "$OUT"/torchtitan_*_r*.log > "$OUT/torchtitan.jsonl" \
+    2>> "$OUT/torchtitan_log.err" || failed=1
+  log "torchtitan's logs as the suite's records: $OUT/torchtitan.jsonl"
 done
 [ "$DRY_RUN" = 1 ] || log "done; outputs in $OUT"
 exit $failed

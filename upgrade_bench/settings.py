@@ -34,6 +34,9 @@ class Var:
     min: float | None = None
     max: float | None = None
     zero_means_unset: bool = False  # 0 (the default: "from the table") is taken below `min` too
+    # A choice that names a set of other settings' defaults ({value: {setting: raw value}}):
+    # WORKLOAD=right-sized-8b. A setting set explicitly wins over its preset.
+    presets: dict | None = None
 
     def allowed(self) -> str:
         if self.kind == "bool":
@@ -68,6 +71,9 @@ def _check_range(var: Var, value: float, raw: str) -> None:
 
 def parse_value(var: Var, raw: str):
     """Turn one raw string into the Var's type, or raise BadInput."""
+    if var.kind in ("output", "path"):  # a file or folder name: refused, not made valid
+        check_utf8(var.name, raw)
+    check_text(var.name, raw)
     text = raw.strip()
     bad = BadInput(f"{var.name}={raw!r}: expected {var.allowed()}")
     if var.kind == "int":
@@ -110,11 +116,17 @@ def parse_value(var: Var, raw: str):
         return values
     if var.kind == "str_list":
         return text.replace(",", " ").split()
-    if var.kind in ("output", "path"):  # a file or folder name: refused, not made valid
-        check_utf8(var.name, raw)
-    # Invalid UTF-8 in the environment arrives as lone surrogates (Python's surrogateescape):
-    # made valid here, as U+FFFD, so no record carries text that cannot be encoded.
-    return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return raw
+
+
+def check_text(name: str, raw: str) -> None:
+    """BadInput for a setting that is not UTF-8: its invalid bytes arrive as lone surrogates
+    (Python's surrogateescape). Refused, not made valid (U+FFFD): a MODEL or HOSTFILE would name
+    another file than the one given, and no record may carry text that cannot be encoded."""
+    bad = [ord(c) - 0xDC00 for c in raw if 0xDC80 <= ord(c) <= 0xDCFF]
+    if bad:
+        shown = ", ".join(f"0x{b:02x}" for b in bad[:8]) + (", ..." if len(bad) > 8 else "")
+        raise BadInput(f"{name}={raw!r}: not UTF-8 (bytes {shown}); give it in UTF-8")
 
 
 def check_utf8(name: str, path: str) -> None:
@@ -153,12 +165,24 @@ def settings_type(variables) -> type:
     return _settings_type(tuple((v.name, v.kind) for v in variables))
 
 
+def preset_values(variables, environ) -> dict:
+    """{setting: raw value} the table's preset choices (Var.presets) set, as `environ` picks them."""
+    out = {}
+    for var in variables:
+        if var.presets:
+            raw = environ.get(var.name, "")
+            out.update(var.presets.get(var.default if raw == "" else parse_value(var, raw), {}))
+    return out
+
+
 def parse(variables, environ=None):
-    """Resolve every Var from `environ` (default os.environ); unset or empty -> default."""
+    """Resolve every Var from `environ` (default os.environ); unset or empty -> a preset's
+    value (Var.presets), else the default."""
     environ = os.environ if environ is None else environ
+    preset = preset_values(variables, environ)
     values = {}
     for var in variables:
-        raw = environ.get(var.name, "")
+        raw = environ.get(var.name, "") or preset.get(var.name, "")
         values[var.name] = copy.copy(var.default) if raw == "" else parse_value(var, raw)
     return settings_type(variables)(**values)
 

@@ -148,6 +148,12 @@ def resolve_peak(device_name: str | None, dtype: str = "bf16", override: float =
     return peak, f"table:{spec.name}", None
 
 
+# A die's compute capability (ROCm: gfx digits), for a plan made for a GPU of the table on a machine
+# without it (run_sweep.sh's PLAN_GPU): which kernels and formats the plan may pick.
+DIE_CAPABILITY = {"ampere": ((8, 0), False), "hopper": ((9, 0), False), "blackwell": ((10, 0), False),
+                  "cdna3": ((9, 4), True), "cdna4": ((9, 5), True)}
+
+
 def table_name(name: str) -> str | None:
     """The table's name of a GPU as a user types it ('B200', 'NVIDIA B200', 'B200 SXM'), or None."""
     spec = lookup(name)  # the patterns match a chip's name anywhere: 'b200' is B200 SXM as is 'NVIDIA B200'

@@ -15,9 +15,10 @@ FALLBACK_KEY = "torch_fallback"  # not a setting: the config key of the fast ker
 # Config keys that vary per process of one sweep or do not change the workload: SEQ_LEN,
 # OUTPUT and NOTES differ between a sweep's processes; STEPS and SEED (and bench_decompose's
 # TIME_STEPS and PROFILE_STEPS) change the precision of a point, not what it measures;
-# PEAK_TFLOPS changes only the MFU denominator. (WARMUP_STEPS and ATTN_BACKEND: see run_identity.)
+# PEAK_TFLOPS changes only the MFU denominator; WORKLOAD only names the settings' defaults, which
+# the config records one by one. (WARMUP_STEPS and ATTN_BACKEND: see run_identity.)
 NOT_IDENTITY = frozenset({"SEQ_LEN", "SEQLENS", "OUTPUT", "NOTES", "SEED", "STEPS", "PEAK_TFLOPS",
-                          "RUN_ID", "TIME_STEPS", "PROFILE_STEPS", "DECOMPOSE"})
+                          "RUN_ID", "TIME_STEPS", "PROFILE_STEPS", "DECOMPOSE", "WORKLOAD"})
 
 
 def torch_fallbacks(mixer_kernels) -> tuple:
@@ -148,7 +149,7 @@ def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str)
 # Settings a config records only when they differ from these (logs written before each
 # existed ran with it); readers take a missing key as the default. FALLBACK_KEY is no setting:
 # config_as_run adds it only where a kernel fell back, so its absence reads as none did.
-IDENTITY_DEFAULTS = {"ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
+IDENTITY_DEFAULTS = {"WORKLOAD": "none", "ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
                      "DATA": "", FALLBACK_KEY: ""}
 
 

@@ -127,6 +127,7 @@ config.FP8_EXPERTS           flag          MoE experts asked in FP8 (the report 
 warnings                     list          what the run warned about
 warnings.*                   text          a warning
 notes                        text          the user's NOTES
+workload                     text          the named workload (WORKLOAD) whose settings were the run's defaults; `none`: each setting's own
 attn_backend                 text          the attention backend that runs
 attn_backend_why             text          why `auto` chose it
 attn_versions                object        installed version of each backend's package
@@ -190,7 +191,9 @@ energy_j_per_token    non-negative  board energy per token
 """), **PEAK_MEMORY, **TELEMETRY},
     "error": table("""
 seq_len         count         the point that failed (null: no point, e.g. mamf-finder's)
-error           text          `oom`, `timeout`, `exception`, `diverged` (a loss not finite; `nonfinite_loss` before), `bad_input`, `write_failed`, `environment`, ...
+error           text          `oom`, `does_not_fit` (estimated before it ran, not run), `timeout`, `exception`, `diverged` (a loss not finite; `nonfinite_loss` before), `bad_input`, `write_failed`, `environment`, ...
+estimated_peak_gib  positive  `does_not_fit`: the plan's estimate of the point's peak (sweep/fit.py)
+usable_gib      positive      `does_not_fit`: what the GPU's allocator could reserve, as the plan took it
 message         text          what happened, in a line
 exception       text          the exception's type
 traceback_tail  text          the traceback's last 2000 characters

@@ -9,9 +9,11 @@ the reader's default. Ranges beyond the type (a head count dividing another, a l
 model can have) stay with the readers, which know the family.
 """
 import json
-from pathlib import Path
+import os
+import stat
 
 from ..faults import BadInput
+from ..paths import file_kind
 from .layers import MAX_INT, Cfg
 
 # HF config.json files are a few KiB (the largest multimodal ones tens of KiB); a file far past
@@ -134,10 +136,27 @@ def parse(data: bytes) -> dict:
 
 
 def read(path) -> dict:
-    """The checked config in the file at `path`; BadInput for what it cannot be."""
+    """The checked config in the file at `path` (a link followed); BadInput for what it cannot be.
+
+    Only a regular file is read, and only as many bytes as it holds on disk, checked against
+    MAX_BYTES first: a FIFO (no writer) or a device would wait or stream for good, and so would
+    a file the kernel makes up as it is read (/proc/kmsg waits for the kernel's next line), which
+    says 0 bytes; a config of 0 bytes is none either way. Opened without waiting (O_NONBLOCK),
+    so the open itself cannot block on a FIFO."""
     try:
-        check_size(Path(path).stat().st_size)  # before reading a file of any size whole
-        data = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as err:
         raise BadInput(f"cannot be read ({err.strerror or err})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)  # of the file opened, not of a name that may change meanwhile
+        if not stat.S_ISREG(info.st_mode):
+            raise BadInput(f"{file_kind(info.st_mode)}, not the regular file a config.json is")
+        if info.st_size == 0:
+            raise BadInput("0 bytes on disk (an empty file, or one the kernel makes up as it is read, as /proc's): "
+                           "a config.json is one JSON object")
+        check_size(info.st_size)
+        try:
+            data = f.read(info.st_size)
+        except OSError as err:
+            raise BadInput(f"cannot be read ({err.strerror or err})") from None
     return parse(data)

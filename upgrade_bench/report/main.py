@@ -93,10 +93,10 @@ def parse_args(argv):
                    help=f"price of buying one GPU and the years it is spread over [{cost.DEFAULT_YEARS:g}]: the "
                         "owner's $/token "
                         "(hardware plus board energy, measured or from the rated power, x PUE x --kwh) beside the renter's")
-    p.add_argument("--kwh", default=str(cost.DEFAULT_USD_PER_KWH), metavar="USD",
+    p.add_argument("--kwh", metavar="USD",
                    help=f"price of a kWh for the owner's cost [{cost.DEFAULT_USD_PER_KWH:g}: US industrial "
                         "average, EIA]")
-    p.add_argument("--pue", default=str(cost.DEFAULT_PUE), metavar="X",
+    p.add_argument("--pue", metavar="X",
                    help=f"the facility's power usage effectiveness [{cost.DEFAULT_PUE:g}: the upper end AI data "
                         "centres report, Uptime Institute]")
     p.add_argument("--backtest", action="store_true",
@@ -199,9 +199,15 @@ def assumptions(args) -> dollars.Assumptions:
     g = None if args.gpus is None else int(_number("--gpus", args.gpus, 1, 100_000, "a GPU count"))
     if args.gpus is not None and g != float(args.gpus):
         raise BadInput(f"--gpus {args.gpus!r}: expected a whole GPU count from 1 to 100000")
-    return dollars.Assumptions(parse_tokens(args.tokens), g, parse_owned(args.own),
-                               _number("--kwh", args.kwh, 0.001, 10, "dollars per kWh"),
-                               _number("--pue", args.pue, 1, 3, "a power usage effectiveness"))
+    usd_per_kwh = _number("--kwh", str(cost.DEFAULT_USD_PER_KWH) if args.kwh is None else args.kwh, 0.001, 10,
+                          "dollars per kWh")
+    pue = _number("--pue", str(cost.DEFAULT_PUE) if args.pue is None else args.pue, 1, 3, "a power usage effectiveness")
+    tokens, owned = parse_tokens(args.tokens), parse_owned(args.own)  # every flag checked before the note
+    energy = [flag for flag, given in (("--kwh", args.kwh), ("--pue", args.pue)) if given is not None]
+    if energy and not owned:
+        sys.stderr.write(f"note: {' and '.join(energy)} change nothing without --own (they price the owner's "
+                         "energy)\n")
+    return dollars.Assumptions(tokens, g, owned, usd_per_kwh, pue)
 
 
 def forecast_gpu(name: str) -> str | None:

@@ -1,4 +1,6 @@
-"""Running a benchmark process: its JSON lines live, timeouts, killing its whole process group."""
+"""Running a benchmark process: its JSON lines live, timeouts, killing its whole process group,
+and a child that dies with its parent."""
+import ctypes
 import json
 import os
 import queue
@@ -106,6 +108,28 @@ class Log:
 # and how many ports to try: a new one is as likely to be free as the first.
 PORT_TAKEN = "EADDRINUSE"
 PORT_ATTEMPTS = 3
+
+
+# <linux/prctl.h>: the signal a process gets when the thread that started it ends
+PR_SET_PDEATHSIG = 1
+
+
+def dies_with_parent(signum: int = signal.SIGTERM):
+    """A preexec_fn for Popen: the child gets `signum` when this process ends, however it ends
+    (kill -9 too), so it stops its own processes as on a SIGTERM; the child is in a session of
+    its own and nothing else would reach it. Linux's parent-death signal (prctl(2)); None
+    elsewhere, where a run_node.sh step's hold on its folder's lock is the fallback. Call Popen
+    from the main thread: the signal comes when the starting thread ends."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    parent = os.getpid()
+
+    def arm():
+        prctl(PR_SET_PDEATHSIG, int(signum))
+        if os.getppid() != parent:  # the parent ended before the signal was armed
+            os.kill(os.getpid(), signum)
+    return arm
 
 
 def parse_record(line: str) -> dict | None:
@@ -227,7 +251,7 @@ def run_process(argv, env, seq_lens, timeout_s, log, on_summary, multi_node, ech
     started = time.monotonic()
     proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, encoding="utf-8", errors="replace", bufsize=1,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=dies_with_parent())
     lines, readers = _read_in_background(proc, log, tail)
     try:
         _follow(proc, lines, result, started, timeout_s, multi_node,

@@ -11,11 +11,11 @@ import re
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..hardware import devices
-from ..training import resolver, variables
+from ..hardware import devices, gpus as gpu_table
+from ..training import resolver, variables, workloads
 from ..models import model
 from .. import settings
 from . import launch
@@ -27,6 +27,7 @@ from ..log.records import read_log
 from ..log.runs import run_identity, torch_fallbacks, with_headers
 from ..settings import Settings, Var
 from .capacity import PROBE_STEPS, doubling_ladder
+from . import fit
 
 GUIDE_SEQLENS = [8192, 32768, 65536, 131072, 196608, 262144]
 # A sweep without a GPU tries the suite out: its records go to this ignored folder, not to
@@ -63,9 +64,16 @@ VARS = [
         min=0, max=65535),
     Var("BENCHMARK", "str", "benchmark.py", "the benchmark script to run (relative: to the repository)"),
     Var("DRY_RUN", "bool", False, "print the command of every process that would run; run nothing"),
+    Var("PLAN_GPU", "str", "", "with DRY_RUN=1: plan for this GPU of the table (H100, H200, B200 ...; GPUS "
+        "of them, 1 if unset), its memory the table's HBM, instead of the GPUs visible here"),
+    Var("RUN_UNFIT", "bool", False, "run the points the plan estimates do not fit the GPU's memory too "
+        "(0: each gets an `error` record `does_not_fit` with its estimate, and does not run)"),
 ]
 OWNED = ("SEQ_LEN", "OUTPUT")  # benchmark.py variables the sweep sets per process
-PASSED = [v for v in variables.TRAINING_VARS if v.name not in OWNED]
+# benchmark.py's variables the sweep passes on; its WORKLOAD defaults to `auto` (workloads.auto_name),
+# resolved before the plan and passed to each process by name.
+PASSED = [replace(v, default=workloads.AUTO, choices=(workloads.AUTO, *v.choices), help=workloads.help_text(True))
+          if v.name == "WORKLOAD" else v for v in variables.TRAINING_VARS if v.name not in OWNED]
 # Read by benchmark.py's imports rather than its settings; carried to other nodes too.
 EXTRA_ENV = ("MODEL_DIR", "HF_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
              "TORCH_CUDA_ARCH_LIST", "TORCH_EXTENSIONS_DIR", "CUDA_HOME", "PYTORCH_CUDA_ALLOC_CONF")
@@ -205,6 +213,22 @@ def pending(seq_lens: list[int], done) -> list[int]:
     return sorted(set(seq_lens) - set(done))
 
 
+def unfit(plan: "Plan", todo: list[int]) -> list[int]:
+    """Of `todo`, the lengths the plan estimates do not fit and will not run (RUN_UNFIT=1: none)."""
+    if plan.s.RUN_UNFIT or plan.s.FIND_MAX_SEQLEN:
+        return []
+    return [n for n in todo if n in plan.fits and plan.fits[n].verdict == fit.NO_FIT]
+
+
+def fit_lines(plan: "Plan") -> list[str]:
+    """'seq_len 32768: does not fit: needs ~84 GiB of 78 ...', one per point with a verdict."""
+    def said(f):
+        if f.verdict != fit.NO_FIT:
+            return f.text()
+        return f.text() + ("; RUN_UNFIT=1: run anyway" if plan.s.RUN_UNFIT else "; not run (RUN_UNFIT=1 runs it)")
+    return [f"seq_len {n}: {said(f)}" for n, f in sorted(plan.fits.items())]
+
+
 def process_plan(todo: list[int], reuse: bool) -> list[list[int]]:
     """The processes a sweep starts when nothing fails."""
     return [todo] if reuse and todo else [[s] for s in todo]
@@ -224,6 +248,7 @@ class Plan:
     config: dict  # what a benchmark header of this sweep says, JSON round-tripped
     hardware: dict
     resolved: resolver.Resolved  # what each benchmark process will run (the same resolver's answer)
+    fits: dict = field(default_factory=dict)  # seq_len -> fit.Fit on this GPU (none: memory or model unknown)
 
     @property
     def backend(self) -> str:
@@ -241,6 +266,8 @@ class Plan:
         """(environment changes, argv, DS_ENV_FILE lines) of one benchmark process; a "" value
         unsets. The lines, for a multi-node run only, are written to a file by the runner."""
         env = process_env(seq_lens, self.out, probe)
+        if self.s.WORKLOAD != workloads.NONE:  # resolved: `auto` is the sweep's, by the GPUs it planned for
+            env["WORKLOAD"] = self.s.WORKLOAD
         if self.config.get("DATA"):
             env["DATA"] = self.config["DATA"]  # absolute (prepare)
         include, child_visible = self.devices
@@ -267,8 +294,34 @@ def load_settings(argv, doc: str, known=()) -> dict:
                            f"{'SEQLENS' if name == 'SEQ_LEN' else 'OUT'} instead")
     s = settings.parse(VARS + PASSED)
     settings.check_misspelt(VARS + PASSED, known=known)
+    check_plan_gpu(s)
+    if s.WORKLOAD == workloads.AUTO:
+        seen = len(planned_gpus(s, os.environ))  # none: CPU ranks, whatever GPUS says
+        name = workloads.auto_name(seen and (s.GPUS or seen), bool(os.environ.get("MODEL")))
+        s = settings.parse(VARS + PASSED, {**os.environ, "WORKLOAD": name})
     check_capacity_bounds(s)
     return s
+
+
+def check_plan_gpu(s: Settings) -> None:
+    """BadInput for a PLAN_GPU outside a dry run, or one the GPU table does not know."""
+    if not s.PLAN_GPU:
+        return
+    if not s.DRY_RUN:
+        raise BadInput(f"PLAN_GPU={s.PLAN_GPU!r} without DRY_RUN=1: a run measures the GPUs it has; add DRY_RUN=1 "
+                       f"to plan for another")
+    if gpu_table.lookup(s.PLAN_GPU) is None:
+        raise BadInput(f"PLAN_GPU={s.PLAN_GPU!r}: not a GPU of the table; expected one of "
+                       f"{', '.join(gpu_table.names())}")
+
+
+def planned_gpus(s: Settings, environ) -> list:
+    """The GPUs the plan is for: PLAN_GPU's (GPUS of them, the table's HBM), else those visible."""
+    if not s.PLAN_GPU:
+        return devices.visible_gpus(environ)
+    spec = gpu_table.lookup(s.PLAN_GPU)
+    capability, hip = gpu_table.DIE_CAPABILITY.get(spec.die, (None, False))
+    return [devices.Gpu(spec.name, spec.hbm_gib, capability, hip)] * (s.GPUS or 1)
 
 
 def check_capacity_bounds(s: Settings) -> None:
@@ -283,8 +336,9 @@ def check_capacity_bounds(s: Settings) -> None:
                        f"smallest SEQLENS ({first}), where FIND_MAX_SEQLEN starts")
 
 
-def prepare(s: Settings, environ=os.environ) -> Plan:
-    """Every check the sweep can make before anything starts (BadInput -> exit 2)."""
+def prepare(s: Settings, environ=os.environ, hbm_gib: float | None = None) -> Plan:
+    """Every check the sweep can make before anything starts (BadInput -> exit 2), and whether
+    each point fits the GPU's memory (`hbm_gib`: a measured figure; default the first GPU's)."""
     hostfile = os.path.abspath(s.HOSTFILE) if s.HOSTFILE else ""
     hosts = []
     if hostfile:
@@ -306,7 +360,7 @@ def prepare(s: Settings, environ=os.environ) -> Plan:
     if s.OUT and not out_is_folder:
         settings.check_output("OUT", s.OUT)
 
-    seen = devices.visible_gpus(environ)
+    seen = planned_gpus(s, environ)
     first = seen[0] if seen else None
     problem = launch.gpus_problem(s.GPUS, len(seen), s.DRY_RUN, bool(hostfile), len(os.sched_getaffinity(0)))
     if problem:
@@ -337,10 +391,14 @@ def prepare(s: Settings, environ=os.environ) -> Plan:
                       time.strftime("%Y%m%d-%H%M%S"), s.RESUME, existing)
     settings.check_output("OUT", out)
     config["OUTPUT"] = out
+    hbm = hbm_gib or (first.hbm_gib if first else None)
+    full = model.cheap_config(train.MODEL) if resolved.cut else None
+    fits = {n: f for n in sorted(set(s.SEQLENS))
+            if (f := fit.point_fits(train, world, resolved.cut, full, n, hbm)) is not None}
     return Plan(s=s, out=out, log_path=re.sub(r"\.jsonl$", "", out) + ".log", python=sys.executable,
                 gpus=per_node, hostfile=hostfile, multi_node=len(hosts) > 1, devices=selected,
                 config=json.loads(json.dumps(config, default=str)), hardware=devices.hardware(seen),
-                resolved=resolved)
+                resolved=resolved, fits=fits)
 
 
 def existing_records(path: str) -> list[dict]:

@@ -7,7 +7,9 @@ fresh benchmark process, as a training job starts: a length's peak memory depend
 the allocator cached for the lengths before it in the same process (REUSE_PROCESS=1 runs
 them all in one and pays start-up, 70-120 s on an 8B model, once). A point that fails (OOM,
 crash, or no summary within POINT_TIMEOUT: its process group is killed) gets an `error`
-record and the sweep goes on with the next length. An existing OUT (or RESUME=1) skips
+record and the sweep goes on with the next length. A length the plan estimates does not fit
+the GPU's memory (sweep/fit.py; said before anything runs, with the change that would fit it)
+gets an `error` record `does_not_fit` and does not run, unless RUN_UNFIT=1. An existing OUT (or RESUME=1) skips
 lengths that already have a `summary` of the same run identity (upgrade_bench/log/runs.py),
 and with DECOMPOSE its `decomposition` too;
 Ctrl-C or SIGTERM stops cleanly and keeps what was done. Progress and the final table go to stderr, the records to stdout
@@ -45,12 +47,13 @@ from ..numfmt import sig
 from ..paths import REPO
 from ..log.records import RecordWriter, claim_stdout
 from .capacity import Probe, ProbesInterrupted, find_max_seq_len, known_probes
-from .plan import VARS, Plan, already_done, dry_run, existing_records, fallback_note, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line
+from .plan import VARS, Plan, already_done, dry_run, existing_records, fallback_note, fit_lines, load_settings, passed_through, pending, without_sweep_settings, prepare, process_plan, shell_line, unfit
 from ..numfmt import fmt_s
 from .tables import capacity_table, sweep_table
 from ..settings import Settings
 
 SCRIPT = "run_sweep.sh"
+DOES_NOT_FIT = "does_not_fit"  # an error record's kind of failure: planned out, not measured
 
 
 @dataclass
@@ -277,6 +280,10 @@ def execute(s: Settings, stdout) -> int:
     log = Log(plan.log_path)
     for warning in plan.warnings:  # before anything runs; each process's own repeat of it is not echoed
         log.show(f"warning: {warning}\n")
+    for line in fit_lines(plan):
+        say(f"memory: {line}")
+    skipped = unfit(plan, todo)
+    todo = [n for n in todo if n not in skipped]
     if s.DRY_RUN:
         dry_run(plan, todo, stdout)
         return 0
@@ -284,12 +291,12 @@ def execute(s: Settings, stdout) -> int:
     signals.install()  # scancel / kill: the same clean stop as Ctrl-C
     try:
         ctx = Context(plan, RecordWriter(SCRIPT, plan.out, stream=stdout), log, signals)
-        return run(ctx, previous, done, todo)
+        return run(ctx, previous, done, todo, skipped)
     finally:
         signals.restore()
 
 
-def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
+def run(ctx: Context, previous: list[dict], done: dict, todo: list[int], skipped=()) -> int:
     """The sweep (or the capacity search) once every check passed: its header, the processes,
     then its `sweep` record and table, whatever stopped it; returns the exit code.
 
@@ -303,6 +310,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         hardware=plan.hardware, attn_backend=plan.backend, peak_tflops=plan.resolved.peak_tflops,
         peak_source=plan.resolved.peak_source, precision=plan.resolved.precision.name,
         model_cut=plan.resolved.cut and plan.resolved.cut.label(), out=plan.out, log=plan.log_path,
+        workload=s.WORKLOAD,
         skipped_seq_lens=sorted(done)))
     say(f"results: {plan.out}  (benchmark log: {plan.log_path})")
     if done:
@@ -312,6 +320,11 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         if note:
             sys.stderr.write(f"warning: {note}\n")
     summaries, failures, capacity, interrupted, stopped, stopped_at = {}, {}, None, False, None, []
+    for n in skipped:  # not run: the plan's estimate says why, and what would fit it
+        f = plan.fits[n]
+        failures[n] = {"seq_len": n, "error": DOES_NOT_FIT, "message": f.text()}
+        ctx.writer.write("error", seq_len=n, error=DOES_NOT_FIT, message=f"not run: {f.text()} (RUN_UNFIT=1 runs it)",
+                         config=plan.config, estimated_peak_gib=f.peak_gib, usable_gib=f.usable_gib)
     try:
         if s.FIND_MAX_SEQLEN:
             capacity = run_capacity(ctx, known_probes(previous, plan.config))
@@ -345,7 +358,7 @@ def run(ctx: Context, previous: list[dict], done: dict, todo: list[int]) -> int:
         return ctx.signals.exit_code()
     if stopped:
         return code
-    crashed = [f for f in failures.values() if f["error"] != "oom"]
+    crashed = [f for f in failures.values() if f["error"] not in ("oom", DOES_NOT_FIT)]
     return faults.EXIT_ERROR if crashed else 0
 
 

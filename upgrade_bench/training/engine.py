@@ -301,17 +301,24 @@ def run_script(script: str, variables, doc: str, run_point) -> int:
         if rc.rank == 0:
             sys.stderr.write(f"error: {fields['error']} at seq_len {seq_len}: {fields['message']}\n")
             if fields["error"] == "oom":
-                sys.stderr.write(f"hint: {OOM_HINT}\n")
+                sys.stderr.write(f"hint: {oom_hint(rc.resolved.train)}\n")
         shut_down_distributed(clean=False)
         return exit_code_for(err)
     shut_down_distributed(clean=True)
     return 0
 
 
-# The guide's own ways out of an out-of-memory point, cheapest first.
-OOM_HINT = ("to fit, cut the model to a few layers (NUM_LAYERS=8), checkpoint activations "
-            "(GRAD_CHECKPOINT=1), offload the optimizer (OFFLOAD_OPTIMIZER=1) or shard it over more GPUs "
-            "(ZERO_STAGE=3 with deepspeed --num_gpus=N)")
+def oom_hint(train) -> str:
+    """The guide's ways out of an out-of-memory point, cheapest first, of those not already in force
+    (`train`: the run's training settings): a hint to set what is set is no hint."""
+    layers = train.NUM_LAYERS
+    ways = ([f"cut the model to fewer layers (NUM_LAYERS={8 if not layers or layers > 8 else max(1, layers // 2)})"]
+            if layers != 1 else [])
+    ways += ["checkpoint activations (GRAD_CHECKPOINT=1)"] if not train.GRAD_CHECKPOINT else []
+    ways += ["offload the optimizer (OFFLOAD_OPTIMIZER=1)"] if not train.OFFLOAD_OPTIMIZER else []
+    ways += ["shard it over more GPUs (" + ("ZERO_STAGE=3 with " if train.ZERO_STAGE < 3 else "")
+             + "deepspeed --num_gpus=N)"]
+    return "to fit, " + ", ".join(ways[:-1]) + (" or " if len(ways) > 1 else "") + ways[-1]
 
 
 # What a run's first step at each length spends compiling where a hybrid's fast kernels run:

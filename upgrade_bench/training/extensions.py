@@ -97,14 +97,30 @@ def build_locks(root: Path) -> list:
 
 def open_here() -> set:
     """The real paths of every file a process of this machine holds open (from /proc; the
-    processes whose descriptors this user may not read are left out)."""
+    processes whose descriptors this user may not read are left out). Processes come and go
+    while it looks: a process, a descriptor or the folder of either that is gone (or denied) by
+    the time it is read is passed over, whatever the error (pathlib's glob let a vanished
+    fd folder's FileNotFoundError through)."""
     held = set()
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
-        try:
-            held.add(os.readlink(fd))
-        except OSError:  # another user's process, or one that ended while we looked
+    for pid in _names("/proc"):
+        if not pid.isdigit():
             continue
+        fds = f"/proc/{pid}/fd"
+        for fd in _names(fds):
+            try:
+                held.add(os.readlink(f"{fds}/{fd}"))
+            except OSError:  # another user's process, or one that ended while we looked
+                continue
     return held
+
+
+def _names(folder: str) -> list:
+    """The names in `folder`, or none where it cannot be listed (gone, or not ours to read)."""
+    try:
+        with os.scandir(folder) as entries:
+            return [entry.name for entry in entries]
+    except OSError:
+        return []
 
 
 def filesystem_type(path: Path) -> str:

@@ -118,4 +118,5 @@ def header_fields(rc: RunConfig) -> dict:
                          n_active_params=cut.counted.active_params, n_total_params=cut.built.total_params,
                          mixer_kernels=rc.mixer_kernels, z3_leaf_moe_blocks=zero3_moe(rc),
                          peak_tflops=r.peak_tflops, peak_source=r.peak_source, precision=r.precision.name,
-                         low_precision=rc.low_precision, data=r.tokens.describe() if r.tokens else None)
+                         low_precision=rc.low_precision, data=r.tokens.describe() if r.tokens else None,
+                         workload=r.train.WORKLOAD)

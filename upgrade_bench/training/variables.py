@@ -8,6 +8,7 @@ from ..models.architecture import FAMILIES
 from ..models.layers import MAX_INT
 from ..models.model import PRESETS
 from ..settings import OUTPUT, SEED_MAX, Var
+from . import workloads
 
 # The largest sequence length and batch a setting takes: attention kernels index a sequence's
 # tokens in 32 bits (FlashAttention's cu_seqlens), and BATCH_SIZE x SEQ_LEN then stays within
@@ -17,6 +18,8 @@ MAX_TOKENS = MAX_INT
 # Variables shared by the scripts that run a training step (benchmark.py, bench_decompose.py).
 # Defaults are the guide's long-context config: ZeRO-3, checkpointing, CPU AdamW offload, Liger.
 TRAINING_VARS = [
+    Var("WORKLOAD", "choice", workloads.NONE, workloads.help_text(),
+        choices=(workloads.NONE, *workloads.WORKLOADS), presets=workloads.presets()),
     Var("MODEL", "str", "llama-3.1-8b",
         f"model: a preset of configs/ ({' | '.join(PRESETS)}; tiny* run on CPU in seconds), or a "
         f"local path / hub id of a config of type {', '.join(FAMILIES)} (the families the FLOP "

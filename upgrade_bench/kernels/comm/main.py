@@ -18,7 +18,10 @@ Two ranks or more, one per GPU (one rank has no link to measure: refused): RANKS
 on this host itself (kernels/ranks.py: a failing rank's one line, and no launcher traceback
 after it), or run it under a launcher that sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
 MASTER_PORT (torchrun, deepspeed; across hosts). A rank that connects to the rendezvous waits
-at most 5 minutes for something to answer at MASTER_ADDR:MASTER_PORT, then says so in one line.
+at most 5 minutes for something to answer at MASTER_ADDR:MASTER_PORT, then says so in one line;
+a MASTER_ADDR no name lookup knows, every rank says at once. Under torchrun, what its agent does
+is its own: its ChildFailedError traceback follows a rank's one line, a Ctrl-C ends in its
+SignalException, and an unknown --master_addr waits in its rendezvous before any rank starts.
 NVLink multicast stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 NVSHMEM_DISABLE_NVLS=1 are set in the process before the process group starts, where unset
 (on a shared host a multicast object can break other GPUs); the header's comm_env records
@@ -219,10 +222,9 @@ def rendezvous_problem(environ, rank: int, wait_s: float, connect=socket.create_
     """Why nothing answers at MASTER_ADDR:MASTER_PORT within `wait_s` for a rank that connects
     there (all but a rank 0 that hosts the store itself; under torchrun, whose agent hosts it,
     every rank), or None: a Python connection first, so a wrong address is one line after a
-    stated time, not torch's retries (63 lines of C++ frames, 631 s)."""
+    stated time, not torch's retries (63 lines of C++ frames, 631 s). A host no name lookup
+    knows is said at once by every rank, rank 0 too: it would wait for ranks that never come."""
     addr, port = environ["MASTER_ADDR"], int(environ["MASTER_PORT"])
-    if rank == 0 and environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return None
     where = f"MASTER_ADDR={addr} MASTER_PORT={port}"
     deadline = time.monotonic() + wait_s
     while True:
@@ -230,6 +232,8 @@ def rendezvous_problem(environ, rank: int, wait_s: float, connect=socket.create_
             socket.getaddrinfo(addr, port)
         except (socket.gaierror, UnicodeError) as err:
             return f"{where}: no such host ({err}); expected rank 0's host, as the launcher sets it"
+        if rank == 0 and environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+            return None
         try:
             connect((addr, port), timeout=max(0.1, min(5.0, deadline - time.monotonic()))).close()
             return None

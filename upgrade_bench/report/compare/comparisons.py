@@ -58,6 +58,7 @@ class Row:
     break_even: float | None = None        # price ratio (other over base) of equal $/token
     break_even_range: tuple | None = None
     missing: str | None = None             # why only one side has this length
+    cannot: tuple | None = None            # (GPU, why, is the baseline) of the side that cannot run this length
     no_range: list = field(default_factory=list)   # (series, summary) of sides without a step-time range
 
 
@@ -76,6 +77,7 @@ class Comparison:
     number: int = 0
     usd_per_gpu_hour: tuple = (None, None)   # (base, other) --price of each side, None where not given
     model_built: list = field(default_factory=list)  # [(MODEL_BUILT, base's, other's)] where they differ
+    precision: str = ""         # its number format, where the title must name it (named_precisions)
 
     @property
     def mamf_ratio(self) -> float | None:
@@ -248,7 +250,10 @@ def _row(base: Series, other: Series, n: int, gpu_map: dict, prices: tuple | Non
         row.base_usd_per_mtok = usd_per_mtok(prices[0], tokens[0]) if b else None
         row.other_usd_per_mtok = usd_per_mtok(prices[1], tokens[1]) if o else None
     if not (b and o):
-        row.missing = missing_text(base, gpu_map[base.gpu], n) if o else missing_text(other, gpu_map[other.gpu], n)
+        lacking = base if o else other
+        row.missing = missing_text(lacking, gpu_map[lacking.gpu], n)
+        why = cannot_run(lacking, gpu_map[lacking.gpu], n)
+        row.cannot = (lacking.gpu, why, lacking is base) if why else None
         return row
     base_range, other_range = step_time_range(base.repeats[n], b), step_time_range(other.repeats[n], o)
     row.no_range = [(s, x) for s, x, r in ((base, b, base_range), (other, o, other_range)) if r is None]
@@ -264,6 +269,18 @@ def _row(base: Series, other: Series, n: int, gpu_map: dict, prices: tuple | Non
     cost_ratio = ratio(row.other_usd_per_mtok, row.base_usd_per_mtok)
     row.cost = call(cost_ratio, time_ratio_range(cost_ratio, other_range, base_range))
     return row
+
+
+def named_precisions(comparisons: list) -> None:
+    """Each comparison's number format set to be named in its title where any is not bf16: a bf16
+    and an fp8 comparison of one pair of GPUs otherwise read alike."""
+    def words(c: Comparison) -> str:
+        b, o = (", ".join(map(str, s.settings("PRECISION"))) for s in (c.base, c.other))
+        return b if b == o else f"{o} vs {b}"
+    found = {id(c): words(c) for c in comparisons if c.kind != HEALTH}
+    if set(found.values()) - {"bf16"}:
+        for c in comparisons:
+            c.precision = found.get(id(c), "")
 
 
 def compare(kind: str, base: Series, other: Series, gpu_map: dict, prices: dict) -> Comparison:
@@ -331,6 +348,7 @@ def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = No
     comparisons = [compare(kind, b, o, data.gpus, priced) for kind, b, o in pairs(sweeps, base)]
     for number, c in enumerate(comparisons, 1):
         c.number = number
+    named_precisions(comparisons)
     decompositions = []
     for _kind, b, o in pairs(decomposed, base):
         ignored, unlike, built = pair_differences(b, o)

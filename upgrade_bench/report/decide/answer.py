@@ -24,7 +24,7 @@ from ..text.escape import md_text
 from ..compare.verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN, call
 from ..page.verdicts import one_sided
 from ..read.whole_model import Scope, scaling_words, scope
-from ..page.words import ignored_words, unlike_words
+from ..page.words import STACK_CAVEAT, ignored_words, stack_words, unlike_words
 
 NO_FIT = "does not fit"  # a regime's word where the workload does not fit the candidate: no price call
 CALL_WORDS = {BELOW: "cheaper per token", ABOVE: "dearer per token", WITHIN: "even per token",
@@ -51,6 +51,7 @@ class Regime:
     across: str = ""                # the --ignore-config settings the pair differs in, with both values
     cand_j_per_token: list = field(default_factory=list)  # the candidate's measured board energy per length
     hbm_measured: bool = False      # the HBM as a run of the candidate measured it (GiB), not its datasheet's GB
+    stack: str = ""                 # the software the two measured series differ in, with both versions
 
     @property
     def hbm_words(self) -> str:
@@ -86,11 +87,24 @@ class Regime:
 
 
 @dataclass
+class Only:
+    """A length one side of a candidate's pair cannot run (its OOM, or a capacity search's ceiling)."""
+    candidate: str          # the candidate's GPU
+    source: str             # its provenance, as Regime.source
+    seq_len: int
+    lacking: str            # the GPU that cannot run it
+    why: str                # cannot_run's: 'OOM' or 'max fit 24K'
+    baseline_lacks: bool = True  # the baseline cannot run it (else the candidate)
+    estimate_gib: float | None = None  # a forecast candidate's memory estimate there (beyond_memory), if any
+
+
+@dataclass
 class Workload:
     base: Series
     scope: Scope
     regimes: list = field(default_factory=list)
     notes: list = field(default_factory=list)   # a candidate's line that is no regime (no verdict, one side only)
+    only: list = field(default_factory=list)    # Only: a length one GPU of the pair cannot run
 
     @property
     def order(self) -> int:
@@ -147,7 +161,8 @@ def comparison_regimes(c: Comparison, sc: Scope) -> tuple:
             c.usd_per_gpu_hour, max(filter(None, peaks), default=None), c.other.hbm_gib, sure_words(c),
             "" if seg[0].cost else (f"no price for {' and '.join(c.unpriced)}" if c.unpriced else
                                     "no throughput recorded"), ignored_words(c.ignored) if c.ignored else "",
-            [(r.other or {}).get("energy_j_per_token") for r in seg], not c.other.reference))
+            [(r.other or {}).get("energy_j_per_token") for r in seg], not c.other.reference,
+            stack_words(c.stack) if c.stack and not (c.base.reference or c.other.reference) else ""))
     return out, notes
 
 
@@ -206,6 +221,15 @@ def reconfigured_regimes(fc: SeriesForecast, sc: Scope, rows: list) -> list:
     return out
 
 
+def forecast_only(fc: SeriesForecast) -> list:
+    """The lengths the baseline ran out of memory at, which the forecast has no step for: with
+    the candidate's memory estimate where the baseline's points give one (beyond_memory)."""
+    forecast = {r.seq_len for r in fc.rows}
+    estimates = {n: gib for n, gib, _ in fc.beyond}
+    return [Only(fc.candidate, "forecast", n, fc.base.gpu, "OOM", True, estimates.get(n))
+            for n, err in sorted(fc.base.errors.items()) if err.get("error") == "oom" and n not in forecast]
+
+
 def workloads(a) -> list:
     """Every baseline series with a candidate, in the answer's order."""
     by_base = {}
@@ -220,9 +244,12 @@ def workloads(a) -> list:
             regimes, notes = comparison_regimes(c, w.scope)
             w.regimes += regimes
             w.notes += notes
+            if not c.unlike:
+                w.only += [Only(c.other.gpu, c.other.provenance, r.seq_len, *r.cannot) for r in c.rows if r.cannot]
     for fc in a.forecasts:
         w = of(fc.base)
         w.regimes += forecast_regimes(fc, w.scope)
+        w.only += forecast_only(fc)
     # within a kind, a cut priced as its whole model before one that is not, then the workload
     # measured at the most lengths: the first is the one the bottom line prices
     return sorted(by_base.values(), key=lambda w: (w.order, not (w.scope.whole or w.scope.scaled),
@@ -295,6 +322,8 @@ def regime_sentence(r: Regime, base_gpu: str) -> str:
         text += ("; memory not recorded" if r.fits is None else
                  f"; fits: {whose}{fmt(r.peak_gib)} GiB at most, in its {r.hbm_words}" if r.fits else
                  f"; does not fit: {whose}{fmt(r.peak_gib)} GiB of {r.hbm_words}")
+    if r.stack:
+        text += f"; software differs: {r.stack} ({STACK_CAVEAT})"
     return text + f"; how sure: {r.sure}."
 
 

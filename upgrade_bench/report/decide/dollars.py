@@ -23,7 +23,7 @@ from ..read.series import seq_label
 from ..text.tables import md_table
 from ..text.escape import md_text
 from ..read.whole_model import scaling_words
-from ..compare.verdict import ABOVE, BELOW, WITHIN, call, step_time_range, tokens_per_s_per_gpu
+from ..compare.verdict import ABOVE, BELOW, UNDECIDED, WITHIN, call, step_time_range, tokens_per_s_per_gpu
 
 
 @dataclass
@@ -145,6 +145,8 @@ class OwnerCost:
 
 def owner_cost(side: Side, opts: Assumptions) -> OwnerCost:
     owned = opts.owned.get(side.gpu)
+    if not side.fits:
+        return OwnerCost(None, "does not fit its memory as configured")
     if owned is None:
         return OwnerCost(None, f"no --own {side.gpu.split()[0]}=USD")
     if side.j_per_token is None:
@@ -157,17 +159,20 @@ def owner_cost(side: Side, opts: Assumptions) -> OwnerCost:
     return OwnerCost(tuple(mids))
 
 
-def owner_call(base: OwnerCost, cand: OwnerCost, fits: bool):
-    """The owner's per-token call of a candidate (verdict.call over both ranges), or None."""
+def owner_call(base: OwnerCost, cand: OwnerCost, fits: bool, renter: str | None = None):
+    """The owner's per-token call of a candidate (verdict.call over both ranges), or None; by the
+    renter's rule: undecided where the renter's is (a point timed once has no range to call on)."""
     if not (base.usd_per_mtok and cand.usd_per_mtok) or not fits:
         return None
+    b, c = base.usd_per_mtok, cand.usd_per_mtok
+    if renter == UNDECIDED:
+        return call(c[0] / b[0], None)
     # The candidate's range is the speedup's around the baseline's median (candidate_side): set it
     # against the baseline's median, as the renter's call sets the speedup range against one price.
-    b, c = base.usd_per_mtok, cand.usd_per_mtok
     return call(c[0] / b[0], (min(c[1], c[2]) / b[0], max(c[1], c[2]) / b[0]))
 
 
-OWNER_WORDS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even"}
+OWNER_WORDS = {BELOW: "cheaper", ABOVE: "dearer", WITHIN: "even", UNDECIDED: "undecided"}  # else 'no call'
 
 
 def compact(v: float) -> str:
@@ -189,21 +194,39 @@ def first_length(w: Workload) -> int | None:
     return lengths[0] if lengths else None
 
 
+DAYS_PER_YEAR = 365.25
+
+
+def duration(days: tuple) -> str:
+    """A wall-clock (mid, low, high) in days as a person would say it, in the mid's unit: '5
+    hours', '12 days', '4.3 years (4.2-4.5 years)'; thousands of years compact ('5.5K years')."""
+    mid = days[0]
+    scale, unit = (1 / 24, "hours") if mid < 1 else (1.0, "days") if mid < DAYS_PER_YEAR else (DAYS_PER_YEAR, "years")
+
+    def one(v: float) -> str:
+        v /= scale
+        return compact(v) if v >= 1000 else f"{v:.2g}" if v < 10 and unit == "years" else f"{v:.0f}"
+    low, high = one(min(days)), one(max(days))
+    return f"{one(mid)} {unit}" + ("" if low == high == one(mid) else f" ({low}-{high} {unit})")
+
+
 def train_cells(side: Side, opts: Assumptions, g: int) -> tuple:
-    """(GPU-hours, dollars, days) of training on `g` GPUs, each its mid and range."""
+    """(GPU-hours, dollars, time) of training on `g` GPUs, each its mid and range; none where the
+    workload does not fit the GPU's memory as configured."""
+    if not side.fits:
+        return "-", "no price: does not fit its memory as configured", "-"
     costs = [train_cost(opts.tokens, t, g, side.usd_per_gpu_hour) for t in side.tokens_per_s]
     by_time = (costs[0], costs[2], costs[1])  # the mid, the fastest throughput, the slowest
     usd = _fmt_range(tuple(c.usd for c in by_time), "$") if side.usd_per_gpu_hour else "no price"
-    return (_fmt_range(tuple(c.gpu_hours for c in by_time)), usd, _fmt_range(tuple(c.days for c in by_time)))
+    return (_fmt_range(tuple(c.gpu_hours for c in by_time)), usd, duration(tuple(c.days for c in by_time)))
 
 
 def train_lines(w: Workload, opts: Assumptions, seq_len: int) -> list:
-    """Per GPU at one length: '<GPU> <source>: N GPU-h, $X, D days', each with its range."""
+    """Per GPU at one length: '<GPU> <source>: N GPU-h, $X, 4.3 years', each with its range."""
     out = []
     for side in sides(w, seq_len):
-        hours, usd, days = train_cells(side, opts, node_gpus(w, opts))
-        out.append(f"{side.gpu} {side.source}: {hours} GPU-h, {usd}, {days} days"
-                   + ("" if side.fits else "; does not fit its memory as configured"))
+        hours, usd, time = train_cells(side, opts, node_gpus(w, opts))
+        out.append(f"{side.gpu} {side.source}: " + (f"{hours} GPU-h, {usd}, {time}" if side.fits else usd))
     return out
 
 
@@ -232,7 +255,7 @@ def owner_rows(w: Workload, opts: Assumptions, seq_len: int) -> list:
     for side, cost in zip(found[1:], costs[1:]):
         renter = next((r.word for r in w.regimes if r.candidate == side.gpu and r.source == side.source
                        and seq_len in r.seq_lens), None)
-        got = owner_call(costs[0], cost, side.fits)
+        got = owner_call(costs[0], cost, side.fits, renter)
         out.append(OwnerRow(side, cost, OWNER_WORDS.get(got.word, got.word) if got else "no call",
                             OWNER_WORDS.get(renter, "no call")))
     return out
@@ -274,7 +297,7 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
     """report.md's section: per workload, length and GPU the cost to train, and with --own the
     owner's cost per token and call beside the renter's."""
     out = [f"## Cost to train the whole model on {compact(opts.tokens)} tokens", "",
-           "GPU-hours, dollars and days on a node (`--tokens`, `--gpus`; else the node of the workload's logs), "
+           "GPU-hours, dollars and wall-clock time on a node (`--tokens`, `--gpus`; else the node of the workload's logs), "
            "from measured step times: a candidate's is the baseline's throughput times its speedup range; a "
            "cut's is scaled to the whole model by its FLOPs per token, at the cut's TFLOPS per GPU. Ranges: the "
            "step-time spread, or a forecast's range."]
@@ -287,7 +310,7 @@ def dollars_markdown(workload_list: list, opts: Assumptions) -> str:
                 "against rated, Newkirk et al., arXiv 2506.14551), said so; a measured run without it gets no "
                 "owner's cost. Not counted: the host CPUs, network "
                 "and storage; the hardware is taken to work round the clock."]
-    headers = ["seq_len", "GPU", "GPU-hours", "dollars", "days"]
+    headers = ["seq_len", "GPU", "GPU-hours", "dollars", "time on the node"]
     headers += ["owner's $/1M tokens", "owner's call", "renter's call"] if opts.owned else []
     for number, w in enumerate(workload_list, 1):
         rows = []

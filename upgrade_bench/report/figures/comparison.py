@@ -10,6 +10,7 @@ from .style import (
     LEGEND_FONT, NOTE_CHARS, WARNING_COLOUR, colours, from_zero, hbm_words, label_ticks, legend_entries,
     panel_grid, plot_line, seq_axis, wrap_text)
 from ..read.series import seq_label
+from ..read.whole_model import cut_of
 from ..page.words import ignored_words, stack_words, title
 
 PRICE_COLOUR = "#b8860b"   # the break-even line: dark goldenrod, no series' colour
@@ -63,6 +64,12 @@ def _speedup_panel(ax, c: Comparison, col: dict) -> list:
     return xs
 
 
+def money_title(prices: tuple, gpus: tuple, cut: str) -> str:
+    """The $ panel's title: the prices, and the cut its $/1M tokens are of (not the whole model's)."""
+    at = ", ".join(f"{gpu} ${usd:.2f}" for gpu, usd in dict(zip(gpus, prices)).items())
+    return "$/1M tokens" + (f" of the cut ({cut})\n" if cut else " ") + f"at {at} per GPU-hour"  # two lines fit the panel
+
+
 def _money_panel(ax, c: Comparison, col: dict) -> list:
     lens = []
     if c.prices:
@@ -70,8 +77,7 @@ def _money_panel(ax, c: Comparison, col: dict) -> list:
             lens += plot_line(ax, s, col[id(s)], i, [(r.seq_len, getattr(r, key)) for r in c.rows], short_name(s),
                           under=i == 0)
         ax.set_ylabel("$ per 1M tokens (per GPU)")
-        prices = ", ".join(f"{gpu} ${usd:.2f}" for gpu, usd in dict(zip((c.base.gpu, c.other.gpu), c.prices)).items())
-        ax.set_title(f"$/1M tokens at {prices} per GPU-hour", fontsize=10)
+        ax.set_title(money_title(c.prices, (c.base.gpu, c.other.gpu), cut_of(c.base)), fontsize=10)
     else:
         lens = _series_panel(ax, c, col, "tokens_per_s_per_gpu")
         ax.set_ylabel("tokens/s per GPU")

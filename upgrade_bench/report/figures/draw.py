@@ -195,12 +195,18 @@ def draw_decomposition(a: Analysis):
     lens = sorted({n for s in series for n in s.decompositions})
     if not lens:
         return None
-    rows = max(sum(1 for s in series if n in s.decompositions) for n in lens)
+    def oom(s, n) -> bool:  # a length this series could not run: marked on its row, no step
+        return n not in s.decompositions and (s.errors.get(n) or {}).get("error") == "oom"
+    rows = max(sum(1 for s in series if n in s.decompositions or oom(s, n)) for n in lens)
     fig, axes = plt.subplots(len(lens), 1, dpi=DPI, squeeze=False,
                              figsize=(13.0, len(lens) * (0.55 * rows + 1.0) + 0.6))
     for ax, n in zip(axes[:, 0], lens):
-        here = [s for s in series if n in s.decompositions]
+        here = [s for s in series if n in s.decompositions or oom(s, n)]
         for y, s in enumerate(here):
+            if oom(s, n):
+                ax.text(0.01, y, f"out of memory at {seq_label(n)}: no step to split", va="center", fontsize=8,
+                        color="firebrick")
+                continue
             segments, total = step_segments(s.decompositions[n])
             left = 0.0
             for part, ms, _ in segments:
@@ -214,10 +220,11 @@ def draw_decomposition(a: Analysis):
                     transform=ax.get_yaxis_transform(), clip_on=False)
         ax.set_yticks(range(len(here)))
         ax.set_yticklabels([wrap_text(named[id(s)], 48) for s in here], fontsize=7)
-        ax.invert_yaxis()
+        ax.set_ylim(len(here) - 0.5, -0.5)  # first series on top; a row without a bar keeps its room
         ax.set_xlim(0, 1)
         ax.xaxis.set_major_formatter(lambda x, _: f"{x:.0%}")
-        ax.set_xlabel("share of the step's time (one clock; hatched: published)")
+        ax.set_xlabel("share of the step's time (one clock" + ("; hatched: published)" if any(
+            s.reference for s in here) else ")"))
         ax.set_title(f"Step decomposition at {seq_label(n)}: each bar is one step", fontsize=10)
         ax.grid(True, axis="x", alpha=0.3)
     finish(fig, figure_legend(fig, axes[:, 0], ncol=len(PART_COLOURS), chars=40, note=unlike_across(series)))

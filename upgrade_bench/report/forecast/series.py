@@ -210,16 +210,17 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
         speedup = (point["step_ms"] / f.step_ms, point["step_ms"] / f.step_ms_slow, point["step_ms"] / f.step_ms_fast)
         tok_s = tokens_per_s_per_gpu(point)
         usd = base_usd = cost = even = None
-        if cand_price and base_price and tok_s:
-            usd = tuple(usd_per_mtok(cand_price, tok_s * x) for x in speedup)
+        mem = point.get("peak_mem_gib")
+        fits = None if mem is None else mem <= spec.hbm_gib
+        if base_price and tok_s:
             base_usd = usd_per_mtok(base_price, tok_s)
+        if cand_price and base_usd and fits is not False:  # what does not fit is not priced
+            usd = tuple(usd_per_mtok(cand_price, tok_s * x) for x in speedup)
             cost = call(ratio(usd[0], base_usd), (usd[2] / base_usd, usd[1] / base_usd))
         if base_price:
             even = tuple(break_even_usd_per_gpu_hour(base_price, x) for x in speedup)
-        mem = point.get("peak_mem_gib")
         other = measured.points.get(n) if measured is not None else None
-        out.rows.append(Row(n, point["step_ms"], f, tflops, speedup, usd, base_usd, cost, mem,
-                            None if mem is None else mem <= spec.hbm_gib, cal,
+        out.rows.append(Row(n, point["step_ms"], f, tflops, speedup, usd, base_usd, cost, mem, fits, cal,
                             other.get("tflops_per_gpu") if other else None, even, top,
                             healthy_tflops(parts, r, factor, cal, node, point)))
     out.beyond = beyond_memory(s, spec.hbm_gib)

@@ -40,7 +40,8 @@ def forecast_markdown(fc: SeriesForecast) -> str:
         rows.append([seq_label(r.seq_len), r.calibration.kind, fmt(r.step_ms),
                      f"{fmt(r.forecast.step_ms)} ({fmt(r.forecast.step_ms_fast)}-{fmt(r.forecast.step_ms_slow)})",
                      _span(r.tflops, "num"), _span(r.speedup, "x"), fmt(r.base_usd_per_mtok, "usd"), usd,
-                     COST_WORDS.get(r.cost_call.word, r.cost_call.word) if r.cost_call else "-",
+                     COST_WORDS.get(r.cost_call.word, r.cost_call.word) if r.cost_call else
+                     "no call: does not fit" if r.fits is False else "-",
                      _span(r.break_even_usd, "usd") if r.break_even_usd else "-", fits, fmt(r.measured_tflops),
                      fmt(r.healthy_tflops), f"{r.ceiling:.2f}x" if r.ceiling else "-", r.forecast.how])
     measured = f"{fc.candidate} measured TFLOPS" + (" (another configuration)" if fc.measured_differs else "")

@@ -78,7 +78,8 @@ def inputs_markdown(a: Analysis, inputs, tally) -> str:
 
 def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") -> str:
     """report.md: the verdict blocks first, then the unpaired series, figures and tables; no HTML
-    on it (text.html_safe: a tag from a log shows as typed)."""
+    and no link on it but its own figures (text.html_safe: a tag or a link from a log shows as
+    typed)."""
     out = ["# GPU upgrade report", ""]
     if tally is not None and tally.skipped_total():
         out += [f"**Skipped {tally.skipped_total()} malformed line(s) or record(s)** while reading (see Inputs): "
@@ -95,8 +96,11 @@ def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") ->
     if a.mixed_stacks:
         out += ["## Series that mix software stacks", ""] + [
             f"- {s.label}: {stack_words(d)}" for s, d in a.mixed_stacks] + [""]
+    images = []  # the page's own images: after html_safe, which leaves no image of a log's live
     if figures:
-        out += ["## Figures", ""] + [f"![{path}]({path})\n" for path in figures]
+        out += ["## Figures", ""]
+        images = [f"![{path}]({path})\n" for path in figures]
+    out, out_before = [], out
     for c in a.comparisons:
         out += [f"## Details of {title(c)}", "",
                 "The identity column checks the guide's `speedup ~= peak ratio x MFU ratio`.", "",
@@ -119,4 +123,4 @@ def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") ->
         out += ["## Failures without a sequence length", ""]
         out += [f"- {s.label}: {r.get('error')}: {r.get('message')}" for s, r in a.data.failures] + [""]
     out += ["## Inputs", "", inputs_markdown(a, inputs, tally), ""]
-    return html_safe("\n".join(out))
+    return "\n".join([html_safe("\n".join(out_before))] + images + [html_safe("\n".join(out))])

@@ -14,6 +14,7 @@ from ..decide.dollars import Assumptions, text_lines, yours
 from .markdown import no_comparison_words, prices_line
 from ..node.health import NO_VERDICT
 from .node import headline
+from .words import STACK_CAVEAT
 from ..read.series import seq_label
 from ..text.tables import fmt
 from ..compare.verdict import NOISE_FLOOR
@@ -89,6 +90,7 @@ def workload_lines(i: int, w, gpu: bool) -> list:
         out += _wrapped(scaling_words(w.scope), "  ")
     for r in w.regimes:
         out += [regime_row(r)] + (_wrapped(f"(paired across {r.across}, --ignore-config)", "    ") if r.across else [])
+        out += _wrapped(f"(software differs: {r.stack}; {STACK_CAVEAT})", "    ") if r.stack else []
     for note in w.notes:
         out += _wrapped(note, "  ")
     return out
@@ -110,10 +112,27 @@ def prices_text(a) -> str:
             if a.prices or a.forecast_prices else text)
 
 
+def only_words(only: list, candidate: str) -> str:
+    """What one GPU of the pair cannot run: 'only it runs 32K (H100 SXM: out of memory)' where
+    the candidate runs it, 'H100 SXM ran out of memory at 32K (...)' where the baseline could not
+    and the candidate is forecast."""
+    if not only:
+        return ""
+    why = {"OOM": "out of memory"}
+    if only[0].source != "forecast":
+        return "; ".join(f"only {'it' if o.baseline_lacks else 'the baseline'} runs {seq_label(o.seq_len)} "
+                         f"({o.lacking}: {why.get(o.why, o.why)})" for o in only)
+    return "; ".join(f"{o.lacking} ran out of memory at {seq_label(o.seq_len)}, "
+                     + (f"which {candidate}'s memory would hold by estimate ({fmt(o.estimate_gib)} GiB; no step "
+                        "time)" if o.estimate_gib else f"not forecast on {candidate} (no memory estimate)")
+                     for o in only)
+
+
 def bottom_line(number: int, w) -> list:
-    """Per candidate of workload `w` (yours): its calls by lengths and the price it pays off below."""
+    """Per candidate of workload `w` (yours): its calls by lengths, the price it pays off below, and
+    the lengths only one GPU of the pair runs."""
     out = []
-    for cand in dict.fromkeys((r.candidate, r.source) for r in w.regimes):
+    for cand in dict.fromkeys([(r.candidate, r.source) for r in w.regimes] + [(o.candidate, o.source) for o in w.only]):
         regimes = [r for r in w.regimes if (r.candidate, r.source) == cand]
         runs = []  # consecutive regimes of one call, as one run of lengths
         for r in (r for r in regimes if r.word):
@@ -123,11 +142,15 @@ def bottom_line(number: int, w) -> list:
                 runs.append([r.word, r.seq_lens[0], r.seq_lens[-1]])
         calls = "; ".join(f"{SHORT_CALLS[word] if word != NO_FIT else 'does not fit'} at {seq_label(first)}"
                           + (f"-{seq_label(last)}" if last != first else "") for word, first, last in runs)
-        if not calls:
+        only = only_words([o for o in w.only if (o.candidate, o.source) == cand], cand[0])
+        if not (calls or only):
             continue
         pays = [p for r in regimes if r.word not in (None, NO_FIT) for ends in r.break_even_ends for p in ends]
-        text = (f"Bottom line [{number}]: {cand[0]} ({cand[1]}) at ${regimes[0].prices[1]:.2f}/GPU-hour is {calls}"
-                + (f"; it pays off below ${_range(pays)}/GPU-hour" if pays else "") + ".")
+        price = regimes[0].prices[1] if regimes else None
+        text = (f"Bottom line [{number}]: {cand[0]} ({cand[1]})"
+                + (f" at ${price:.2f}/GPU-hour" if price else ", without a price,") + (f" is {calls}" if calls else "")
+                + (f"; it pays off below ${_range(pays)}/GPU-hour" if pays else "")
+                + (f"{'; ' if calls else ': '}{only}" if only else "") + ".")
         out += _wrapped(text, "")
     return out
 

@@ -7,9 +7,10 @@ words it.
 from ...log.field_types import MAX_NUMBER
 from ..compare.comparisons import HEALTH, Comparison
 from ..read.series import Series, seq_label
+from ..read.whole_model import cut_of
 from ..text.tables import fmt, md_table
 from ..compare.verdict import ABOVE, BELOW, NOISE_FLOOR, UNDECIDED, WITHIN, Call
-from .words import ignored_words, series_words, stack_words, title, unlike_note, unlike_words, who
+from .words import STACK_CAVEAT, ignored_words, series_words, stack_words, title, unlike_note, unlike_words, who
 
 
 def _range(low, high, kind: str) -> str:
@@ -181,7 +182,7 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
                 f"with --ignore-config PRECISION): each GPU trains in its own number format; the model work per token "
                 f"is the same, so the speedup and the call stand, for these formats, not for the same one on both.", ""]
     if c.stack:
-        out += ["> **Software stacks differ** (the stack alone moves results by double-digit percent): "
+        out += [f"> **Software stacks differ** ({STACK_CAVEAT}): "
                 + stack_words(c.stack), ""]
     if c.kind == HEALTH and b.backend != o.backend:
         out += [f"> Attention backend differs: {b.backend} (published) vs {o.backend} (this node).", ""]
@@ -190,7 +191,28 @@ def verdict_block(c: Comparison, also_in: dict) -> str:
                 "of its figures is only their rounding (a run-to-run spread, which it does not publish, "
                 "would be wider); a measured series' range is the spread of its timed steps and runs.", ""]
     out += [points_table(c), ""]
+    runs = "; ".join(filter(None, (which_runs(side, [r.seq_len for r in c.rows]) for side in (b, o))))
+    if runs:
+        out += [f"Which run is the point, where a length ran more than once (the median of its runs; a run under "
+                f"a profiler or MEM_DEBUG only where no other ran): {runs}.", ""]
     return "\n".join(out)
+
+
+def which_runs(s, seq_lens: list) -> str:
+    """'H200 SXM at 8K: run 2026...-b256b9 (294.2 ms); left out: 1 instrumented run (DECOMPOSE=3:
+    301.8 ms)' for the lengths of `s` that ran more than once; '' where none did."""
+    out = []
+    for n in seq_lens:
+        used, plain, aside = s.points.get(n), s.repeats.get(n, []), s.instrumented.get(n, [])
+        if used is None or len(plain) + len(aside) < 2:
+            continue
+        text = (f"{s.gpu} at {seq_label(n)}: " + (f"the median of {len(plain)} runs, " if len(plain) > 1 else "")
+                + f"run {used.get('run_id')} ({fmt(used.get('step_ms'))} ms)")
+        if aside:
+            text += (f"; left out: {len(aside)} instrumented run{'s' if len(aside) > 1 else ''} ("
+                     + ", ".join(f"{r['instrumented']}: {fmt(r.get('step_ms'))} ms" for r in aside) + ")")
+        out.append(text)
+    return "; ".join(out)
 
 
 def identity_note(c: Comparison) -> str:
@@ -215,8 +237,9 @@ def points_table(c: Comparison) -> str:
               fmt((r.other or {}).get("tflops_per_gpu")), speedup_cell(c, r), speed_words(c, r),
               fmt(r.base_usd_per_mtok, "usd"), fmt(r.other_usd_per_mtok, "usd")]
              for r in c.rows])
+    usd = [f"{s.gpu} $/1M tokens" + (f", the cut ({cut_of(s)})" if cut_of(s) else "") for s in (b, o)]
     return md_table(
-        ["seq_len", "speedup", f"{b.gpu} $/1M tokens", f"{o.gpu} $/1M tokens",
+        ["seq_len", "speedup", *usd,
          f"{o.gpu} per token at these prices", "break-even price ratio"],
         [[seq_label(r.seq_len), speedup_cell(c, r), fmt(r.base_usd_per_mtok, "usd"),
           fmt(r.other_usd_per_mtok, "usd"), cost_words(c, r), break_even_cell(c, r)]

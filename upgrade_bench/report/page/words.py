@@ -112,6 +112,9 @@ def unlike_across(series: list) -> str:
             "work, so compare TFLOPS per GPU only between series alike in these.")
 
 
+STACK_CAVEAT = "the stack alone moves results by double-digit percent"  # the guide's H200: torch 2.11 -> 2.12, +16%
+
+
 def stack_words(stack: list) -> str:
     """'torch 2.11.0 vs 2.13.0; ...' from (package, base versions, other versions)."""
     return "; ".join(f"{pkg} {' / '.join(b)} vs {' / '.join(o)}" for pkg, b, o in stack)
@@ -120,4 +123,4 @@ def stack_words(stack: list) -> str:
 def title(c: Comparison) -> str:
     if c.kind == HEALTH:
         return f"{c.number}. Health check: this {c.other.gpu} node vs the {c.base.provenance} {c.base.gpu}"
-    return f"{c.number}. {c.other.gpu} vs {c.base.gpu}: {c.sources}"
+    return f"{c.number}. {c.other.gpu} vs {c.base.gpu}" + (f", {c.precision}" if c.precision else "") + f": {c.sources}"

@@ -62,7 +62,9 @@ class Series:
     stacks: list = field(default_factory=list)      # distinct software stacks of its runs
     runs: dict = field(default_factory=dict)        # (source, run_id) -> Run, in reading order
     ignored: dict = field(default_factory=dict)     # --ignore-config key -> distinct values
-    repeats: dict = field(default_factory=dict)     # seq_len -> [summary, ...]
+    repeats: dict = field(default_factory=dict)     # seq_len -> [summary, ...]: the runs its point is of
+    instrumented: dict = field(default_factory=dict)  # seq_len -> [summary, ...] of runs under a profiler or
+    #                                                   MEM_DEBUG, left out where an un-instrumented run exists
     points: dict = field(default_factory=dict)      # seq_len -> the summary used
     errors: dict = field(default_factory=dict)      # seq_len -> error record
     decompositions: dict = field(default_factory=dict)  # seq_len -> decomposition record
@@ -169,6 +171,11 @@ def load(records, ignore_config=(), also_in=None) -> Dataset:
     for s in series.values():
         for n in [n for n, rs in s.repeats.items() if any(map(diverged, rs))]:
             s.errors[n] = diverged_error(s.repeats.pop(n), n)
+        for n, rs in s.repeats.items():
+            plain = [r for r in rs if not r.get("instrumented")]
+            if plain and len(plain) < len(rs):
+                s.instrumented[n] = [r for r in rs if r.get("instrumented")]
+                s.repeats[n] = plain
         s.points = {n: median_record(rs) for n, rs in sorted(s.repeats.items())}
     data.series = sorted(series.values(), key=lambda s: (s.gpu, bool(s.reference), s.backend, s.identity))
     _label(data.series)
@@ -183,7 +190,8 @@ def _add(data: Dataset, series: dict, record: dict, header, ignore_config) -> No
         s = _series_entry(series, header, record, reference, ignore_config)
         seq_len = record.get("seq_len")
         if kind == "summary":
-            s.repeats.setdefault(seq_len, []).append(record if reference else with_position(record, header))
+            s.repeats.setdefault(seq_len, []).append(
+                record if reference else with_instruments(with_position(record, header), header))
         elif kind == "decomposition":
             s.decompositions[seq_len] = record
         elif seq_len is not None:  # a log from before faults.DIVERGED named the error nonfinite_loss
@@ -246,6 +254,22 @@ def current_capability(record: dict) -> dict:
     if category != "attention" or not name.startswith("sdpa_"):
         return record
     return {**record, "item": f"{category}:{name.replace('_', '-')}"}
+
+
+# Settings of a training run that time more than its steps: DECOMPOSE profiles the steps it times,
+# MEM_DEBUG synchronises at each stage of the step (training/variables.py).
+INSTRUMENTS = ("DECOMPOSE", "MEM_DEBUG")
+
+
+def with_instruments(summary: dict, header) -> dict:
+    """A measured summary with `instrumented` ('DECOMPOSE=3') where its run's configuration
+    turned on what times more than the step; a run without it is the one a point prefers."""
+    config = (header or {}).get("config") or {}
+    on = [f"{k}={config[k]}" for k in INSTRUMENTS if config.get(k) and config.get(k) is not False]
+    if not on or "instrumented" in summary:
+        return summary
+    derived = summary.get("derived") if isinstance(summary.get("derived"), list) else []
+    return {**summary, "instrumented": ", ".join(on), "derived": derived + ["instrumented"]}
 
 
 def with_position(summary: dict, header) -> dict:

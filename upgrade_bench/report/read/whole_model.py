@@ -38,14 +38,16 @@ def _setting(s: Series, key: str) -> int:
         return 0
 
 
-def full_spec(s: Series) -> architecture.ModelSpec | None:
-    """The whole model's description, from MODEL's config (a preset, a folder, a cached hub id)."""
+def full_spec(s: Series) -> tuple:
+    """(the whole model's description, from MODEL's config (a preset, a folder, a cached hub id),
+    or None; why not, where its config is there but cannot be read now). The page reads what the
+    log recorded: a config that changed since the run loses the scaling, never the page."""
     name = next((v for v in s.settings("MODEL") if isinstance(v, str)), None)
-    config = model.cheap_config(name) if name else None
     try:
-        return architecture.describe(config) if config else None
-    except BadInput:
-        return None
+        config = model.cheap_config(name) if name else None
+        return (architecture.describe(config) if config else None), ""
+    except BadInput as err:
+        return None, f"its config cannot be read now ({err})"
 
 
 def whole_tflop_per_step(spec: architecture.ModelSpec, summary: dict) -> float:
@@ -61,7 +63,7 @@ def scope(s: Series) -> Scope:
     cuts = sorted({r.model_cut for r in s.runs.values() if r.model_cut})
     if not layers and not experts:
         return Scope(True, cuts[0] if cuts else "all layers")
-    spec = full_spec(s)
+    spec, why = full_spec(s)
     words = cuts[0] if cuts else (f"{layers} of {len(spec.layers)} layers" if spec and layers else
                                  ", ".join(filter(None, [layers and f"{layers} layers",
                                                          experts and f"{experts} experts"])))
@@ -69,10 +71,18 @@ def scope(s: Series) -> Scope:
         return Scope(False, words, caveat="the expert cut flatters the step (more tokens per expert): "
                                           "no whole-model $/token")
     if spec is None:
-        return Scope(False, words, caveat="no whole-model config at hand to scale by: no whole-model $/token")
+        return Scope(False, words, caveat=f"{why or 'no whole-model config at hand to scale by'}: "
+                                          "no whole-model $/token")
     factors = {n: whole_model_factor(whole_tflop_per_step(spec, p), p["model_tflop_per_step"])
                for n, p in s.points.items() if p.get("model_tflop_per_step")}
     return Scope(False, words, factors, "" if factors else "no FLOP count to scale by: no whole-model $/token")
+
+
+def cut_of(s: Series) -> str:
+    """'8 of 32 layers' where `s` ran a cut of its model, '' where it ran the whole: what a figure
+    of its own (its $/1M tokens) is of, named wherever one is shown."""
+    sc = scope(s)
+    return "" if sc.whole else sc.words
 
 
 def scaling_words(sc: Scope) -> str:

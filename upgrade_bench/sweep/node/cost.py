@@ -10,12 +10,14 @@ from ...models import flops, layers
 from ...training import low_precision as low_precision_step
 from .. import plan as sweep_plan
 
-# Rough costs behind the estimate, from the node command's runs on one H200
-# (results/h200-families-3/node/node.jsonl and results/h200-precision-7/node/node.jsonl: each
-# step's estimate and wall time):
-CAPABILITIES_S = 28.0       # check_capabilities.py's probes: 23 s, 31 s
-MAMF_S = 45.0               # mamf-finder.py's default search: 42 s, 41 s, 38 s
-ATTENTION_START_S = 28.0    # bench_flash_attn.py up to its first point: imports, each backend's check
+# Rough costs behind the estimate, from the node command's runs on one H200 and one H100
+# (results/h200-families-3, h200-precision-7, h200-moe-8 and h100-node-10: node/node.jsonl, each
+# step's estimate and wall time; tests/test_run_node.py holds the H100's and H200-moe-8's within 10%):
+CAPABILITIES_S = 28.0       # check_capabilities.py's probes: 23 s, 31 s, 38 s (H200), 28 s (H100)
+MAMF_S = 41.0               # mamf-finder.py's default search: 42 s, 41 s, 38 s, 39 s (H200), 41 s (H100)
+# bench_flash_attn.py up to its first point (imports, each backend's check): its two-length run took
+# 31.6 s and 32.1 s (H200) and 30.5 s (H100), of which the points at ATTENTION_MFU are about 10 s.
+ATTENTION_START_S = 20.0
 ATTENTION_BACKENDS = 2      # its default: the kernel training picks here, and cuDNN SDPA
 ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on the H200's 989 peak
 # A training process before its first step: imports, model build, DeepSpeed init. It grows with
@@ -27,8 +29,9 @@ START_S_PER_BPARAM = 1.5
 START_S_PER_BPARAM_OFFLOAD = 10.0
 # DeepSpeed's Adam op, JIT-built by the first training process of a node where no earlier run
 # built it (install.sh builds none): fused Adam took 34 s on the H200's 16 cores
-# (results/h200-precision-7/progress.log, "prebuild").
-ADAM_BUILD_S = 35.0
+# (results/h200-precision-7/progress.log, "prebuild"); inside the H100's first start-up, 29 s
+# (34 s where the next process took 5 s: results/h100-node-10/node/sweep.log and decomposition.log).
+ADAM_BUILD_S = 30.0
 # Liger's fused MoE (resolver.Resolved.liger_moe) autotunes its Triton kernels (seven, over 16 to
 # 40 configurations each) in each process's first step. On the H200 (results/h200-moe-8/, Triton's
 # own timings): 194 s with nothing compiled (Qwen3-30B-A3B, 128 experts), 31 s with the kernels
@@ -44,7 +47,7 @@ LIGER_MOE_TUNE_S = 31.0
 MIXER_FIRST_STEP_S = 130.0
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
-HBM_S = 18.0                # bench_hbm.py's defaults: 20 s, 17 s and 16 s (results/h200-hbm-6, h200-precision-7)
+HBM_S = 16.5                # bench_hbm.py's defaults: 20 s, 17 s, 16 s, 17 s (H200), 16 s (H100)
 # bench_comm.py's defaults, not yet timed on a node: 28 points of 1.5 s windows (42 s), and the
 # launcher, torch and NCCL's first connections before them (a training process's start, ~20 s).
 COMM_S = 60.0

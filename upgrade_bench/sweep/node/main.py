@@ -7,9 +7,11 @@ It prints its plan (the lengths each step covers, what is left, an estimated wal
 GPU-hours) before anything starts, a line as each step starts and ends, and writes
 `node.jsonl` (a `header`, then a `node_step` record per step: its command, identity, lengths,
 exit code, estimate and wall time). The training settings are the sweep's (MODEL, NUM_LAYERS,
-SEQLENS, ...: ./run_sweep.sh --help); the decomposition is a sweep of DECOMPOSE_SEQLENS with
-the same settings (Liger included) and DECOMPOSE=3 profiled steps per point, each length in
-a process of its own.
+SEQLENS, WORKLOAD, ...: ./run_sweep.sh --help; WORKLOAD=auto runs right-sized-8b on fewer GPUs
+than the guide's 8); the plan marks each point by its estimated peak memory against the GPU's
+(one that does not fit is recorded and not run, unless RUN_UNFIT=1); the decomposition is a sweep
+of DECOMPOSE_SEQLENS (of the sweep's lengths that fit) with the same settings (Liger included) and
+DECOMPOSE=3 profiled steps per point, each length in a process of its own.
 
 NODE_OUT holds one configuration. Run the command again on it and it resumes: only what the
 folder's records lack of this request runs (the sweep and the decomposition point by point,
@@ -17,7 +19,8 @@ attention by length, the other steps if no earlier run of them ended with exit 0
 length measures only that length. Another model, cut, training setting, attention backend or
 GPU is refused in one line naming the difference, before anything runs: give it a NODE_OUT of
 its own. One run at a time holds the folder (lock.py): a second one started on it is
-refused in one line naming the first's pid. A failed step or point is a record and the next
+refused in one line naming the first's pid; a step ends with its node, however the node ends
+(kill -9 too), and one that outlives it still holds the folder. A failed step or point is a record and the next
 one runs; the last line says what is missing (exit 1 then). Ctrl-C or SIGTERM stops the step
 running and its processes, keeps what was written, and exits 130 or 143. The estimate is rough
 and says what it rests on: per-step constants and, for the training steps, the FLOP count at an
@@ -31,7 +34,6 @@ from pathlib import Path
 
 from ... import faults, settings
 from ...faults import BadInput
-from ...hardware import devices
 from ...interrupts import Signals, ignored
 from ...log import header
 from ...log.records import RecordWriter, folder_problem
@@ -53,7 +55,9 @@ VARS = [
     settings.Var("ATTN_SEQLENS", "int_list", [8192, 32768], "isolated-attention lengths", min=1,
                  max=variables.MAX_TOKENS),
     settings.Var("DECOMPOSE_SEQLENS", "int_list", [8192, 32768], "decomposition lengths (the guide's: 8K; "
-                 "32K shows the attention-bound side)", min=1, max=variables.MAX_TOKENS),
+                 "32K shows the attention-bound side), of those the sweep plans and that fit (none among them: "
+                 "the sweep's shortest that fits); one the sweep ran out of memory at is left out",
+                 min=1, max=variables.MAX_TOKENS),
     settings.Var("DRY_RUN", "bool", False, "print the plan and its estimate; run nothing"),
 ]
 OWN = {v.name for v in VARS}
@@ -117,7 +121,7 @@ def main(argv=None) -> int:
     if s.DRY_RUN:
         planned(s, train, out, children)
         return 0
-    with lock.held(out, f"NODE_OUT={s.NODE_OUT!r}"):  # before the plan reads the folder
+    with lock.held(out, f"NODE_OUT={s.NODE_OUT!r}") as lock_fd:  # before the plan reads the folder
         steps = planned(s, train, out, children)
         writer = RecordWriter(SCRIPT, str(out / "node.jsonl"))
         writer.write("header", **header.fields(
@@ -126,7 +130,7 @@ def main(argv=None) -> int:
         signals = Signals()
         signals.install()
         try:
-            return run(steps, out, writer, signals, OWN)
+            return run(steps, out, writer, signals, OWN, lock_fd)
         finally:
             signals.restore()
 
@@ -144,7 +148,7 @@ def planned(s, train, out: Path, children: dict) -> list:
     training = {w: None for st in steps if st.sweep and not st.finished for w in st.sweep.warnings}
     for warning in training:  # a setting that changes nothing here among them: said before the plan
         say(f"warning: {warning}")
-    say(node_plan.plan_text(steps, train.GPUS or len(devices.visible_gpus())))
+    say(node_plan.plan_text(steps, train.GPUS or len(sweep_plan.planned_gpus(train, os.environ))))
     cannot = [st for st in steps if st.cannot and not st.finished]
     if cannot and not s.DRY_RUN:  # before the steps that can run: not an hour, then the refusal
         names = " ".join(st.name for st in cannot)
@@ -153,13 +157,20 @@ def planned(s, train, out: Path, children: dict) -> list:
     return steps
 
 
-def run(steps: list, out: Path, writer, signals, own: set) -> int:
+def run(steps: list, out: Path, writer, signals, own: set, lock_fd: int | None = None) -> int:
     """Each step in turn, what an earlier run did skipped; the exit code: 0 when nothing is
-    missing, 1 when something is (the last line says what), 128 + a signal that stopped it."""
+    missing, 1 when something is (the last line says what), 128 + a signal that stopped it.
+    `lock_fd`: the folder's lock (lock.held's), which each step holds too."""
     missing = {}
+    sweep = next((st for st in steps if st.name == "sweep"), None)
     for i, st in enumerate(steps, 1):
+        if st.name == "decomposition" and sweep:  # what the sweep found out of memory is not retried
+            ooms = [n for n in node_plan.sweep_ooms(sweep) if n in st.lengths]
+            if ooms:
+                say(f"[node] {st.name}: {' '.join(map(str, ooms))} left out: out of memory in the sweep")
+                node_plan.not_retried(st, ooms)
         try:
-            missing[st.name] = run_step(st, f"[node] {i}/{len(steps)}", out, writer, signals, own)
+            missing[st.name] = run_step(st, f"[node] {i}/{len(steps)}", out, writer, signals, own, lock_fd)
         except KeyboardInterrupt:
             say(f"[node] stopped by {faults.signal_name(signals.received)} during {st.name}: what was "
                 f"written is kept; run again with the same NODE_OUT to resume")
@@ -171,8 +182,10 @@ def run(steps: list, out: Path, writer, signals, own: set) -> int:
     if not lacking:
         say(f"[node] {complete} of {len(steps)} steps done; the folder to copy: {out}")
         return 0
+    memory_only = all(any(w in phrase for w in node_plan.MEMORY_WORDS) for phrase in lacking)
+    retry = "" if memory_only else " (run again with the same NODE_OUT to retry what is missing)"
     say(f"[node] {complete} of {len(steps)} steps complete; missing: {', '.join(lacking)}; the folder to "
-        f"copy: {out} (run again with the same NODE_OUT to retry what is missing)")
+        f"copy: {out}{retry}")
     return faults.EXIT_ERROR
 
 
@@ -189,17 +202,23 @@ def health_lines(out: Path) -> list:
     return node_page.terminal_lines(checks) or ["node check: none (no GPU figure in the folder)"]
 
 
-def run_step(st, prefix: str, out: Path, writer, signals, own: set) -> list:
-    """Run one step unless an earlier run did it all; what it leaves missing."""
+def run_step(st, prefix: str, out: Path, writer, signals, own: set, lock_fd: int | None = None) -> list:
+    """Run one step unless an earlier run did it all; what it leaves missing. The step dies with
+    the node, however the node ends (child_process.dies_with_parent), and holds the folder's lock
+    while it lives (`lock_fd`, inherited): where that signal cannot be armed, or the step outlives
+    it, no second run starts on the folder beside it."""
     if st.finished:
-        say(f"{prefix} {st.name}{node_plan.covers(st)}: done in an earlier run, skipped")
-        return []
+        say(f"{prefix} {st.name}{node_plan.covers(st)}: {node_plan.finished_text(st)}")
+        return node_plan.missing(st, 0, out) if st.lengths and st.name in node_plan.TRAINING_STEPS else []
     say(f"{prefix} {st.name}{node_plan.covers(st)}: starting (~{fmt_s(st.estimate_s)})")
     env = st.run_env()
     started = time.monotonic()
     with open(out / f"{st.name}.log", "ab") as log:
         proc = subprocess.Popen(st.argv, env=node_plan.step_environ(os.environ, st.name, env, own),
-                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+                                pass_fds=() if lock_fd is None else (lock_fd,),
+                                preexec_fn=child_process.dies_with_parent())
+        lock.step_noted(lock_fd, proc.pid)
         try:
             code = proc.wait()
         except KeyboardInterrupt:  # the step's own processes first: none writes on after us
@@ -207,6 +226,7 @@ def run_step(st, prefix: str, out: Path, writer, signals, own: set) -> list:
             with ignored():
                 record(writer, st, env, proc.returncode, time.monotonic() - started)
             raise
+    lock.step_noted(lock_fd, None)
     wall = time.monotonic() - started
     with signals.hold():
         record(writer, st, env, code, wall)

@@ -13,6 +13,7 @@ The decomposition step is a sweep of DECOMPOSE_SEQLENS with DECOMPOSE=N: the swe
 settings (Liger included) and identity, each length in a process of its own, a point that
 does not fit a recorded error; RESUME counts a point of it done only with its decomposition.
 """
+import os
 import signal
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,8 +27,8 @@ from ...log.records import read_log
 from ...log.runs import identity_difference, run_identity, with_headers
 from ...numfmt import fmt_s
 from ...paths import REPO
-from ...training import extensions, memory
-from .. import plan as sweep_plan
+from ...training import extensions, memory, workloads
+from .. import fit, plan as sweep_plan
 from . import cost
 from ... import settings
 from ...settings import Settings
@@ -72,15 +73,19 @@ class Step:
 
 
 def training_step(name: str, train: Settings, out: Path, lengths: list, decompose: int, dry_run: bool,
-                  machine: dict, environ) -> Step:
+                  machine: dict, environ, hbm_gib: float | None = None) -> Step:
     """The sweep or the decomposition step: run_sweep.sh on `lengths`, planned by the sweep's own
-    planner (sweep_plan.prepare: its checks, resolution and RESUME), what is left and its estimate."""
+    planner (sweep_plan.prepare: its checks, resolution, RESUME and what fits), what is left to
+    run (the lengths that do not fit are not: the sweep records why) and its estimate."""
     env = {"OUT": str(out / OUTPUTS[name]), "RESUME": "1", "SEQLENS": " ".join(map(str, lengths))}
+    if train.WORKLOAD != workloads.NONE:  # resolved here: the sweep runs what this plan planned
+        env["WORKLOAD"] = train.WORKLOAD
     if decompose:
         env["DECOMPOSE"] = str(decompose)
     plan = sweep_plan.prepare(replace(train, SEQLENS=lengths, OUT=env["OUT"], RESUME=True,
-                                       DECOMPOSE=decompose or train.DECOMPOSE, DRY_RUN=dry_run), environ)
+                                       DECOMPOSE=decompose or train.DECOMPOSE, DRY_RUN=dry_run), environ, hbm_gib)
     todo = sweep_plan.pending(lengths, sweep_plan.already_done(plan, sweep_plan.existing_records(plan.out)))
+    todo = [n for n in todo if n not in sweep_plan.unfit(plan, todo)]
     identity = {**machine, **run_identity(plan.config)[0], "attn_backend": plan.backend}
     return Step(name, ["bash", str(REPO / "run_sweep.sh")], env, OUTPUTS[name], identity, sorted(set(lengths)),
                 todo, estimate_s=cost.points_s(plan, todo, cost.mixer_tuning(
@@ -110,13 +115,15 @@ def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, e
     """Every step, in order, with its command, identity, what is left of it and its estimate
     (SKIP's steps too: the folder must not hold another configuration of them either);
     `children`: the step scripts' modules (node.main.CHILDREN); `own`: the node's settings."""
-    seen = devices.visible_gpus(environ)
+    seen = sweep_plan.planned_gpus(train, environ)
     machine = {"gpu_name": seen[0].name if seen else None, "gpu_count": len(seen)}
-    on_gpu = bool(seen)  # the steps' constants are an H200's: on a CPU host no step has an estimate
+    on_gpu = bool(seen)  # the steps' constants are an H100's and H200's: on a CPU host no step has an estimate
     train_lengths = sorted(set(train.SEQLENS))
-    sweep = training_step("sweep", train, out, train_lengths, 0, s.DRY_RUN, machine, environ)
-    decomposition = training_step("decomposition", train, out, sorted(set(s.DECOMPOSE_SEQLENS)),
-                                  train.DECOMPOSE or DECOMPOSE_STEPS, s.DRY_RUN, machine, environ)
+    hbm = measured_hbm_gib(out)
+    sweep = training_step("sweep", train, out, train_lengths, 0, s.DRY_RUN, machine, environ, hbm)
+    lengths = decompose_lengths(s.DECOMPOSE_SEQLENS, sweep)
+    decomposition = (training_step("decomposition", train, out, lengths, train.DECOMPOSE or DECOMPOSE_STEPS,
+                                   s.DRY_RUN, machine, environ, hbm) if lengths else None)
     resolved = sweep.sweep.resolved
     spec = resolved.cut.counted if resolved.cut else None
     attention_lengths = sorted(set(s.ATTN_SEQLENS))
@@ -141,13 +148,57 @@ def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, e
                 estimate_s=cost.COMM_S)] if machine["gpu_count"] >= 2 else []),
         attention,
         sweep,
-        decomposition,
+        *([decomposition] if decomposition else []),
     ]
     resume(steps, out)
     attention.estimate_s = cost.attention_s(spec, attention.todo, resolved.peak_tflops) if attention.todo else 0.0
     add_first_process_costs(steps, s.SKIP, train, resolved.liger_moe, environ,
                             cost.mixer_tuning(spec, environ) == "once")
     return steps
+
+
+def measured_hbm_gib(out: Path) -> float | None:
+    """The GPU memory the capability step's header measured in the folder (torch's total), if
+    it ran; else None (the plan takes NVML's, or the GPU table's in a dry run for PLAN_GPU)."""
+    path = out / OUTPUTS["capabilities"]
+    if not path.is_file():
+        return None
+    found = [(r.get("hardware") or {}).get("hbm_gib") for r in read_log(str(path), "NODE_OUT's capabilities.jsonl")
+             if r.get("kind") == "header"]
+    return next((g for g in reversed(found) if isinstance(g, (int, float)) and g > 0), None)
+
+
+def decompose_lengths(asked: list, sweep: Step) -> list:
+    """The decomposition's lengths: those of DECOMPOSE_SEQLENS the sweep plans and that fit (a
+    length the sweep will not run is not profiled either); where none is among them, the
+    sweep's shortest that fits; none where nothing fits."""
+    plan = sweep.sweep
+    ooms = sweep_ooms(sweep)
+    fitting = [n for n in sweep.lengths if n not in sweep_plan.unfit(plan, [n]) and n not in ooms]
+    ours = sorted(set(asked) & set(fitting))
+    return ours or fitting[:1]
+
+
+def not_retried(st: Step, ooms: list) -> None:
+    """Leave out of a training step the lengths the sweep ran out of memory at (`ooms`)."""
+    st.lengths = [n for n in st.lengths if n not in ooms]
+    st.todo = [n for n in st.todo if n not in ooms]
+    st.env["SEQLENS"] = " ".join(map(str, st.lengths))
+
+
+def unfit_lengths(st: Step) -> list:
+    """A training step's lengths its plan estimates do not fit, which it does not run."""
+    return sweep_plan.unfit(st.sweep, st.lengths) if st.sweep else []
+
+
+def sweep_ooms(st: Step) -> list:
+    """The lengths the sweep's log shows ran out of memory in this configuration (the error's
+    own config, else its process's header's): a later step does not retry them (the same point
+    runs out of memory again)."""
+    key = run_identity(st.sweep.config)[1]
+    return sorted({r["seq_len"] for r, header in with_headers(sweep_plan.existing_records(st.sweep.out))
+                   if r.get("kind") == "error" and r.get("error") == "oom" and isinstance(r.get("seq_len"), int)
+                   and run_identity(r.get("config") or (header or {}).get("config"))[1] == key})
 
 
 def add_first_process_costs(steps: list, skip: list, train: Settings, liger_moe: bool, environ,
@@ -242,12 +293,29 @@ def missing(st: Step, exit_code: int | None, out: Path) -> list:
         why = {r.get("seq_len"): r.get("error") for r, _ in with_headers(records) if r.get("kind") == "error"}
         if exit_code is not None and any(faults.killed_by(exit_code, sig) for sig in (signal.SIGINT, signal.SIGTERM)):
             why.setdefault(next((n for n in left if n not in why), None), "interrupted")  # the point it was on
-        return [f"{st.name} at {n} ({why.get(n) or 'not run'})" for n in left]
+        return [f"{st.name} at {n} ({memory_phrase(st, n, why.get(n)) or why.get(n) or 'not run'})" for n in left]
     if exit_code == 0:
         return []
     what = f"{st.name} at {' '.join(map(str, st.todo))}" if st.lengths is not None else st.name
     killed = exit_code is not None and faults.killed_by(exit_code, signal.SIGKILL)
     return [f"{what} ({faults.exit_meaning(exit_code)[1] if killed else f'exit {exit_code}'})"]
+
+
+MEMORY_ERRORS = ("oom", "does_not_fit")
+MEMORY_WORDS = ("(out of memory", "(not run: ")  # how memory_phrase begins: a rerun would not help
+
+
+def memory_phrase(st: Step, seq_len: int, error: str | None) -> str | None:
+    """'out of memory; fits with GRAD_CHECKPOINT=1 (~62 GiB) ...' for a point that ran out of
+    memory or was planned out (what would fit it, not a rerun: the same point fails alike); None
+    for another failure."""
+    if error not in MEMORY_ERRORS:
+        return None
+    f = st.sweep.fits.get(seq_len) if st.sweep else None
+    if error == "does_not_fit" and f:
+        return f"not run: {f.text()}"
+    fix = f"; fits with {' or '.join(f.fixes)}" if f and f.fixes else ""
+    return f"out of memory{f' (estimated ~{f.peak_gib:.0f} GiB of {f.usable_gib:.0f})' if f else ''}{fix}"
 
 
 def plan_text(steps: list, gpu_count: int) -> str:
@@ -261,9 +329,15 @@ def plan_text(steps: list, gpu_count: int) -> str:
         lines.append(f"[node] training (sweep, decomposition): {resolved.train.MODEL}, {cut}, attention "
                      f"{resolved.backend}, Liger {'on' if resolved.use_liger else 'off'}, {resolved.world_size} "
                      f"rank(s)")
+        lines += workload_lines(resolved.train, resolved.world_size)
+        sweep = next(st for st in steps if st.name == "sweep" or st.sweep)
+        if sweep.sweep.fits:
+            gib = sweep.sweep.fits[sweep.lengths[0]].usable_gib
+            lines.append(f"[node] memory, {gib:.1f} GiB usable ({hbm_source(sweep)}), each point's peak estimated:")
+            lines += [f"[node]   {n}: {f.text()}" for n, f in sorted(sweep.sweep.fits.items())]
     for i, st in enumerate(steps, 1):
         if st.finished:
-            lines.append(f"[node] {i}. {st.name}{covers(st)}: done in an earlier run, skipped")
+            lines.append(f"[node] {i}. {st.name}{covers(st)}: {finished_text(st)}")
             continue
         if st.cannot:
             said = next((other.name for other in steps[:i - 1] if other.cannot == st.cannot), None)
@@ -288,12 +362,48 @@ def plan_text(steps: list, gpu_count: int) -> str:
     return "\n".join(lines)
 
 
+def workload_lines(train: Settings, world: int) -> list:
+    """Which workload the training steps run, and the guide's full sweep one name away."""
+    name = train.WORKLOAD
+    if name == workloads.NONE:
+        return []
+    why = (f" (auto: {world} GPU(s), fewer than the {workloads.GUIDE_GPUS} the guide's configuration needs)"
+           if name == workloads.auto_name(world) and world < workloads.GUIDE_GPUS and not explicit_workload() else "")
+    lines = [f"[node] workload {name}{why}"]
+    if name != "guide-long-context":
+        lines.append("[node] the guide's full sweep (the whole 8B, 8K..256K, 8 GPUs): WORKLOAD=guide-long-context")
+    return lines
+
+
+def explicit_workload() -> bool:
+    return os.environ.get("WORKLOAD", workloads.AUTO) not in ("", workloads.AUTO)
+
+
+def hbm_source(sweep: Step) -> str:
+    """Where the usable memory came from: the capability step's record, NVML, or the GPU table."""
+    p = sweep.sweep
+    if p.s.PLAN_GPU:
+        return (f"the GPU table's {p.hardware.get('hbm_gib')} GiB for {p.hardware.get('gpu_name')} (PLAN_GPU) less "
+                f"{fit.CONTEXT_GIB} outside the allocator")
+    return f"{p.hardware.get('hbm_gib')} GiB less {fit.CONTEXT_GIB} outside the allocator"
+
+
+def finished_text(st: Step) -> str:
+    """Why a step has nothing to run: an earlier run did it, or none of its lengths fits."""
+    if st.lengths is not None and set(st.lengths) <= set(unfit_lengths(st)):
+        return "nothing to run"
+    return "done in an earlier run, skipped"
+
+
 def covers(st: Step) -> str:
     """' at 8192 32768' (and, resumed, which of them were done), or '' for a step without lengths."""
     if st.lengths is None:
         return ""
     text = " at " + " ".join(map(str, st.lengths))
-    done = [n for n in st.lengths if n not in st.todo]
+    unfit = unfit_lengths(st)
+    if unfit:
+        text += f" ({' '.join(map(str, unfit))} not run: does not fit)"
+    done = [n for n in st.lengths if n not in st.todo and n not in unfit]
     if done and st.todo:
         text += f" ({' '.join(map(str, done))} done in an earlier run; {' '.join(map(str, st.todo))} to run)"
     return text

@@ -1,0 +1,83 @@
+"""The peak GPU memory (max reserved, worst rank) a training point will reach, estimated before it
+runs: what the plans mark each point by against the GPU's memory (sweep/fit.py).
+
+Two moments of a step can peak, and the higher one is the point's peak:
+
+- the optimizer step: the training state (memory.state_bytes: weights, gradients, Adam's state
+  on the GPU) and, with the optimizer on the GPU, STEP_BYTES_PER_PARAM more of its partition
+  (DeepSpeed's fp32 gradient copy and flat buffers). No activation is alive then, so it does not
+  grow with the sequence;
+- the backward pass: the state, DeepSpeed's buffers (BUFFER_GIB, by ZeRO stage) and the saved
+  activations, linear in tokens (FlashAttention-class kernels keep no s^2 scores): without
+  checkpointing every layer's, ACT_BYTES_PER_WIDTH per token for each unit of width (hidden size
+  plus the MLP's active intermediate size); with it, CKPT_BYTES_PER_HIDDEN per hidden unit of
+  each layer's input and one layer recomputed in full.
+
+Calibrated on the project's own measured peaks (tests/test_peak_memory.py walks every committed
+summary record it covers and holds each within ESTIMATE_ERROR): 8-layer, 2-layer and 1-layer
+cuts of Llama-3.1-8B on one H200 (ZeRO-2, no offload, no checkpointing, Liger, 1K-32K, bf16 and
+fp8) and the whole 8B on two H200s (ZeRO-3, CPU AdamW offload, checkpointing, Liger, 8K-128K).
+It covers dense attention models (`covers`): an MoE's routing and a linear mixer's chunked
+state add activations it does not count (Qwen3-30B-A3B's 4-layer cut reached 138 GiB at 32K
+where this would say 70), so for those it gives the optimizer step's figure as a floor.
+"""
+from dataclasses import dataclass
+
+from ..models import layers
+from . import memory
+
+GIB = 2**30
+# Within this share of every committed peak it covers (the test's bound): a plan's margin.
+ESTIMATE_ERROR = 0.05
+# The optimizer step on the GPU: 24 bytes a parameter in all on one H200 (8, 2 and 1 layers of the
+# 8B: 62.54, 33.26, 28.38 GiB for 2.80B, 1.49B, 1.27B parameters, the same 24.0 to 0.1%), 16 of
+# them the state: 8 more of the optimizer's partition.
+STEP_BYTES_PER_PARAM = 8
+# The backward pass's activations without checkpointing, per token and unit of width (h + i):
+# the 8-layer cut (h 4096, i 14336) grew 18.56 GiB from 16K to 32K (65.81 -> 84.37 GiB).
+ACT_BYTES_PER_WIDTH = 18.56 * GIB / 16384 / 8 / (4096 + 14336)
+# DeepSpeed's buffers beside the state in the backward pass (its gradient buckets): ZeRO-2 on
+# one GPU, 65.81 GiB at 16K less 16 bytes a parameter and the activations above; ZeRO-3 with
+# the optimizer offloaded, two GPUs, from the same line as CKPT_BYTES_PER_HIDDEN.
+BUFFER_GIB = {2: 65.81 - 16 * 2.7955 * 1e9 / GIB - 16384 * 8 * ACT_BYTES_PER_WIDTH * (4096 + 14336) / GIB,
+              3: 0.64}
+# With checkpointing, per token and hidden unit of each layer (its saved input, bf16, and what
+# DeepSpeed keeps beside it): the whole 8B on two H200s grew 4.65e-4 GiB a token (19.7 GiB at 8K,
+# 30.6 at 32K, 76.6 at 128K), less one layer recomputed in full.
+CKPT_BYTES_PER_HIDDEN = (4.65e-4 * GIB - ACT_BYTES_PER_WIDTH * (4096 + 14336)) / (32 * 4096)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    peak_gib: float
+    floor: bool        # only the optimizer step's figure: the model does not cover the activations
+    phase: str         # "optimizer step" or "backward": which moment peaks
+
+
+def covers(spec) -> bool:
+    """Whether the activations of a model are what the calibration measured: dense attention."""
+    return not spec.moe and all(kind in layers.QUADRATIC for kind in spec.mix())
+
+
+def width(layer, hidden: int) -> float:
+    """A layer's width for its activations: the hidden size and its MLP's active intermediate size."""
+    return hidden + layer.mlp.active_params / (3 * hidden)
+
+
+def estimate(built, counted, seq_len: int, batch: int, zero_stage: int, world: int, offload: bool,
+             checkpointing: bool) -> Estimate:
+    """The peak of one training point: `built` the model as built (its parameters), `counted`
+    its layers (their activations)."""
+    params, w = built.total_params, max(1, world)
+    state = memory.state_bytes(params, zero_stage, w, offload)[0]
+    step = state + (0.0 if offload else STEP_BYTES_PER_PARAM * params / (w if zero_stage >= 1 else 1))
+    if not covers(counted):
+        return Estimate(step / GIB, True, "optimizer step")
+    tokens = seq_len * batch
+    widths = [width(ly, counted.hidden) for ly in counted.layers]
+    if checkpointing:
+        per_token = CKPT_BYTES_PER_HIDDEN * counted.hidden * len(widths) + ACT_BYTES_PER_WIDTH * max(widths)
+    else:
+        per_token = ACT_BYTES_PER_WIDTH * sum(widths)
+    backward = state + BUFFER_GIB[3 if zero_stage >= 3 else 2] * GIB + per_token * tokens
+    return Estimate(max(step, backward) / GIB, False, "optimizer step" if step >= backward else "backward")
