@@ -210,8 +210,11 @@ def test_plot_results_backtest_and_forecast_on_the_page(tmp_path, capsys):
                               "--price", "B200=7.00", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("Prices per GPU-hour:")  # the answer first, the backtest after it
-    assert "\n# Backtest" in printed and "Median absolute error of all" in printed
-    assert "B200 SXM -> B300 SXM, gpt-oss-120b" in printed  # the refresh, from Megatron-Bridge's figures
+    assert "\nBacktest of the forecast on published pairs" in printed and "By pair class" in printed
+    assert max(map(len, printed[printed.index("\nBacktest"):].splitlines())) <= 100  # a summary, not the table
+    full = (out / "report.md").read_text()  # the full table is the report's
+    assert "## Backtest" in full and "Median absolute error of all" in full
+    assert "B200 SXM -> B300 SXM, gpt-oss-120b" in full  # the refresh, from Megatron-Bridge's figures
     # the report's first lines answer: speedup range, the per-token call with both sides' $, the
     # break-even ratio against the price ratio, memory fit and how sure, per kind of workload
     first = printed.splitlines()[:8]

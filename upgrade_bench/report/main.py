@@ -245,10 +245,19 @@ def backtest_csv(rows: list) -> str:
     return text.getvalue()
 
 
+def backtest_section(rows: list | None) -> str:
+    """The backtest's full tables for report.md ('' without --backtest)."""
+    if rows is None:
+        return ""
+    notes = backtest.unbacktested(published_pairs.all_records())
+    return ("\n\n## Backtest: forecasts of the published pairs from their baseline alone\n\n"
+            + backtest.backtest_markdown(rows, notes) + "\n")
+
+
 def print_backtest(rows: list) -> None:
     notes = backtest.unbacktested(published_pairs.all_records())
-    sys.stdout.write("\n# Backtest: forecasts of the published pairs from their baseline alone\n\n"
-                     + backtest.backtest_markdown(rows, notes) + "\n")
+    sys.stdout.write("\nBacktest of the forecast on published pairs (full table: report.md, backtest.md)\n"
+                     + backtest.backtest_summary(rows, notes))
 
 
 def write_guide_reference(path: str) -> None:
@@ -280,12 +289,16 @@ def write_outputs(analysis, args, paths, tally, backtest_rows=None, money: str =
                 from .figures import draw as figures
                 pngs = figures.write_all(analysis, folder, stage.open)
                 with stage.open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
-                    f.write(markdown.render(analysis, pngs, paths, tally, money))
+                    f.write(markdown.render(analysis, pngs, paths, tally, money) + backtest_section(backtest_rows))
                 names = ["report.md"] + pngs + names
             if flag == "--out" and backtest_rows is not None:
                 with stage.open(os.path.join(folder, "backtest.csv"), "w", encoding="utf-8", newline="") as f:
                     f.write(backtest_csv(backtest_rows))
                 names.append("backtest.csv")
+                if analysis is None:  # the full table where no report.md is written
+                    with stage.open(os.path.join(folder, "backtest.md"), "w", encoding="utf-8") as f:
+                        f.write(backtest_section(backtest_rows).lstrip())
+                    names.append("backtest.md")
             stage.commit()
         except OSError as err:
             stage.discard()

@@ -18,7 +18,7 @@ from ..read.series import Series, seq_label
 from ..text.tables import fmt, md_table
 from ..compare.verdict import ratio
 
-BACKTEST_COLUMNS = ("pair", "source", "gpus", "model", "like_for_like", "differs", "kind", "pair_class", "step",
+BACKTEST_COLUMNS = ("pair", "source", "release", "gpus", "model", "like_for_like", "differs", "kind", "pair_class", "step",
                     "group", "metric",
                     "seq_len", "split", "model_forecast", "forecast", "forecast_low", "forecast_high", "half_width",
                     "published", "error", "model_error", "calibrated_on", "naive_peak", "naive_mamf",
@@ -114,7 +114,8 @@ def backtest(records: list) -> list:
         precision = calibration.precision_of(_config(base))
         base_spec, cand_spec = gpus.lookup(_gpu(base)), gpus.lookup(_gpu(cand))
         naive = naive_ratios(base_spec, cand_spec, precision)
-        differs = published_pairs.differences(_config(base), _config(cand))
+        differs = published_pairs.differences(_config(base), _config(cand)) + fabric_change(
+            _config(base), base_spec, cand_spec)
         changed = any(not d.startswith("CONTAINER") for d in differs)
         klass, step = calibration.pair_class(base_spec, cand_spec, changed), calibration.step_kind(_config(base))
         for (metric, n), (mid, _low, _high, top, base_value, how, share) in sorted(
@@ -135,16 +136,34 @@ def backtest(records: list) -> list:
                          **{k: base_value * v if v else None for k, v in naive.items()},
                          "source": published_pairs.source_of(cand["header"]),
                          "source_key": backtest_source(cand["header"]),
+                         "release": release_of(cand["header"]),
                          "platform": f"{forecast_model.platform_words(base_spec)} -> "
                                      f"{forecast_model.platform_words(cand_spec)}"})
     rows.sort(key=lambda r: not r["like_for_like"])
     return calibrate_leave_one_source_out(rows)
 
 
+def fabric_change(config: dict, base, cand) -> list:
+    """['EP 64 over NVLink domain 8 vs 72'] where the run's expert-parallel group spans more GPUs
+    than the baseline's NVLink domain and no more than the candidate's: the same settings, but its
+    all-to-all leaves the network for NVLink, a change of the step the GPU ratios do not model
+    (the NVLink domain is the platform's, gpus.py); else []."""
+    ep = config.get("EP") or 1
+    if base.nvlink_domain and cand.nvlink_domain and base.nvlink_domain < ep <= cand.nvlink_domain:
+        return [f"EP {ep} over NVLink domain {base.nvlink_domain} vs {cand.nvlink_domain}"]
+    return []
+
+
 def backtest_source(run_header: dict) -> str:
-    """The source a pair is left out with: its publication, and for the Megatron-Bridge summary
-    each container's table (each release publishes its own table of its own runs, so one
-    release's pairs never range its own)."""
+    """The source a pair is left out with: its publisher or framework (the guide, NVIDIA's
+    Megatron-Bridge summary, NVIDIA's NeMo Framework summary, this project). A framework's releases
+    share its recipes, kernels and biases: leaving one release out while its siblings stay in
+    would not leave the source out."""
+    return published_pairs.source_key(run_header)
+
+
+def release_of(run_header: dict) -> str:
+    """'megatron-bridge 26.02': the source and the release (container) of its table, a diagnostic."""
     key = published_pairs.source_key(run_header)
     container = (run_header.get("config") or {}).get("CONTAINER")
     return f"{key} {container.removeprefix('NeMo ')}" if key == published_runs.MEGATRON_BRIDGE and container else key
@@ -160,20 +179,22 @@ def naive_ratios(base, cand, precision: str) -> dict:
 
 
 def calibrate_leave_one_source_out(rows: list) -> list:
-    """Each row corrected and ranged as a forecast of its group is (calibration.fit), from the
-    pairs of the other sources: no source calibrates its own forecasts."""
+    """Each row ranged as a forecast of its group is (calibration.fit), from the pairs of the other
+    sources: no source calibrates its own forecasts. The hardware ceiling bounds the same step on
+    the candidate: a like-for-like row's ends stay below it; a row whose configuration changed
+    with the GPU is not that step, and its class's own misses range it (reconfig.py plans such
+    changes on the page)."""
     fitted = [dict(r) for r in rows]  # the model's forecasts, read while the rows change
     for r in rows:
-        cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"]).for_pair(r["base_gpu"],
-                                                                                             r["cand_gpu"])
-        r["forecast"], r["forecast_low"], r["forecast_high"] = (min(x, r["ceiling"])
-                                                                for x in cal.apply(r["model_forecast"]))
+        cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"])
+        top = math.inf if r["pair_class"] == calibration.CONFIG_CHANGED else r["ceiling"]
+        r["forecast"], r["forecast_low"], r["forecast_high"] = (min(x, top) for x in cal.apply(r["model_forecast"]))
         r["half_width"] = cal.half_width()
         r["error"] = ratio(r["forecast"], r["published"]) - 1 if r["published"] else None
         whose = {"": "of its group", "class": "of its class (too few of its group)",
                  "all": "of every class (too few of its class)"}[cal.fallback]
-        r["calibrated_on"] = (f"{len(cal.misses)} pairs {whose} from {', '.join(cal.sources) or 'no source'}"
-                              + (f"; corrected on {' and '.join(cal.gpus)}" if cal.gpus else ""))
+        r["calibrated_on"] = (f"{len(cal.misses)} pairs {whose} from {', '.join(cal.sources) or 'no source'}: "
+                              f"{cal.ends_words()}")
     return rows
 
 
@@ -221,13 +242,24 @@ SUMMARY_COLUMNS = ["pairs", "figures", "forecast error", "inside range", "range 
                    "HBM ratio", "beats the peak ratio"]
 
 
+def _table_by(rows: list, key: str, label: str) -> str:
+    """Per `key` (source or release, each left out as its source is) and pair class: the summary row."""
+    keys = sorted({(r[key], r["pair_class"]) for r in rows})
+    table = [[k, klass, *_summary_row([r for r in rows if (r[key], r["pair_class"]) == (k, klass)])]
+             for k, klass in keys] + [["all", "all", *_summary_row(rows)]]
+    return md_table([label, "class", *SUMMARY_COLUMNS], table)
+
+
 def source_table(rows: list) -> str:
     """Per source (left out in turn) and pair class: pairs, figures, the forecast's median absolute
     error, its coverage and median range half-width, beside the naive ratios' errors."""
-    keys = sorted({(r["source_key"], r["pair_class"]) for r in rows})
-    table = [[source, klass, *_summary_row([r for r in rows if (r["source_key"], r["pair_class"]) == (source, klass)])]
-             for source, klass in keys] + [["all", "all", *_summary_row(rows)]]
-    return md_table(["source", "class", *SUMMARY_COLUMNS], table)
+    return _table_by(rows, "source_key", "source")
+
+
+def release_table(rows: list) -> str:
+    """The same per release of a source (a diagnostic: each release is still ranged with its
+    whole source left out)."""
+    return _table_by(rows, "release", "release")
 
 
 def class_table(rows: list) -> str:
@@ -240,30 +272,62 @@ def class_table(rows: list) -> str:
     return md_table(["class", *SUMMARY_COLUMNS], table)
 
 
+def method_words(rows: list) -> str:
+    """How the backtest ranged its rows, and its sources, in sentences."""
+    return (f"Leave one source out (a source: one publisher or framework, all its releases together): "
+            f"each source's forecasts are ranged by a split-conformal interval of the other sources' pairs of "
+            f"their group (pair class and step kind): the signed misses of rank ceil((n+1) x {calibration.TAIL:g}) "
+            f"from either end, so each end holds {calibration.TAIL:.0%} on its side; with fewer than "
+            f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; no correction; a like-for-like "
+            "row's ends no higher than the candidate's hardware ceiling, a reconfigured one's unbounded by it. "
+            "Sources: " + "; ".join(sorted({published_pairs.SOURCE_NAMES.get(r["source_key"], r["source_key"])
+                                             for r in rows})) + ".")
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def backtest_summary(rows: list, notes: list = ()) -> str:
+    """The terminal's backtest (within 100 columns): per class and per source, n pairs and
+    figures, median error, inside/n, median half-width; the method and sources in full, wrapped."""
+    import textwrap
+    if not rows:
+        return "\n".join(notes) + "\n"
+    head = f"{'':34} {'pairs':>5} {'figs':>4} {'error':>6} {'inside':>9} {'half-width':>10}"
+
+    def line(label: str, mine: list) -> str:
+        hits = sum(map(inside, mine))
+        return (f"{_short(label, 34):34} {len({r['pair'] for r in mine}):>5} {len(mine):>4} "
+                f"{fmt(median_abs_error(mine), 'pct'):>6} {f'{hits}/{len(mine)} {hits / len(mine):.0%}':>9} "
+                f"{fmt(statistics.median(r['half_width'] for r in mine), 'pct'):>10}")
+    out = ["By pair class (each source left out in turn):", head]
+    out += [line(k, [r for r in rows if r["pair_class"] == k]) for k in sorted({r["pair_class"] for r in rows})]
+    out += [line("all", rows), "By source:", head]
+    out += [line(k, [r for r in rows if r["source_key"] == k]) for k in sorted({r["source_key"] for r in rows})]
+    out += textwrap.wrap(method_words(rows), 100, break_on_hyphens=False)
+    out += [w for n in notes for w in textwrap.wrap(n, 100, break_on_hyphens=False)]
+    return "\n".join(out) + "\n"
+
+
 def backtest_markdown(rows: list, notes: list = ()) -> str:
-    """The backtest's table (like-for-like pairs first), its medians per source and kind, then
-    `notes` (unbacktested's lines)."""
+    """The backtest's table (like-for-like pairs first), its medians per class, source and release,
+    then `notes` (unbacktested's lines)."""
     if not rows:
         return "\n\n".join(notes)
-    table = [[f"{r['gpus']}, {r['model']} ({r['pair']})", r["source_key"],
+    table = [[f"{r['gpus']}, {r['model']} ({r['pair']})", r["release"],
               "yes" if r["like_for_like"] else f"no: {r['differs']}", r["kind"], r["metric"],
               seq_label(r["seq_len"]), fmt(r["published"]),
               f"{fmt(r['forecast'])} ({fmt(r['forecast_low'])}-{fmt(r['forecast_high'])})",
-              fmt(r["error"], "pct"), fmt(r["model_error"], "pct"), fmt(naive_error(r, "naive_peak"), "pct"),
+              fmt(r["error"], "pct"), fmt(naive_error(r, "naive_peak"), "pct"),
               fmt(naive_error(r, "naive_mamf"), "pct"), fmt(naive_error(r, "naive_bandwidth"), "pct"), r["split"]]
              for r in rows]
     return (md_table(["pair", "source", "like for like", "kind", "metric", "seq_len", "published", "forecast (range)",
-                      "error", "model error (uncorrected)", "peak-ratio error", "MAMF-ratio error",
-                      "bandwidth-ratio error", "split (fallback)"], table)
+                      "error", "peak-ratio error", "MAMF-ratio error", "bandwidth-ratio error", "split (fallback)"],
+                     table)
             + "\n\n" + class_table(rows) + "\n\n" + source_table(rows)
+            + "\n\nPer release (a diagnostic; each release ranged with its whole source left out):\n\n"
+            + release_table(rows)
             + f"\n\nMedian absolute error of all {len(rows)} figures of {len({r['pair'] for r in rows})} pairs: "
-              f"forecast {fmt(median_abs_error(rows), 'pct')} (the model before its correction "
-              f"{fmt(median_abs_error(rows, 'model_error'), 'pct')}). Leave one source out (each Megatron-Bridge "
-              "release's table a source): each source's forecasts are ranged by the "
-              f"{calibration.RANGE_QUANTILE:.0%} absolute miss of the other sources' pairs of their group (pair "
-              "class and step kind), with fewer than "
-              f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; corrected only by "
-              f"{calibration.MIN_CORRECTION_PAIRS} or more pairs of the same two GPUs; no end above the candidate's "
-              "hardware ceiling. "
-              "Sources: " + "; ".join(sorted({r["source"].split(",")[0] for r in rows})) + "."
+              f"{fmt(median_abs_error(rows), 'pct')}. " + method_words(rows)
             + "".join(f"\n\n{n}" for n in notes))

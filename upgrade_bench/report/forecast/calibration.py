@@ -1,5 +1,4 @@
-"""How a forecast is ranged (and, rarely, corrected) from published pairs of other sources, and how
-often such ranges held.
+"""How a forecast is ranged from published pairs of other sources, and how often such ranges held.
 
 The model (model.py) is physics: ratios of what bounds each part of a step. What it cannot
 see shows as a miss on published pairs, and how far a pair moves decides how large that miss
@@ -12,21 +11,27 @@ stack), and *configuration changed* (a published pair whose two runs differ in b
 parallelism or precision as well: what the candidate allowed, not what the GPU did). Step kinds
 (`step_kind`): dense pre-training, MoE pre-training, fine-tuning (SFT, LoRA).
 
-- a range is the group's RANGE_QUANTILE absolute miss (log of published over the model's
-  forecast; each pair's own median first, so a six-length sweep weighs as one pair) either way
-  around the forecast; never narrower than the rounding published figures carry (MIN_HALF_WIDTH);
-  a group with fewer than MIN_PAIRS pairs takes its class's pairs of every step kind, and a class
-  with fewer takes every pair, and says so;
-- a correction (the median miss) applies only to a pair of the group it was fitted on and only
-  where those pairs were of the same two GPUs (either way round: a miss of B -> A counts
-  negated for A -> B, so a correction never makes the two directions disagree),
-  MIN_CORRECTION_PAIRS of them at least; otherwise the middle is the model's own;
-- a pair across software releases (its two runs in different containers) is scored but ranges
-  and corrects nothing: its miss is the software's as much as the GPU's.
+A range is a split-conformal interval (Vovk et al., *Algorithmic Learning in a Random World*,
+2005; Lei et al., *Distribution-Free Predictive Inference for Regression*, JASA 2018): from the
+n pairs of the group (each pair's signed miss, log of published over the model's forecast, its
+own median first, so a six-length sweep weighs as one pair), the lower and upper ends are the
+misses of rank ceil((n + 1) * TAIL) from either end (the TAIL quantile of each side at level
+ceil((n + 1) * TAIL) / n; all of them where n is below 1 / (1 - TAIL) - 1). Each side holds its
+published figure with probability TAIL or more where pairs are exchangeable, so the range holds
+2 * TAIL - 1 of them or more, and it is asymmetric: a forecast biased low on a class belongs in
+its range, not in a correction of its middle (none is made). No end is nearer the middle than
+the rounding published figures carry (MIN_HALF_WIDTH).
+
+- a group with fewer than MIN_PAIRS pairs takes its class's pairs of every step kind, and a
+  class with fewer takes every pair, and says so; except *same die*: one die moves least, every
+  other class's misses are of larger moves, so it is ranged by the same-die pairs that exist,
+  however few (said with their n);
+- a pair across software releases (its two runs in different containers) ranges too: a buyer's
+  new GPU comes with its own release as often as not, and a range must hold that as well; but not
+  a same-die range, which is of one stack on both sides (issue 52: a same-die, same-stack pair).
 
 In the backtest the pairs of the source predicted are left out (leave one source out): no
-source's range or correction uses its own figures, and each group's coverage there is what a
-forecast states.
+source's range uses its own figures, and each group's coverage there is what a forecast states.
 """
 import math
 import statistics
@@ -35,9 +40,11 @@ from dataclasses import dataclass, replace
 from ..read.series import normalise_dtype
 
 ATTENTION_BOUND_SHARE = 0.5   # more of the step's FLOPs in quadratic attention than in the rest
-MIN_PAIRS = 3                 # pairs (outside the source predicted) that range a group
-MIN_CORRECTION_PAIRS = 3      # pairs of the same two GPUs that correct one
-RANGE_QUANTILE = 0.9          # the pairs' absolute misses a range spans: about 90% of them
+TAIL = 0.9                    # each end holds 90% of figures on its side: the range 80% (issue 52's target)
+# A conformal end at TAIL needs rank ceil((n + 1) * TAIL) <= n: 9 pairs at least; fewer give only
+# their extremes, which hold a new pair (n - 1) / (n + 1) of the time (3 pairs: half), so a group
+# with fewer is ranged by its class's, then every pair's.
+MIN_PAIRS = 9
 MIN_HALF_WIDTH = 0.01         # published figures are whole TFLOPS: no range is narrower than 1%
 
 SAME_DIE, OTHER_DIE, CROSS_VENDOR, CONFIG_CHANGED = ("same die", "same vendor, another die", "cross-vendor",
@@ -83,12 +90,12 @@ def group_of(klass: str, step: str) -> str:
     return f"{klass}, {step}"
 
 
-def _quantile(values: list, q: float) -> float:
-    """Linear-interpolated quantile of a non-empty list."""
+def conformal_ends(values: list) -> tuple:
+    """(low, high): the misses of rank ceil((n + 1) * TAIL) from the bottom and from the top of
+    `values` (n of them, non-empty); the extremes where that rank passes n."""
     xs = sorted(values)
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    return xs[lo] + (xs[min(lo + 1, len(xs) - 1)] - xs[lo]) * (pos - lo)
+    rank = min(math.ceil((len(xs) + 1) * TAIL), len(xs))
+    return xs[len(xs) - rank], xs[rank - 1]
 
 
 @dataclass(frozen=True)
@@ -103,18 +110,17 @@ class Miss:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A group's range, in log(published / model forecast): +-`half` around the middle, moved by
-    `shift` (the correction of `gpus`' pairs; 0 where none applies). `misses` are the pairs that
-    ranged it (`fallback`: '' its own group's, 'class' its class's of every step kind, 'all'
-    every pair); `inside` of `figures` published figures of this group fell inside their
-    leave-one-source-out range in the backtest; `stack` the stack prior's words where one was
-    applied (stacks.py) and `stack_half` the half width it added."""
+    """A group's range, in log(published / model forecast): from `low` (<= 0) to `high` (>= 0)
+    around the model's middle. `misses` are the pairs that ranged it (`fallback`: '' its own
+    group's, 'class' its class's of every step kind, 'all' every pair); `inside` of `figures`
+    published figures of this group fell inside their leave-one-source-out range in the backtest;
+    `stack` the stack prior's words where one was applied (stacks.py) and `stack_half` the log
+    width it adds on either side."""
     group: str
-    half: float
+    low: float
+    high: float
     misses: tuple = ()
     fallback: str = ""
-    shift: float = 0.0
-    gpus: tuple = ()
     inside: int = 0
     figures: int = 0
     kind: str = ""                   # the forecast's kind of workload, for the page's words
@@ -127,45 +133,35 @@ class Calibration:
     def sources(self) -> tuple:
         return tuple(sorted({m.source for m in self.misses}))
 
-    @property
-    def width(self) -> float:
-        """The range's half width in log: the group's, widened by a stack prior's spread."""
-        return self.half + self.stack_half
-
     def apply(self, tflops: float) -> tuple:
         """(mid, low, high) TFLOPS of a model forecast `tflops`."""
-        return (tflops * math.exp(self.shift), tflops * math.exp(self.shift - self.width),
-                tflops * math.exp(self.shift + self.width))
+        return (tflops, tflops * math.exp(self.low - self.stack_half), tflops * math.exp(self.high + self.stack_half))
 
     def step_ms(self, step_ms: float) -> tuple:
         """(mid, fast, slow) step time of a model forecast `step_ms` (the inverse of apply)."""
-        return (step_ms * math.exp(-self.shift), step_ms * math.exp(-self.shift - self.width),
-                step_ms * math.exp(-self.shift + self.width))
+        return (step_ms, step_ms * math.exp(-self.high - self.stack_half),
+                step_ms * math.exp(-self.low + self.stack_half))
 
     def half_width(self) -> float:
-        """The range's half width over its middle."""
-        return (math.exp(self.width) - math.exp(-self.width)) / 2
+        """Half the range's width over its middle."""
+        return (math.exp(self.high + self.stack_half) - math.exp(self.low - self.stack_half)) / 2
 
-    def for_pair(self, base: str, cand: str) -> "Calibration":
-        """This group's Calibration for a forecast of `cand` from `base`: corrected only by pairs of
-        these two GPUs (a miss of cand -> base negated), MIN_CORRECTION_PAIRS of them at least."""
-        own = [m.value if (m.base, m.cand) == (base, cand) else -m.value for m in self.misses
-               if {m.base, m.cand} == {base, cand} and base != cand]
-        if self.fallback or len(own) < MIN_CORRECTION_PAIRS:
-            return replace(self, shift=0.0, gpus=())
-        return replace(self, shift=statistics.median(own), gpus=(base, cand))
+    def ends_words(self) -> str:
+        """'-6% to +12%': the range's ends around the middle."""
+        return f"{math.exp(self.low - self.stack_half) - 1:+.0%} to {math.exp(self.high + self.stack_half) - 1:+.0%}"
 
     def words(self) -> str:
-        """How sure, in words: the group's backtest coverage, what ranged it, any correction."""
+        """How sure, in words: the group's backtest coverage and what ranged it."""
         held = (f"the published figure fell inside its range for {self.inside} of {self.figures} published "
                 f"figures of its group ({self.group}) in the leave-one-source-out backtest" if self.figures
                 else f"no published figure of its group ({self.group}) to check it on")
         whose = {"": f"its {len(self.misses)} pairs", "class": f"too few pairs of its group: the {len(self.misses)} "
                  "of its class, every step kind", "all": f"too few pairs of its class: every pair "
                  f"({len(self.misses)})"}[self.fallback]
-        fitted = f"ranged +-{self.half_width():.0%} on {whose} of {', '.join(self.sources) or 'no source'}"
-        fitted += (f", corrected x{math.exp(self.shift):.2f} on its pairs of {' and '.join(self.gpus)}" if self.gpus
-                   else ", not corrected (no correction was fitted on pairs of these two GPUs)")
+        if len(self.misses) < MIN_PAIRS:
+            whose += (f" (only {len(self.misses)}: their extremes, which hold a new pair about "
+                      f"{(len(self.misses) - 1) / (len(self.misses) + 1):.0%} of the time)")
+        fitted = f"ranged {self.ends_words()} on {whose} of {', '.join(self.sources) or 'no source'}"
         if self.stack:
             fitted += f"; {self.stack}"
         naive = ""
@@ -175,13 +171,13 @@ class Calibration:
         return f"{held}; {fitted}{naive}"
 
 
-def pair_misses(rows: list, leave_out_source: str | None = None) -> list:
-    """[Miss] of every pair of backtest rows (without `leave_out_source`'s, without a pair across
-    software releases), each pair's median."""
+def pair_misses(rows: list, leave_out_source: str | None = None, same_stack: bool = False) -> list:
+    """[Miss] of every pair of backtest rows (without `leave_out_source`'s; with `same_stack`,
+    without a pair across software releases), each pair's median."""
     found, about = {}, {}
     for r in rows:
         if (not r.get("published") or not r.get("model_forecast") or r.get("source_key") == leave_out_source
-                or r.get("software_differs")):
+                or (same_stack and r.get("software_differs"))):
             continue
         found.setdefault(r["pair"], []).append(math.log(r["published"] / r["model_forecast"]))
         about[r["pair"]] = r
@@ -189,21 +185,25 @@ def pair_misses(rows: list, leave_out_source: str | None = None) -> list:
             for p, v in found.items()]
 
 
+WIDE = math.log(2)  # no pair at all: a factor of 2 either way, said as such
+
+
 def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str = "") -> Calibration:
     """A group's Calibration from backtest rows, without `leave_out_source`'s pairs: its own pairs,
     too few: its class's, too few: every pair."""
-    misses = pair_misses(rows, leave_out_source)
-    where = {r["pair"]: (r["group"], r["pair_class"]) for r in rows}
     klass = group.rsplit(", ", 1)[0]
+    misses = pair_misses(rows, leave_out_source, same_stack=klass == SAME_DIE)
+    where = {r["pair"]: (r["group"], r["pair_class"]) for r in rows}
     for fallback, chosen in (("", [m for m in misses if where[m.pair][0] == group]),
                              ("class", [m for m in misses if where[m.pair][1] == klass]),
                              ("all", misses)):
-        if len(chosen) >= MIN_PAIRS or fallback == "all":
+        if len(chosen) >= MIN_PAIRS or fallback == "all" or (fallback == "class" and klass == SAME_DIE and chosen):
             break
     if not chosen:
-        return Calibration(group, math.log(2), (), "all", kind=kind)
-    half = max(_quantile([abs(m.value) for m in chosen], RANGE_QUANTILE), MIN_HALF_WIDTH)
-    return Calibration(group, half, tuple(chosen), fallback, kind=kind)
+        return Calibration(group, -WIDE, WIDE, (), "all", kind=kind)
+    low, high = conformal_ends([m.value for m in chosen])
+    return Calibration(group, min(low, -MIN_HALF_WIDTH), max(high, MIN_HALF_WIDTH), tuple(chosen), fallback,
+                       kind=kind)
 
 
 def calibration(rows: list) -> dict:
@@ -222,14 +222,15 @@ def calibration(rows: list) -> dict:
     return out
 
 
-def for_group(calibrations: dict, group: str, kind: str, base: str = "", cand: str = "") -> Calibration:
-    """The Calibration of a forecast of `cand` from `base` in `group`; a group no published pair
-    has: its class's widest, else the widest of all, said as too few pairs."""
+def for_group(calibrations: dict, group: str, kind: str) -> Calibration:
+    """The Calibration of a forecast in `group`; a group no published pair has: its class's
+    widest, else the widest of all, said as too few pairs."""
     if group in calibrations:
-        return replace(calibrations[group], kind=kind).for_pair(base, cand)
+        return replace(calibrations[group], kind=kind)
     if not calibrations:
-        return Calibration(group, math.log(2), (), "all", kind=kind)
+        return Calibration(group, -WIDE, WIDE, (), "all", kind=kind)
     klass = group.rsplit(", ", 1)[0]
     same = [c for g, c in calibrations.items() if g.rsplit(", ", 1)[0] == klass]
-    widest = max(same or calibrations.values(), key=lambda c: c.half)
-    return Calibration(group, widest.half, widest.misses, "class" if same else "all", kind=kind)
+    widest = max(same or calibrations.values(), key=lambda c: c.high - c.low)
+    return replace(widest, group=group, fallback="class" if same else "all", kind=kind, inside=0, figures=0,
+                   error=None, peak_error=None)

@@ -102,6 +102,7 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
         # and B -> A are each other's inverse)
         out["other"] = between(hbm, out["gemm"].mid, f"other kernels of one die family: between the HBM ratio "
                                f"and the sustained clock's ({platform_words(base)} -> {platform_words(cand)})")
+    out["compute_top"] = compute_top(base, cand, precision, out)
     out["host"] = UNCHANGED
     out["fixed"] = Ratio(1.0, min(1.0, out["comm"].low), max(1.0, out["comm"].high), "host time and exposed "
                          f"communication: unchanged, up to the interconnect ratio ({out['comm'].source})")
@@ -133,12 +134,33 @@ def clock_gain(base: GPUSpec, cand: GPUSpec, power_bound: float | None) -> Ratio
                  f"GEMMs ran power-bound at {power_bound:.0%} of its maximum clock (up to {high:.2f}x)")
 
 
+def compute_top(base: GPUSpec, cand: GPUSpec, precision: str, hw: dict) -> Ratio:
+    """The most the candidate's compute can give the baseline's matmuls, physically, not the
+    likely: the baseline's GEMMs sustain its MAMF at best. On one die the candidate's clock can
+    rise over the baseline's at most in proportion to its board power (dynamic power goes with
+    the clock at a fixed voltage, and more than that where the voltage rises too), and never past
+    its own datasheet peak; another die (Blackwell Ultra over Blackwell, another architecture)
+    has its own power efficiency, so only its datasheet peak bounds it. Never below the peak or
+    sustained matmul ratios the model uses."""
+    what = precision if base.peak_tflops(precision) and cand.peak_tflops(precision) else "bf16"
+    base_sustained = sustained_mamf(base, what)[0] or base.peak_tflops(what)
+    full = cand.peak_tflops(what) / base_sustained
+    floor = max(hw["peak"].mid, hw["gemm"].high)
+    if base.die and base.die == cand.die:
+        power = max(1.0, power_ratio(base, cand) or 1.0)
+        top = min(full, power)
+        return Ratio.exact(max(floor, top), f"one die: the clock at most in proportion to the board power "
+                                            f"({power:.3f}x), at most the candidate's {what} peak")
+    return Ratio.exact(max(floor, full), f"the candidate's {what} peak {cand.peak_tflops(what):g} over the "
+                                         f"baseline's sustained {base_sustained:.0f} TFLOPS")
+
+
 def ceiling(hw: dict, parts: dict) -> float:
     """The most the candidate's hardware can speed the baseline's step of `parts` ({bound: ms}):
-    the largest, over the step's parts, of what bounds each (compute: the peak and sustained
-    matmul ratios with any clock gain; bandwidth: HBM; link: the interconnect; host: none). A sum
-    of parts each sped up at most so is sped up at most the largest."""
-    compute = max(hw["peak"].mid, hw["gemm"].high)
+    the largest, over the step's parts, of what bounds each (compute: compute_top; bandwidth:
+    HBM; link: the interconnect; host: none). A sum of parts each sped up at most so is sped up
+    at most the largest."""
+    compute = hw["compute_top"].mid
     by_bound = {"attention": max(hw["attention_peak"].mid, hw["hbm"].mid, hw.get("attention", hw["hbm"]).high),
                 "gemm": compute, "dense": max(compute, hw["other"].high), "other": max(hw["hbm"].mid, hw["other"].high),
                 "comm": hw["comm"].high, "fixed": max(1.0, hw["comm"].high), "host": 1.0}

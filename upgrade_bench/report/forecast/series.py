@@ -167,7 +167,7 @@ def group_and_stack(base: str, cand: str, config: dict, calibrations: dict, kind
     base_spec, cand_spec = gpus.lookup(base), gpus.lookup(cand)
     step = calibration.step_kind(config)
     group = calibration.group_of(calibration.pair_class(base_spec, cand_spec), step)
-    cal = calibration.for_group(calibrations, group, kind, base_spec.name, cand_spec.name)
+    cal = calibration.for_group(calibrations, group, kind)
     factor, widen, words = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step)
     cal = replace(cal, stack=words, stack_half=widen)
     return cal, factor, math.exp(widen) * max(factor, 1.0)
