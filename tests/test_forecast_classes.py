@@ -118,14 +118,14 @@ def test_the_backtest_leaves_whole_sources_out_and_states_coverage_per_class(row
 
 # Each class's coverage on left-out sources, as the backtest measures it today (docs/forecast.md
 # says why a class falls short of 80%); a change that lowers one fails here.
-COVERAGE_AT_LEAST = {calibration.SAME_DIE: 5 / 14, calibration.OTHER_DIE: 0.8, calibration.CONFIG_CHANGED: 29 / 37}
+COVERAGE_AT_LEAST = {calibration.SAME_DIE: 6 / 14, calibration.OTHER_DIE: 0.8, calibration.CONFIG_CHANGED: 29 / 37}
 
 
 def test_each_class_covers_its_left_out_figures(rows):
     for klass, floor in COVERAGE_AT_LEAST.items():
         mine = [r for r in rows if r["pair_class"] == klass]
         assert mine and sum(map(backtest.inside, mine)) / len(mine) >= floor - 1e-9, klass
-    assert sum(map(backtest.inside, rows)) / len(rows) >= 52 / 71 - 1e-9
+    assert sum(map(backtest.inside, rows)) / len(rows) >= 53 / 71 - 1e-9
     assert backtest.median_abs_error(rows) <= 0.10
     # no cross-vendor pair is shipped (no AMD training table could be read: docs/forecast.md)
     assert not [r for r in rows if r["pair_class"] == calibration.CROSS_VENDOR]
