@@ -6,8 +6,10 @@ part scales by the candidate/baseline ratio of what bounds it (Habitat, Yu et al
 2021, scales each operation of a profiled step the same way):
 
 - attention kernels: the isolated-attention ratio (measured on both GPUs, else published
-  kernel figures, else anywhere between the HBM-bandwidth and the peak ratio);
+  kernel figures, else on one die the sustained clock's ratio, the GEMMs', and across dies
+  anywhere between the HBM-bandwidth and the peak ratio);
 - GEMMs: the MAMF ratio (Maximum Achievable Matmul FLOPS, the GPU table's published figures);
+  a decomposition's GEMM kernels below MAMF as the other kernels (`gemm_kernels_ratio`);
 - other kernels (norms, elementwise, the optimizer on the GPU, MoE routing): HBM bandwidth;
 - a part with GEMMs and other kernels together (a decomposition that does not split them, or
   a sweep's dense FLOPs): the time its matmuls need at the baseline's MAMF by the MAMF ratio,
