@@ -83,7 +83,7 @@ def _throughput_panel(ax, a: Analysis, members: list, col: dict) -> list:
     hatched, bars = any(len(d) > 1 for d in drawn), any(len(d) == 1 for d in drawn)
     key = RANGE_KEY.format(", or ".join(["hatched"] * hatched + ["a bar"] * bars))
     if hatched:  # one legend key for every range, in no series' colour
-        ax.fill_between([], [], facecolor="none", edgecolor="grey", hatch=forecast_look(0)["hatch"], linewidth=0.0,
+        ax.fill_between([], [], facecolor="none", edgecolor="grey", hatch=forecast_look(0).hatch, linewidth=0.0,
                         label=key)
     elif bars:
         ax.plot([], [], color="grey", marker="|", markersize=12, linestyle="none", label=key)
@@ -98,7 +98,7 @@ def _memory_panel(ax, a: Analysis, members: list, col: dict) -> list:
     free_below = float("inf")  # from the top line down: a label that would touch the one above goes under its line
     for g, hbm, measured, candidate in lines:
         # a forecast's candidate in its look: does the baseline's peak (the forecast's) fit it?
-        look = {"linestyle": forecast_look(col[g][1])["linestyle"], "linewidth": 1.5} if candidate else {
+        look = {"linestyle": forecast_look(col[g][1]).linestyle, "linewidth": 1.5} if candidate else {
             "linestyle": ":", "linewidth": 1}
         ax.axhline(hbm, color="dimgrey" if candidate else "grey", **look)
         under = hbm + label_gib > free_below
@@ -150,13 +150,13 @@ def forecast_line(ax, fc, colour: str, index: int, points: list) -> list:
     look, label = forecast_look(index), f"{fc.candidate} {fc.label}"
     if len(points) == 1:
         bar = ax.errorbar(lens, mids, yerr=[[mids[0] - lows[0]], [highs[0] - mids[0]]], color=colour,
-                          linestyle="none", marker=look["marker"], markersize=9, markeredgewidth=2, capsize=6,
+                          linestyle="none", marker=look.marker, markersize=9, markeredgewidth=2, capsize=6,
                           elinewidth=1.5, label=label)
-        bar.lines[2][0].set_linestyle(look["linestyle"])
+        bar.lines[2][0].set_linestyle(look.linestyle)
         return lens
-    ax.plot(lens, mids, color=colour, label=label, linestyle=look["linestyle"], linewidth=2.0,
-            marker=look["marker"], markersize=7, markeredgewidth=1.5)
-    ax.fill_between(lens, lows, highs, facecolor="none", edgecolor=colour, hatch=look["hatch"], linewidth=0.0,
+    ax.plot(lens, mids, color=colour, label=label, linestyle=look.linestyle, linewidth=2.0,
+            marker=look.marker, markersize=7, markeredgewidth=1.5)
+    ax.fill_between(lens, lows, highs, facecolor="none", edgecolor=colour, hatch=look.hatch, linewidth=0.0,
                     alpha=0.6)
     return lens
 

@@ -8,6 +8,7 @@ by what the figure may not be read as, and a PNG written through the caller's op
 import math
 import os
 import textwrap
+from typing import NamedTuple
 
 import matplotlib
 
@@ -54,12 +55,16 @@ def style(s, colour: str, index: int = 0, under: bool = False) -> dict:
             "linestyle": "--" if s.reference else "-", "markerfacecolor": "none" if s.reference else colour}
 
 
-def forecast_look(index: int) -> dict:
-    """The look of the index-th forecast candidate, the same in every panel: its line style,
-    marker and the hatch of its range."""
-    return {"linestyle": FORECAST_LINESTYLES[index % len(FORECAST_LINESTYLES)],
-            "marker": FORECAST_MARKERS[index % len(FORECAST_MARKERS)],
-            "hatch": FORECAST_HATCHES[index % len(FORECAST_HATCHES)]}
+class ForecastLook(NamedTuple):
+    linestyle: str
+    marker: str
+    hatch: str   # of its range
+
+
+def forecast_look(index: int) -> ForecastLook:
+    """The look of the index-th forecast candidate, the same in every panel."""
+    return ForecastLook(FORECAST_LINESTYLES[index % len(FORECAST_LINESTYLES)],
+                        FORECAST_MARKERS[index % len(FORECAST_MARKERS)], FORECAST_HATCHES[index % len(FORECAST_HATCHES)])
 
 
 def spaced_labels(centres_px: list, widths_px: list, gap_px: float = 3.0, preferred=None) -> list[bool]:
