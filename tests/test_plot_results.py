@@ -787,7 +787,7 @@ def test_forecasts_are_drawn_dotted_over_a_hatched_range_and_named_forecasts(shi
     assert overlaps(fig) == []
     for ax in fig.axes[:2] + fig.axes[3:]:  # throughput of whole models and of cuts, and $/token
         lines = [line for line in ax.get_lines() if "forecast" in line.get_label()]
-        assert lines and all(line.get_linestyle() == ":" and line.get_marker() in (None, "None") and
+        assert lines and all(line.get_linestyle() == ":" and line.get_marker() == "x" and
                              line.get_label().endswith("not measured") for line in lines)
         assert {line.get_linestyle() for line in ax.get_lines() if line not in lines} <= {"-", "--"}
         assert len([col for col in ax.collections if col.get_hatch()]) >= len(lines)
