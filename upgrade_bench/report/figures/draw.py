@@ -68,8 +68,8 @@ def _series_lines(ax, members: list, col: dict, field: str) -> list:
     return lens
 
 
-RANGE_KEY = ("forecast range ({}): 90% of the misses on published pairs\n"
-             "  of its group, around the forecast corrected by their median")
+RANGE_KEY = ("forecast range ({}): each end holds 90% of the misses on its side\n"
+             "  of other sources' published pairs of its group (no correction)")
 
 
 def _made_from(a: Analysis, members: list) -> list:
