@@ -6,7 +6,7 @@ import shutil
 
 from conftest import REPO
 from test_node_check import check_of, edit, rows
-from test_plot_results import cli, skip_figures
+from report.helpers import cli, skip_figures
 from upgrade_bench.hardware import gpus
 from upgrade_bench.report.node import check as node_check, references
 from upgrade_bench.report.page import node as node_page
