@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from test_plot_results import cli, skip_figures
+from report.helpers import cli, skip_figures
 from upgrade_bench.report.page import dollars
 from upgrade_bench.report.figures import comparison as comparison_figure
 from upgrade_bench.report.read import inputs, series

@@ -1,6 +1,7 @@
 """The forecast's pair classes, reciprocity, physical ceiling, stack priors and the H100/H200 case
 (issue 52)."""
 import itertools
+import json
 import math
 import re
 
@@ -8,7 +9,9 @@ import pytest
 
 import plot_results
 from upgrade_bench.hardware import gpus
-from upgrade_bench.report.forecast import backtest, calibration, model as forecast_model, series as forecasts, stacks
+from upgrade_bench.paths import REPO
+from upgrade_bench.report.forecast import attention as forecast_attention, backtest, calibration, \
+    model as forecast_model, series as forecasts, stacks
 from upgrade_bench.report.published import pairs as published_pairs
 
 SPECS = [spec for _pattern, spec in gpus._TABLE]
@@ -51,6 +54,76 @@ def test_power_buys_clock_only_where_the_baseline_ran_power_bound():
     up, down = forecast_model.hardware_ratios(h100, h200), forecast_model.hardware_ratios(h200, h100)
     assert up["other"].mid * down["other"].mid == pytest.approx(1.0)
     assert up["other"].mid == pytest.approx(math.sqrt(4.8 / 3.35))
+
+
+def _records(folder: str, name: str) -> list:
+    return [json.loads(line) for line in (REPO / folder / name).read_text().splitlines()]
+
+
+H100_FOLDER, H200_FOLDER = "results/h100-node-10/node", "results/h200-precision-7/node"
+
+
+def test_attention_on_one_die_moves_with_the_sustained_clock_as_the_gemms_do():
+    h100, h200, b200, gb200 = (gpus.lookup(n) for n in ("H100", "H200", "B200", "GB200"))
+    # H100 <-> H200: one die, the same MAMF, the same watts: 1.0x both ways (not 1.2x between HBM and peak)
+    for base, cand in ((h100, h200), (h200, h100)):
+        att = forecast_model.attention_ratio(forecast_model.hardware_ratios(base, cand))
+        assert (att.mid, att.low, att.high) == pytest.approx((1.0, 1.0, 1.0)) and "one die" in att.source
+    # B200 -> GB200: the MAMF ratio; where the baseline ran power-bound, times the clock its watts buy
+    assert forecast_model.attention_ratio(forecast_model.hardware_ratios(b200, gb200)).mid == pytest.approx(
+        1822 / 1745)
+    bound = forecast_model.attention_ratio(forecast_model.hardware_ratios(b200, gb200, power_bound=0.8))
+    assert bound.mid == pytest.approx(1822 / 1745 * math.sqrt(1.2 ** (1 / 3)))
+    assert bound.high == pytest.approx(1822 / 1745 * 1.2 ** (1 / 3)) and bound.high <= 1.2  # at most the power ratio
+    # another die keeps the HBM-to-peak span (H200 -> B200: published kernels aside)
+    across = forecast_model.attention_ratio(forecast_model.hardware_ratios(h200, b200))
+    assert across.mid == pytest.approx((8.0 / 4.8 * 2250 / 989) ** 0.5)
+    # what both folders measured (bench_flash_attn.py, fwd+bwd, one stack): the H200 ran fa4 and cuDNN
+    # attention at 0.99-1.03x the H100 at 8K and 32K, where the HBM ratio is 1.43x
+    h100_recs, h200_recs = _records(H100_FOLDER, "attention.jsonl"), _records(H200_FOLDER, "attention.jsonl")
+    for backend in ("fa4", "sdpa-cudnn"):
+        table = forecast_attention.measured_attention_table(h100_recs, h200_recs, backend, backend)
+        assert set(table) == {8192, 32768}
+        assert all(0.99 <= r.mid <= 1.03 for r in table.values()), (backend, table)
+
+
+def test_a_decompositions_gemm_kernels_below_mamf_move_as_the_other_kernels():
+    h100, h200 = gpus.lookup("H100"), gpus.lookup("H200")
+    up = forecast_model.hardware_ratios(h100, h200)
+    other = math.sqrt(4.8 / 3.35)  # one die: between the HBM ratio and the clock's (1.0)
+    # 80% of the GEMM kernels' time is what their FLOPs need at MAMF: that at 1.0x, the rest as other kernels
+    mixed = forecast_model.gemm_kernels_ratio(up, 0.8)
+    assert mixed.mid == pytest.approx(1 / (0.8 / 1.0 + 0.2 / other)) and mixed.high == pytest.approx(mixed.mid)
+    assert forecast_model.gemm_kernels_ratio(up, 1.0) is up["gemm"] and forecast_model.gemm_kernels_ratio(
+        up, None) is up["gemm"]
+    # both folders' 8K decompositions, by hand: the H100's GEMM kernels took 172.2 ms for 111.58 TFLOP, 81%
+    # of it what MAMF (794.5) needs; the H200's took 166.2 (1.036x); the rule says 1.031x, and about the inverse back
+    decs = {f: next(r for r in _records(f, "decompose.jsonl") if r.get("kind") == "decomposition" and
+                    r["seq_len"] == 8192)["buckets"]["gemm"] for f in (H100_FOLDER, H200_FOLDER)}
+    h100_gemm, h200_gemm = decs[H100_FOLDER], decs[H200_FOLDER]
+    share = forecast_model.gemm_share(h100_gemm["tflop"], h100_gemm["kernel_ms_per_step"], 794.5, False)
+    forecast = forecast_model.gemm_kernels_ratio(up, share).mid
+    measured = h100_gemm["kernel_ms_per_step"] / h200_gemm["kernel_ms_per_step"]
+    assert forecast == pytest.approx(measured, rel=0.01) and forecast == pytest.approx(1.031, abs=0.002)
+    down = forecast_model.hardware_ratios(h200, h100)
+    back = forecast_model.gemm_kernels_ratio(down, forecast_model.gemm_share(
+        h200_gemm["tflop"], h200_gemm["kernel_ms_per_step"], 794.5, False)).mid
+    assert back == pytest.approx(1 / measured, rel=0.01)
+
+
+def test_the_backtest_scores_everything_else_as_the_sum_of_its_parts(rows):
+    # "everything else" of the project's H100 8K decomposition holds its GEMM and other kernels: forecast as
+    # the step forecasts them (each at its own ratio), not by one dense ratio
+    run = backtest._runs(published_pairs.all_records())["project-h100-node-10"]
+    dec = run["decomposition"][8192]
+    parts = forecast_model.bound_parts(dec)
+    r = forecasts.ratios_at("H100 SXM", "H200 SXM", 8192, parts, dec["everything_else"]["tflop"], False, "fa4")
+    rest = parts["gemm"] + parts["other"]
+    by_hand = dec["everything_else"]["tflops"] * rest / (parts["gemm"] / r["gemm"].mid + parts["other"] / r["other"].mid)
+    row = next(x for x in rows if x["pair"] == "project-h100-node-10 -> project-h200-precision-7"
+               and x["metric"] == "everything_else_tflops")
+    assert row["model_forecast"] == pytest.approx(by_hand)
+    assert row["model_error"] == pytest.approx(0.018, abs=0.005)  # 417.6 forecast, 410.2 measured
 
 
 def _like_parts(base: str, cand: str, parts: dict, dense_tflop: float) -> tuple:
@@ -118,14 +191,14 @@ def test_the_backtest_leaves_whole_sources_out_and_states_coverage_per_class(row
 
 # Each class's coverage on left-out sources, as the backtest measures it today (docs/forecast.md
 # says why a class falls short of 80%); a change that lowers one fails here.
-COVERAGE_AT_LEAST = {calibration.SAME_DIE: 5 / 14, calibration.OTHER_DIE: 0.8, calibration.CONFIG_CHANGED: 29 / 37}
+COVERAGE_AT_LEAST = {calibration.SAME_DIE: 6 / 14, calibration.OTHER_DIE: 0.8, calibration.CONFIG_CHANGED: 29 / 37}
 
 
 def test_each_class_covers_its_left_out_figures(rows):
     for klass, floor in COVERAGE_AT_LEAST.items():
         mine = [r for r in rows if r["pair_class"] == klass]
         assert mine and sum(map(backtest.inside, mine)) / len(mine) >= floor - 1e-9, klass
-    assert sum(map(backtest.inside, rows)) / len(rows) >= 52 / 71 - 1e-9
+    assert sum(map(backtest.inside, rows)) / len(rows) >= 53 / 71 - 1e-9
     assert backtest.median_abs_error(rows) <= 0.10
     # no cross-vendor pair is shipped (no AMD training table could be read: docs/forecast.md)
     assert not [r for r in rows if r["pair_class"] == calibration.CROSS_VENDOR]

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from conftest import REPO
-from test_plot_results import cli, skip_figures
+from report.helpers import cli, skip_figures
 from upgrade_bench.report.node import check as node_check, health as node_health
 from upgrade_bench.report.page import node as node_page
 

@@ -34,7 +34,7 @@ def estimate_of(config, summary):
                    config.get("NUM_EXPERTS") or 0, config["MODEL"])
     return peak_memory.estimate(cut.built, cut.counted, summary["seq_len"], config.get("BATCH_SIZE", 1),
                                 config["ZERO_STAGE"], config["world_size"], config["OFFLOAD_OPTIMIZER"],
-                                config["GRAD_CHECKPOINT"])
+                                config["GRAD_CHECKPOINT"], config.get("ENGINE", "deepspeed"))
 
 
 def test_every_committed_peak_it_covers_is_within_its_error_and_its_floors_hold():
@@ -53,6 +53,9 @@ def test_every_committed_peak_it_covers_is_within_its_error_and_its_floors_hold(
     # checkpointing), 1K to 128K; MoE and hybrid records are held to the floor only
     assert len(covered) >= 35 and set(covered) == {"llama-3.1-8b"}
     assert {"qwen3-30b-a3b", "qwen3-next-80b-a3b", "gpt-oss-20b", "granite-4.0-h-small"} <= set(floors)
+    # FSDP2's runs (one H100, 8K: 66.0 GiB eager, 62.4 and 60.4 compiled) are held to the floor: the
+    # backward's buffers were calibrated on DeepSpeed's
+    assert sum(1 for _, config, _ in measured_points() if config.get("ENGINE") == "fsdp2") >= 3
 
 
 def test_the_peak_by_hand():

@@ -1,6 +1,7 @@
 """docs/layout.md, taken at its word: the recipes followed on a scratch copy of the repository (a
-GPU, a model family inserted anywhere in its table, a training precision) need only the files
-they name, no test edit; and the page names only files and functions that exist."""
+GPU, a model family inserted anywhere in its table, a training precision, a workload, a report
+section) need only the files they name, no test edit; and the page names only files and functions
+that exist."""
 import json
 import re
 import shutil
@@ -92,6 +93,33 @@ def test_the_recipes_need_only_the_files_they_name(tmp_path):
     add_after(package / "training" / "workloads.py", "TABLE = (\n",
               '    Workload("tiny-try", "the tiny model on a CPU, two lengths", {"MODEL": "tiny", "ZERO_STAGE": "2",\n'
               '             "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0", "SEQLENS": "64 128"}),\n')
+    # A report section: its rows in compare/, its words in page/, its place in page/markdown.py's
+    # render, its modules in report/__init__.py's index, the golden page regenerated.
+    for step in ("(a frozen dataclass) and the function that makes it, in the room of",
+                 "2. The words: a module in `page/`", "its place on the page in `page/markdown.py` (`render`",
+                 "3. `report/__init__.py`: the new modules named under their rooms",
+                 "4. `tests/golden/`: regenerate (`.venv/bin/python -m tests.report.golden`)"):
+        assert step in LAYOUT, step
+    report = package / "report"
+    (report / "compare" / "lengths.py").write_text(
+        '"""How many lengths each series measured (numbers only)."""\n'
+        "from dataclasses import dataclass\n\n\n"
+        "@dataclass(frozen=True)\nclass LengthRow:\n    label: str\n    lengths: int\n\n\n"
+        "def rows(series_list) -> list:\n"
+        "    return [LengthRow(s.label, len(s.points)) for s in series_list if s.points]\n")
+    (report / "page" / "lengths.py").write_text(
+        '"""The lengths each series measured, as a table of report.md."""\n'
+        "from ..compare.lengths import rows\nfrom ..text.tables import md_table\n\n\n"
+        "def lengths_markdown(series_list) -> str:\n"
+        "    table = [[r.label, str(r.lengths)] for r in rows(series_list)]\n"
+        '    return md_table(["series", "lengths measured"], table) if table else ""\n')
+    add_after(report / "page" / "markdown.py", "from .bound import workload_markdown\n",
+              "from .lengths import lengths_markdown\n")
+    add_after(report / "page" / "markdown.py", '("Attention share per workload", workload_markdown(a.data.series)),\n',
+              '                ("Lengths measured", lengths_markdown(a.data.series)),\n')
+    add_after(report / "__init__.py", "isolated_attention, precision, bound", ", lengths")
+    add_after(report / "__init__.py", "markdown, terminal, export", ", lengths")
+    (scratch / "results").symlink_to(REPO / "results")  # the committed logs the golden page is made of
     # The family's, the precision's and the workload's last step: tools/config_docs.py, run once.
     assert "`tools/config_docs.py`, run once" in LAYOUT
     env = script_env({"PYTHONPATH": str(scratch)})
@@ -100,10 +128,21 @@ def test_the_recipes_need_only_the_files_they_name(tmp_path):
     assert docs.returncode == 0, docs.stderr
     configuration = (scratch / "docs" / "configuration.md").read_text()
     assert "tiny-olmo2" in configuration and "fp8-recipe" in configuration and "tiny-try" in configuration
+    # The report section's last step: the golden outputs regenerated, the diff the new section alone.
+    golden = subprocess.run([sys.executable, "-m", "tests.report.golden"], cwd=scratch, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert golden.returncode == 0, golden.stderr
+    for name in ("terminal.txt", "stderr.txt", "points.csv"):
+        assert (scratch / "tests" / "golden" / name).read_text() == (REPO / "tests" / "golden" / name).read_text()
+    page = (scratch / "tests" / "golden" / "report.md").read_text()
+    start = page.index("## Lengths measured\n\n| series | lengths measured |\n")
+    end = page.index("\n## ", start) + 1
+    assert page[:start] + page[end:] == (REPO / "tests" / "golden" / "report.md").read_text()
     # The tests that iterate the tables take the new rows with no edit of theirs.
     checks = subprocess.run(
         [sys.executable, "-m", "pytest", "-v", "-n", "0", "-p", "no:cacheprovider", "-x", "tests/test_gpus.py",
-         "tests/test_readme.py", "tests/test_architecture.py", "tests/test_resolver.py", "tests/test_workloads.py", "-k",
+         "tests/test_readme.py", "tests/test_architecture.py", "tests/test_resolver.py", "tests/test_workloads.py",
+         "tests/test_layers.py", "tests/report/test_index.py", "tests/report/test_golden.py", "-k",
          "not published_sizes and not by_hand and not mixer_kernels and not kernel_packages and not fallback"],
         cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
     assert checks.returncode == 0, checks.stdout[-3000:]

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from test_plot_results import _tables_are_rectangular, skip_figures, two_gpu_log
+from report.helpers import _tables_are_rectangular, skip_figures, two_gpu_log
 from upgrade_bench import faults
 from upgrade_bench.report.published import guide as published
 from upgrade_bench.report import main as plot_results

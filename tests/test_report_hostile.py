@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import REPO
-from test_plot_results import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
+from report.helpers import bad, cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
 from upgrade_bench.report.forecast import series as forecasts
 from upgrade_bench.report.published import guide as published
 from upgrade_bench.report.read import series

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from test_plot_results import cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
+from report.helpers import cli, header, rec, skip_figures, summary, two_gpu_log, write_jsonl
 from upgrade_bench.report.compare import comparisons
 from upgrade_bench.report.page import markdown
 from upgrade_bench.report.read import series

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from test_plot_results import H200_PEAK, B200_PEAK, cli, header, rec, skip_figures, summary, write_jsonl
+from report.helpers import H200_PEAK, B200_PEAK, cli, header, rec, skip_figures, summary, write_jsonl
 from upgrade_bench.report.compare import precision as formats
 from upgrade_bench.report.page import precision as format_table
 from upgrade_bench.report.page import markdown

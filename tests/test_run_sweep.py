@@ -131,7 +131,7 @@ def test_oom_timeout_and_crash_are_recorded_and_the_sweep_goes_on(tmp_path, fake
     assert errors[256]["error"] == "timeout" and errors[256]["script"] == "run_sweep.sh"
     assert errors[512]["error"] == "exception" and "fake NCCL failure" in errors[512]["stderr_tail"]
     # the errors the sweep writes carry what the process's header said ran (the report's series:
-    # test_plot_results' test_a_failed_point_the_sweep_records_joins_its_processs_series)
+    # tests/report/test_read.py's test_a_failed_point_the_sweep_records_joins_its_processs_series)
     assert errors[256]["mixer_kernels"] == errors[512]["mixer_kernels"] == ran["mixer_kernels"]
     # The hung point's process group is gone, grandchild included: nothing holds the GPU.
     assert wait_dead(int(pid_file.read_text()))

@@ -4,7 +4,7 @@ asks, and then the engine is named as a stack difference, as a package's version
 from before ENGINE (no `engine` in its header) ran DeepSpeed. In-process, without figures."""
 import pytest
 
-from test_plot_results import B200_PEAK, H200_PEAK, analysis_of, cli, header, skip_figures, summary, write_jsonl
+from report.helpers import B200_PEAK, H200_PEAK, analysis_of, cli, header, skip_figures, summary, write_jsonl
 from upgrade_bench.report.page import answer, words
 from upgrade_bench.report.read import stacks
 

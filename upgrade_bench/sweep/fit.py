@@ -58,7 +58,7 @@ def verdict(peak_gib: float, floor: bool, usable: float) -> str:
 
 def peak_of(train, world: int, cut, seq_len: int) -> peak_memory.Estimate:
     return peak_memory.estimate(cut.built, cut.counted, seq_len, train.BATCH_SIZE, train.ZERO_STAGE, world,
-                                train.OFFLOAD_OPTIMIZER, train.GRAD_CHECKPOINT)
+                                train.OFFLOAD_OPTIMIZER, train.GRAD_CHECKPOINT, train.ENGINE)
 
 
 def fixes(train, world: int, cut, model_config, seq_len: int, usable: float) -> tuple:

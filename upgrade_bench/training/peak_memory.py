@@ -19,7 +19,10 @@ cuts of Llama-3.1-8B on one H200 (ZeRO-2, no offload, no checkpointing, Liger, 1
 fp8) and the whole 8B on two H200s (ZeRO-3, CPU AdamW offload, checkpointing, Liger, 8K-128K).
 It covers dense attention models (`covers`): an MoE's routing and a linear mixer's chunked
 state add activations it does not count (Qwen3-30B-A3B's 4-layer cut reached 138 GiB at 32K
-where this would say 70), so for those it gives the optimizer step's figure as a floor.
+where this would say 70), so for those it gives the optimizer step's figure as a floor. Every
+calibration run trained on DeepSpeed: under FSDP2 (its gathered bf16 weights, its own buffers)
+the backward is not calibrated and the estimate is the optimizer step's floor too (one H100 at
+8K: DeepSpeed 62.5 GiB, FSDP2 66.0 eager, 62.4 compiled; results/h100-stacks-11).
 """
 from dataclasses import dataclass
 
@@ -65,13 +68,13 @@ def width(layer, hidden: int) -> float:
 
 
 def estimate(built, counted, seq_len: int, batch: int, zero_stage: int, world: int, offload: bool,
-             checkpointing: bool) -> Estimate:
+             checkpointing: bool, engine: str = "deepspeed") -> Estimate:
     """The peak of one training point: `built` the model as built (its parameters), `counted`
-    its layers (their activations)."""
+    its layers (their activations), trained by `engine` (its ENGINE)."""
     params, w = built.total_params, max(1, world)
     state = memory.state_bytes(params, zero_stage, w, offload)[0]
     step = state + (0.0 if offload else STEP_BYTES_PER_PARAM * params / (w if zero_stage >= 1 else 1))
-    if not covers(counted):
+    if not covers(counted) or engine != "deepspeed":
         return Estimate(step / GIB, True, "optimizer step")
     tokens = seq_len * batch
     widths = [width(ly, counted.hidden) for ly in counted.layers]

@@ -2,7 +2,8 @@
 (every sweep series, and every forecast beside the series it was made from),
 attention.png and decomposition.png (only when those records exist);
 write_all writes them with comparison_figure.py's one per comparison. Every series has its
-own colour; provenance is the line style (plotkit.py). Where the series do different work
+own colour; provenance is the line style (style.py), and each forecast candidate its own
+look, in every panel. Where the series do different work
 per GPU (GPU count, model cut, ...) the legend opens by saying so. Each draw_* returns the
 Figure, so tests can measure its text.
 """
@@ -15,8 +16,8 @@ from ..compare.isolated_attention import ATTENTION_SHAPE
 from ...hardware import gpus
 from ..published.guide import GUIDE_ATTENTION_PACKAGE, GUIDE_ISOLATED_ATTENTION_RATIO
 from .style import (
-    DPI, FORECAST_HATCH, FORECAST_LINE, MARKERS, PALETTE, colours, figure_legend, finish, from_zero,
-    hbm_words, panel_grid, plot_line, plt, save, seq_axis, wrap_text)
+    DPI, MARKERS, PALETTE, colours, figure_legend, finish, forecast_look, from_zero, hbm_words, panel_grid,
+    plot_line, plt, save, seq_axis, wrap_text)
 from ..read.series import seq_label
 from ..read.whole_model import scope
 from ..page.words import unlike_across
@@ -25,8 +26,9 @@ from ..page.words import unlike_across
 def draw_overview(a: Analysis):
     """Every sweep series on shared axes: TFLOPS per GPU (cuts of a model, and their forecasts,
     in a panel of their own beside the whole models'), peak memory (where recorded), $/1M tokens
-    of whole models (where priced); every forecast dotted over its hatched range, beside the
-    series it was made from."""
+    of whole models (where priced); every forecast in its candidate's look over its range
+    (hatched, or a bar at a single length), in the colour of the series it was made from, and
+    its candidate's HBM in the memory panel."""
     shown = [s for s in a.data.series if s.points]
     if not shown:
         return None
@@ -38,13 +40,15 @@ def draw_overview(a: Analysis):
     # that model, so it stays off this panel (the answer scales it, and says so).
     priced = [s for s in whole if s.gpu in a.prices]
     memory = any(p.get("peak_mem_gib") is not None for s in shown for p in s.points.values())
+    candidates = list(dict.fromkeys(fc.candidate for fc in a.forecasts))
+    col.update({c: (None, i) for i, c in enumerate(candidates)})  # each candidate's look in every panel
     panels = ([(_throughput_panel, whole, "Training throughput per GPU" + (": whole models" if cuts else ""))]
               if whole else [])
     panels += [(_throughput_panel, cuts, "Training throughput per GPU: cuts of a model")] if cuts else []
     panels += [(_memory_panel, shown, "Peak memory")] if memory else []
     panels += [(_money_panel, priced, "")] if priced else []
     fig, axes = panel_grid(len(panels), "All series (each its own colour; published dashed"
-                           + ("; forecasts dotted over a hatched range" if a.forecasts else "") + ")")
+                           + ("; forecasts dotted, one style per candidate" if a.forecasts else "") + ")")
     for ax, (draw, members, title) in zip(axes, panels):
         seq_axis(ax, draw(ax, a, members, col))
         if title:
@@ -64,58 +68,96 @@ def _series_lines(ax, members: list, col: dict, field: str) -> list:
     return lens
 
 
-RANGE_KEY = ("forecast range (hatched): 90% of the misses on published pairs of its group,\n"
-             "  around the forecast corrected by their median")
+RANGE_KEY = ("forecast range ({}): each end holds 90% of the misses on its side\n"
+             "  of other sources' published pairs of its group (no correction)")
+
+
+def _made_from(a: Analysis, members: list) -> list:
+    return [fc for fc in a.forecasts if any(fc.base is s for s in members)]
 
 
 def _throughput_panel(ax, a: Analysis, members: list, col: dict) -> list:
     lens = _series_lines(ax, members, col, "tflops_per_gpu")
-    made = [fc for fc in a.forecasts if any(fc.base is s for s in members)]
-    for fc in made:
-        lens += forecast_line(ax, fc, col[id(fc.base)][0], [(r.seq_len, r.tflops) for r in fc.rows])
-    if made:  # one legend key for every range, in no series' colour
-        ax.fill_between([], [], facecolor="none", edgecolor="grey", hatch=FORECAST_HATCH, linewidth=0.0,
-                        label=RANGE_KEY)
+    drawn = [forecast_line(ax, fc, col[id(fc.base)][0], col[fc.candidate][1], [(r.seq_len, r.tflops) for r in fc.rows])
+             for fc in _made_from(a, members)]
+    hatched, bars = any(len(d) > 1 for d in drawn), any(len(d) == 1 for d in drawn)
+    key = RANGE_KEY.format(", or ".join(["hatched"] * hatched + ["a bar"] * bars))
+    if hatched:  # one legend key for every range, in no series' colour
+        ax.fill_between([], [], facecolor="none", edgecolor="grey", hatch=forecast_look(0).hatch, linewidth=0.0,
+                        label=key)
+    elif bars:
+        ax.plot([], [], color="grey", marker="|", markersize=12, linestyle="none", label=key)
     ax.set(ylabel="model TFLOPS per GPU")
-    return lens
+    return lens + [n for d in drawn for n in d]
 
 
 def _memory_panel(ax, a: Analysis, members: list, col: dict) -> list:
     lens = _series_lines(ax, members, col, "peak_mem_gib")
-    for g in a.order:
-        gpu = a.data.gpus[g]
-        if gpu.hbm_gib and any(s.gpu == g for s in members):
-            ax.axhline(gpu.hbm_gib, color="grey", linestyle=":", linewidth=1)
-            ax.annotate(hbm_words(g, gpu.hbm_gib, any(s.gpu == g and not s.reference for s in members)),
-                        (0.01, gpu.hbm_gib), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
-                        va="bottom")
+    lines = sorted(hbm_lines(a, members), key=lambda line: -line[1])
+    label_gib = 0.05 * max([line[1] for line in lines] + [ax.dataLim.y1])  # a 7 pt label's height, about
+    free_below = float("inf")  # from the top line down: a label that would touch the one above goes under its line
+    for g, hbm, measured, candidate in lines:
+        # a forecast's candidate in its look: does the baseline's peak (the forecast's) fit it?
+        look = {"linestyle": forecast_look(col[g][1]).linestyle, "linewidth": 1.5} if candidate else {
+            "linestyle": ":", "linewidth": 1}
+        ax.axhline(hbm, color="dimgrey" if candidate else "grey", **look)
+        under = hbm + label_gib > free_below
+        ax.annotate(hbm_words(g, hbm, measured) + (": the forecast's candidate" if candidate else ""),
+                    (0.01, hbm), xycoords=("axes fraction", "data"), fontsize=7,
+                    color="dimgrey" if candidate else "grey", va="top" if under else "bottom")
+        free_below = hbm - label_gib if under else hbm
     ax.set(ylabel="peak memory per GPU (GiB)")
     return lens
+
+
+def hbm_lines(a: Analysis, members: list) -> list:
+    """[(GPU, HBM, measured, a forecast's candidate)]: the HBM of each GPU with a series among
+    `members`, and of each candidate forecast from one of them (the baseline's peak is the
+    forecast's: the line says whether it fits), each GPU once: GiB as a run of it measured,
+    else its datasheet's figure (GB)."""
+    lines = {g: [a.data.gpus[g].hbm_gib, any(s.gpu == g and not s.reference for s in members), False]
+             for g in a.order if a.data.gpus[g].hbm_gib and any(s.gpu == g for s in members)}
+    for fc in _made_from(a, members):
+        measured = next((s.hbm_gib for s in a.data.series if s.gpu == fc.candidate and not s.reference
+                         and s.hbm_gib), None)
+        lines.setdefault(fc.candidate, [measured or fc.hbm_gib, measured is not None, True])[2] = True
+    return [(g, *line) for g, line in lines.items() if line[0]]
 
 
 def _money_panel(ax, a: Analysis, priced: list, col: dict) -> list:
     lens = []
     for s in priced:
         lens += plot_line(ax, s, *col[id(s)], list(usd_per_mtok_by_length(s, a.prices[s.gpu]).items()), s.label)
-    for fc in a.forecasts:
-        if any(fc.base is s for s in priced):
-            lens += forecast_line(ax, fc, col[id(fc.base)][0], [(r.seq_len, r.usd_per_mtok) for r in fc.rows])
+    for fc in _made_from(a, priced):
+        lens += forecast_line(ax, fc, col[id(fc.base)][0], col[fc.candidate][1],
+                              [(r.seq_len, r.usd_per_mtok) for r in fc.rows])
     ax.set(ylabel="$ per 1M tokens (per GPU)", title="$/1M tokens at "
            + ", ".join(f"{g} ${u:.2f}" for g, u in a.prices.items()) + " (whole models)")
     ax.title.set_fontsize(10)
     return lens
 
 
-def forecast_line(ax, fc, colour: str, points: list) -> list:
-    """A forecast's (seq_len, (mid, low, high)) points: its mid dotted in the colour of the
-    series it was made from, its range hatched; returns the lengths drawn."""
+def forecast_line(ax, fc, colour: str, index: int, points: list) -> list:
+    """A forecast's (seq_len, (mid, low, high)) points in the colour of the series it was made
+    from and the look of its candidate (forecast_look(index)): its mids a line over its range
+    hatched, or, at a single length (no line, no area to draw), a marker and its range a bar;
+    returns the lengths drawn."""
     points = [(n, v) for n, v in points if v is not None]
     if not points:
         return []
-    lens = [n for n, _ in points]
-    ax.plot(lens, [v[0] for _, v in points], color=colour, label=f"{fc.candidate} {fc.label}", **FORECAST_LINE)
-    ax.fill_between(lens, [min(v[1:]) for _, v in points], [max(v[1:]) for _, v in points], facecolor="none",
-                    edgecolor=colour, hatch=FORECAST_HATCH, linewidth=0.0, alpha=0.6)
+    lens, mids = [n for n, _ in points], [v[0] for _, v in points]
+    lows, highs = [min(v[1:]) for _, v in points], [max(v[1:]) for _, v in points]
+    look, label = forecast_look(index), f"{fc.candidate} {fc.label}"
+    if len(points) == 1:
+        bar = ax.errorbar(lens, mids, yerr=[[mids[0] - lows[0]], [highs[0] - mids[0]]], color=colour,
+                          linestyle="none", marker=look.marker, markersize=9, markeredgewidth=2, capsize=6,
+                          elinewidth=1.5, label=label)
+        bar.lines[2][0].set_linestyle(look.linestyle)
+        return lens
+    ax.plot(lens, mids, color=colour, label=label, linestyle=look.linestyle, linewidth=2.0,
+            marker=look.marker, markersize=7, markeredgewidth=1.5)
+    ax.fill_between(lens, lows, highs, facecolor="none", edgecolor=colour, hatch=look.hatch, linewidth=0.0,
+                    alpha=0.6)
     return lens
 
 

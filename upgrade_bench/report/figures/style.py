@@ -1,12 +1,14 @@
 """The look every figure of the report shares (matplotlib, Agg backend): one colour per
 series, provenance as the line style (measured solid, published dashed with open markers,
-forecasts dotted without markers over a hatched range), a log2 axis of sequence lengths
+forecasts dotted or dash-dotted with stroke markers over a hatched range, each candidate GPU its
+own), a log2 axis of sequence lengths
 whose labels never touch, amounts from zero, panels on a grid, one legend below them headed
 by what the figure may not be read as, and a PNG written through the caller's opener.
 """
 import math
 import os
 import textwrap
+from typing import NamedTuple
 
 import matplotlib
 
@@ -31,9 +33,12 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#17becf", "#bcbd22", "#5b3a00", "#00577a", "#7a0057"]
 MARKERS = "osD^vP*Xh<>"
 WARNING_COLOUR = "firebrick"       # what a figure may not be read as
-# A forecast is never drawn like a measurement: dotted, no markers, over a hatched range.
-FORECAST_LINE = {"linestyle": ":", "linewidth": 2.0, "marker": None}
-FORECAST_HATCH = "///"
+# A forecast is never drawn like a measurement (solid, filled markers) or a publication (dashed,
+# open markers): dotted or dash-dotted, with markers of strokes alone, over a hatched range. Each
+# candidate GPU has its own look (forecast_look), so that two forecasts of one series differ.
+FORECAST_LINESTYLES = (":", "-.")
+FORECAST_MARKERS = "x+12"
+FORECAST_HATCHES = ("///", "\\\\\\", "xxx", "...")
 
 
 def colours(series: list) -> dict:
@@ -48,6 +53,18 @@ def style(s, colour: str, index: int = 0, under: bool = False) -> dict:
     wide = {"linewidth": 4.0, "alpha": 0.45, "markersize": 9} if under else {}
     return {"color": colour, "marker": MARKERS[index % len(MARKERS)], **wide,
             "linestyle": "--" if s.reference else "-", "markerfacecolor": "none" if s.reference else colour}
+
+
+class ForecastLook(NamedTuple):
+    linestyle: str
+    marker: str
+    hatch: str   # of its range
+
+
+def forecast_look(index: int) -> ForecastLook:
+    """The look of the index-th forecast candidate, the same in every panel."""
+    return ForecastLook(FORECAST_LINESTYLES[index % len(FORECAST_LINESTYLES)],
+                        FORECAST_MARKERS[index % len(FORECAST_MARKERS)], FORECAST_HATCHES[index % len(FORECAST_HATCHES)])
 
 
 def spaced_labels(centres_px: list, widths_px: list, gap_px: float = 3.0, preferred=None) -> list[bool]:

@@ -65,7 +65,9 @@ def forecast_run(run: dict, cand: str) -> dict:
         return mid * factor, low * factor, high * factor, base_value * forecast_model.ceiling(r, parts) * allowance
     out = {}
     if run["summary"]:
-        s = Series(base, None, "", config, "", "published", None, None, points=run["summary"])
+        # its decompositions too, as the page forecasts a folder: a length with one is split by it
+        s = Series(base, None, "", config, "", "published", None, None, points=run["summary"],
+                   decompositions=run["decomposition"])
         for n, (parts, how) in forecasts.series_parts(s).items():
             point = run["summary"][n]
             r = forecasts.ratios_at(base, cand, n, parts, forecasts.tflop_of(point)[1], checkpointed, backend,
@@ -79,15 +81,27 @@ def forecast_run(run: dict, cand: str) -> dict:
         r = forecasts.ratios_at(base, cand, n, parts, (dec.get("everything_else") or {}).get("tflop") or 0.0,
                                 checkpointed, backend, precision=precision)
         share = ratio(dec["buckets"]["attention"]["tflop"], dec["total"]["tflop"])
-        for bucket, bound in (("attention", "attention"), ("everything_else", "dense")):
+        rest = {b: ms for b, ms in parts.items() if b not in ("attention", "host")}
+        for bucket, bucket_parts in (("attention", {"attention": parts.get("attention", 1.0)}),
+                                     ("everything_else", rest)):
             b = dec["buckets"][bucket] if bucket == "attention" else dec[bucket]
-            out[f"{bucket}_tflops", n] = (*capped(b["tflops"] * r[bound].mid, b["tflops"] * r[bound].low,
-                                                  b["tflops"] * r[bound].high, b["tflops"], r, {bound: 1.0}),
+            mid, low, high = parts_ratio(bucket_parts, r)
+            out[f"{bucket}_tflops", n] = (*capped(b["tflops"] * mid, b["tflops"] * low, b["tflops"] * high,
+                                                  b["tflops"], r, bucket_parts),
                                           b["tflops"], "its decomposition", share)
         f = forecast_model.scale(parts, r)
         out["total_tflops", n] = (*capped(*forecasts.tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"],
                                           r, parts), dec["total"]["tflops"], "its decomposition", share)
     return out
+
+
+def parts_ratio(parts: dict, r: dict) -> tuple:
+    """(mid, low, high) speedup of the kernel parts `parts` ({bound: ms}) together, each at its own
+    ratio: a bucket that holds several (a decomposition's "everything else": its GEMMs and other
+    kernels) moves as the model moves them in the step, not by one ratio for all."""
+    total = sum(parts.values())
+    f = forecast_model.scale(parts, r)
+    return total / f.step_ms, total / f.step_ms_slow, total / f.step_ms_fast
 
 
 def _published(run: dict, metric: str, n: int) -> float | None:

@@ -6,8 +6,10 @@ part scales by the candidate/baseline ratio of what bounds it (Habitat, Yu et al
 2021, scales each operation of a profiled step the same way):
 
 - attention kernels: the isolated-attention ratio (measured on both GPUs, else published
-  kernel figures, else anywhere between the HBM-bandwidth and the peak ratio);
+  kernel figures, else on one die the sustained clock's ratio, the GEMMs', and across dies
+  anywhere between the HBM-bandwidth and the peak ratio);
 - GEMMs: the MAMF ratio (Maximum Achievable Matmul FLOPS, the GPU table's published figures);
+  a decomposition's GEMM kernels below MAMF as the other kernels (`gemm_kernels_ratio`);
 - other kernels (norms, elementwise, the optimizer on the GPU, MoE routing): HBM bandwidth;
 - a part with GEMMs and other kernels together (a decomposition that does not split them, or
   a sweep's dense FLOPs): the time its matmuls need at the baseline's MAMF by the MAMF ratio,
@@ -86,6 +88,8 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
                             f"{precision} sustained matmul {cand_mamf:.0f} / {base_mamf:.0f} TFLOPS "
                             f"({how or 'published MAMF'}), down to the HBM ratio"
                             + (f"; times {gain.source}" if gain.source else ""))
+        if base.die and base.die == cand.die:
+            out["attention_unmeasured"] = one_die_attention(mamf, gain, base, cand)
     else:  # no published MAMF: the peak ratio, as far down as the HBM ratio
         out["gemm"] = between(hbm, out["peak"].mid, f"{precision} MAMF unpublished: between the HBM and peak ratios")
     if comm:
@@ -107,6 +111,21 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
     out["fixed"] = Ratio(1.0, min(1.0, out["comm"].low), max(1.0, out["comm"].high), "host time and exposed "
                          f"communication: unchanged, up to the interconnect ratio ({out['comm'].source})")
     return out
+
+
+def one_die_attention(mamf: float, gain: Ratio, base: GPUSpec, cand: GPUSpec) -> Ratio:
+    """The attention kernels' ratio on one die, unmeasured: FlashAttention's fwd+bwd at 8K and
+    longer is bound by the tensor cores and the exponent units, both at the SM clock, so on one
+    die it moves with the sustained clock, as the GEMMs do: the MAMF ratio (each part's at its
+    own board power; H100/H200: the same), times the clock extra watts buy where the baseline's
+    telemetry showed it power-bound (clock_gain, at most the board-power ratio's cube root). The
+    HBM ratio moves only its memory-bound fraction, small at these lengths (model.ceiling keeps
+    it in the attention part's physical bound). Measured on one stack (results/h100-node-10 and
+    results/h200-precision-7, bench_flash_attn.py): the H200 ran fa4 and cuDNN attention fwd+bwd
+    at 0.995-1.024x the H100 at 8K and 32K, where the HBM-to-peak span said 1.0-1.43x."""
+    return Ratio(mamf * gain.mid, mamf, mamf * gain.high,
+                 f"attention on one die ({base.name} -> {cand.name}): the sustained clock's ratio, the GEMMs' "
+                 f"(MAMF ratio {mamf:.3f}" + (f", times {gain.source})" if gain.source else ")"))
 
 
 def die_family(spec: GPUSpec) -> str:
@@ -162,7 +181,7 @@ def ceiling(hw: dict, parts: dict) -> float:
     at most the largest."""
     compute = hw["compute_top"].mid
     by_bound = {"attention": max(hw["attention_peak"].mid, hw["hbm"].mid, hw.get("attention", hw["hbm"]).high),
-                "gemm": compute, "dense": max(compute, hw["other"].high), "other": max(hw["hbm"].mid, hw["other"].high),
+                "gemm": max(compute, hw["gemm"].high), "dense": max(compute, hw["other"].high), "other": max(hw["hbm"].mid, hw["other"].high),
                 "comm": hw["comm"].high, "fixed": max(1.0, hw["comm"].high), "host": 1.0}
     return max(by_bound.get(b, compute) for b in parts)
 
@@ -282,6 +301,24 @@ def dense_ratio(hw: dict, share: float | None) -> Ratio:
                  "the MAMF ratio, the rest by the HBM ratio; range from all at HBM to all at MAMF")
 
 
+def gemm_kernels_ratio(hw: dict, share: float | None) -> Ratio:
+    """A decomposition's GEMM kernels: `share` of their time is what their matmul FLOPs need at
+    the baseline's MAMF (gemm_share), at the MAMF ratio; the rest (matmuls below MAMF: small or
+    skinny shapes, waves, epilogues) moves as the other kernels do, from bandwidth-bound to
+    clock-bound (time-weighted); the range as `hw["gemm"]`'s, widened to that middle. Without a
+    share, `hw["gemm"]` as it is. Measured on one stack at 8K (results/h100-node-10 and
+    results/h200-precision-7 decompose.jsonl, GEMMs at 79-84% of MAMF): the H200's GEMM kernels
+    took 166.2 ms where the H100's took 172.2 (1.036x) at the same MAMF."""
+    gemm = hw["gemm"]
+    if share is None or share >= 1.0:
+        return gemm
+    other = hw["other"]
+    mid = 1.0 / (share / gemm.mid + (1.0 - share) / other.mid)
+    return Ratio(mid, min(gemm.low, mid), max(gemm.high, mid),
+                 f"{gemm.source}; the {1 - share:.0%} of the GEMM kernels' time beyond what their FLOPs need at "
+                 f"the baseline's MAMF as the other kernels", gemm.note)
+
+
 def attention_ratio(hw: dict, table: dict | None = None, seq_len: int = 0, source: str = "") -> Ratio:
     """The attention kernels' ratio at `seq_len` from isolated-kernel figures of both GPUs,
     `table` {seq_len: Ratio} (measured or published; `source` says which):
@@ -292,10 +329,12 @@ def attention_ratio(hw: dict, table: dict | None = None, seq_len: int = 0, sourc
       compute-bound with length, and no kernel outruns the peak ratio for long);
     - before the shortest: the shortest's, down to the HBM ratio.
 
-    No table: anywhere between the HBM and the peak ratio (`source` may say why)."""
+    No table: on one die the sustained clock's ratio (`hw["attention_unmeasured"]`,
+    one_die_attention); else anywhere between the HBM and the peak ratio (`source` may say why)."""
     hbm, peak = hw["hbm"].mid, hw["attention_peak"].mid
     if not table:
-        return between(hbm, peak, source or "attention unmeasured: between the HBM and peak ratios")
+        return hw.get("attention_unmeasured") or between(
+            hbm, peak, source or "attention unmeasured: between the HBM and peak ratios")
     if seq_len in table:
         r = table[seq_len]
         return Ratio(r.mid, r.low, r.high, source)

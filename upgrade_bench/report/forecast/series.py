@@ -107,6 +107,9 @@ def ratios_at(base: str, cand: str, seq_len: int, parts: dict, dense_tflop: floa
                                       checkpointed)
     table, source = attention if attention[0] else forecast_attention.published_attention(base, cand, base_backend)
     exp = forecast_model.exponent_ratio(base_spec, gpus.lookup(cand))
+    if parts.get("gemm"):  # a decomposition's GEMM kernels below MAMF: the same roofline share as a dense part
+        hw = {**hw, "gemm": forecast_model.gemm_kernels_ratio(
+            hw, forecast_model.gemm_share(dense_tflop, parts["gemm"], base_mamf, checkpointed))}
     return {**hw, "dense": forecast_model.dense_ratio(hw, share),
             "attention": forecast_model.with_exponent(forecast_model.attention_ratio(hw, table, seq_len, source), exp)}
 

@@ -23,7 +23,7 @@ from ...hardware import collectives, gpus
 # The suite's own node runs (results/README.md): lent H200s (torch 2.11.0, FA4 4.0.0b36) and one
 # H100 80GB HBM3 (torch 2.11.0, FA4 4.0.0b36, results/h100-node-10/README.md).
 MEASURED_NODES = ("results/h200-moe-8/node", "results/h200-precision-7/node", "results/h200-families-3/node",
-                  "results/h100-node-10/node")
+                  "results/h100-node-10/node", "results/h100-stacks-11/node-default")
 MEASURED = "the suite's measured node runs"
 COMPONENTS = ("mamf", "hbm", "attention", "step", "comm")
 WORDS = {"mamf": "MAMF", "hbm": "HBM copy", "attention": "attention", "step": "training step", "comm": "interconnect"}

@@ -57,7 +57,7 @@ def step_ms_of(model_tflop: float, tflops_per_gpu: float) -> float:
 # suite's defaults (the guide's config), Liger on, 8 GPUs. Written out rather than derived from
 # the training settings, so the report reads no training code and a new setting cannot move
 # the published run's identity (log/runs.IDENTITY_DEFAULTS keeps new settings' defaults out of
-# a config; tests/test_plot_results.py checks the two still agree).
+# a config; tests/test_layers.py checks the two still agree).
 GUIDE_CONFIG = {"MODEL": "llama-3.1-8b", "WEIGHTS": "auto", "NUM_LAYERS": 0, "SEQ_LEN": [8192], "BATCH_SIZE": 1,
                 "STEPS": 10, "WARMUP_STEPS": 2, "DECOMPOSE": 0, "ZERO_STAGE": 3, "OFFLOAD_OPTIMIZER": True,
                 "GRAD_CHECKPOINT": True, "USE_LIGER": True, "ATTN_BACKEND": "auto", "PACKED_DOC_LEN": 0,
