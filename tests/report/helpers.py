@@ -173,3 +173,24 @@ def guide_with_a_measured_h200(config=None, **h200):
         summary("mine", 8192, 130.0, H200_PEAK, 2500.0, 3243.0, (3200.0, 3300.0)),
         header("mine-mamf", "NVIDIA H200", "fa4", software=software, script="mamf-finder.py"),
         rec("mamf", "mine-mamf", script="mamf-finder.py", dtype="bf16", tflops_mean=812.9)]
+
+def overlaps(fig) -> list:
+    """Pairs of visible texts whose boxes overlap, texts outside the figure, and texts over
+    bars (a bar chart's labels sit beside the bars)."""
+    from matplotlib.text import Text  # only the figure tests need matplotlib
+    renderer = fig.canvas.get_renderer()
+    tick_labels, drawn = set(), []
+    for ax in fig.axes:  # tick labels outside the view limits exist but are not drawn
+        for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                tick_labels.update({id(tick.label1), id(tick.label2)})
+                drawn += [t for t in (tick.label1, tick.label2) if min(limits) <= tick.get_loc() <= max(limits)]
+    texts = [t for t in fig.findobj(Text) if id(t) not in tick_labels] + drawn
+    texts = [t for t in texts if t.get_visible() and t.get_text().strip()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer).expanded(0.98, 0.9)) for t in texts]
+    found = [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
+    found += [(a, "outside the figure") for a, box in boxes
+              if not fig.bbox.contains(box.x0, box.y0) or not fig.bbox.contains(box.x1, box.y1)]
+    bars = [p.get_window_extent(renderer) for ax in fig.axes for p in ax.patches]
+    found += [(a, "a bar") for a, box in boxes for bar in bars if box.overlaps(bar)]
+    return found

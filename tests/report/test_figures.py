@@ -10,7 +10,7 @@ from matplotlib.text import Text
 
 from conftest import REPO
 from report.helpers import (
-    H200_PEAK, B200_PEAK, rec, header, summary, two_gpu_log, analysis_of, only, guide_with_a_measured_h200)
+    H200_PEAK, B200_PEAK, rec, header, summary, two_gpu_log, analysis_of, only, guide_with_a_measured_h200, overlaps)
 from upgrade_bench.report.forecast import backtest, calibration
 from upgrade_bench.report.compare import comparisons
 from upgrade_bench.report.page import details as detail_tables
@@ -30,27 +30,6 @@ def test_tick_labels_that_would_touch_are_left_out_but_never_the_last():
     assert plotkit.spaced_labels(centres, widths, preferred=[True, True, True, True, False]) == \
         [True, True, True, True, False]
     assert plotkit.spaced_labels([0, 50, 100], [20] * 3, preferred=[False, True, False]) == [True, True, True]
-
-
-def overlaps(fig) -> list:
-    """Pairs of visible texts whose boxes overlap, texts outside the figure, and texts over
-    bars (a bar chart's labels sit beside the bars)."""
-    renderer = fig.canvas.get_renderer()
-    tick_labels, drawn = set(), []
-    for ax in fig.axes:  # tick labels outside the view limits exist but are not drawn
-        for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                tick_labels.update({id(tick.label1), id(tick.label2)})
-                drawn += [t for t in (tick.label1, tick.label2) if min(limits) <= tick.get_loc() <= max(limits)]
-    texts = [t for t in fig.findobj(Text) if id(t) not in tick_labels] + drawn
-    texts = [t for t in texts if t.get_visible() and t.get_text().strip()]
-    boxes = [(t.get_text(), t.get_window_extent(renderer).expanded(0.98, 0.9)) for t in texts]
-    found = [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
-    found += [(a, "outside the figure") for a, box in boxes
-              if not fig.bbox.contains(box.x0, box.y0) or not fig.bbox.contains(box.x1, box.y1)]
-    bars = [p.get_window_extent(renderer) for ax in fig.axes for p in ax.patches]
-    found += [(a, "a bar") for a, box in boxes for bar in bars if box.overlaps(bar)]
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ else its datasheet's GB). On the shipped node runs, drawn in-process, asserted o
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from test_plot_results import overlaps
+from report.helpers import overlaps
 from upgrade_bench.report.analysis import build
 from upgrade_bench.report.figures import draw
 from upgrade_bench.report.forecast import backtest, calibration
