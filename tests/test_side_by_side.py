@@ -106,3 +106,26 @@ def test_the_torchtitan_comparison_refuses_what_torchtitan_cannot_run_before_any
         proc = run_proc(["bash", SCRIPT, "torchtitan"], {**env, **extra}, timeout=60)
         assert proc.returncode == 2 and proc.stderr.startswith(said), (extra, proc.stderr)
         assert not (tmp_path / "out").exists()
+
+
+def test_the_torchtitan_comparison_needs_no_guide_scripts_and_keeps_its_own_settings_from_the_suite(tmp_path):
+    # a copy of the script beside a stand-in run_sweep.sh that writes down the environment it is given:
+    # the suite refuses a variable that looks like one of its settings (ENGINES for ENGINE)
+    repo = tmp_path / "repo"
+    (repo / "tools").mkdir(parents=True)
+    (repo / "tools" / "side_by_side.sh").write_text((REPO / "tools" / "side_by_side.sh").read_text())
+    for name in ("configs", "upgrade_bench"):
+        (repo / name).symlink_to(REPO / name)
+    sweep = repo / "run_sweep.sh"
+    sweep.write_text('#!/bin/sh\nenv > "$OUT.env"\n')
+    sweep.chmod(0o755)
+    out = tmp_path / "out"  # no ../shared/reference beside the copy: the comparison must not ask for it
+    env = {"OUT": str(out), "PYTHON": "true", "TITAN_PYTHON": "true", "REPEAT": "1", "SEQLENS": "8192",
+           "ENGINES": "deepspeed fsdp2", "TITAN_PRECISIONS": "bf16", "TITAN_STEPS": "3", "TITAN_ATTN": "sdpa"}
+    proc = run_proc(["bash", str(repo / "tools" / "side_by_side.sh"), "torchtitan"], env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for engine in ("deepspeed", "fsdp2"):
+        given = dict(line.split("=", 1) for line in (out / f"suite_{engine}_bf16.jsonl.env").read_text().splitlines()
+                     if "=" in line)
+        assert given["ENGINE"] == engine and given["PRECISION"] == "bf16" and given["SEQLENS"] == "8192"
+        assert not [name for name in given if name == "ENGINES" or name.startswith("TITAN_")], given

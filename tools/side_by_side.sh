@@ -38,8 +38,8 @@
 # ATTN_BACKEND as transformers names it (ATTN=flash_attention_4 for fa4, ATTN=sdpa for sdpa; the
 # guide itself picks FA3 on Hopper, which is not installable on the test machines).
 #
-# Variables: OUT (out/side-by-side-<time>), REF (../shared/reference), REPEAT (2), GPUS (1),
-# SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), HBM_SIZES_MIB ("512 2048 8192"),
+# Variables: OUT (out/side-by-side-<time>), REF (../shared/reference; hbm, comm and torchtitan need none),
+# REPEAT (2), GPUS (1), SEQLENS ("8192 32768"), MAMF_SHAPES (the classic 8 shapes), HBM_SIZES_MIB ("512 2048 8192"),
 # COMM_SIZES_MIB ("1 4 16 64 256 1024 4096"), PYTHON (python3), DRY_RUN (0); for torchtitan: TITAN_PYTHON
 # (PYTHON: a Python that imports torchtitan, e.g. with PYTHONPATH set by .gpu/titan-setup.sh),
 # TITAN_PRECISIONS ("bf16 fp8-tensorwise"), TITAN_STEPS (12; the first 2 are warmup: the compile and
@@ -69,6 +69,10 @@ NUM_LAYERS=${NUM_LAYERS:-8}
 TRAINING="MODEL=$MODEL NUM_LAYERS=$NUM_LAYERS ZERO_STAGE=${ZERO_STAGE:-2} GRAD_CHECKPOINT=${GRAD_CHECKPOINT:-0}
   OFFLOAD_OPTIMIZER=${OFFLOAD_OPTIMIZER:-0} USE_LIGER=${USE_LIGER:-1} STEPS=${STEPS:-5} WARMUP_STEPS=${WARMUP_STEPS:-2}"
 export CUBLAS_WORKSPACE_CONFIG=:4096:8  # the guide scripts' own default, set for both sides
+# This script's own settings stay in this script: each run gets what it needs by name, and the
+# suite refuses a variable it does not know that looks like one of its own (ENGINES for ENGINE).
+export -n OUT REF REPEAT SEQLENS MAMF_SHAPES HBM_SIZES_MIB COMM_SIZES_MIB TITAN_PYTHON TITAN_PRECISIONS TITAN_STEPS \
+  TITAN_ATTN ENGINES DRY_RUN
 
 fail() { echo "error: $*" >&2; exit 2; }
 COMPARISONS="attention mamf hbm comm training decomposition torchtitan"
@@ -117,7 +121,7 @@ b = TRAINING.get(sys.argv[1])
 print("ATTN=" + b.hf_name if b else "not one of auto " + " ".join(TRAINING))
 sys.exit(0 if b else 2)' "$ATTN_BACKEND") || fail "ATTN_BACKEND='$ATTN_BACKEND': $GUIDE_ATTN"
 fi
-needs_ref=0; for c in "$@"; do case $c in hbm|comm) ;; *) needs_ref=1;; esac; done  # their yardsticks are in tools/
+needs_ref=0; for c in "$@"; do case $c in hbm|comm|torchtitan) ;; *) needs_ref=1;; esac; done  # their yardsticks are in tools/ or a wheel
 [ "$DRY_RUN" = 1 ] || [ $needs_ref = 0 ] || [ -d "$REF" ] || fail "REF='$REF': no such folder (the guide's scripts, ../shared/reference)"
 
 CFG_DIR=$OUT/cfg

@@ -10,14 +10,17 @@ from ...models import flops, layers
 from ...training import low_precision as low_precision_step
 from .. import plan as sweep_plan
 
-# Rough costs behind the estimate, from the node command's runs on one H200 and one H100
-# (results/h200-families-3, h200-precision-7, h200-moe-8 and h100-node-10: node/node.jsonl, each
-# step's estimate and wall time; tests/test_run_node.py holds the H100's and H200-moe-8's within 10%):
-CAPABILITIES_S = 28.0       # check_capabilities.py's probes: 23 s, 31 s, 38 s (H200), 28 s (H100)
-MAMF_S = 41.0               # mamf-finder.py's default search: 42 s, 41 s, 38 s, 39 s (H200), 41 s (H100)
+# Rough costs behind the estimate, from the node command's runs on one H200 and two H100 machines
+# (results/h200-families-3, h200-precision-7, h200-moe-8, h100-node-10 and h100-stacks-11: each
+# step's estimate and wall time; tests/test_run_node.py holds every step within 10% of the mean of
+# the two H100 runs and of the H200-moe-8 run):
+# check_capabilities.py's probes: 23 s, 31 s, 38 s (H200), 28 s and 36 s (H100): the middle of what
+# is within 10% of both the H100s' mean (32 s) and H200-moe-8's 38 s
+CAPABILITIES_S = 34.8
+MAMF_S = 41.0               # mamf-finder.py's default search: 42 s, 41 s, 38 s, 39 s (H200), 41 s, 41 s (H100)
 # bench_flash_attn.py up to its first point (imports, each backend's check): its two-length run took
-# 31.6 s and 32.1 s (H200) and 30.5 s (H100), of which the points at ATTENTION_MFU are about 10 s.
-ATTENTION_START_S = 20.0
+# 31.6 s and 32.1 s (H200) and 30.5 s and 37.1 s (H100), of which the points at ATTENTION_MFU are about 10 s.
+ATTENTION_START_S = 23.0
 ATTENTION_BACKENDS = 2      # its default: the kernel training picks here, and cuDNN SDPA
 ATTENTION_MFU = 0.5         # isolated attention ran 500-650 TFLOPS from 8K on the H200's 989 peak
 # A training process before its first step: imports, model build, DeepSpeed init. It grows with
@@ -47,7 +50,7 @@ LIGER_MOE_TUNE_S = 31.0
 MIXER_FIRST_STEP_S = 130.0
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
-HBM_S = 16.5                # bench_hbm.py's defaults: 20 s, 17 s, 16 s, 17 s (H200), 16 s (H100)
+HBM_S = 16.5                # bench_hbm.py's defaults: 20 s, 17 s, 16 s, 17 s (H200), 16 s, 17 s (H100)
 # bench_comm.py's defaults, not yet timed on a node: 28 points of 1.5 s windows (42 s), and the
 # launcher, torch and NCCL's first connections before them (a training process's start, ~20 s).
 COMM_S = 60.0

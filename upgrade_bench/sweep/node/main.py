@@ -9,7 +9,9 @@ GPU-hours) before anything starts, a line as each step starts and ends, and writ
 exit code, estimate and wall time). The training settings are the sweep's (MODEL, NUM_LAYERS,
 SEQLENS, WORKLOAD, ...: ./run_sweep.sh --help; WORKLOAD=auto runs right-sized-8b on fewer GPUs
 than the guide's 8); the plan marks each point by its estimated peak memory against the GPU's
-(one that does not fit is recorded and not run, unless RUN_UNFIT=1); the decomposition is a sweep
+(one that does not fit is recorded and not run, unless RUN_UNFIT=1; the default, neither WORKLOAD
+nor SEQLENS set, asks only for its workload's lengths that fit and says the others with what would
+fit them); the decomposition is a sweep
 of DECOMPOSE_SEQLENS (of the sweep's lengths that fit) with the same settings (Liger included) and
 DECOMPOSE=3 profiled steps per point, each length in a process of its own.
 
@@ -168,7 +170,7 @@ def run(steps: list, out: Path, writer, signals, own: set, lock_fd: int | None =
             ooms = [n for n in node_plan.sweep_ooms(sweep) if n in st.lengths]
             if ooms:
                 say(f"[node] {st.name}: {' '.join(map(str, ooms))} left out: out of memory in the sweep")
-                node_plan.not_retried(st, ooms)
+                node_plan.leave_out(st, ooms)
         try:
             missing[st.name] = run_step(st, f"[node] {i}/{len(steps)}", out, writer, signals, own, lock_fd)
         except KeyboardInterrupt:

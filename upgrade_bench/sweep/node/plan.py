@@ -58,6 +58,7 @@ class Step:
     done: bool = False              # a step without lengths: done in an earlier run
     estimate_s: float | None = None  # of what is left to run
     cannot: str | None = None       # why this machine cannot run it (a training state past a CPU host's memory)
+    not_asked: list = field(default_factory=list)  # the default's lengths left out of the request: they do not fit
     sweep: sweep_plan.Plan | None = field(default=None, repr=False)  # a training step's sweep
 
     @property
@@ -121,6 +122,9 @@ def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, e
     train_lengths = sorted(set(train.SEQLENS))
     hbm = measured_hbm_gib(out)
     sweep = training_step("sweep", train, out, train_lengths, 0, s.DRY_RUN, machine, environ, hbm)
+    if asks_only_what_fits(environ):
+        sweep.not_asked = unfit_lengths(sweep) if set(sweep.lengths) - set(unfit_lengths(sweep)) else []
+        leave_out(sweep, sweep.not_asked)
     lengths = decompose_lengths(s.DECOMPOSE_SEQLENS, sweep)
     decomposition = (training_step("decomposition", train, out, lengths, train.DECOMPOSE or DECOMPOSE_STEPS,
                                    s.DRY_RUN, machine, environ, hbm) if lengths else None)
@@ -168,6 +172,14 @@ def measured_hbm_gib(out: Path) -> float | None:
     return next((g for g in reversed(found) if isinstance(g, (int, float)) and g > 0), None)
 
 
+def asks_only_what_fits(environ) -> bool:
+    """Whether the training lengths are the default's, WORKLOAD=auto's (neither WORKLOAD nor
+    SEQLENS set): those the plan estimates do not fit are then not asked for (the plan says
+    them and what would fit them), so the default ends with exit 0 where a length of its
+    workload cannot run on this GPU; asked for by name, such a length is recorded and missing."""
+    return not environ.get("SEQLENS") and environ.get("WORKLOAD", workloads.AUTO) in ("", workloads.AUTO)
+
+
 def decompose_lengths(asked: list, sweep: Step) -> list:
     """The decomposition's lengths: those of DECOMPOSE_SEQLENS the sweep plans and that fit (a
     length the sweep will not run is not profiled either); where none is among them, the
@@ -179,10 +191,11 @@ def decompose_lengths(asked: list, sweep: Step) -> list:
     return ours or fitting[:1]
 
 
-def not_retried(st: Step, ooms: list) -> None:
-    """Leave out of a training step the lengths the sweep ran out of memory at (`ooms`)."""
-    st.lengths = [n for n in st.lengths if n not in ooms]
-    st.todo = [n for n in st.todo if n not in ooms]
+def leave_out(st: Step, left: list) -> None:
+    """Leave out of a training step the lengths `left` (the sweep ran out of memory at them, or
+    the default does not ask for them)."""
+    st.lengths = [n for n in st.lengths if n not in left]
+    st.todo = [n for n in st.todo if n not in left]
     st.env["SEQLENS"] = " ".join(map(str, st.lengths))
 
 
@@ -336,6 +349,11 @@ def plan_text(steps: list, gpu_count: int) -> str:
             gib = sweep.sweep.fits[sweep.lengths[0]].usable_gib
             lines.append(f"[node] memory, {gib:.1f} GiB usable ({hbm_source(sweep)}), each point's peak estimated:")
             lines += [f"[node]   {n}: {f.text()}" for n, f in sorted(sweep.sweep.fits.items())]
+        if sweep.not_asked:
+            lengths = " ".join(map(str, sweep.not_asked))
+            lines.append(f"[node] {lengths} not asked for: it does not fit, and the default (WORKLOAD=auto) asks "
+                         f"for the lengths of {resolved.train.WORKLOAD} that fit; WORKLOAD={resolved.train.WORKLOAD} "
+                         f"or SEQLENS asks for it (to run, with a change above)")
     for i, st in enumerate(steps, 1):
         if st.finished:
             lines.append(f"[node] {i}. {st.name}{covers(st)}: {finished_text(st)}")
