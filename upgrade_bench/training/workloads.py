@@ -19,6 +19,9 @@ class Workload:
     settings: dict     # {setting: value as the environment spells it}
 
 
+# The right-sized settings on one GPU: the whole training state on the GPU, nothing recomputed.
+ONE_GPU = {"ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0"}
+
 TABLE = (
     Workload("guide-long-context",
              "the guide's long-context sweep: the whole Llama-3.1-8B, ZeRO-3, activation checkpointing, "
@@ -28,19 +31,17 @@ TABLE = (
     Workload("right-sized-8b",
              "the guide's right-sized run on one GPU: 8 of Llama-3.1-8B's 32 layers, ZeRO-2, no offload, "
              "no checkpointing, Liger (auto), 8K and 32K (results/h200-moe-8, results/h100-node-10)",
-             {"MODEL": "llama-3.1-8b", "NUM_LAYERS": "8", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0",
-              "GRAD_CHECKPOINT": "0", "SEQLENS": "8192 32768"}),
+             {"MODEL": "llama-3.1-8b", "NUM_LAYERS": "8", **ONE_GPU, "SEQLENS": "8192 32768"}),
     Workload("qwen3-moe-4l",
              "an MoE on one GPU: Qwen3-30B-A3B's dimensions cut to 4 layers with all 128 experts, ZeRO-2, "
              "no offload, no checkpointing, 8K (results/h200-precision-7, results/h200-moe-8)",
-             {"MODEL": "qwen3-30b-a3b", "NUM_LAYERS": "4", "ZERO_STAGE": "2", "OFFLOAD_OPTIMIZER": "0",
-              "GRAD_CHECKPOINT": "0", "SEQLENS": "8192"}),
+             {"MODEL": "qwen3-30b-a3b", "NUM_LAYERS": "4", **ONE_GPU, "SEQLENS": "8192"}),
     Workload("qwen3-next-4l",
              "a hybrid on one GPU: Qwen3-Next-80B-A3B's dimensions cut to 4 layers (3 Gated DeltaNet : 1 "
              "attention) and 64 of 512 experts, ZeRO-2, no offload, no checkpointing, 8K and 32K "
              "(results/h200-experts-9)",
-             {"MODEL": "qwen3-next-80b-a3b", "NUM_LAYERS": "4", "NUM_EXPERTS": "64", "ZERO_STAGE": "2",
-              "OFFLOAD_OPTIMIZER": "0", "GRAD_CHECKPOINT": "0", "SEQLENS": "8192 32768"}),
+             {"MODEL": "qwen3-next-80b-a3b", "NUM_LAYERS": "4", "NUM_EXPERTS": "64", **ONE_GPU,
+              "SEQLENS": "8192 32768"}),
 )
 WORKLOADS = {w.name: w for w in TABLE}
 NONE = "none"   # no workload: each setting's own default (the guide's long-context configuration)
