@@ -30,6 +30,7 @@ from ..text import escape as text
 from .claims import IMPOSSIBLE, problem as impossible_claim
 from .series import KINDS_READ
 from ...faults import BadInput
+from ...paths import file_kind
 
 REFERENCE_FOLDER = "reference"
 MAX_LINE_CHARS = 16 * 2**20     # a longer line is no record of this suite (a binary file)
@@ -43,14 +44,6 @@ def expand(args) -> list:
     for arg in args:
         paths += [p for p in _paths_of(arg) if p not in paths]
     return paths
-
-
-def _kind_of(mode: int) -> str:
-    for test, what in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return what
-    return "not a regular file"
 
 
 def _paths_of(arg: str) -> list:
@@ -78,7 +71,7 @@ def _paths_of(arg: str) -> list:
     if stat.S_ISREG(mode):
         return [arg]
     hint = "; to read a pipe, give it on stdin as '-'" if stat.S_ISFIFO(mode) else ""
-    raise BadInput(f"input {arg!r}: {_kind_of(mode)}, not a file of JSON lines{hint}")
+    raise BadInput(f"input {arg!r}: {file_kind(mode)}, not a file of JSON lines{hint}")
 
 
 # ---------------------------------------------------------------- files to records
