@@ -53,6 +53,31 @@ def test_a_world_of_one_trains_checkpointed_blocks_and_its_oom_is_a_record(main)
     assert err.splitlines()[-1].startswith("hint: ") and "(ZERO_STAGE=3)" in err and "OFFLOAD" not in err
 
 
+def test_a_world_of_one_shards_nothing_and_runs_its_forward_under_bf16_autocast(as_script):
+    # torchtitan's single-device path: fp32 weights the optimizer steps (no DTensor shards, no
+    # bf16 copy), the forward's matmuls in bf16 under autocast; the sharded path is two ranks'.
+    import torch
+    from torch.distributed.tensor import DTensor
+
+    from upgrade_bench.training import engine, run_config
+
+    as_script("benchmark.py", variables.TRAINING_VARS, {**WORLD_OF_ONE, **TINY_FAST, "ENGINE": "fsdp2",
+                                                        "ATTN_BACKEND": "eager"})
+    rc = run_config.resolve_here(settings.load(variables.TRAINING_VARS, benchmark.__doc__))
+    try:
+        eng, _ = engine.build_engine(rc)
+        params = list(eng.module.parameters())
+        assert not any(isinstance(p, DTensor) for p in params) and {p.dtype for p in params} == {torch.float32}
+        batches, _ = engine.prepare_point(rc, 64)
+        out = eng(**batches.step(0))
+        assert out.logits.dtype == torch.bfloat16 and out.loss.dtype == torch.float32
+        eng.backward(out.loss)
+        eng.step()
+        assert all(p.grad is None for p in params)  # stepped, then zeroed
+    finally:
+        engine.shut_down_distributed(clean=True)
+
+
 @pytest.mark.parametrize("env, message", [
     ({}, "OFFLOAD_OPTIMIZER=1 with ENGINE=fsdp2: FSDP2's CPU offload moves the weights and gradients"),
     ({"OFFLOAD_OPTIMIZER": "0", "ZERO_STAGE": "1"}, "ZERO_STAGE=1 with ENGINE=fsdp2: FSDP2 always shards"),

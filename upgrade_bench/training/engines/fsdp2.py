@@ -1,6 +1,12 @@
 """ENGINE=fsdp2: torch's FSDP2 around the model, applied as torchtitan applies it.
 
-Each decoder block, then the root (embeddings, final norm, lm_head), is `fully_shard`ed: their
+In a world of one there is nothing to shard, and torchtitan applies no FSDP there: the fp32
+weights are the ones the optimizer steps, and the step runs under torch.autocast in bf16 (its
+single-device path). FSDP2 on one rank would still copy every block's weights into a bf16
+buffer each step and every gradient into an fp32 one, collectives of one rank, for nothing.
+Activation checkpointing, compilation and float8 (without its float8 all-gather) apply as below.
+
+From two ranks each decoder block, then the root (embeddings, final norm, lm_head), is `fully_shard`ed: their
 fp32 weights (the master copy), fp32 gradients and torch's AdamW state live sharded over the
 ranks; a block's weights are all-gathered in bf16 as its forward starts (MixedPrecisionPolicy's
 param_dtype) and its gradients reduce-scattered in fp32 (reduce_dtype) as its backward ends:
@@ -10,6 +16,10 @@ torch.compile (COMPILE), then fully_shard, so FSDP2's hooks stay outside the com
 Float8 (PRECISION=fp8-*) converts the linears before sharding; a tensorwise recipe all-gathers
 their weights in float8 (torchao's enable_fsdp_float8_all_gather), its scales computed for all
 weights at once after each optimizer step, as torchtitan does.
+
+COMPILE=1 compiles the loss too where transformers computes it (USE_LIGER=0): the logits' fp32
+upcast and the cross-entropy fused, as torchtitan compiles its loss; Liger's fused linear
+cross-entropy is its own kernel.
 """
 from . import common
 from ...kernels.attention import backends as attn_backends
@@ -40,11 +50,17 @@ def attention_outside_compile(backend: str) -> None:
 class Engine:
     """The FSDP2-sharded model and its optimizer, stepped as DeepSpeed's engine is."""
 
-    def __init__(self, module, optimizer, float8_scales: bool):
+    def __init__(self, module, optimizer, float8_scales: bool, autocast_device: str | None):
         self.module, self.optimizer, self.float8_scales = module, optimizer, float8_scales
+        self.autocast_device = autocast_device  # a world of one: the forward under bf16 autocast
 
     def __call__(self, **batch):
-        return self.module(**batch)
+        if self.autocast_device is None:
+            return self.module(**batch)
+        import torch
+
+        with torch.autocast(self.autocast_device, dtype=torch.bfloat16):
+            return self.module(**batch)
 
     def backward(self, loss) -> None:
         loss.backward()
@@ -71,7 +87,8 @@ def build(rc, mark=None):
     backend = common.init_world_of_one(rc)
     if rc.resolved.world_size > 1:
         torch.distributed.init_process_group(backend)  # torchrun's MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
-    float8_gather = rc.resolved.precision.recipe == "tensorwise"
+    sharded = rc.resolved.world_size > 1
+    float8_gather = sharded and rc.resolved.precision.recipe == "tensorwise"
     if s.COMPILE:
         # One graph per block would be one recompile per layer and length; past dynamo's
         # default limit of 8 a block falls back to eager silently.
@@ -87,9 +104,13 @@ def build(rc, mark=None):
             block = checkpoint_wrapper(block, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
         if s.COMPILE:
             block = torch.compile(block)
-        fully_shard(block, mp_policy=policy, reshard_after_forward=reshard)
+        if sharded:
+            fully_shard(block, mp_policy=policy, reshard_after_forward=reshard)
         blocks[index] = block
-    fully_shard(net, mp_policy=policy)  # the root: FSDP2 keeps its weights gathered for the backward
+    if s.COMPILE and not rc.resolved.use_liger:
+        net.loss_function = torch.compile(net.loss_function)
+    if sharded:
+        fully_shard(net, mp_policy=policy)  # the root: FSDP2 keeps its weights gathered for the backward
     net.train()
     if mark:
         mark("model_built")
@@ -97,4 +118,4 @@ def build(rc, mark=None):
                                   fused=on_gpu)
     if mark:
         mark("engine_ready")
-    return Engine(net, optimizer, float8_gather), None
+    return Engine(net, optimizer, float8_gather, None if sharded else rc.device.type), None
