@@ -334,8 +334,12 @@ def method_words(rows: list) -> str:
             f"each source's forecasts are ranged by a split-conformal interval of the other sources' pairs of "
             f"their group (pair class and step kind): the signed misses of rank ceil((n+1) x {calibration.TAIL:g}) "
             f"from either end, so each end holds {calibration.TAIL:.0%} on its side; with fewer than "
-            f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; no correction; a like-for-like "
-            "row's ends no higher than the candidate's hardware ceiling, a reconfigured one's unbounded by it. "
+            f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; no correction. Same die: "
+            f"symmetric, the absolute miss of rank ceil((n+1) x {calibration.COVERAGE:g}), Student-t under 4 pairs; "
+            "across releases widened by what a release moves. Configuration changed, ranged by other classes' "
+            f"pairs: widened x{math.exp(calibration.RECONFIG_ALLOWANCE):.2f} either way. Cross-vendor: widened by "
+            "the stack priors' spreads. A like-for-like row's ends no higher than the candidate's hardware "
+            "ceiling, a reconfigured one's unbounded by it. "
             "Sources: " + "; ".join(sorted({published_pairs.SOURCE_NAMES.get(r["source_key"], r["source_key"])
                                              for r in rows})) + ".")
 
