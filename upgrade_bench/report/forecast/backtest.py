@@ -10,6 +10,7 @@ container) are kept apart from like-for-like ones, with what differs named.
 """
 import math
 import statistics
+from dataclasses import replace
 
 from . import calibration, model as forecast_model, series as forecasts, stacks
 from ..published import pairs as published_pairs, runs as published_runs
@@ -48,16 +49,18 @@ def _config(run: dict) -> dict:
     return run["header"].get("config") or {}
 
 
-def forecast_run(run: dict, cand: str) -> dict:
+def forecast_run(run: dict, cand: str, leave_out_source: str | None = None) -> dict:
     """{(metric, seq_len): (forecast, low, high, ceiling, baseline value, split, attention FLOP
     share)} of one baseline run alone; the ceiling: the most the candidate's hardware (and a
-    stack prior's allowance) can give that figure (model.ceiling)."""
+    stack prior's allowance) can give that figure (model.ceiling). A stack prior (stacks.py) is
+    taken without `leave_out_source`'s figures."""
     base = _gpu(run)
     config = _config(run)
     checkpointed, precision = bool(config.get("GRAD_CHECKPOINT")), calibration.precision_of(config)
     backend = run["header"].get("attn_backend")
     base_spec, cand_spec = gpus.lookup(base), gpus.lookup(cand)
-    factor, widen, _words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config))
+    factor, widen, _words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config),
+                                               leave_out_source)
     allowance = math.exp(widen) * max(factor, 1.0)
 
     def capped(mid, low, high, base_value, r, parts):
@@ -132,8 +135,10 @@ def backtest(records: list) -> list:
             _config(base), base_spec, cand_spec)
         changed = any(not d.startswith("CONTAINER") for d in differs)
         klass, step = calibration.pair_class(base_spec, cand_spec, changed), calibration.step_kind(_config(base))
+        source_key = backtest_source(cand["header"])
+        _factor, stack_half, stack_words = stacks.cross_stack(base_spec, cand_spec, precision, step, source_key)
         for (metric, n), (mid, _low, _high, top, base_value, how, share) in sorted(
-                forecast_run(base, _gpu(cand)).items()):
+                forecast_run(base, _gpu(cand), source_key).items()):
             pub = _published(cand, metric, n)
             if not pub:  # a length the candidate did not run: nothing to score
                 continue
@@ -149,12 +154,13 @@ def backtest(records: list) -> list:
                          "model_error": ratio(mid, pub) - 1 if pub else None,
                          **{k: base_value * v if v else None for k, v in naive.items()},
                          "source": published_pairs.source_of(cand["header"]),
-                         "source_key": backtest_source(cand["header"]),
+                         "source_key": source_key, "base_source_key": backtest_source(base["header"]),
+                         "stack_half": stack_half, "stack_words": stack_words,
                          "release": release_of(cand["header"]),
                          "platform": f"{forecast_model.platform_words(base_spec)} -> "
                                      f"{forecast_model.platform_words(cand_spec)}"})
     rows.sort(key=lambda r: not r["like_for_like"])
-    return calibrate_leave_one_source_out(rows)
+    return calibrate_leave_one_source_out(rows, runs)
 
 
 def fabric_change(config: dict, base, cand) -> list:
@@ -192,23 +198,59 @@ def naive_ratios(base, cand, precision: str) -> dict:
             "naive_bandwidth": hw["hbm"].mid}
 
 
-def calibrate_leave_one_source_out(rows: list) -> list:
+def release_pairs(runs: dict) -> list:
+    """[(source, log of the newer release's model TFLOP/s over the older's)] of every two published
+    runs of one source, GPU, model and configuration in different releases (containers): how far
+    a release alone moves one GPU's figure."""
+    by_identity = {}
+    for run in runs.values():
+        config = dict(_config(run))
+        container = config.pop("CONTAINER", None)
+        point = next(iter(run["summary"].values()), None)
+        if not (run["header"] and container and point and point.get("tflops_per_gpu")):
+            continue
+        key = (published_pairs.source_key(run["header"]), _gpu(run), repr(sorted(config.items())))
+        by_identity.setdefault(key, []).append(point["tflops_per_gpu"])
+    return [(key[0], math.log(b / a)) for key, values in by_identity.items()
+            for i, a in enumerate(values) for b in values[i + 1:]]
+
+
+def release_half(runs: dict, leave_out_source: str | None) -> tuple:
+    """(log half width, words) a same-die pair across releases is widened by: the symmetric range
+    (calibration.symmetric_half_width) of release_pairs' moves of the other sources; (0, '') where
+    none is published."""
+    moves = [m for source, m in release_pairs(runs) if source != leave_out_source]
+    if not moves:
+        return 0.0, ""
+    half, _how = calibration.symmetric_half_width(moves)
+    return half, (f"widened x{math.exp(half):.2f} either way for the release change (one GPU and configuration "
+                  f"across releases moved up to that in {len(moves)} published pairs of the other sources)")
+
+
+def calibrate_leave_one_source_out(rows: list, runs: dict | None = None) -> list:
     """Each row ranged as a forecast of its group is (calibration.fit), from the pairs of the other
     sources: no source calibrates its own forecasts. The hardware ceiling bounds the same step on
     the candidate: a like-for-like row's ends stay below it; a row whose configuration changed
     with the GPU is not that step, and its class's own misses range it (reconfig.py plans such
-    changes on the page)."""
+    changes on the page). A cross-vendor row is widened by its stack priors' spreads (stacks.py),
+    a same-die row across releases by release_half of `runs` (backtest's)."""
     fitted = [dict(r) for r in rows]  # the model's forecasts, read while the rows change
     for r in rows:
         cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"])
+        cal = replace(cal, stack=r.get("stack_words", ""), stack_half=r.get("stack_half", 0.0))
+        if r["pair_class"] == calibration.SAME_DIE and r.get("software_differs") and runs:
+            half, words = release_half(runs, r["source_key"])
+            cal = replace(cal, extra=words, extra_half=half)
+            r["ceiling"] *= math.exp(half)  # another release is not the same step's software: its reach too
         top = math.inf if r["pair_class"] == calibration.CONFIG_CHANGED else r["ceiling"]
         r["forecast"], r["forecast_low"], r["forecast_high"] = (min(x, top) for x in cal.apply(r["model_forecast"]))
         r["half_width"] = cal.half_width()
         r["error"] = ratio(r["forecast"], r["published"]) - 1 if r["published"] else None
         whose = {"": "of its group", "class": "of its class (too few of its group)",
                  "all": "of every class (too few of its class)"}[cal.fallback]
-        r["calibrated_on"] = (f"{len(cal.misses)} pairs {whose} from {', '.join(cal.sources) or 'no source'}: "
-                              f"{cal.ends_words()}")
+        r["calibrated_on"] = "; ".join(w for w in (
+            f"{len(cal.misses)} pairs {whose} from {', '.join(cal.sources) or 'no source'}: {cal.ends_words()}",
+            cal.extra, cal.stack) if w)
     return rows
 
 
@@ -292,8 +334,12 @@ def method_words(rows: list) -> str:
             f"each source's forecasts are ranged by a split-conformal interval of the other sources' pairs of "
             f"their group (pair class and step kind): the signed misses of rank ceil((n+1) x {calibration.TAIL:g}) "
             f"from either end, so each end holds {calibration.TAIL:.0%} on its side; with fewer than "
-            f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; no correction; a like-for-like "
-            "row's ends no higher than the candidate's hardware ceiling, a reconfigured one's unbounded by it. "
+            f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; no correction. Same die: "
+            f"symmetric, the absolute miss of rank ceil((n+1) x {calibration.COVERAGE:g}), Student-t under 4 pairs; "
+            "across releases widened by what a release moves. Configuration changed, ranged by other classes' "
+            f"pairs: widened x{math.exp(calibration.RECONFIG_ALLOWANCE):.2f} either way. Cross-vendor: widened by "
+            "the stack priors' spreads. A like-for-like row's ends no higher than the candidate's hardware "
+            "ceiling, a reconfigured one's unbounded by it. "
             "Sources: " + "; ".join(sorted({published_pairs.SOURCE_NAMES.get(r["source_key"], r["source_key"])
                                              for r in rows})) + ".")
 

@@ -30,6 +30,22 @@ the rounding published figures carry (MIN_HALF_WIDTH).
   new GPU comes with its own release as often as not, and a range must hold that as well; but not
   a same-die range, which is of one stack on both sides (issue 52: a same-die, same-stack pair).
 
+*Same die* is ranged symmetrically (`symmetric_half_width`): a pair of one die is read either way
+(A -> B and B -> A forecast each other's inverse, a tested property of the model), so its misses
+are exchangeable with their negatives, and the range is the middle plus or minus the miss of rank
+ceil((n + 1) * COVERAGE) among the n pairs' absolute misses (split-conformal on |miss|, COVERAGE =
+2 * TAIL - 1, the two-sided share the asymmetric rule holds too). Where n is too small for that
+rank (n < 4), no distribution-free range exists, and the Student-t prediction interval of a
+normal miss of mean zero is used instead: t(n, TAIL) times the misses' root mean square, wider the
+fewer the pairs (Student, Biometrika 1908; Geisser, Predictive Inference, 1993, ch. 2). A same-die
+pair across software releases is widened by how far a release moves one GPU's figure of one
+configuration (`release_half`, from the other sources' tables), not ranged as if one stack.
+
+*Configuration changed* is ranged by its own pairs where there are enough; where too few, the
+range of every pair (most of them like for like) is widened either way by RECONFIG_ALLOWANCE: the
+model scales the baseline's step, and a publisher's change of batch, parallelism or expert layout
+changes the step by more than the model can see.
+
 In the backtest the pairs of the source predicted are left out (leave one source out): no
 source's range uses its own figures, and each group's coverage there is what a forecast states.
 """
@@ -46,6 +62,18 @@ TAIL = 0.9                    # each end holds 90% of figures on its side: the r
 # with fewer is ranged by its class's, then every pair's.
 MIN_PAIRS = 9
 MIN_HALF_WIDTH = 0.01         # published figures are whole TFLOPS: no range is narrower than 1%
+COVERAGE = 2 * TAIL - 1       # the two-sided share a range holds: 80%
+# Student's t distribution, its TAIL (0.90) quantile by degrees of freedom (NIST/SEMATECH e-Handbook
+# of Statistical Methods, 1.3.6.7.2, "Critical values of the Student's t distribution"): the
+# two-sided 80% prediction interval of symmetric_half_width where too few pairs give no conformal rank.
+T_TAIL = {1: 3.078, 2: 1.886, 3: 1.638, 4: 1.533, 5: 1.476, 6: 1.440, 7: 1.415, 8: 1.397}
+# How far a configuration change alone moves one GPU pair's speedup: the guide's H200 -> B200 at
+# 8K gained 1.19x in its long-context configuration (ZeRO-3, checkpointing, CPU offload) and 1.69x
+# right-sized (ZeRO-2, neither) on the same GPUs and model (Machine Learning Engineering Open Book,
+# insights/when-to-upgrade-gpus): 1.69 / 1.19 = 1.42x. A published pair whose configuration changed
+# with the GPU may carry that much beyond what the GPUs do, either way (read from the other side,
+# the same change loses it), so its class's range is widened by it on both ends.
+RECONFIG_ALLOWANCE = math.log(1.69 / 1.19)
 
 SAME_DIE, OTHER_DIE, CROSS_VENDOR, CONFIG_CHANGED = ("same die", "same vendor, another die", "cross-vendor",
                                                      "configuration changed")
@@ -90,6 +118,20 @@ def group_of(klass: str, step: str) -> str:
     return f"{klass}, {step}"
 
 
+def symmetric_half_width(values: list) -> tuple:
+    """(half width in log, how) of a range symmetric about the middle from `values` (signed
+    misses, non-empty): the absolute miss of rank ceil((n + 1) * COVERAGE) where n allows it
+    (split-conformal on |miss|), else the Student-t prediction bound t(n, TAIL) x RMS of a mean-zero
+    normal miss (n degrees of freedom: the mean is zero by symmetry, not estimated)."""
+    n = len(values)
+    rank = math.ceil((n + 1) * COVERAGE)
+    if rank <= n:
+        return sorted(abs(v) for v in values)[rank - 1], f"the absolute miss of rank {rank} of {n}"
+    rms = math.sqrt(sum(v * v for v in values) / n)
+    t = T_TAIL.get(n, T_TAIL[max(T_TAIL)])
+    return t * rms, f"Student-t: {t:g} x their RMS miss {rms:.1%} (too few for a conformal rank)"
+
+
 def conformal_ends(values: list) -> tuple:
     """(low, high): the misses of rank ceil((n + 1) * TAIL) from the bottom and from the top of
     `values` (n of them, non-empty); the extremes where that rank passes n."""
@@ -128,6 +170,14 @@ class Calibration:
     peak_error: float | None = None  # the naive peak ratio's there
     stack: str = ""
     stack_half: float = 0.0
+    extra: str = ""                  # a further widening's words (a release change, a configuration change)
+    extra_half: float = 0.0          # its log width on either side
+    how: str = ""                    # how the ends were set (symmetric_half_width's words), where not asymmetric
+
+    @property
+    def widen(self) -> float:
+        """The log width added on either side of the fitted ends: stack prior and any allowance."""
+        return self.stack_half + self.extra_half
 
     @property
     def sources(self) -> tuple:
@@ -135,20 +185,20 @@ class Calibration:
 
     def apply(self, tflops: float) -> tuple:
         """(mid, low, high) TFLOPS of a model forecast `tflops`."""
-        return (tflops, tflops * math.exp(self.low - self.stack_half), tflops * math.exp(self.high + self.stack_half))
+        return (tflops, tflops * math.exp(self.low - self.widen), tflops * math.exp(self.high + self.widen))
 
     def step_ms(self, step_ms: float) -> tuple:
         """(mid, fast, slow) step time of a model forecast `step_ms` (the inverse of apply)."""
-        return (step_ms, step_ms * math.exp(-self.high - self.stack_half),
-                step_ms * math.exp(-self.low + self.stack_half))
+        return (step_ms, step_ms * math.exp(-self.high - self.widen),
+                step_ms * math.exp(-self.low + self.widen))
 
     def half_width(self) -> float:
         """Half the range's width over its middle."""
-        return (math.exp(self.high + self.stack_half) - math.exp(self.low - self.stack_half)) / 2
+        return (math.exp(self.high + self.widen) - math.exp(self.low - self.widen)) / 2
 
     def ends_words(self) -> str:
         """'-6% to +12%': the range's ends around the middle."""
-        return f"{math.exp(self.low - self.stack_half) - 1:+.0%} to {math.exp(self.high + self.stack_half) - 1:+.0%}"
+        return f"{math.exp(self.low - self.widen) - 1:+.0%} to {math.exp(self.high + self.widen) - 1:+.0%}"
 
     def words(self) -> str:
         """How sure, in words: the group's backtest coverage and what ranged it."""
@@ -158,12 +208,15 @@ class Calibration:
         whose = {"": f"its {len(self.misses)} pairs", "class": f"too few pairs of its group: the {len(self.misses)} "
                  "of its class, every step kind", "all": f"too few pairs of its class: every pair "
                  f"({len(self.misses)})"}[self.fallback]
-        if len(self.misses) < MIN_PAIRS:
+        if self.how:
+            whose += f", symmetric: {self.how}"
+        elif len(self.misses) < MIN_PAIRS:
             whose += (f" (only {len(self.misses)}: their extremes, which hold a new pair about "
                       f"{(len(self.misses) - 1) / (len(self.misses) + 1):.0%} of the time)")
         fitted = f"ranged {self.ends_words()} on {whose} of {', '.join(self.sources) or 'no source'}"
-        if self.stack:
-            fitted += f"; {self.stack}"
+        for widening in (self.extra, self.stack):
+            if widening:
+                fitted += f"; {widening}"
         naive = ""
         if self.error is not None and self.peak_error is not None and self.error >= self.peak_error:
             naive = (f"; in that backtest the naive peak ratio did as well or better for this group "
@@ -172,11 +225,13 @@ class Calibration:
 
 
 def pair_misses(rows: list, leave_out_source: str | None = None, same_stack: bool = False) -> list:
-    """[Miss] of every pair of backtest rows (without `leave_out_source`'s; with `same_stack`,
-    without a pair across software releases), each pair's median."""
+    """[Miss] of every pair of backtest rows (without a pair with `leave_out_source` on either side:
+    a pair of two sources holds both; with `same_stack`, without a pair across software releases),
+    each pair's median."""
     found, about = {}, {}
     for r in rows:
-        if (not r.get("published") or not r.get("model_forecast") or r.get("source_key") == leave_out_source
+        if (not r.get("published") or not r.get("model_forecast")
+                or leave_out_source in (r.get("source_key"), r.get("base_source_key", r.get("source_key")))
                 or (same_stack and r.get("software_differs"))):
             continue
         found.setdefault(r["pair"], []).append(math.log(r["published"] / r["model_forecast"]))
@@ -201,9 +256,18 @@ def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str =
             break
     if not chosen:
         return Calibration(group, -WIDE, WIDE, (), "all", kind=kind)
-    low, high = conformal_ends([m.value for m in chosen])
+    how = ""
+    if klass == SAME_DIE and fallback != "all":
+        half, how = symmetric_half_width([m.value for m in chosen])
+        low, high = -half, half
+    else:
+        low, high = conformal_ends([m.value for m in chosen])
+    extra, extra_half = "", 0.0
+    if klass == CONFIG_CHANGED and fallback == "all":  # ranged by pairs whose configuration did not change
+        extra, extra_half = (f"widened x{math.exp(RECONFIG_ALLOWANCE):.2f} either way for the configuration change "
+                             "(the guide's H200 -> B200: 1.19x long-context, 1.69x right-sized)"), RECONFIG_ALLOWANCE
     return Calibration(group, min(low, -MIN_HALF_WIDTH), max(high, MIN_HALF_WIDTH), tuple(chosen), fallback,
-                       kind=kind)
+                       kind=kind, extra=extra, extra_half=extra_half, how=how)
 
 
 def calibration(rows: list) -> dict:

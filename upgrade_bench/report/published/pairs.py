@@ -53,8 +53,11 @@ def _model_specs() -> dict:
                                                           num_attention_heads=64, moe_intermediate_size=1536)),
             "deepseek-v3": architecture.describe(_config("deepseek-v3")),
             "llama-3-8b": architecture.describe(llama),
+            "llama-3.1-8b": architecture.describe(llama),
             "llama-3-70b": architecture.describe(dict(llama, hidden_size=8192, intermediate_size=28672,
                                                       num_hidden_layers=80, num_attention_heads=64)),
+            "llama-3.1-70b": architecture.describe(dict(llama, hidden_size=8192, intermediate_size=28672,
+                                                        num_hidden_layers=80, num_attention_heads=64)),
             "llama-3.1-405b": architecture.describe(dict(llama, hidden_size=16384, intermediate_size=53248,
                                                          num_hidden_layers=126, num_attention_heads=128)),
             "gpt-oss-120b": architecture.describe(dict(
@@ -67,27 +70,36 @@ def source_records(source: str) -> list:
     `"reference": source` with its citation in the header's notes."""
     specs = _model_specs()
     out = []
-    for (run_id, container, system, model, n_gpus, precision, gbs, mbs, seq_len, fsdp, tp, pp, cp, vp, ep,
-         tokens_per_s, tflops) in published_runs.RUNS[source]:
-        spec = gpus.lookup(f"NVIDIA {system}")
+    for run in published_runs.RUNS[source]:
+        (run_id, container, system, model, n_gpus, precision, gbs, mbs, seq_len, fsdp, tp, pp, cp, vp, ep,
+         tokens_per_s, _tflops) = run
+        tflops, derived = published_runs.tflops_of(run)
+        device = published_runs.DEVICE[source].format(system)
+        spec = gpus.lookup(device)
         task = published_runs.FINE_TUNING.get(run_id)
         config = {"MODEL": model, "PRECISION": precision, "GBS": gbs, "MBS": mbs, "FSDP": fsdp, "TP": tp, "PP": pp,
-                  "CP": cp, "VP": vp or 1, "EP": ep or 1, "CONTAINER": f"NeMo {container}", "SEQ_LEN": [seq_len],
-                  "world_size": n_gpus, **({"TASK": task} if task else {})}
-        notes = (f"published figures (DGX-{system}, NeMo {container} container, {task or 'pre-training'}): "
+                  "CP": cp, "VP": vp or 1, "EP": ep or 1, "CONTAINER": published_runs.CONTAINER[source].format(container),
+                  "SEQ_LEN": [seq_len], "world_size": n_gpus, **({"TASK": task} if task else {})}
+        where = (f"DGX-{system}, NeMo {container} container" if device.startswith("NVIDIA")
+                 else f"{device}, {container} container")
+        notes = (f"published figures ({where}, {task or 'pre-training'}): "
                  f"{published_runs.SOURCES[source]}; not measured by this suite")
+        if derived:
+            notes += (f"; model TFLOP/s/GPU derived from the published tokens/s/GPU with the TFLOP per token of "
+                      f"{published_runs.TFLOP_PER_TOKEN_FROM[run_id]}"
+                      + ("; global batch unpublished: a step of one micro-batch per GPU" if gbs is None else ""))
         out.append(records.record("header", source, run_id, None, reference=source, **header.fields(
-            config, notes, stack={}, hardware={"gpu_name": f"NVIDIA {system}", "gpu_count": n_gpus,
+            config, notes, stack={}, hardware={"gpu_name": device, "gpu_count": n_gpus,
                                                "hbm_gib": spec.hbm_gib},
             attn_backend="transformer-engine", peak_tflops=spec.peak_tflops(precision),
             peak_source=f"table:{spec.name}", num_layers=len(specs[model].layers))))
-        step_ms = gbs * seq_len / n_gpus / tokens_per_s * 1e3
+        step_ms = (gbs or mbs * n_gpus) * seq_len / n_gpus / tokens_per_s * 1e3
         out.append(records.record(
             "summary", source, run_id, None, reference=source, seq_len=seq_len,
             step_ms=step_ms, tflops_per_gpu=float(tflops), tokens_per_s_per_gpu=float(tokens_per_s),
             model_tflop_per_step=tflops * step_ms / 1e3,
             attn_flop_share=flops.step_flops(specs[model], 1, seq_len).attn_share, world_size=n_gpus,
-            derived=["step_ms", "model_tflop_per_step", "attn_flop_share"]))
+            derived=["step_ms", "model_tflop_per_step", "attn_flop_share"] + (["tflops_per_gpu"] if derived else [])))
     return out
 
 
@@ -105,6 +117,7 @@ def source_key(run_header: dict) -> str:
 SOURCE_NAMES = {GUIDE: "the guide (Machine Learning Engineering Open Book, insights/when-to-upgrade-gpus)",
                 published_runs.MEGATRON_BRIDGE: "Megatron-Bridge performance summary",
                 published_runs.NEMO_FRAMEWORK: "NeMo Framework performance summary",
+                published_runs.AMD_PRIMUS: "AMD Primus / ROCm performance results (MI325X)",
                 measured.PROJECT: measured.SOURCE}
 
 
@@ -116,9 +129,15 @@ def source_of(run_header: dict) -> str:
 
 
 def differences(base_config: dict, cand_config: dict) -> list:
-    """'MBS 1 vs 2' for each setting two published runs of a pair differ in, besides the GPU."""
+    """'MBS 1 vs 2' for each setting two published runs of a pair differ in, besides the GPU; a
+    setting one side does not publish (None: AMD's global batch) is no difference found, and a
+    model published under another name with the same shapes (SAME_SHAPES) is the same model."""
+    def value(config, k):
+        v = config.get(k)
+        return published_runs.SAME_SHAPES.get(v, v) if k == "MODEL" else v
     keys = sorted(k for k in set(base_config) | set(cand_config) if k not in NOT_COMPARED
-                  and base_config.get(k) != cand_config.get(k))
+                  and None not in (base_config.get(k, 0), cand_config.get(k, 0))
+                  and value(base_config, k) != value(cand_config, k))
     return [f"{k} {base_config.get(k)} vs {cand_config.get(k)}" for k in keys]
 
 

@@ -1,5 +1,5 @@
-"""Published training runs of NVIDIA's performance tables, as published: the data the backtest's
-pairs are made of (pairs.py turns them into records). Numbers only, copied from the
+"""Published training runs of NVIDIA's performance tables and AMD's, as published: the data the
+backtest's pairs are made of (pairs.py turns them into records). Numbers only, copied from the
 tables each source names; no code of theirs.
 
 Each source is one publication with its own release history, so the backtest can leave a whole
@@ -7,6 +7,7 @@ source out: its pairs are forecast with ranges calibrated on the other sources o
 """
 MEGATRON_BRIDGE = "megatron-bridge"
 NEMO_FRAMEWORK = "nemo-framework"
+AMD_PRIMUS = "amd-primus"
 
 SOURCES = {
     MEGATRON_BRIDGE: (
@@ -22,7 +23,17 @@ SOURCES = {
         "(2025-02-10); NeMo 25.02 DGX-B200 and NeMo 25.04 DGX-GB200 from "
         "https://docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html "
         "and .../performance/archive/25.04-performance-summary.html"),
+    AMD_PRIMUS: (
+        "AMD Primus (Megatron-LM backend on ROCm), the projection tool's validation table \"MI325X - Dense "
+        "Models (Llama 3.1)\": 1-node figures measured by AMD and 8-node figures as published on AMD's ROCm "
+        "Performance Results page (https://www.amd.com/en/developer/resources/rocm-hub/dev-ai/"
+        "performance-results.html#ai-training), docs_deprecated/tech_blogs/projection/projection.md, "
+        "https://github.com/AMD-AGI/Primus/blob/c8e5c09dd1a6409310d7dd984f3eb550bc08b35f/docs_deprecated/"
+        "tech_blogs/projection/projection.md"),
 }
+# How each source names its GPUs (the GPU table's lookup reads it) and its containers.
+DEVICE = {MEGATRON_BRIDGE: "NVIDIA {}", NEMO_FRAMEWORK: "NVIDIA {}", AMD_PRIMUS: "AMD Instinct {}"}
+CONTAINER = {MEGATRON_BRIDGE: "NeMo {}", NEMO_FRAMEWORK: "NeMo {}", AMD_PRIMUS: "{}"}
 
 # (run id, container, system, model, GPUs, precision, GBS, MBS, seq_len, FSDP, TP, PP, CP, VP, EP,
 #  tokens/s/GPU, model TFLOP/s/GPU); 'n/a' cells as None. FP8 is FP8 with current (per-tensor)
@@ -207,6 +218,36 @@ RUNS = {
     ],
 }
 
+# AMD's table (AMD_PRIMUS) publishes tokens/s/GPU only, and no global batch (None: a step is taken
+# as one micro-batch per GPU). Its model TFLOP/s/GPU is derived with NVIDIA's FLOP count of the
+# same model shapes and length, TFLOP per token of the run named here (Llama 3.1 has Llama 3's
+# shapes: their configs differ in RoPE scaling only), so a pair's two sides count FLOPs alike.
+RUNS[AMD_PRIMUS] = [
+    ("amd-llama31-8b-mi325x-1node", "rocm/primus", "MI325X", "llama-3.1-8b", 8, "fp8", None, 2, 8192, 0, 1, 1,
+     1, None, 1, 16224, None),
+    ("amd-llama31-8b-mi325x-8node", "rocm/primus", "MI325X", "llama-3.1-8b", 64, "fp8", None, 2, 8192, 0, 1, 1,
+     1, None, 1, 16186, None),
+    ("amd-llama31-70b-mi325x-fp8", "rocm/primus", "MI325X", "llama-3.1-70b", 64, "fp8", None, 4, 8192, 1, 1, 1,
+     1, None, 1, 1726, None),
+    ("amd-llama31-70b-mi325x-bf16", "rocm/primus", "MI325X", "llama-3.1-70b", 64, "bf16", None, 1, 8192, 1, 1, 1,
+     1, None, 1, 1174, None),
+]
+TFLOP_PER_TOKEN_FROM = {"amd-llama31-8b-mi325x-1node": "mb-2511-llama3-8b-b200",
+                        "amd-llama31-8b-mi325x-8node": "mb-2511-llama3-8b-b200",
+                        "amd-llama31-70b-mi325x-fp8": "mb-260401-llama3-70b-h100",
+                        "amd-llama31-70b-mi325x-bf16": "mb-260401-llama3-70b-h100"}
+# Models published under another name with the same shapes (so the same workload across sources).
+SAME_SHAPES = {"llama-3.1-8b": "llama-3-8b", "llama-3.1-70b": "llama-3-70b"}
+
+
+def tflops_of(run: tuple) -> tuple:
+    """(model TFLOP/s/GPU, derived?) of a RUNS row: as published, else TFLOP_PER_TOKEN_FROM's."""
+    if run[16] is not None:
+        return float(run[16]), False
+    other = next(r for rows in RUNS.values() for r in rows if r[0] == TFLOP_PER_TOKEN_FROM[run[0]])
+    return run[15] * other[16] / other[15], True
+
+
 # Runs that fine-tune rather than pre-train, by what they do.
 FINE_TUNING = {run_id: task for task in ("SFT", "LoRA") for run_id in (
     f"mb-2606-llama3-70b-{task.lower()}-{gpu}" for gpu in ("h100", "gb200", "gb300"))}
@@ -262,6 +303,14 @@ PAIRS = {
         ("mb-2606-llama3-70b-sft-gb200", "mb-2606-llama3-70b-sft-gb300"),
         ("mb-2606-llama3-70b-lora-h100", "mb-2606-llama3-70b-lora-gb200"),
         ("mb-2606-llama3-70b-lora-gb200", "mb-2606-llama3-70b-lora-gb300"),
+    ],
+    # cross-vendor: one model, length, precision and micro-batch on 8 GPUs of each vendor (both ways);
+    # the H100's also differs in micro-batch and sharding
+    AMD_PRIMUS: [
+        ("mb-2511-llama3-8b-b200", "amd-llama31-8b-mi325x-1node"),
+        ("amd-llama31-8b-mi325x-1node", "mb-2511-llama3-8b-b200"),
+        ("mb-2511-llama3-8b-h100", "amd-llama31-8b-mi325x-1node"),
+        ("amd-llama31-8b-mi325x-1node", "mb-2511-llama3-8b-h100"),
     ],
     NEMO_FRAMEWORK: [
         ("nemo-2407-llama3-8b-h100", "nemo-2502-llama3-8b-b200"),
