@@ -916,6 +916,9 @@ def test_a_point_that_does_not_fit_is_recorded_not_run_unless_asked(tmp_path, fa
     assert [(r["seq_len"], r["error"]) for r in errors] == [(1048576, "does_not_fit")]
     assert errors[0]["estimated_peak_gib"] > errors[0]["usable_gib"] == pytest.approx(6.7)
     assert [r["seq_len"] for r in records(out) if r["kind"] == "summary"] == [64]
+    # the progress counts the lengths this run runs, not the one planned out: not "point 2/1 ... ETA -"
+    [progress] = [line for line in err.splitlines() if line.startswith("[run_sweep] point ")]
+    assert progress.startswith("[run_sweep] point 1/1 seq_len 64: ok,") and progress.endswith(", ETA 0m00s")
 
 
 def node_walls(path) -> dict:
