@@ -55,6 +55,8 @@ MIXER_FIRST_STEP_S = 130.0
 # against 6.9 s eager, 12.6 s for 8 blocks; fp8-tensorwise's 24.9 s, 18.0 s for 8 blocks, whose
 # compile takes in the converted linears' (low_precision.FIRST_STEP_S, then not counted apart).
 # Their whole run_sweep.sh points took 54 s and 62 s (results/h100-stacks-11/progress.log).
+# Counted per block, as each block is compiled apart (engines/fsdp2.py); only 8 blocks were timed,
+# so how it scales with the count (a graph cache shared by like blocks) is not measured.
 COMPILE_BLOCK_S = 1.6
 COMPILE_BLOCK_LOW_PRECISION_S = 2.25
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
