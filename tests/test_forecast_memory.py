@@ -64,3 +64,13 @@ def test_the_committed_h100_node_says_what_the_candidate_would_need_at_the_lengt
     assert words in " ".join(out.split())  # the terminal wraps its lines
     page = (tmp_path / "report.md").read_text()
     assert "At 32K the baseline ran out of memory; it needs about 84.4 GiB per GPU (the peak-memory model's" in page
+
+
+def test_the_terminal_says_a_floor_within_the_candidates_hbm_is_no_forecast():
+    from upgrade_bench.report.decide.answer import Only
+    from upgrade_bench.report.page.terminal import estimate_words
+    floor = forecasts.Beyond(32768, 62.5, "the optimizer step alone", True, None)
+    assert estimate_words(Only("H200 SXM", "forecast", 32768, "H100 SXM", "OOM", True, floor), "H200 SXM") == (
+        "not forecast on H200 SXM (its memory estimate, at least 62.5 GiB, is a floor within its HBM)")
+    assert estimate_words(Only("H200 SXM", "forecast", 32768, "H100 SXM", "OOM"), "H200 SXM") == (
+        "not forecast on H200 SXM (no memory estimate)")
