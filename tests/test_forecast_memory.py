@@ -54,7 +54,7 @@ def test_a_floor_says_nothing_of_fitting_and_a_model_not_at_hand_gives_no_estima
     ("H200", "H100 SXM ran out of memory at 32K, which H200 SXM's memory would hold by estimate "
              "(about 84.4 GiB; no step time)"),
     ("A100 SXM", "H100 SXM ran out of memory at 32K, which A100 SXM's memory would not hold either by "
-                 "estimate (about 84.4 GiB, more than its HBM)")])
+                 "estimate (about 84.4 GiB, more than its HBM)")], ids=["fits", "does-not-fit"])
 def test_the_committed_h100_node_says_what_the_candidate_would_need_at_the_length_it_could_not_run(
         tmp_path, capsys, monkeypatch, candidate, words):
     skip_figures(monkeypatch)
