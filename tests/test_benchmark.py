@@ -289,6 +289,7 @@ def test_a_full_disk_ends_the_run_in_one_line_and_exit_4_with_every_record_whole
 def test_a_model_that_cannot_fit_this_machine_is_refused_before_it_starts(as_script, capsys, monkeypatch):
     # the README's defaults on a CPU machine: the 8B's weights, gradients and Adam state alone
     # are 120 GiB; before this check the host's OOM killer ended the point after 482 s
+    from upgrade_bench.models import peak_memory
     from upgrade_bench.training import memory
 
     problem = memory.fit_problem("llama-3.1-8b", 8_030_000_000, 3, 1, True, None, 24 * 2**30)
@@ -296,9 +297,9 @@ def test_a_model_that_cannot_fit_this_machine_is_refused_before_it_starts(as_scr
                               "gradients and Adam state (16 bytes a parameter); this machine has 24.0 GiB and "
                               "no GPU: try MODEL=tiny")
     # one H200: ZeRO-2 without offload holds 2 + 2 + 12 bytes a parameter on the one GPU
-    assert memory.state_bytes(1_000_000_000, 2, 1, False) == (16e9, 0.0)
-    assert memory.state_bytes(1_000_000_000, 3, 8, False) == (2e9, 0.0)
-    assert memory.state_bytes(1_000_000_000, 2, 8, True) == (2.25e9, 12e9)  # bf16 weights whole, grads an eighth
+    assert peak_memory.state_bytes(1_000_000_000, 2, 1, False) == (16e9, 0.0)
+    assert peak_memory.state_bytes(1_000_000_000, 3, 8, False) == (2e9, 0.0)
+    assert peak_memory.state_bytes(1_000_000_000, 2, 8, True) == (2.25e9, 12e9)  # bf16 weights whole, grads an eighth
     one_h200 = 141 * 2**30
     assert "ZeRO-2 on 1 GPU(s)" in memory.fit_problem("x", 10_000_000_000, 2, 1, False, one_h200, 2**40)
     assert memory.fit_problem("x", 8_030_000_000, 3, 8, True, one_h200, 2**40) is None

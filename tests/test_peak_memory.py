@@ -1,4 +1,4 @@
-"""The peak-memory estimate (training/peak_memory.py) against every peak the project measured:
+"""The peak-memory estimate (models/peak_memory.py) against every peak the project measured:
 each committed summary record of a configuration the model covers within ESTIMATE_ERROR, and
 its floor never above a measured peak it does not cover."""
 import json
@@ -7,8 +7,7 @@ import pytest
 
 from conftest import REPO
 from upgrade_bench.log.runs import with_headers
-from upgrade_bench.models import cuts, model
-from upgrade_bench.training import peak_memory
+from upgrade_bench.models import cuts, model, peak_memory
 
 
 def measured_points():
@@ -30,11 +29,9 @@ def measured_points():
 
 
 def estimate_of(config, summary):
-    cut = cuts.cut(model.cheap_config(config["MODEL"]), config.get("NUM_LAYERS") or 0,
-                   config.get("NUM_EXPERTS") or 0, config["MODEL"])
-    return peak_memory.estimate(cut.built, cut.counted, summary["seq_len"], config.get("BATCH_SIZE", 1),
-                                config["ZERO_STAGE"], config["world_size"], config["OFFLOAD_OPTIMIZER"],
-                                config["GRAD_CHECKPOINT"], config.get("ENGINE", "deepspeed"))
+    est = peak_memory.of_run(config, summary["seq_len"])
+    assert est is not None, config  # every committed run's model is a preset at hand
+    return est
 
 
 def test_every_committed_peak_it_covers_is_within_its_error_and_its_floors_hold():

@@ -74,10 +74,13 @@ def test_a_file_name_with_a_markdown_heading_stays_text_on_the_page(tmp_path, ca
 def test_memory_that_falls_with_length_is_never_extrapolated_below_what_was_measured():
     data = series.load(json.loads(json.dumps(sweep(mems=(60.0, 40.0), oom_at=65536))))
     (s,) = data.series
-    ((n, gib, how),) = forecasts.beyond_memory(s, 180.0)
-    assert (n, gib) == (65536, 60.0) and "did not grow with length" in how
+    (b,) = forecasts.beyond_memory(s, 180.0)
+    assert (b.seq_len, b.gib) == (65536, 60.0) and "did not grow with length" in b.how
+    assert b.floor and b.fits is None  # a floor within the candidate's HBM says nothing of fitting
     grows = series.load(json.loads(json.dumps(sweep(mems=(40.0, 60.0), oom_at=65536)))).series[0]
-    assert forecasts.beyond_memory(grows, 180.0)[0][:2] == (65536, pytest.approx(60.0 + 20.0 / 24576 * 32768))
+    (b,) = forecasts.beyond_memory(grows, 180.0)
+    assert (b.seq_len, b.gib, b.floor, b.fits) == (65536, pytest.approx(60.0 + 20.0 / 24576 * 32768), False, True)
+    assert forecasts.beyond_memory(grows, 80.0)[0].fits is False  # 86.7 GiB: more than the candidate's
 
 
 def test_a_second_file_claiming_a_published_run_is_refused_naming_both(tmp_path, capsys):

@@ -413,6 +413,9 @@ def test_exit_codes_and_eta():
         assert "OOM killer" in faults.exit_meaning(killed)[1]
     assert "OOM killer" not in faults.exit_meaning(143)[1]  # SIGTERM is no OOM killer
     assert runner.eta_s([100.0, 50.0], 4) == 300.0 and runner.eta_s([], 3) is None
+    # 32768 planned out (does_not_fit, not in todo), 8192 ran, 65536 still to run: 1 of 2 ended
+    assert runner.points_ended([8192, 65536], {8192: {}}, {32768: {}}) == 1
+    assert runner.points_ended([8192, 65536], {8192: {}}, {32768: {}, 65536: {}}) == 2
     assert child_process.parse_record('gpu01: {"kind": "summary", "seq_len": 8}')["seq_len"] == 8
     assert child_process.parse_record("[INFO] launch.py: spawned") is None
 

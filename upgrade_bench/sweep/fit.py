@@ -1,12 +1,11 @@
 """Whether each point of a sweep fits the GPU's memory, said before anything runs: its peak
-estimated (training/peak_memory.py) against what the GPU's allocator can reserve, a verdict,
+estimated (models/peak_memory.py) against what the GPU's allocator can reserve, a verdict,
 and for a point that does not fit the single changes that would fit it, chosen from what the
 run has not already set.
 """
 from dataclasses import dataclass, replace
 
-from ..models import cuts
-from ..training import peak_memory
+from ..models import cuts, peak_memory
 
 # Memory outside the caching allocator, which its peak (max reserved) does not count: the CUDA
 # context, cuBLAS's and NCCL's workspaces. The H100's out-of-memory at 32K said 74.97 GiB in use by

@@ -125,6 +125,13 @@ def _run_once(ctx: Context, seq_lens: list[int], probe: bool, on_summary) -> Pro
     return result
 
 
+def points_ended(todo: list[int], summaries: dict, failures: dict) -> int:
+    """How many of this run's `todo` lengths have ended, ok or failed: the count its progress
+    line shows against len(todo). `failures` also holds the lengths the plan kept from running
+    (does_not_fit), which are not in `todo`, so counting the dicts would pass the total."""
+    return sum(n in summaries or n in failures for n in todo)
+
+
 def eta_s(point_durations_s: list[float], remaining: int) -> float | None:
     """Time left from the mean of the points done (long lengths take longer: a floor)."""
     return statistics.fmean(point_durations_s) * remaining if point_durations_s else None
@@ -191,7 +198,7 @@ def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict, st
         durations.append(now - last[0])
         last[0] = now
         summaries[summary["seq_len"]] = summary
-        done = len(summaries) + len(failures)
+        done = points_ended(todo, summaries, failures)
         say(f"point {done}/{len(todo)} seq_len {summary['seq_len']}: ok, "
             f"{sig(summary.get('tflops_per_gpu'))} TFLOPS/GPU, peak "
             f"{sig(summary.get('peak_mem_gib'))} GiB, {fmt_s(durations[-1])}; elapsed "
@@ -208,7 +215,7 @@ def run_sweep(ctx: Context, todo: list[int], summaries: dict, failures: dict, st
         failure, error = point_failure(ctx, result)
         if failure:
             failures[failure["seq_len"]] = failure
-            say(f"point {len(summaries) + len(failures)}/{len(todo)} seq_len {failure['seq_len']}: "
+            say(f"point {points_ended(todo, summaries, failures)}/{len(todo)} seq_len {failure['seq_len']}: "
                 f"{failure['error']}: {failure['message']}")
             if error:
                 ctx.writer.write("error", **error)

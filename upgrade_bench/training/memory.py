@@ -9,29 +9,9 @@ own), with a summary of its segments so fragmentation is readable without a view
 """
 import os
 
+from ..models.peak_memory import STATE_BYTES_PER_PARAM, state_bytes
+
 GIB = 2**30
-
-
-# Mixed-precision AdamW keeps 16 bytes per parameter (ZeRO, Rajbhandari et al. 2020): bf16
-# weights (2) and gradients (2), fp32 master weights (4) and the two Adam moments (8).
-STATE_BYTES_PER_PARAM = 16
-OPTIMIZER_BYTES_PER_PARAM = 12  # master weights and moments: what OFFLOAD_OPTIMIZER moves to the host
-
-
-def state_bytes(params: int, zero_stage: int, world: int, offload: bool) -> tuple[float, float]:
-    """(bytes per GPU, bytes on the host) the weights, gradients and optimizer state need
-    before any activation: ZeRO-1 shards the optimizer, ZeRO-2 the gradients too, ZeRO-3
-    the weights too; an offloaded optimizer lives on the host (all ranks of a node share it).
-    A floor for ENGINE=fsdp2 too: its 16 bytes a parameter (fp32 weights and gradients, the two
-    moments) are all sharded, and ZERO_STAGE=2 keeps the bf16 weights (2 bytes) whole besides."""
-    p, w = float(params), max(1, world)
-    optimizer = 0.0 if offload else OPTIMIZER_BYTES_PER_PARAM * p
-    if zero_stage >= 1:
-        optimizer /= w
-    grads = 2 * p / w if zero_stage >= 2 else 2 * p
-    weights = 2 * p / w if zero_stage >= 3 else 2 * p
-    host = OPTIMIZER_BYTES_PER_PARAM * p if offload else 0.0
-    return weights + grads + optimizer, host
 
 
 def fit_problem(model: str, params: int, zero_stage: int, world: int, offload: bool,

@@ -15,7 +15,7 @@ the verdict rows' or the forecast rows'; page/answer.py words them, page/termina
 from dataclasses import dataclass, field
 
 from ..compare.comparisons import HEALTH, Comparison
-from ..forecast.series import SeriesForecast
+from ..forecast.series import Beyond, SeriesForecast
 from ..read.series import Series
 from ..compare.verdict import ABOVE, BELOW, break_even_usd_per_gpu_hour, call
 from ..read.whole_model import Scope, scope
@@ -91,7 +91,7 @@ class Only:
     lacking: str            # the GPU that cannot run it
     why: str                # cannot_run's: 'OOM' or 'max fit 24K'
     baseline_lacks: bool = True  # the baseline cannot run it (else the candidate)
-    estimate_gib: float | None = None  # a forecast candidate's memory estimate there (beyond_memory), if any
+    estimate: Beyond | None = None  # a forecast's memory estimate there, the candidate's fit beside it (beyond_memory)
 
 
 @dataclass
@@ -207,9 +207,9 @@ def reconfigured_regimes(fc: SeriesForecast, sc: Scope, rows: list) -> list:
 
 def forecast_only(fc: SeriesForecast) -> list:
     """The lengths the baseline ran out of memory at, which the forecast has no step for: with
-    the candidate's memory estimate where the baseline's points give one (beyond_memory)."""
+    the memory estimate there and whether the candidate holds it, where there is one (beyond_memory)."""
     forecast = {r.seq_len for r in fc.rows}
-    estimates = {n: gib for n, gib, _ in fc.beyond}
+    estimates = {b.seq_len: b for b in fc.beyond}
     return [Only(fc.candidate, "forecast", n, fc.base.gpu, "OOM", True, estimates.get(n))
             for n, err in sorted(fc.base.errors.items()) if err.get("error") == "oom" and n not in forecast]
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from . import calibration, attention as forecast_attention, model as forecast_model, stacks
 from ...hardware import gpus
+from ...models import peak_memory
 from ..read.series import Series
 from ..compare.verdict import break_even_usd_per_gpu_hour, call, ratio, tokens_per_s_per_gpu, usd_per_mtok
 
@@ -142,7 +143,7 @@ class SeriesForecast:
     measured_differs: str = ""    # --ignore-config keys the candidate's measured series differs in
     hbm_gib: float = 0.0          # the candidate's
     ratio_sources: dict = field(default_factory=dict)  # {bound: {source: {note: None}}}, in order met
-    beyond: list = field(default_factory=list)  # beyond_memory's (seq_len, GiB, how) the baseline ran out of memory at
+    beyond: list = field(default_factory=list)  # beyond_memory's Beyond: lengths the baseline ran out of memory at
     reconfigured: list = field(default_factory=list)  # forecast_reconfig.Reconfigured, per length where one beats it
     node: NodeHealth | None = None  # the baseline node's health, where the node check measured it
 
@@ -245,23 +246,59 @@ def _price(prices: dict, gpu: str) -> float | None:
     return next((usd for name, usd in prices.items() if name == gpu or gpus.table_name(name) == gpu), None)
 
 
+@dataclass(frozen=True)
+class Beyond:
+    """A length the baseline ran out of memory at: what a GPU needs there, estimated (`how`; a
+    `floor` is a lower bound only), and whether the candidate's HBM holds it (None: a floor within it)."""
+    seq_len: int
+    gib: float
+    how: str
+    floor: bool
+    fits: bool | None
+
+
 def beyond_memory(s: Series, hbm_gib: float) -> list:
-    """[(seq_len, GiB, how)] where the baseline ran out of memory and the candidate's HBM would
-    hold the memory the baseline's two longest points extrapolate to (linear in tokens, as
-    activations are), never less than the most any point measured: a length that ran out of
-    memory needs at least that, and a peak that fell with length says nothing of a slope."""
+    """[Beyond] of each length past the baseline's longest point where it ran out of memory: the
+    memory its two longest points extrapolate to (linear in tokens, as activations are), never
+    less than the most any point measured (a peak that fell with length says nothing of a slope:
+    then a floor); with fewer than two points, the peak-memory model's estimate of its
+    configuration there (models/peak_memory.py); none where neither is at hand."""
     fits = sorted((n, p["peak_mem_gib"]) for n, p in s.points.items() if p.get("peak_mem_gib"))
-    if len(fits) < 2:
-        return []
-    (n1, m1), (n2, m2) = fits[-2:]
-    floor_gib = max(m for _, m in fits)
     out = []
     for n, err in sorted(s.errors.items()):
-        if err.get("error") == "oom" and n > n2:
-            slope_gib = m2 + (m2 - m1) / (n2 - n1) * (n - n2)
-            gib = max(floor_gib, slope_gib)
-            if gib <= hbm_gib:
-                out.append((n, gib, "its two longest points, extrapolated" if slope_gib >= floor_gib else
-                            "the most its points measured; its peak did not grow with length, so no slope "
-                            "is extrapolated"))
+        if err.get("error") != "oom" or (fits and n <= fits[-1][0]):
+            continue
+        found = extrapolated(fits, n) if len(fits) >= 2 else estimated(s, n)
+        if found:
+            gib, how, floor = found
+            out.append(Beyond(n, gib, how, floor, False if gib > hbm_gib else None if floor else True))
     return out
+
+
+def extrapolated(fits: list, n: int) -> tuple:
+    """(GiB, how, floor) at length `n` from the measured [(seq_len, peak GiB)], two or more."""
+    (n1, m1), (n2, m2) = fits[-2:]
+    floor_gib = max(m for _, m in fits)
+    slope_gib = m2 + (m2 - m1) / (n2 - n1) * (n - n2)
+    if slope_gib >= floor_gib:
+        return slope_gib, "its two longest points, extrapolated", False
+    return floor_gib, ("the most its points measured; its peak did not grow with length, so no slope is "
+                       "extrapolated"), True
+
+
+def estimated(s: Series, n: int) -> tuple | None:
+    """(GiB, how, floor) at length `n` by the peak-memory model for the series' configuration;
+    None where a setting it needs has several values or its model is not at hand."""
+    config = {k: v[0] for k in ("MODEL", "NUM_LAYERS", "NUM_EXPERTS", "BATCH_SIZE", "ZERO_STAGE", "world_size",
+                                "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "ENGINE") for v in [s.settings(k)] if len(v) == 1}
+    est = peak_memory.of_run(config, n)
+    if est is None:
+        return None
+    if est.floor:
+        return est.peak_gib, ("the peak-memory model's optimizer step alone: it does not count this model's or "
+                              "engine's activations"), True
+    if s.hbm_gib and est.peak_gib <= s.hbm_gib:  # yet the baseline ran out of memory: an underestimate here
+        return est.peak_gib, (f"the peak-memory model's estimate, a floor here: the baseline ran out of memory "
+                              f"with {s.hbm_gib:g} GiB, more than that"), True
+    return est.peak_gib, (f"the peak-memory model's estimate of this configuration, within "
+                          f"{peak_memory.ESTIMATE_ERROR:.0%} of every peak it was calibrated on"), False

@@ -1,7 +1,7 @@
 """A forecast's block on the page: its table, how sure it is, where each ratio came from, and the
 reconfigured forecast's table (the figures are forecast/series.py's and forecast/reconfig.py's)."""
 from ..forecast import model as forecast_model, reconfig as forecast_reconfig
-from ..forecast.series import SeriesForecast
+from ..forecast.series import Beyond, SeriesForecast
 from ...hardware import gpus
 from ..read.series import seq_label
 from ..text.tables import fmt, md_table
@@ -71,12 +71,25 @@ def forecast_markdown(fc: SeriesForecast) -> str:
                  f"{forecast_model.platform_words(gpus.lookup(fc.candidate))} (hardware/gpus.py, each figure cited).")
     lines.append("Ratios: " + "; ".join(f"{b}: {sources_words(srcs)}" for b, srcs in sorted(fc.ratio_sources.items()))
                  + ".")
-    for n, gib, how in fc.beyond:
-        lines.append(f"At {seq_label(n)} the baseline ran out of memory; it needs at least {fmt(gib)} GiB ({how}), "
-                     f"within the {fc.candidate}'s HBM (a memory forecast, no step time).")
+    for b in fc.beyond:
+        lines.append(f"At {seq_label(b.seq_len)} the baseline ran out of memory; it needs {need_words(b)} per GPU "
+                     f"({b.how}), {fit_words(b, fc.candidate, fc.hbm_gib)} (a memory estimate, no step time).")
     lines.append("Blind spots: kernels that change between GPUs (another attention backend, beta kernels), "
                  "a young cuBLAS, and host CPUs that differ (host time is carried over unchanged).")
     return "\n".join(lines)
+
+
+def need_words(b: Beyond) -> str:
+    """'about 84.1 GiB', or 'at least 62.6 GiB' where the estimate is a floor."""
+    return f"{'at least' if b.floor else 'about'} {fmt(b.gib)} GiB"
+
+
+def fit_words(b: Beyond, candidate: str, hbm_gib: float) -> str:
+    """Whether the candidate's HBM holds what a length the baseline could not run needs, by estimate."""
+    if b.fits is None:
+        return f"within the {candidate}'s {hbm_gib:g} GiB HBM, but a floor says nothing of fitting"
+    return f"{'within' if b.fits else 'more than'} the {candidate}'s {hbm_gib:g} GiB HBM" + (
+        "" if b.fits else ": it would not fit there either")
 
 
 def reconfigured_markdown(fc: SeriesForecast) -> str:

@@ -13,6 +13,7 @@ from ..decide.answer import NO_FIT, Regime, workloads
 from .answer import SHORT_CALLS, TERSE_KINDS, across_words, lengths, note_words, workload_title
 from ..decide.dollars import Assumptions, yours
 from .dollars import text_lines
+from .forecast import need_words
 from .markdown import no_comparison_words, prices_line
 from ..node.health import NO_VERDICT
 from .node import headline
@@ -124,10 +125,20 @@ def only_words(only: list, candidate: str) -> str:
     if only[0].source != "forecast":
         return "; ".join(f"only {'it' if o.baseline_lacks else 'the baseline'} runs {seq_label(o.seq_len)} "
                          f"({o.lacking}: {why.get(o.why, o.why)})" for o in only)
-    return "; ".join(f"{o.lacking} ran out of memory at {seq_label(o.seq_len)}, "
-                     + (f"which {candidate}'s memory would hold by estimate ({fmt(o.estimate_gib)} GiB; no step "
-                        "time)" if o.estimate_gib else f"not forecast on {candidate} (no memory estimate)")
+    return "; ".join(f"{o.lacking} ran out of memory at {seq_label(o.seq_len)}, " + estimate_words(o, candidate)
                      for o in only)
+
+
+def estimate_words(o, candidate: str) -> str:
+    """What a forecast's memory estimate says of a length the baseline ran out of memory at."""
+    b = o.estimate
+    if b is None:
+        return f"not forecast on {candidate} (no memory estimate)"
+    if b.fits is None:
+        return f"not forecast on {candidate} (its memory estimate, {need_words(b)}, is a floor within its HBM)"
+    if b.fits:
+        return f"which {candidate}'s memory would hold by estimate ({need_words(b)}; no step time)"
+    return f"which {candidate}'s memory would not hold either by estimate ({need_words(b)}, more than its HBM)"
 
 
 def bottom_line(number: int, w) -> list:

@@ -48,6 +48,17 @@ LIGER_MOE_TUNE_S = 31.0
 # kernels, the tuning only with TRITON_CACHE_AUTOTUNING=1 (the next Qwen3-Next process then ran
 # both lengths in 33 s). A later process's tuning without it was not measured: counted whole.
 MIXER_FIRST_STEP_S = 130.0
+# COMPILE=1: FSDP2 compiles each decoder block in each process's first step
+# (training/engine.BLOCKS_FIRST_STEP). One H100 at 8K, the 8-layer cut of Llama-3.1-8B, FA4 and
+# Liger (results/h100-stacks-11/fsdp2_compile.log, each run's "step 1/12" line, against the eager
+# run's "step 1/7" in stacks-8k-suite/suite_fsdp2_bf16.log): bf16's first step took 19.6 s compiled
+# against 6.9 s eager, 12.6 s for 8 blocks; fp8-tensorwise's 24.9 s, 18.0 s for 8 blocks, whose
+# compile takes in the converted linears' (low_precision.FIRST_STEP_S, then not counted apart).
+# Their whole run_sweep.sh points took 54 s and 62 s (results/h100-stacks-11/progress.log).
+# Counted per block, as each block is compiled apart (engines/fsdp2.py); only 8 blocks were timed,
+# so how it scales with the count (a graph cache shared by like blocks) is not measured.
+COMPILE_BLOCK_S = 1.6
+COMPILE_BLOCK_LOW_PRECISION_S = 2.25
 FIRST_STEP_S = 10.0         # a process's first step: Liger's kernels (and the backend's: first_step_s)
 ASSUMED_MFU = 0.35          # a training step's MFU for the step-time estimate (a profiled one too)
 HBM_S = 16.5                # bench_hbm.py's defaults: 20 s, 17 s, 16 s, 17 s (H200), 16 s, 17 s (H100)
@@ -56,14 +67,23 @@ HBM_S = 16.5                # bench_hbm.py's defaults: 20 s, 17 s, 16 s, 17 s (H
 COMM_S = 60.0
 
 
+def compile_s(spec, low_precision: bool, compile_blocks: bool) -> float:
+    """What a process's first step spends compiling beside the attention backend: each decoder
+    block (COMPILE=1, a low precision's converted linears in it), or else a low precision's
+    converted linears alone."""
+    if compile_blocks:
+        return len(spec.layers) * (COMPILE_BLOCK_LOW_PRECISION_S if low_precision else COMPILE_BLOCK_S)
+    return low_precision_step.FIRST_STEP_S if low_precision else 0.0
+
+
 def start_s(spec, backend: str, offload: bool = False, low_precision: bool = False,
-            liger_moe: bool = False, mixers: bool = False) -> float:
+            liger_moe: bool = False, mixers: bool = False, compile_blocks: bool = False) -> float:
     """A training process's start-up and first step, by the model's size (all its weights),
     where its optimizer lives, and what the attention backend (FlexAttention: over a minute
-    cold), a low precision's compiled linears, Liger's fused MoE and (`mixers`) a hybrid's
-    linear mixers compile or tune there."""
+    cold), the compiled blocks (COMPILE=1) or a low precision's compiled linears, Liger's fused
+    MoE and (`mixers`) a hybrid's linear mixers compile or tune there."""
     first_step = (max(FIRST_STEP_S, attn_backends.BACKENDS[backend].first_step_s)
-                  + (low_precision_step.FIRST_STEP_S if low_precision else 0.0)
+                  + compile_s(spec, low_precision, compile_blocks)
                   + (LIGER_MOE_TUNE_S if liger_moe else 0.0)
                   + (MIXER_FIRST_STEP_S if mixers else 0.0))
     per_bparam = START_S_PER_BPARAM_OFFLOAD if offload else START_S_PER_BPARAM
@@ -111,5 +131,5 @@ def points_s(plan: sweep_plan.Plan, lengths: list, mixers_each: bool = False) ->
     steps = s.WARMUP_STEPS + s.STEPS + s.DECOMPOSE
     starts = len(sweep_plan.process_plan(lengths, s.REUSE_PROCESS))
     return starts * start_s(r.cut.counted, r.backend, s.OFFLOAD_OPTIMIZER, r.precision.low, r.liger_moe,
-                            mixers_each) + sum(
+                            mixers_each, r.train.COMPILE) + sum(
         steps * training_step_s(r.cut.counted, n, r.peak_tflops, s.GRAD_CHECKPOINT) for n in lengths)

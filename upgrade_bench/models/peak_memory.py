@@ -1,9 +1,11 @@
 """The peak GPU memory (max reserved, worst rank) a training point will reach, estimated before it
-runs: what the plans mark each point by against the GPU's memory (sweep/fit.py).
+runs: what the plans mark each point by against the GPU's memory (sweep/fit.py), and what a
+forecast says a length its baseline ran out of memory at needs (report/forecast/series.py).
+Pure arithmetic on a model's description, below both.
 
 Two moments of a step can peak, and the higher one is the point's peak:
 
-- the optimizer step: the training state (memory.state_bytes: weights, gradients, Adam's state
+- the optimizer step: the training state (state_bytes: weights, gradients, Adam's state
   on the GPU) and, with the optimizer on the GPU, STEP_BYTES_PER_PARAM more of its partition
   (DeepSpeed's fp32 gradient copy and flat buffers). No activation is alive then, so it does not
   grow with the sequence;
@@ -26,10 +28,14 @@ the backward is not calibrated and the estimate is the optimizer step's floor to
 """
 from dataclasses import dataclass
 
-from ..models import layers
-from . import memory
+from ..faults import BadInput
+from . import cuts, layers, model
 
 GIB = 2**30
+# Mixed-precision AdamW keeps 16 bytes per parameter (ZeRO, Rajbhandari et al. 2020): bf16
+# weights (2) and gradients (2), fp32 master weights (4) and the two Adam moments (8).
+STATE_BYTES_PER_PARAM = 16
+OPTIMIZER_BYTES_PER_PARAM = 12  # master weights and moments: what OFFLOAD_OPTIMIZER moves to the host
 # Within this share of every committed peak it covers (the test's bound): a plan's margin.
 ESTIMATE_ERROR = 0.05
 # The optimizer step on the GPU: 24 bytes a parameter in all on one H200 (8, 2 and 1 layers of the
@@ -48,6 +54,22 @@ BUFFER_GIB = {2: 65.81 - 16 * 2.7955 * 1e9 / GIB - 16384 * 8 * ACT_BYTES_PER_WID
 # DeepSpeed keeps beside it): the whole 8B on two H200s grew 4.65e-4 GiB a token (19.7 GiB at 8K,
 # 30.6 at 32K, 76.6 at 128K), less one layer recomputed in full.
 CKPT_BYTES_PER_HIDDEN = (4.65e-4 * GIB - ACT_BYTES_PER_WIDTH * (4096 + 14336)) / (32 * 4096)
+
+
+def state_bytes(params: int, zero_stage: int, world: int, offload: bool) -> tuple[float, float]:
+    """(bytes per GPU, bytes on the host) the weights, gradients and optimizer state need
+    before any activation: ZeRO-1 shards the optimizer, ZeRO-2 the gradients too, ZeRO-3
+    the weights too; an offloaded optimizer lives on the host (all ranks of a node share it).
+    A floor for ENGINE=fsdp2 too: its 16 bytes a parameter (fp32 weights and gradients, the two
+    moments) are all sharded, and ZERO_STAGE=2 keeps the bf16 weights (2 bytes) whole besides."""
+    p, w = float(params), max(1, world)
+    optimizer = 0.0 if offload else OPTIMIZER_BYTES_PER_PARAM * p
+    if zero_stage >= 1:
+        optimizer /= w
+    grads = 2 * p / w if zero_stage >= 2 else 2 * p
+    weights = 2 * p / w if zero_stage >= 3 else 2 * p
+    host = OPTIMIZER_BYTES_PER_PARAM * p if offload else 0.0
+    return weights + grads + optimizer, host
 
 
 @dataclass(frozen=True)
@@ -72,7 +94,7 @@ def estimate(built, counted, seq_len: int, batch: int, zero_stage: int, world: i
     """The peak of one training point: `built` the model as built (its parameters), `counted`
     its layers (their activations), trained by `engine` (its ENGINE)."""
     params, w = built.total_params, max(1, world)
-    state = memory.state_bytes(params, zero_stage, w, offload)[0]
+    state = state_bytes(params, zero_stage, w, offload)[0]
     step = state + (0.0 if offload else STEP_BYTES_PER_PARAM * params / (w if zero_stage >= 1 else 1))
     if not covers(counted) or engine != "deepspeed":
         return Estimate(step / GIB, True, "optimizer step")
@@ -84,3 +106,21 @@ def estimate(built, counted, seq_len: int, batch: int, zero_stage: int, world: i
         per_token = ACT_BYTES_PER_WIDTH * sum(widths)
     backward = state + BUFFER_GIB[3 if zero_stage >= 3 else 2] * GIB + per_token * tokens
     return Estimate(max(step, backward) / GIB, False, "optimizer step" if step >= backward else "backward")
+
+
+def of_run(config: dict, seq_len: int) -> Estimate | None:
+    """The estimate at `seq_len` for a run's `config` as its header records it (MODEL, NUM_LAYERS,
+    NUM_EXPERTS, BATCH_SIZE, ZERO_STAGE, world_size, OFFLOAD_OPTIMIZER, GRAD_CHECKPOINT, ENGINE);
+    None where its model's config is not at hand, cannot be read or cut so, or a setting is missing."""
+    if not isinstance(config.get("MODEL"), str):
+        return None
+    try:
+        found = model.cheap_config(config["MODEL"])
+        if found is None:
+            return None
+        cut = cuts.cut(found, config.get("NUM_LAYERS") or 0, config.get("NUM_EXPERTS") or 0, config["MODEL"])
+        return estimate(cut.built, cut.counted, seq_len, config.get("BATCH_SIZE") or 1, config["ZERO_STAGE"],
+                        config["world_size"], bool(config["OFFLOAD_OPTIMIZER"]), bool(config["GRAD_CHECKPOINT"]),
+                        config.get("ENGINE") or "deepspeed")
+    except (BadInput, KeyError, TypeError):
+        return None
