@@ -1,11 +1,14 @@
 """bench_comm.py and upgrade_bench.hardware.comm, on CPU.
 
 nccl-tests' byte counts and bus-bandwidth factors against hand-computed numbers; the script
-for real on two gloo ranks (two processes, a port the OS picked), every op, its records
-checked against the schema and its arithmetic by hand; bad input refused in one line before
-any process group; in this process on a world of one, a failed allocation, a failed
-collective and Ctrl-C as records and exit codes.
+for real on two gloo ranks on two "hosts" (NNODES=2 on this one, node 0 on a port the OS
+picked), every op, its records checked against the schema and its arithmetic by hand; bad
+input refused in one line before any process group, and under RANKS before any rank starts;
+RANKS for real where the process boundary is the point (a rank's refusal, a SIGTERM: one line);
+in this process on a world of one, a failed allocation, a failed collective and Ctrl-C as
+records and exit codes.
 """
+import json
 import os
 import signal
 import socket
@@ -19,6 +22,7 @@ import torch
 from conftest import REPO, import_script, parse_jsonl, script_env
 from upgrade_bench.hardware import collectives
 from upgrade_bench.kernels.comm import bench as comm
+from upgrade_bench.kernels import ranks as local_ranks
 from upgrade_bench.kernels.ranks import free_port
 from upgrade_bench.interrupts import Interrupted
 from upgrade_bench.log import checks, records
@@ -101,14 +105,15 @@ def test_the_table_and_headline_take_each_ops_best_size_and_say_what_failed():
 
 # --- two gloo ranks, for real ------------------------------------------------------------------
 
-def two_ranks(env: dict) -> list:
-    """bench_comm.py as two ranks of a launcher would start them: [(exit code, stdout, stderr)]."""
+def two_hosts(env: dict) -> list:
+    """bench_comm.py on two hosts of one rank each, as on two machines (here both on this one):
+    [(exit code, stdout, stderr)] of node 0 and node 1."""
     port = str(free_port())
     procs = [subprocess.Popen([sys.executable, str(REPO / "bench_comm.py")], cwd=REPO, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=script_env({**env, "RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r),
+                              env=script_env({**env, "NNODES": "2", "NODE_RANK": str(n), "RANKS": "1",
                                               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}))
-             for r in (0, 1)]
+             for n in (0, 1)]
     done = []
     for p in procs:
         out, err = p.communicate(timeout=120)
@@ -119,15 +124,15 @@ def two_ranks(env: dict) -> list:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("comm") / "comm.jsonl"
-    (code0, out0, err0), (code1, out1, err1) = two_ranks(
+    (code0, out0, err0), (code1, out1, err1) = two_hosts(
         {**CPU_TIMING, "SIZES_MIB": "1 3 1048576", "OUTPUT": str(out), "NCCL_DEBUG": "WARN"})
     return code0, parse_jsonl(out0), err0, code1, out1, err1, out
 
 
-def test_two_gloo_ranks_time_every_op_by_nccl_tests_arithmetic(run):
+def test_two_gloo_ranks_on_two_hosts_time_every_op_by_nccl_tests_arithmetic(run):
     code0, recs, err0, code1, out1, err1, out = run
     assert (code0, code1) == (0, 0), err0 + err1
-    assert out1 == "" and err1 == ""  # rank 0 writes and speaks
+    assert out1 == "" and err1 == ""  # rank 0 writes and speaks; no launcher's log line on either host
     assert recs == parse_jsonl(out.read_text())  # stdout and OUTPUT: the same lines
     assert all(checks.write_problem(r) is None for r in recs)
     header, points = recs[0], recs[1:]
@@ -159,7 +164,16 @@ def test_two_gloo_ranks_time_every_op_by_nccl_tests_arithmetic(run):
     ({"WORLD_SIZE": "2", "RANK": "5", "MASTER_ADDR": "h", "MASTER_PORT": "1"},
      "error: RANK=5: expected below WORLD_SIZE=2, as a launcher sets it"),
     ({"WORLD_SIZE": "2", "RANKS": "2"}, "error: RANKS=2 with RANK/WORLD_SIZE set: a launcher started this process"),
-    ({"RANKS": "1"}, "error: RANKS='1': expected 0 or an integer >= 2 and <= 1024"),
+    ({"RANKS": "1"}, "error: RANKS=1: a collective needs two ranks or more, one per GPU; expected 2 or more (1 with "
+                     "NNODES of 2 or more"),
+    ({"RANKS": "0.5"}, "error: RANKS='0.5': expected 0 or an integer >= 1 and <= 1024"),
+    # issue 55: RANKS across hosts, each setting checked before any rank starts
+    ({"NNODES": "2"}, "error: NNODES=2 without RANKS: set RANKS (the ranks on each host) too"),
+    ({"RANKS": "8", "NNODES": "2", "NODE_RANK": "2"}, "error: NODE_RANK=2: expected below NNODES=2"),
+    ({"RANKS": "8", "NNODES": "2", "MASTER_PORT": "29500"}, "error: MASTER_ADDR='', MASTER_PORT='29500': expected "
+                                                             "rank 0's host"),
+    ({"RANKS": "1024", "NNODES": "1048576", "MASTER_ADDR": "h", "MASTER_PORT": "1"},
+     "error: RANKS=1024 x NNODES=1048576: more ranks than any cluster has GPUs"),
     ({"WORLD_SIZE": "2", "RANK": "two"}, "error: RANK='two': expected a whole number >= 0"),
     ({"WORLD_SIZE": "2", "OPS": "all_reduce broadcast"}, "error: OPS='all_reduce broadcast': expected a list of "
                                                          "all_reduce|all_gather|reduce_scatter|all_to_all"),
@@ -173,6 +187,7 @@ def test_bad_input_is_one_line_and_exit_2_before_any_process_group(env, says, ma
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(torch.distributed, "init_process_group", lambda *a, **k: pytest.fail("started"))
+    monkeypatch.setattr(local_ranks, "launch", lambda *a, **k: pytest.fail("ranks started"))
     code, recs, err = main_in_process(bench, env)
     assert code == 2 and recs == [] and err.startswith(says) and err.count("\n") == 1, err
 
@@ -211,7 +226,7 @@ def test_a_rendezvous_nothing_answers_is_one_line_naming_the_address_after_the_s
     monkeypatch.setattr(socket, "getaddrinfo", unknown)
     assert bench.rendezvous_problem({"MASTER_ADDR": "gpu01", "MASTER_PORT": "29500"}, 1, 60) == (
         "MASTER_ADDR=gpu01 MASTER_PORT=29500: no such host ([Errno -2] Name or service not known); expected rank "
-        "0's host, as the launcher sets it")
+        "0's host")
 
 
 def test_a_master_addr_no_host_has_is_refused_at_once_by_every_rank_rank_0_too(monkeypatch):
@@ -224,22 +239,79 @@ def test_a_master_addr_no_host_has_is_refused_at_once_by_every_rank_rank_0_too(m
     for rank in (0, 1):
         assert bench.rendezvous_problem({"MASTER_ADDR": "gpu01.invalid", "MASTER_PORT": "29500"}, rank, 300) == (
             "MASTER_ADDR=gpu01.invalid MASTER_PORT=29500: no such host ([Errno -2] Name or service not known); "
-            "expected rank 0's host, as the launcher sets it")
+            "expected rank 0's host")
     assert time.monotonic() - started < 5
 
 
-def test_ranks_starts_the_ranks_itself_and_a_bad_input_is_rank_0s_one_line_without_a_launcher_traceback(tmp_path):
-    # torchrun adds its ChildFailedError traceback after the suite's line
+def test_ranks_across_hosts_refuse_a_master_addr_no_host_has_at_once_before_any_rank_starts(main_in_process,
+                                                                                          monkeypatch):
+    # issue 55: under torchrun its own rendezvous waited past 360 s for it, before any rank ran
+    def unknown(*args):
+        raise socket.gaierror(-2, "Name or service not known")
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    monkeypatch.setattr(local_ranks, "launch", lambda *a, **k: pytest.fail("ranks started"))
+    started = time.monotonic()
+    code, recs, err = main_in_process(bench, {"RANKS": "8", "NNODES": "2", "NODE_RANK": "1",
+                                              "MASTER_ADDR": "gpu01.invalid", "MASTER_PORT": "29500"})
+    assert time.monotonic() - started < 5
+    assert (code, recs, err) == (2, [], "error: node 1 of NNODES=2: MASTER_ADDR=gpu01.invalid MASTER_PORT=29500: no "
+                                        "such host ([Errno -2] Name or service not known); expected rank 0's host\n")
+
+
+def test_a_host_that_finds_nothing_at_node_0_says_so_in_one_line_after_the_stated_wait(main_in_process,
+                                                                                     monkeypatch):
+    # torch's store client retries with C++ frames on stderr: the launcher asks in Python first
+    monkeypatch.setattr(bench, "TIMEOUT_S", 0.5)
+    monkeypatch.setattr(local_ranks, "launch", lambda *a, **k: pytest.fail("ranks started"))
+    with socket.socket() as held:  # bound, not listening: node 0 not started
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        code, recs, err = main_in_process(bench, {"RANKS": "8", "NNODES": "2", "NODE_RANK": "1",
+                                                  "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    assert (code, recs) == (2, []) and err.count("\n") == 1
+    assert err.startswith(f"error: node 1 of NNODES=2: nothing answered at MASTER_ADDR=127.0.0.1 MASTER_PORT={port} "
+                          f"within 0.5 s ("), err
+
+
+def test_ranks_starts_the_ranks_itself_and_a_ranks_refusal_is_one_line_without_a_launcher_traceback(tmp_path):
+    # issue 55: under torchrun its agent's log lines and its ChildFailedError traceback follow the line
     proc = subprocess.run([sys.executable, str(REPO / "bench_comm.py")], cwd=REPO, text=True, capture_output=True,
                           timeout=120, env=script_env({"RANKS": "2", "SIZES_MIB": "1048576", **CPU_TIMING}))
     assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
     assert proc.stderr.startswith("error: SIZES_MIB=1048576: the inputs alone need") and proc.stderr.count("\n") == 1
 
 
-def test_another_rank_says_nothing_of_the_bad_input_rank_0_reports(main_in_process, monkeypatch):
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
-    code, recs, err = main_in_process(bench, {"WORLD_SIZE": "2", "RANK": "1", "OPS": "broadcast"})
+def test_a_sigterm_to_ranks_stops_every_rank_and_ends_in_one_line_with_every_record_whole(tmp_path):
+    # issue 55: under torchrun a Ctrl-C ended in its SignalException traceback
+    err_path = tmp_path / "stderr"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([sys.executable, str(REPO / "bench_comm.py")], cwd=REPO, text=True,
+                                stdout=subprocess.PIPE, stderr=err,
+                                env=script_env({"RANKS": "2", "SIZES_MIB": " ".join(["1"] * 2000), "OPS": "all_reduce",
+                                                "ITERS": "2", "WARMUP": "1", "WARMUP_MS": "0", "TIME_MS": "0"}))
+        deadline = time.monotonic() + 60
+        while "[" not in err_path.read_text() and time.monotonic() < deadline:  # the first size measured
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    said = err_path.read_text().splitlines()
+    assert proc.returncode == 143, said
+    assert said[-1] == "stopped by SIGTERM: what was written is kept" and not any("Traceback" in s for s in said)
+    assert all(line.startswith(("warning: ", "[")) for line in said[:-1]), said  # no launcher's line
+    recs = parse_jsonl(out)  # every line whole
+    assert recs[0]["kind"] == "header" and 1 <= len(recs) - 1 < 2000
+
+
+def test_another_rank_says_nothing_of_the_bad_input_local_rank_0_reports_but_leaves_it_for_its_launcher(
+        main_in_process, monkeypatch, tmp_path):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv("TORCHELASTIC_ERROR_FILE", str(tmp_path / "error.json"))
+    code, recs, err = main_in_process(bench, {"WORLD_SIZE": "16", "LOCAL_RANK": "1", "OPS": "broadcast"})
     assert (code, recs, err) == (2, [], "")
+    assert json.loads((tmp_path / "error.json").read_text())["message"].startswith("error: OPS='broadcast'")
+    # local rank 0 of another host (RANK 8) says it on its own console
+    code, recs, err = main_in_process(bench, {"WORLD_SIZE": "16", "RANK": "8", "LOCAL_RANK": "0", "OPS": "broadcast"})
+    assert (code, err.count("\n")) == (2, 1) and err.startswith("error: OPS='broadcast'")
 
 
 # --- failures and Ctrl-C, in this process on a world of one ------------------------------------
@@ -283,6 +355,9 @@ def test_a_failed_allocation_is_a_record_and_a_failed_collective_the_last(world_
         (2, "all_reduce", "ok"), (2, "all_gather", "oom"), (2, "reduce_scatter", "ok"), (2, "all_to_all", "error")]
     assert recs[-1]["reason"] == "RuntimeError: NCCL error: remote process exited" and recs[-1]["ms"] is None
     assert "4 MiB" not in err  # nothing ran after the failed collective
+    assert err.splitlines()[-1] == ("error: all_to_all at 2 MiB failed (RuntimeError: NCCL error: remote process "
+                                    "exited): the ranks may be out of step, so the run ends there; every record so "
+                                    "far is written")
 
 
 def test_ctrl_c_keeps_every_record_so_far_and_exits_130_in_one_line(world_of_one, main_in_process, monkeypatch):
@@ -298,7 +373,7 @@ def test_ctrl_c_keeps_every_record_so_far_and_exits_130_in_one_line(world_of_one
     before = signal.getsignal(signal.SIGINT)
     code, recs, err = main_in_process(bench, {**CPU_TIMING, "WORLD_SIZE": "2", "SIZES_MIB": "1"})
     assert code == 130 and [r["op"] for r in recs[1:]] == ["all_reduce", "all_gather"]
-    assert err.splitlines()[-1] == "interrupted by SIGINT: every record so far is written"
+    assert err.splitlines()[-1] == "stopped by Ctrl-C: what was written is kept"
     assert signal.getsignal(signal.SIGINT) is before  # the handlers put back
 
 

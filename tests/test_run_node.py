@@ -267,13 +267,13 @@ def test_estimates_by_hand_on_an_h200(as_script, monkeypatch, tmp_path):
     assert steps["sweep"].sweep.resolved.use_liger and steps["decomposition"].sweep.resolved.use_liger
     assert steps["hbm"].estimate_s == node_cost.HBM_S
     assert list(steps) == [n for n in node_plan.STEPS if n != "comm"]  # one GPU: bench_comm.py would refuse it
-    # on two GPUs bench_comm.py after bench_hbm.py, under the DeepSpeed launcher, its records in the folder
+    # on two GPUs bench_comm.py after bench_hbm.py, starting its two ranks itself, its records in the folder
     monkeypatch.setattr(devices, "visible_gpus", lambda environ=None: [devices.Gpu("NVIDIA H200", 139.8, (9, 0))] * 2)
     two = {st.name: st for st in node_plan.plan(s, train, tmp_path, "python", children, os.environ,
                                                 {v.name for v in node.VARS})}
     assert list(two) == list(node_plan.STEPS) and two["comm"].estimate_s == node_cost.COMM_S
-    assert two["comm"].argv == ["python", "-m", "deepspeed.launcher.runner", "--num_gpus", "2", str(REPO / "bench_comm.py")]
-    assert two["comm"].env == {"OUTPUT": str(tmp_path / "comm.jsonl")}
+    assert two["comm"].argv == ["python", str(REPO / "bench_comm.py")]
+    assert two["comm"].env == {"OUTPUT": str(tmp_path / "comm.jsonl"), "RANKS": "2"}
     # a backend that compiles in the first step (flex: 80 s) replaces the 10 s of it, per process
     # the optimizer on the host: DeepSpeed's CPU Adam pins its state, 10 s per billion weights
     assert node_cost.start_s(spec, "sdpa", True) - node_cost.start_s(spec, "sdpa") == pytest.approx(8.5 * spec.total_params / 1e9)
@@ -504,9 +504,10 @@ def test_the_lock_ends_with_the_run_and_a_refused_run_leaves_no_folder_it_made(t
 
 
 def test_how_the_comm_steps_ranks_start_is_not_part_of_its_identity():
-    # bench_comm.py's RANKS is newer than folders whose comm step ran: they resume, not conflict
-    identity = node_plan.child_identity(node.CHILDREN["comm"], {"OUTPUT": "/x/comm.jsonl"})
-    assert "RANKS" not in identity and identity["OPS"] == ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
+    # bench_comm.py's RANKS, NNODES and NODE_RANK are newer than folders whose comm step ran: they resume,
+    # not conflict
+    identity = node_plan.child_identity(node.CHILDREN["comm"], {"OUTPUT": "/x/comm.jsonl", "RANKS": "2"})
+    assert not {"RANKS", "NNODES", "NODE_RANK"} & set(identity) and identity["OPS"] == ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 
 
 def test_a_folder_whose_filesystem_has_no_locks_runs_unlocked_and_says_so(tmp_path, monkeypatch, capsys):

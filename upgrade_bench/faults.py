@@ -11,12 +11,16 @@ Bad input is found in many places (a setting, a flag, a model config, an attenti
 backend, a log to read) and is always raised as BadInput; every script's `__main__` runs
 its main through run_main, the one place that turns it, a WriteFailed or an
 EnvironmentFault into one line on stderr and the exit code. A script with flags parses them
-with Parser, whose usage errors are BadInput too.
+with Parser, whose usage errors are BadInput too. Under torch's elastic launcher the line goes
+into the process's error file as well (say): torchrun quotes it, bench_comm.py's RANKS says it.
 """
 import argparse
 import importlib.util
+import json
+import os
 import signal
 import sys
+import time
 
 EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
@@ -81,9 +85,31 @@ class NonFiniteLoss(RuntimeError):
 STOPS = {BadInput: EXIT_BAD_INPUT, WriteFailed: EXIT_WRITE_FAILED, EnvironmentFault: EXIT_ENVIRONMENT}
 
 
-def stop(err: BadInput | WriteFailed | EnvironmentFault) -> int:
-    """Say `err` in one line on stderr; the exit code it ends a script with."""
-    sys.stderr.write(f"error: {err}\n")
+# Set by a launcher that says its ranks' one line itself (kernels/ranks.py: bench_comm.py's RANKS):
+# a rank then leaves its line in its error file only.
+SAYS_ENV = "UPGRADE_BENCH_LAUNCHER_SAYS"
+# Where torch's elastic launcher (torchrun, and RANKS through it) asks each rank for the error that
+# ended it: torchrun quotes it in its failure summary, RANKS says it alone.
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
+
+
+def say(line: str, speak: bool = True) -> None:
+    """The one line a script ends with: on stderr (where `speak`, and no launcher says it for
+    this process), and in the error file a torch elastic launcher gave this process, if any."""
+    if speak and not os.environ.get(SAYS_ENV):
+        sys.stderr.write(line + "\n")
+    path = os.environ.get(ERROR_FILE_ENV)
+    if path:
+        try:
+            with open(path, "w") as f:  # the form torch's ProcessFailure reads: a message and a timestamp
+                json.dump({"message": line, "timestamp": int(time.time())}, f)
+        except OSError:  # a full disk, say: the line is what matters, and it was said above where it is to be
+            pass
+
+
+def stop(err: BadInput | WriteFailed | EnvironmentFault, speak: bool = True) -> int:
+    """Say `err` in one line (say); the exit code it ends a script with."""
+    say(f"error: {err}", speak)
     return next(code for kind, code in STOPS.items() if isinstance(err, kind))
 
 
@@ -103,15 +129,21 @@ def run_main(main, *args) -> int:
         return interrupted(getattr(err, "signum", signal.SIGINT))
 
 
-def interrupted(signum: int) -> int:
-    """Say in one line that `signum` stopped the script; the exit code a shell would report."""
-    sys.stderr.write(f"stopped by {signal_name(signum)}: what was written is kept\n")
+def interrupted(signum: int, speak: bool = True) -> int:
+    """Say in one line (say) that `signum` stopped the script; the exit code a shell would report."""
+    say(f"stopped by {signal_name(signum)}: what was written is kept", speak)
     return exit_for_signal(signum)
 
 
 def signal_name(signum: int | None) -> str:
-    """'Ctrl-C' for SIGINT (and for none: what a KeyboardInterrupt without a handler was), else 'SIGTERM'."""
-    return "Ctrl-C" if signum in (None, signal.SIGINT) else signal.Signals(signum).name
+    """'Ctrl-C' for SIGINT (and for none: what a KeyboardInterrupt without a handler was), else its
+    name ('SIGTERM'), or its number where it has none."""
+    if signum in (None, signal.SIGINT):
+        return "Ctrl-C"
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 # The import names of the packages of the project's environment (install.sh's .venv) that a

@@ -1,26 +1,43 @@
-"""Local ranks for a script that runs one process per GPU (bench_comm.py's RANKS=N): N copies of
-the script on this host, each with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
-as torchrun sets them, and their exit code. A rank's failure is its own one line (rank 0 says
-what every rank finds); torchrun adds its ChildFailedError traceback after it, this nothing.
+"""The ranks of a script that runs one process per GPU (bench_comm.py's RANKS=N), started by torch's
+elastic launcher, torchrun's own engine, called as a library: on one host (its rendezvous on a
+port the OS picks, as `torchrun --standalone`), or on each of `nodes` hosts (the same command
+on each, node 0 hosting the rendezvous at MASTER_ADDR:MASTER_PORT, as torchrun's
+--nnodes/--node-rank/--master-addr). Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR
+and MASTER_PORT as under torchrun, and the exit code the launch ends with is the failing rank's.
 
-The ranks share the launcher's process group, so a Ctrl-C at the terminal reaches each of
-them, and each stops itself with its one line; a SIGTERM sent to the launcher alone (kill,
-scancel) is passed on to them. When one rank fails the others are given GRACE_S to end on
-their own (the ranks that wait on it in a collective time out, or fail with it) and then
-stopped: no rank is left waiting on one that is gone.
+What torchrun adds is left out: its agent's log lines, and the ChildFailedError traceback a
+failed rank ends in. Each rank writes the one line it ends with into its error file
+(TORCHELASTIC_ERROR_FILE, faults.say) and, told by SAYS_ENV that the launcher speaks for it,
+prints nothing; the launcher says the line of the rank that failed first (a rank the launcher
+stopped after it comes after it), or, where that rank said none (a segfault, the OOM killer),
+how it ended. A Ctrl-C or SIGTERM to the launcher goes on to every rank, which stops itself
+(each within GRACE_S, or is killed), and the launcher says it in one line.
 """
+import logging
 import os
-import signal
 import socket
-import subprocess
-import time
+import tempfile
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from .. import faults
-from ..interrupts import STOP_SIGNALS
+from ..interrupts import Interrupted, STOP_SIGNALS
 
-# How long the other ranks get to end by themselves after one failed, before SIGTERM, then SIGKILL.
-GRACE_S = 10.0
-POLL_S = 0.1
+# How long the other ranks get to end by themselves after one failed (or after a Ctrl-C), before SIGKILL.
+GRACE_S = 10
+# The rendezvous of several hosts: its name, the same on every host (the store's key prefix).
+RUN_ID = "upgrade-bench"
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """Where the ranks meet: one host (`nodes` 1), or node `node_rank` of `nodes`, node 0 at
+    `master_addr`:`master_port`."""
+    nodes: int = 1
+    node_rank: int = 0
+    master_addr: str = ""
+    master_port: int = 0
 
 
 def free_port() -> int:
@@ -30,58 +47,107 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def rank_env(environ, rank: int, ranks: int, port: int, unset=()) -> dict:
-    """What rank `rank` of `ranks` on this host sees: `environ` less `unset` (the setting
-    that asked for the launch), and the launcher's variables."""
-    env = {k: v for k, v in environ.items() if k not in unset}
-    env.update(RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(ranks),
-               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    return env
+def config(ranks: int, hosts: Hosts, wait_s: float, log_dir: str):
+    """torchrun's LaunchConfig for `ranks` per host on `hosts`; no restarts (a benchmark is not
+    retried); nothing is redirected: the ranks print where this process does."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
+    from torch.distributed.launcher.api import LaunchConfig
+
+    if hosts.nodes == 1:
+        rendezvous = {"rdzv_backend": "c10d", "rdzv_endpoint": "localhost:0", "run_id": str(uuid.uuid4()),
+                      "rdzv_configs": {"timeout": int(wait_s)}}
+    else:
+        rendezvous = {"rdzv_backend": "static", "rdzv_endpoint": f"{hosts.master_addr}:{hosts.master_port}",
+                      "run_id": RUN_ID, "rdzv_configs": {"rank": hosts.node_rank, "timeout": int(wait_s)}}
+    return LaunchConfig(min_nodes=hosts.nodes, max_nodes=hosts.nodes, nproc_per_node=ranks, max_restarts=0,
+                        logs_specs=DefaultLogsSpecs(log_dir=log_dir), shutdown_timeout=GRACE_S, **rendezvous)
 
 
-def launch(argv: list, ranks: int, environ=None, unset=(), grace_s: float = GRACE_S) -> int:
-    """Run `argv` as `ranks` local ranks and wait for them all; the exit code of the first that
-    failed (rank 0's where several did at once: it says what every rank finds), else 0. A stop
-    signal to this process goes on to each rank still running; what they print goes where ours
-    does."""
-    environ = os.environ if environ is None else environ
-    port = free_port()
-    procs = [subprocess.Popen(argv, env=rank_env(environ, rank, ranks, port, unset)) for rank in range(ranks)]
-    previous = {signum: signal.signal(signum, lambda signum, frame: forward(procs, signum)) for signum in STOP_SIGNALS}
-    first, failed_at = 0, None
+def launch(argv: list, ranks: int, hosts: Hosts, wait_s: float, unset=()) -> int:
+    """Run `argv` (an interpreter and a script) as `ranks` ranks on this host, one of `hosts`,
+    and wait for them all; 0, or the failing rank's exit code after its one line. The ranks see
+    this process's environment less `unset` (the settings that asked for the launch). BadInput
+    when the hosts do not meet within `wait_s`; Interrupted for a Ctrl-C or SIGTERM."""
+    from torch.distributed import DistError
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.elastic.rendezvous import RendezvousError
+    from torch.distributed.launcher.api import elastic_launch
+
+    quiet_agent()
+    with tempfile.TemporaryDirectory(prefix="ranks-") as log_dir:
+        try:
+            with rank_environ(unset):
+                elastic_launch(config(ranks, hosts, wait_s, log_dir), argv[0])(*argv[1:])
+            return 0
+        except ChildFailedError as err:
+            rank, failure = root_cause(err.failures)
+            faults.say(said(failure) or ended(rank, failure))
+            return exit_code(failure.exitcode)
+        except SignalException as err:  # the agent's handler: the ranks were sent it and have ended
+            raise Interrupted(err.sigval) from None
+        except (DistError, RendezvousError) as err:
+            where = (f"MASTER_ADDR={hosts.master_addr} MASTER_PORT={hosts.master_port}" if hosts.nodes > 1
+                     else "this host")
+            raise faults.BadInput(f"node {hosts.node_rank} of NNODES={hosts.nodes}: no rendezvous at {where} (where "
+                                  f"the hosts meet within {wait_s:g} s): {first_line(err)}") from None
+
+
+def quiet_agent() -> None:
+    """The agent's log lines (its ranks' start, a SIGTERM sent, a failure) kept off stderr: the
+    launch ends in one line of its own."""
+    for name in ("torch.distributed.elastic", "torch.distributed.launcher"):
+        logger = logging.getLogger(name)
+        logger.propagate = False
+        logger.addHandler(logging.NullHandler())
+
+
+@contextmanager
+def rank_environ(unset=()):
+    """This process's environment as the ranks get it (the agent copies os.environ): less
+    `unset`, with SAYS_ENV set; put back after."""
+    saved = dict(os.environ)
+    for name in unset:
+        os.environ.pop(name, None)
+    os.environ[faults.SAYS_ENV] = "1"
     try:
-        while [p.poll() for p in procs].count(None):  # every rank polled: any() would stop at the first
-            if not first:
-                first = next((p.returncode for p in procs if p.returncode), 0)
-                failed_at = time.monotonic() if first else None
-            elif time.monotonic() - failed_at > grace_s:
-                stop(procs, grace_s)
-            time.sleep(POLL_S)
+        yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    first = first or next((p.returncode for p in procs if p.returncode), 0)
-    return faults.exit_for_signal(-first) if first < 0 else first  # a signal's end as a shell reports it
+        os.environ.clear()
+        os.environ.update(saved)
 
 
-def forward(procs: list, signum: int) -> None:
-    """A stop signal this process got, to each rank still running (Ctrl-C at a terminal reached
-    them already: they are in our process group, and a second one is harmless)."""
-    if signum == signal.SIGINT:
-        return
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signum)
+def said(failure) -> str | None:
+    """The one line a failed rank wrote into its error file (faults.say), if it wrote one."""
+    message = failure.error_file_data.get("message") if os.path.isfile(failure.error_file) else None
+    return message if isinstance(message, str) and message else None
 
 
-def stop(procs: list, grace_s: float) -> None:
-    """SIGTERM each rank still running, then SIGKILL what is left after `grace_s`."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(sig)
-        deadline = time.monotonic() + grace_s
-        while [p.poll() for p in procs].count(None) and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-        if None not in [p.poll() for p in procs]:
-            return
+def stopped(code: int) -> bool:
+    """Whether a rank's exit code says a stop signal or a kill ended it: what the launcher does to
+    the ranks left once one failed."""
+    return code < 0 or any(faults.killed_by(code, signum) for signum in STOP_SIGNALS)
+
+
+def root_cause(failures: dict) -> tuple:
+    """(rank, failure) of the rank that failed first: one that ended on its own before one that
+    was stopped, one that said why before one that did not, then the earliest, then the lowest rank."""
+    return min(failures.items(), key=lambda item: (stopped(item[1].exitcode), said(item[1]) is None,
+                                                   item[1].timestamp, item[0]))
+
+
+def ended(rank: int, failure) -> str:
+    """The line of a rank that failed without saying why."""
+    code = failure.exitcode
+    how = f"was ended by {faults.signal_name(-code)}" if code < 0 else f"exited with code {code}"
+    return f"error: rank {rank} {how} without a line of its own (pid {failure.pid} on {socket.gethostname()})"
+
+
+def exit_code(code: int) -> int:
+    """A rank's exit code as a shell reports it (a signal's end: 128 + the signal)."""
+    return faults.exit_for_signal(-code) if code < 0 else code
+
+
+def first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+

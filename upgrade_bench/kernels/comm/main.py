@@ -14,14 +14,21 @@ WARMUP_MS and TIME_MS of them) back to back, a CUDA event pair around each, no i
 (upgrade_bench/kernels/timing.py). A line per size on stderr says what it gave and the time
 left; the headline (each op's best) and a table end the run. Rank 0 writes.
 
-Two ranks or more, one per GPU (one rank has no link to measure: refused): RANKS=N starts N
-on this host itself (kernels/ranks.py: a failing rank's one line, and no launcher traceback
-after it), or run it under a launcher that sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
-MASTER_PORT (torchrun, deepspeed; across hosts). A rank that connects to the rendezvous waits
-at most 5 minutes for something to answer at MASTER_ADDR:MASTER_PORT, then says so in one line;
-a MASTER_ADDR no name lookup knows, every rank says at once. Under torchrun, what its agent does
-is its own: its ChildFailedError traceback follows a rank's one line, a Ctrl-C ends in its
-SignalException, and an unknown --master_addr waits in its rendezvous before any rank starts.
+Two ranks or more, one per GPU (one rank has no link to measure: refused). RANKS=N starts N on
+this host through torch's elastic launcher, torchrun's own engine, as a library
+(kernels/ranks.py); across hosts the same command runs on each, with NNODES, its NODE_RANK, and
+node 0's MASTER_ADDR and MASTER_PORT. Every setting is checked and MASTER_ADDR looked up before
+any rank starts (a host no name lookup knows: one line, at once), and the run ends in one line
+wherever it fails: a rank's own (the first to fail; the ranks stopped after it say nothing), or
+a Ctrl-C or SIGTERM, passed on to every rank. Hosts that do not meet within 5 minutes (node 0 not
+started, a port taken or blocked) are said in one line too.
+Started by another launcher instead (torchrun, deepspeed: they set RANK, WORLD_SIZE,
+LOCAL_RANK, MASTER_ADDR and MASTER_PORT), it runs as one rank: a refusal or a Ctrl-C is one
+line from local rank 0 of each host (a rank's own, from that rank) and a non-zero exit, and a
+rank waits at most 5 minutes for something to answer at MASTER_ADDR:MASTER_PORT; what the
+launcher adds is its own: torchrun prints its ChildFailedError summary after the line (quoting
+it), a SignalException on Ctrl-C, and waits in its own rendezvous for a --master_addr no name
+lookup knows before any rank starts. RANKS is the way to a failure in one line.
 NVLink multicast stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 NVSHMEM_DISABLE_NVLS=1 are set in the process before the process group starts, where unset
 (on a shared host a multicast object can break other GPUs); the header's comm_env records
@@ -31,20 +38,20 @@ where NCCL_DEBUG is unset (kernels/comm/transport.py).
 
 Writes JSON lines: a `header`, then one `comm` record per size x op (status ok | oom | error:
 a size that does not fit is an oom record). Exit 1 if a point errored (a failed collective is
-the last point: the ranks may be out of step), 2 on bad input (one rank; no rendezvous
-address, or none answering within 5 minutes; the smallest size not fitting the device: rank 0
-says what every rank finds; a rank without a GPU, or a RANK not below WORLD_SIZE, says so
-itself), 4 when a record cannot be written, 130 on Ctrl-C (143 on SIGTERM) with every record
-so far written.
+the last point: the ranks may be out of step; the line names it), 2 on bad input (one rank;
+no rendezvous address, or none answering within 5 minutes; the smallest size not fitting the
+device; a rank without a GPU, or a RANK not below WORLD_SIZE), 4 when a record cannot be
+written, 130 on Ctrl-C (143 on SIGTERM) with every record so far written; under RANKS, the
+failing rank's code (128 + the signal where one ended it).
 
     RANKS=8 .venv/bin/python bench_comm.py                                 # every op, 1 MiB .. 4 GiB
     OPS=all_gather,reduce_scatter SIZES_MIB="64 1024" RANKS=2 .venv/bin/python bench_comm.py
     SIZES_MIB="1 2" RANKS=2 .venv/bin/python bench_comm.py                 # CPU: gloo, seconds
-    .venv/bin/torchrun --nnodes=2 --nproc_per_node=8 ... bench_comm.py     # across hosts: a launcher
+    NNODES=2 NODE_RANK=0 MASTER_ADDR=gpu01 MASTER_PORT=29500 RANKS=8 .venv/bin/python bench_comm.py  # on gpu01,
+    NNODES=2 NODE_RANK=1 MASTER_ADDR=gpu01 MASTER_PORT=29500 RANKS=8 .venv/bin/python bench_comm.py  # and gpu02
 """
 import datetime
 import os
-import signal
 import socket
 import sys
 import time
@@ -69,6 +76,8 @@ TIMEOUT_S = 300
 MAX_RANKS = 2**20
 # Local ranks RANKS starts: as many as a host has GPUs (the sweep's GPUS takes as many).
 MAX_LOCAL_RANKS = 1024
+# Hosts NNODES spans: MAX_RANKS of them, one GPU each.
+MAX_NODES = MAX_RANKS
 VARS = [
     settings.Var("OPS", "str_list", list(collectives.OPS), "collectives to time: all_reduce, all_gather, "
                  "reduce_scatter, all_to_all"),
@@ -78,15 +87,42 @@ VARS = [
     *timing.window_vars(comm.TIMING_DEFAULTS, "the first call"),
     settings.OUTPUT,
     settings.Var("NOTES", "str", "", "free text copied into the header"),
-    settings.Var("RANKS", "int", 0, "start this many ranks on this host, one per GPU, in place of a launcher "
-                 "(0: run as a rank a launcher started)", min=2, max=MAX_LOCAL_RANKS, zero_means_unset=True),
+    settings.Var("RANKS", "int", 0, "start this many ranks on this host, one per GPU, through torch's elastic "
+                 "launcher (torchrun's engine) in place of a launcher (0: run as a rank a launcher started)",
+                 min=1, max=MAX_LOCAL_RANKS, zero_means_unset=True),
+    settings.Var("NNODES", "int", 1, "hosts the RANKS of each span: the same command on each, with its NODE_RANK, "
+                 "node 0's host as MASTER_ADDR and a port free there as MASTER_PORT", min=1, max=MAX_NODES),
+    settings.Var("NODE_RANK", "int", 0, "this host's place among NNODES (0: the one at MASTER_ADDR, which hosts "
+                 "the rendezvous)", min=0, max=MAX_NODES - 1),
 ]
+
+
+class RankOwn(BadInput):
+    """Bad input one rank finds of itself (its RANK, its GPU): said by that rank, whichever it is."""
 
 
 def validate(s: Settings) -> None:
     """Cross-variable rules settings.Var cannot express; raises BadInput."""
     if not s.OPS or any(op not in collectives.OPS for op in s.OPS):
         raise BadInput(f"OPS={' '.join(s.OPS)!r}: expected a list of {'|'.join(collectives.OPS)}")
+    if s.RANKS and s.RANKS * s.NNODES < 2:
+        raise BadInput(f"RANKS={s.RANKS}: a collective needs two ranks or more, one per GPU; expected 2 or more "
+                       f"(1 with NNODES of 2 or more: a GPU per host)")
+    if s.NNODES > 1 and not s.RANKS:
+        raise BadInput(f"NNODES={s.NNODES} without RANKS: set RANKS (the ranks on each host) too, or unset NNODES "
+                       f"under a launcher")
+    if s.NODE_RANK >= s.NNODES:
+        raise BadInput(f"NODE_RANK={s.NODE_RANK}: expected below NNODES={s.NNODES} (0 is the host at MASTER_ADDR)")
+
+
+def master_address(environ) -> tuple[str, int]:
+    """(MASTER_ADDR, MASTER_PORT) as a launcher (or the user, for NNODES) set them; BadInput if
+    either is missing or no port."""
+    port = environ.get("MASTER_PORT", "")
+    if not environ.get("MASTER_ADDR") or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"MASTER_ADDR={environ.get('MASTER_ADDR', '')!r}, MASTER_PORT={port!r}: expected rank 0's "
+                       f"host and a port from 1 to 65535, as a launcher sets them")
+    return environ["MASTER_ADDR"], int(port)
 
 
 def launched(environ) -> tuple[int, int, int]:
@@ -104,10 +140,7 @@ def launched(environ) -> tuple[int, int, int]:
     if got["WORLD_SIZE"] > MAX_RANKS:
         raise BadInput(f"WORLD_SIZE={got['WORLD_SIZE']}: more ranks than any cluster has GPUs; expected at most "
                        f"{MAX_RANKS}, one rank per GPU, as a launcher sets it")
-    port = environ.get("MASTER_PORT", "")
-    if not environ.get("MASTER_ADDR") or not port.isdigit() or not 0 < int(port) < 65536:
-        raise BadInput(f"MASTER_ADDR={environ.get('MASTER_ADDR', '')!r}, MASTER_PORT={port!r}: expected rank 0's "
-                       f"host and a port from 1 to 65535, as a launcher sets them")
+    master_address(environ)
     return got["RANK"], got["WORLD_SIZE"], got["LOCAL_RANK"]
 
 
@@ -131,34 +164,24 @@ def rank_device(rank: int, local_rank: int, ranks: int) -> tuple:
     if not torch.cuda.is_available():  # CPU ranks share the host's RAM
         return torch.device("cpu"), attn_bench.memory_bytes(torch.device("cpu")) // ranks
     if local_rank >= torch.cuda.device_count():
-        raise BadInput(f"rank {rank}: LOCAL_RANK={local_rank}: this host has {torch.cuda.device_count()} GPU(s) "
+        raise RankOwn(f"rank {rank}: LOCAL_RANK={local_rank}: this host has {torch.cuda.device_count()} GPU(s) "
                        f"visible; one rank per GPU")
     device = torch.device("cuda", local_rank)
     return device, attn_bench.memory_bytes(device)
 
 
 def measure_all() -> int:
-    """The run; every rank calls it. Bad input every rank finds alike (the settings, the
-    launch, the sizes) rank 0 alone says; the others end with exit 2 quietly."""
-    try:
-        s = settings.load(VARS, __doc__)
-        validate(s)
-        if s.RANKS:
-            return start_ranks(s.RANKS, os.environ)
-        rank, ranks, local_rank = launched(os.environ)
-    except BadInput:
-        if not rank_zero(os.environ):
-            return faults.EXIT_BAD_INPUT
-        raise
+    """The run, as the launcher of its ranks (RANKS) or as one rank; raises BadInput (RankOwn for
+    a rank's own) and Interrupted, which main says."""
+    s = settings.load(VARS, __doc__)
+    validate(s)
+    if s.RANKS:
+        return start_ranks(s, os.environ)
+    rank, ranks, local_rank = launched(os.environ)
     if rank >= ranks:  # this rank's own: said by it (there may be no rank 0)
-        raise BadInput(f"RANK={rank}: expected below WORLD_SIZE={ranks}, as a launcher sets it")
+        raise RankOwn(f"RANK={rank}: expected below WORLD_SIZE={ranks}, as a launcher sets it")
     device, capacity = rank_device(rank, local_rank, ranks)
-    try:
-        check_fits(s.SIZES_MIB, s.OPS, ranks, capacity, shared=device.type == "cpu")
-    except BadInput:
-        if rank:
-            return faults.EXIT_BAD_INPUT
-        raise
+    check_fits(s.SIZES_MIB, s.OPS, ranks, capacity, shared=device.type == "cpu")
     problem = rendezvous_problem(os.environ, rank, TIMEOUT_S)
     if problem:
         raise BadInput(f"rank {rank}: {problem}")
@@ -203,25 +226,42 @@ def measure_all() -> int:
     bench = comm.CommBench(s, device, dist.get_world_size(), capacity, link, telemetry.RunSampler(local_rank))
     done = comm.run_all(bench, writer.write, say)
     say.write(comm.format_table(done) + "\n" + comm.headline(done, link, f"table:{row}" if row else None) + "\n")
-    failed = any(r["status"] == "error" for r in done)
+    failed = [r for r in done if r["status"] == "error"]
     if not failed:  # after a failed collective another rank may never arrive
         dist.barrier()  # rank 0 hosts the store: no rank's exit pulls it from under another
     dist.destroy_process_group()
-    return faults.EXIT_ERROR if failed else 0
+    if failed:
+        faults.say(f"error: {failed[0]['op']} at {failed[0]['size_mib']} MiB failed ({failed[0]['reason']}): the "
+                   f"ranks may be out of step, so the run ends there; every record so far is written",
+                   speaks(os.environ))
+        return faults.EXIT_ERROR
+    return 0
 
 
-def start_ranks(count: int, environ) -> int:
-    """RANKS: `count` ranks of this script on this host (kernels/ranks.py); their exit code."""
+def start_ranks(s: Settings, environ) -> int:
+    """RANKS (on NNODES hosts): the ranks of this script started on this host (kernels/ranks.py),
+    after every setting and MASTER_ADDR are checked; their exit code."""
     if environ.get("RANK") or environ.get("WORLD_SIZE"):
-        raise BadInput(f"RANKS={count} with RANK/WORLD_SIZE set: a launcher started this process already; unset "
+        raise BadInput(f"RANKS={s.RANKS} with RANK/WORLD_SIZE set: a launcher started this process already; unset "
                        f"RANKS under a launcher, or start it alone with RANKS")
-    return local_ranks.launch([sys.executable, str(REPO / SCRIPT)], count, environ, unset=("RANKS",))
+    if s.RANKS * s.NNODES > MAX_RANKS:
+        raise BadInput(f"RANKS={s.RANKS} x NNODES={s.NNODES}: more ranks than any cluster has GPUs; expected at most "
+                       f"{MAX_RANKS} in all")
+    hosts = local_ranks.Hosts()
+    if s.NNODES > 1:  # an unknown host at once (torchrun waits past 360 s); node 0 reached in Python (the
+        addr, port = master_address(environ)  # store's client prints C++ frames while it retries)
+        problem = rendezvous_problem(environ, s.NODE_RANK, TIMEOUT_S)
+        if problem:
+            raise BadInput(f"node {s.NODE_RANK} of NNODES={s.NNODES}: {problem}")
+        hosts = local_ranks.Hosts(s.NNODES, s.NODE_RANK, addr, port)
+    return local_ranks.launch([sys.executable, str(REPO / SCRIPT)], s.RANKS, hosts, TIMEOUT_S,
+                              unset=("RANKS", "NNODES", "NODE_RANK"))
 
 
 def rendezvous_problem(environ, rank: int, wait_s: float, connect=socket.create_connection) -> str | None:
     """Why nothing answers at MASTER_ADDR:MASTER_PORT within `wait_s` for a rank that connects
     there (all but a rank 0 that hosts the store itself; under torchrun, whose agent hosts it,
-    every rank), or None: a Python connection first, so a wrong address is one line after a
+    every rank; as `rank`, a NODE_RANK, for the hosts RANKS joins), or None: a Python connection first, so a wrong address is one line after a
     stated time, not torch's retries (63 lines of C++ frames, 631 s). A host no name lookup
     knows is said at once by every rank, rank 0 too: it would wait for ranks that never come."""
     addr, port = environ["MASTER_ADDR"], int(environ["MASTER_PORT"])
@@ -231,7 +271,7 @@ def rendezvous_problem(environ, rank: int, wait_s: float, connect=socket.create_
         try:
             socket.getaddrinfo(addr, port)
         except (socket.gaierror, UnicodeError) as err:
-            return f"{where}: no such host ({err}); expected rank 0's host, as the launcher sets it"
+            return f"{where}: no such host ({err}); expected rank 0's host"
         if rank == 0 and environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
             return None
         try:
@@ -244,26 +284,29 @@ def rendezvous_problem(environ, rank: int, wait_s: float, connect=socket.create_
             time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
 
-def rank_zero(environ) -> bool:
-    raw = environ.get("RANK", "0")
+def speaks(environ) -> bool:
+    """Whether this process says what every rank of its host finds alike (a setting, the sizes, a
+    Ctrl-C): the launcher, or a launcher's local rank 0 (by RANK, where no LOCAL_RANK is set);
+    each host's console gets one line."""
+    raw = environ.get("LOCAL_RANK") or environ.get("RANK") or "0"
     return not (raw.isdigit() and int(raw) > 0)
 
 
 def main() -> int:
-    """measure_all, and Ctrl-C or SIGTERM at any point as one line (rank 0's) and 128 + the signal."""
+    """measure_all, its bad input in one line (faults.stop: this host's speaker's, or the rank's
+    own), and Ctrl-C or SIGTERM at any point as one line and 128 + the signal."""
     signals = Signals()
     signals.install()
     try:
         return measure_all()
+    except tuple(faults.STOPS) as err:
+        return faults.stop(err, speak=isinstance(err, RankOwn) or speaks(os.environ))
     except Interrupted as sig:
         with ignored():
-            if rank_zero(os.environ):
-                sys.stderr.write(f"interrupted by {signal.Signals(sig.signum).name}: every record so far is "
-                                 f"written\n")
             dist = sys.modules.get("torch.distributed")  # not imported yet: no process group either
             if dist and dist.is_initialized():
                 dist.destroy_process_group()
-        return signals.exit_code()
+            return faults.interrupted(sig.signum, speak=speaks(os.environ))
     finally:
         signals.restore()
 

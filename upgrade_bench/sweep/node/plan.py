@@ -39,8 +39,9 @@ OUTPUTS = {"capabilities": "capabilities.jsonl", "mamf": "mamf.jsonl", "hbm": "h
            "attention": "attention.jsonl", "sweep": "sweep.jsonl", "decomposition": "decompose.jsonl"}
 # A kernel benchmark's timing window changes how precisely a point is timed, not what it measures.
 TIMING = frozenset(v.name for v in timing.window_vars(attn_bench.TIMING_DEFAULTS, ""))
-# Nor does how a step's ranks are started (bench_comm.py's RANKS, a setting newer than some folders).
-NOT_MEASURED = TIMING | {"RANKS"}
+# Nor does how a step's ranks are started (bench_comm.py's RANKS, NNODES and NODE_RANK, settings newer
+# than some folders).
+NOT_MEASURED = TIMING | {"RANKS", "NNODES", "NODE_RANK"}
 # bench_flash_attn.py records the heads it resolved from MODEL where these were 0 (unset).
 HEAD_SETTINGS = ("NHEADS", "NHEADS_KV", "HEAD_DIM")
 DECOMPOSE_STEPS = 3  # profiled steps per point: bench_decompose.py's PROFILE_STEPS
@@ -132,7 +133,9 @@ def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, e
     spec = resolved.cut.counted if resolved.cut else None
     attention_lengths = sorted(set(s.ATTN_SEQLENS))
     envs = {"capabilities": {"OUTPUT": str(out / OUTPUTS["capabilities"])},
-            "hbm": {"OUTPUT": str(out / OUTPUTS["hbm"])}, "comm": {"OUTPUT": str(out / OUTPUTS["comm"])},
+            "hbm": {"OUTPUT": str(out / OUTPUTS["hbm"])},
+            "comm": {"OUTPUT": str(out / OUTPUTS["comm"]),  # RANKS: the step is planned on 2 GPUs or more
+                     **({"RANKS": str(machine["gpu_count"])} if machine["gpu_count"] >= 2 else {})},
             "attention": {"MODEL": train.MODEL, "SEQLENS": " ".join(map(str, attention_lengths)),
                           "OUTPUT": str(out / OUTPUTS["attention"])}}
     asked = {name: {**machine, **child_identity(children[name], step_environ(environ, name, env, own))}
@@ -146,9 +149,9 @@ def plan(s: Settings, train: Settings, out: Path, python: str, children: dict, e
              OUTPUTS["mamf"], dict(machine), estimate_s=cost.MAMF_S if on_gpu else None),
         Step("hbm", [python, str(REPO / children["hbm"].SCRIPT)], envs["hbm"], OUTPUTS["hbm"], asked["hbm"],
              estimate_s=cost.HBM_S if on_gpu else None),
-        # one GPU has no link to measure (bench_comm.py refuses one rank): the step is planned on 2+
-        *([Step("comm", [python, "-m", "deepspeed.launcher.runner", "--num_gpus", str(machine["gpu_count"]),
-                         str(REPO / children["comm"].SCRIPT)], envs["comm"], OUTPUTS["comm"], asked["comm"],
+        # one GPU has no link to measure (bench_comm.py refuses one rank): the step is planned on 2+, its
+        # ranks started by bench_comm.py itself (RANKS: a failing rank's one line, no launcher traceback)
+        *([Step("comm", [python, str(REPO / children["comm"].SCRIPT)], envs["comm"], OUTPUTS["comm"], asked["comm"],
                 estimate_s=cost.COMM_S)] if machine["gpu_count"] >= 2 else []),
         attention,
         sweep,
