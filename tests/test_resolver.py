@@ -56,6 +56,18 @@ def test_liger_follows_the_family_in_the_plan_as_in_the_process():
                             model.cheap_config("llama-3.1-8b"), [8192]).use_liger is True
 
 
+@pytest.mark.parametrize("env, liger", [
+    ({"ENGINE": "fsdp2", "COMPILE": 1}, False),            # inductor fuses what Liger would
+    ({"ENGINE": "fsdp2", "COMPILE": 1, "USE_LIGER": 1}, True),  # asked for, it runs
+    ({"ENGINE": "fsdp2"}, True),
+    ({}, True),
+])
+def test_liger_auto_is_off_where_fsdp2_compiles_the_blocks(env, liger):
+    r = resolver.resolve(training(MODEL="llama-3.1-8b", NUM_LAYERS=2, OFFLOAD_OPTIMIZER=0, **env), H200,
+                         model.cheap_config("llama-3.1-8b"), [8192])
+    assert r.use_liger is liger and r.config()["USE_LIGER"] is liger
+
+
 def test_liger_types_are_read_from_its_source_without_importing_it():
     source = 'import torch\nX = {"no": 1}\nMODEL_TYPE_TO_APPLY_LIGER_FN = {\n  "llama": f,\n  "qwen3": g,\n}\n'
     assert resolver.liger_types_in(source) == {"llama", "qwen3"}

@@ -133,7 +133,7 @@ def resolve(train: Settings, machine: Machine, model_config, seq_lens: list) -> 
     has_gpu = machine.device.capability is not None
     use_liger, liger_warnings = model.resolve_liger(
         train.USE_LIGER, has_gpu, machine.liger_types is not None, model_type or "",
-        machine.liger_types if has_gpu and model_type else None)
+        machine.liger_types if has_gpu and model_type else None, train.ENGINE == "fsdp2" and bool(train.COMPILE))
     warnings += liger_warnings
     backend, why = attn_backends.resolve(train.ATTN_BACKEND, machine.device, machine.installed_backends,
                                          architecture.refusals(model_type))

@@ -57,7 +57,8 @@ TRAINING_VARS = [
         "(DeepSpeed's set_z3_leaf_modules), not expert by expert"),
     Var("GRAD_CHECKPOINT", "bool", True, "activation checkpointing of every decoder layer"),
     Var("USE_LIGER", "choice", "auto", "Liger kernels (fused RMSNorm/RoPE/SwiGLU/linear-CE); "
-        "auto = on with a GPU, off on CPU", choices=("auto", "0", "1")),
+        "auto = on with a GPU, off on CPU and under ENGINE=fsdp2 COMPILE=1 (inductor fuses the same)",
+        choices=("auto", "0", "1")),
     Var("ATTN_BACKEND", "choice", "auto", f"attention backend; {auto_help()}",
         choices=("auto", *TRAINING)),
     Var("PACKED_DOC_LEN", "int", 0, "document-masked packing: documents of this many tokens "

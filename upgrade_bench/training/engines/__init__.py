@@ -12,7 +12,7 @@ ENGINES = {
     "deepspeed": "DeepSpeed ZeRO (the guide's), under DeepSpeed's launcher",
     "fsdp2": ("torch's FSDP2: fully_shard per decoder block and the root, bf16 compute with fp32 gradient "
               "reduction and sharded fp32 master weights, torch's AdamW (fused on a GPU), under torchrun; on one GPU "
-              "torchtitan's single-device path: fp32 weights, the forward under bf16 autocast, nothing sharded"),
+              "without Liger torchtitan's single-device path: fp32 weights, the forward under bf16 autocast, nothing sharded"),
 }
 
 
