@@ -79,7 +79,7 @@ def test_only_the_comparisons_with_the_guides_scripts_need_them(tmp_path):
 
 def test_the_torchtitan_comparison_runs_the_suite_per_engine_then_torchtitan_per_length_each_precision(tmp_path):
     env = {"DRY_RUN": "1", "OUT": str(tmp_path / "out"), "REPEAT": "1", "SEQLENS": "8192 16384",
-           "ENGINES": "deepspeed fsdp2", "TITAN_PRECISIONS": "bf16 fp8-tensorwise", "TITAN_PYTHON": "py3"}
+           "ENGINES": "deepspeed fsdp2-compiled", "TITAN_PRECISIONS": "bf16 fp8-tensorwise", "TITAN_PYTHON": "py3"}
     proc = run_proc(["bash", SCRIPT, "torchtitan"], env, timeout=60)
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and len(lines) == 8, proc.stderr
@@ -87,6 +87,7 @@ def test_the_torchtitan_comparison_runs_the_suite_per_engine_then_torchtitan_per
     assert [(line.split("ENGINE=")[1].split()[0], line.split(" PRECISION=")[1].split()[0]) for line in suite] == [
         ("deepspeed", "bf16"), ("fsdp2", "bf16"), ("deepspeed", "fp8-tensorwise"), ("fsdp2", "fp8-tensorwise")]
     assert all("SEQLENS=8192\\ 16384 " in line and " GRAD_CHECKPOINT=0 " in line for line in suite)
+    assert [(" COMPILE=1 " in line, " USE_LIGER=auto " in line) for line in suite] == [(False, True), (True, True)] * 2
     titan = [line for line in lines if "tools/titan_train.py" in line]
     assert [line.split(" >> ")[1] for line in titan] == [
         f"{tmp_path}/out/torchtitan_{p}_{s}_r1.log" for p in ("bf16", "fp8-tensorwise") for s in (8192, 16384)]
@@ -101,7 +102,9 @@ def test_the_torchtitan_comparison_refuses_what_torchtitan_cannot_run_before_any
     cases = [({"TITAN_PYTHON": "false"}, "error: TITAN_PYTHON='false': cannot import torchtitan (on the GPU machine: "),
              ({"MODEL": "gemma-3-12b"}, "error: MODEL='gemma-3-12b': the torchtitan comparison trains torchtitan's Llama 3 "),
              ({"GRAD_CHECKPOINT": "1"}, "error: GRAD_CHECKPOINT='1': the torchtitan comparison runs both sides "),
-             ({"TITAN_STEPS": "2"}, "error: TITAN_STEPS='2': a whole number > 2")]
+             ({"TITAN_STEPS": "2"}, "error: TITAN_STEPS='2': a whole number > 2"),
+             ({"ENGINES": "fsdp2 megatron"}, "error: ENGINES='fsdp2 megatron': 'megatron' is not one of deepspeed fsdp2 "
+                                             "fsdp2-compiled")]
     for extra, said in cases:
         proc = run_proc(["bash", SCRIPT, "torchtitan"], {**env, **extra}, timeout=60)
         assert proc.returncode == 2 and proc.stderr.startswith(said), (extra, proc.stderr)

@@ -13,7 +13,7 @@
 #   GPUS=8 tools/side_by_side.sh comm                        # the collectives, every GPU of the node
 #   GPUS=2 SEQLENS="8192 32768" tools/side_by_side.sh training
 #   DRY_RUN=1 tools/side_by_side.sh training decomposition   # print the commands, run nothing
-#   TITAN_PYTHON=python3 ENGINES="deepspeed fsdp2" SEQLENS=8192 tools/side_by_side.sh torchtitan
+#   TITAN_PYTHON=python3 ENGINES="deepspeed fsdp2-compiled" SEQLENS=8192 tools/side_by_side.sh torchtitan
 #
 # Comparisons:
 #   attention      bench_flash_attn.py (fa4, sdpa-cudnn) vs attention_do_bench_probe.py, per SEQLENS
@@ -43,7 +43,8 @@
 # COMM_SIZES_MIB ("1 4 16 64 256 1024 4096"), PYTHON (python3), DRY_RUN (0); for torchtitan: TITAN_PYTHON
 # (PYTHON: a Python that imports torchtitan, e.g. with PYTHONPATH set by .gpu/titan-setup.sh),
 # TITAN_PRECISIONS ("bf16 fp8-tensorwise"), TITAN_STEPS (12; the first 2 are warmup: the compile and
-# its first step), TITAN_ATTN (sdpa; flex, varlen), ENGINES (the suite's engines, ENGINE=each; empty: its default).
+# its first step), TITAN_ATTN (sdpa; flex, varlen), ENGINES (the suite's engines: deepspeed, fsdp2, and
+# fsdp2-compiled, ENGINE=fsdp2 COMPILE=1; empty: its default; USE_LIGER, unless set, as the suite resolves it).
 # Exit: 0 when every run ended with 0, 1 otherwise (each run's exit code is in the log),
 # 2 on bad input.
 set -u
@@ -92,6 +93,9 @@ for c in "$@"; do
   [ "${GRAD_CHECKPOINT:-0}" = 0 ] || fail "GRAD_CHECKPOINT='$GRAD_CHECKPOINT': the torchtitan comparison runs both sides without activation checkpointing (0)"
   [[ $TITAN_STEPS =~ ^[1-9][0-9]*$ ]] && [ "$TITAN_STEPS" -gt 2 ] || fail "TITAN_STEPS='$TITAN_STEPS': a whole number > 2 (2 warmup steps, then the timed ones)"
   [ "$GPUS" = 1 ] || fail "GPUS='$GPUS': the torchtitan comparison runs on one GPU (1)"
+  for e in $ENGINES; do
+    case $e in deepspeed|fsdp2|fsdp2-compiled) ;; *) fail "ENGINES='$ENGINES': '$e' is not one of deepspeed fsdp2 fsdp2-compiled";; esac
+  done
   [ "$DRY_RUN" = 1 ] || "$TITAN_PYTHON" -c 'import torchtitan' 2>/dev/null \
     || fail "TITAN_PYTHON='$TITAN_PYTHON': cannot import torchtitan (on the GPU machine: bash .gpu/titan-setup.sh, then PYTHONPATH=/tmp/site)"
 done
@@ -196,9 +200,10 @@ for c in "$@"; do
       torchtitan)
         for p in $TITAN_PRECISIONS; do
           for e in ${ENGINES:-default}; do
-            engine=$([ "$e" = default ] || echo "ENGINE=$e")
-            # shellcheck disable=SC2086  # TRAINING is words, engine one or none
-            step "suite_$e" /dev/null "$note" $TRAINING $engine "PRECISION=$p" "ATTN_BACKEND=$ATTN_BACKEND" \
+            case $e in default) engine= ;; fsdp2-compiled) engine="ENGINE=fsdp2 COMPILE=1" ;; *) engine="ENGINE=$e" ;; esac
+            # shellcheck disable=SC2086  # TRAINING is words, engine none, one or two
+            # USE_LIGER as asked, else auto: the suite leaves Liger out where it compiles the blocks
+            step "suite_$e" /dev/null "$note" $TRAINING "USE_LIGER=${USE_LIGER:-auto}" $engine "PRECISION=$p" "ATTN_BACKEND=$ATTN_BACKEND" \
               "SEQLENS=$SEQLENS" "GPUS=1" "OUT=$OUT/suite_${e}_$p.jsonl" -- ./run_sweep.sh
           done
           for s in $SEQLENS; do
