@@ -22,9 +22,11 @@ fp8) and the whole 8B on two H200s (ZeRO-3, CPU AdamW offload, checkpointing, Li
 It covers dense attention models (`covers`): an MoE's routing and a linear mixer's chunked
 state add activations it does not count (Qwen3-30B-A3B's 4-layer cut reached 138 GiB at 32K
 where this would say 70), so for those it gives the optimizer step's figure as a floor. Every
-calibration run trained on DeepSpeed: under FSDP2 (its gathered bf16 weights, its own buffers)
-the backward is not calibrated and the estimate is the optimizer step's floor too (one H100 at
-8K: DeepSpeed 62.5 GiB, FSDP2 66.0 eager, 62.4 compiled; results/h100-stacks-11).
+calibration run trained on DeepSpeed: under FSDP2 (its gathered bf16 weights, its own buffers,
+or on one GPU none of them) the backward is not calibrated and the estimate is FSDP2's optimizer
+step, a floor: FSDP2_STATE_BYTES_PER_PARAM, sharded (one H100 at 8K: DeepSpeed 62.5 GiB, FSDP2
+sharded 66.0 eager and 62.4 compiled, results/h100-stacks-11; on one GPU's single-device path 49.8
+compiled, 44.7 in float8, results/h100-stacks-12; the floor says 41.7).
 """
 from dataclasses import dataclass
 
@@ -36,6 +38,9 @@ GIB = 2**30
 # weights (2) and gradients (2), fp32 master weights (4) and the two Adam moments (8).
 STATE_BYTES_PER_PARAM = 16
 OPTIMIZER_BYTES_PER_PARAM = 12  # master weights and moments: what OFFLOAD_OPTIMIZER moves to the host
+# FSDP2 at its optimizer step: fp32 weights (the master copy), fp32 gradients and the two moments,
+# all sharded; its bf16 weights are gathered per block and freed after the backward.
+FSDP2_STATE_BYTES_PER_PARAM = 16
 # Within this share of every committed peak it covers (the test's bound): a plan's margin.
 ESTIMATE_ERROR = 0.05
 # The optimizer step on the GPU: 24 bytes a parameter in all on one H200 (8, 2 and 1 layers of the
@@ -60,8 +65,7 @@ def state_bytes(params: int, zero_stage: int, world: int, offload: bool) -> tupl
     """(bytes per GPU, bytes on the host) the weights, gradients and optimizer state need
     before any activation: ZeRO-1 shards the optimizer, ZeRO-2 the gradients too, ZeRO-3
     the weights too; an offloaded optimizer lives on the host (all ranks of a node share it).
-    A floor for ENGINE=fsdp2 too: its 16 bytes a parameter (fp32 weights and gradients, the two
-    moments) are all sharded, and ZERO_STAGE=2 keeps the bf16 weights (2 bytes) whole besides."""
+    DeepSpeed's words (ENGINE=fsdp2's state: FSDP2_STATE_BYTES_PER_PARAM)."""
     p, w = float(params), max(1, world)
     optimizer = 0.0 if offload else OPTIMIZER_BYTES_PER_PARAM * p
     if zero_stage >= 1:
@@ -94,9 +98,11 @@ def estimate(built, counted, seq_len: int, batch: int, zero_stage: int, world: i
     """The peak of one training point: `built` the model as built (its parameters), `counted`
     its layers (their activations), trained by `engine` (its ENGINE)."""
     params, w = built.total_params, max(1, world)
+    if engine == "fsdp2":  # engines.refusal: no offload; not calibrated beyond its optimizer step
+        return Estimate(FSDP2_STATE_BYTES_PER_PARAM * params / w / GIB, True, "optimizer step")
     state = state_bytes(params, zero_stage, w, offload)[0]
     step = state + (0.0 if offload else STEP_BYTES_PER_PARAM * params / (w if zero_stage >= 1 else 1))
-    if not covers(counted) or engine != "deepspeed":
+    if not covers(counted):
         return Estimate(step / GIB, True, "optimizer step")
     tokens = seq_len * batch
     widths = [width(ly, counted.hidden) for ly in counted.layers]
