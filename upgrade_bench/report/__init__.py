@@ -10,7 +10,7 @@ published/  published figures as records: the guide's and the other published pa
 read/       arguments to files, files to checked records, records to runs and series
             inputs, claims, series, stacks, whole_model
 compare/    series paired into comparisons and everything computed about each (numbers only)
-            verdict, baseline, comparisons, decompositions, isolated_attention, precision, bound
+            verdict, baseline, engines, comparisons, decompositions, isolated_attention, precision, bound
 node/       the node check: each measured node against a healthy node of its GPU kind (numbers)
             references, health, check
 forecast/   what a GPU not measured would likely do: the model, its ratios' sources, calibration,
@@ -20,7 +20,7 @@ analysis    the whole analysis, built once and frozen: comparisons, forecasts, n
 decide/     the calls, the dollars, the cost to train, the owner's cost (numbers only)
             cost, answer, dollars
 page/       what is written: report.md, the terminal answer, their words and tables, points.csv
-            words, verdicts, answer, dollars, precision, bound, forecast, details, node, capabilities,
+            words, verdicts, answer, dollars, precision, engines, bound, forecast, details, node, capabilities,
             markdown, terminal, export
 figures/    the PNGs (matplotlib, imported only once the inputs are known good)
             style, comparison, draw

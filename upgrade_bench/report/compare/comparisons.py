@@ -23,6 +23,7 @@ from ...faults import BadInput
 from ...log import runs
 from .baseline import choose_baseline, match_prices, published_hint
 from .decompositions import DecompositionPair, decomposition_rows
+from .engines import engine_rows
 from .isolated_attention import attention_rows, attention_series
 from ..read.series import Dataset, Gpu, Series, config_phrase, normalise_dtype, ordered_keys, seq_label
 from ..read.stacks import differences_between
@@ -320,6 +321,7 @@ class Analysis:
     forecast_prices: dict = field(default_factory=dict)  # GPU -> USD per GPU-hour of GPUs only forecast
     forecast_notes: tuple = ()     # a line per --forecast that gave no forecast, why
     node_checks: tuple = ()        # node/check.NodeCheck per measured node, page first
+    engines: tuple = ()            # engines.EngineRow: series of one GPU beside another engine's
 
 
 def _mamf_tables(data: Dataset, base: str, order: list) -> tuple:
@@ -373,4 +375,5 @@ def analyse(data: Dataset, baseline: str | None = None, prices: dict | None = No
     attention = {group: (lines, attention_rows(lines, base))
                  for group, lines in sorted(attention_series(data.gpus).items(), key=lambda kv: str(kv[0]))}
     return Analysis(data, base, priced, comparisons, decompositions, lonely, [(s, d) for s, d in mixed if d],
-                    attention, *_mamf_tables(data, base, order), order, **beside)
+                    attention, *_mamf_tables(data, base, order), order,
+                    engines=tuple(engine_rows(data.series)), **beside)

@@ -8,6 +8,7 @@ verdict block per comparison, the series that pair with nothing and why, then th
 the detailed tables.
 """
 from . import details as detail_tables
+from .engines import engines_markdown
 from . import precision as formats
 from .answer import answer_markdown
 from ..compare.comparisons import Analysis
@@ -109,6 +110,7 @@ def render(a: Analysis, figures=(), inputs=(), tally=None, dollars: str = "") ->
                 ("Attention share per workload", workload_markdown(a.data.series)),
                 ("Capabilities", detail_tables.capability_markdown(a)),
                 ("What the number format buys", formats.format_markdown(a.data.series)),
+                ("What the engine buys (same GPU)", engines_markdown(a.engines)),
                 ("Peak memory vs sequence length", detail_tables.memory_markdown(a)),
                 ("Step decomposition", detail_tables.decomposition_markdown(a)),
                 ("Isolated attention kernels", detail_tables.attention_markdown(a)),

@@ -13,6 +13,7 @@ from ..decide.answer import NO_FIT, Regime, workloads
 from .answer import SHORT_CALLS, TERSE_KINDS, across_words, lengths, note_words, workload_title
 from ..decide.dollars import Assumptions, yours
 from .dollars import text_lines
+from .engines import engine_lines
 from .forecast import need_words
 from .markdown import no_comparison_words, prices_line
 from ..node.health import NO_VERDICT
@@ -170,8 +171,8 @@ def bottom_line(number: int, w) -> list:
 
 def terminal_text(a, opts: Assumptions, report: str | None = None) -> str:
     """What plot_results.py prints: each node's check, the prices, the answer, the bottom line,
-    the cost to train and the owner's cost of your workload, and where the rest is (why a
-    --forecast gave nothing goes to stderr)."""
+    the cost to train and the owner's cost of your workload, what the engine buys on one GPU,
+    and where the rest is (why a --forecast gave nothing goes to stderr)."""
     # each node's own check first: a sick baseline skews every verdict after it (the page lists all)
     head = [line for c in a.node_checks if c.status != NO_VERDICT
             for line in _wrapped(headline(c).replace("**", ""), "")]
@@ -184,6 +185,7 @@ def terminal_text(a, opts: Assumptions, report: str | None = None) -> str:
         tail += bottom_line(number, w)
         tail += [wrapped for line in text_lines(w, number, opts)
                  for wrapped in (_wrapped(line[2:], "  ") if line.startswith("  ") else _wrapped(line, ""))]
+    tail += [wrapped for line in engine_lines(a.engines) for wrapped in _wrapped(line, "")]
     if report:
         tail.append(f"Every series, sentence, table and figure: {report}")
     body = answer_lines(found, MOST_LINES - len(head) - len(tail)) or nothing_lines(a)
