@@ -12,7 +12,7 @@ import math
 import statistics
 from dataclasses import replace
 
-from . import calibration, model as forecast_model, series as forecasts, stacks
+from . import calibration, knobs, model as forecast_model, series as forecasts, stacks
 from ..published import pairs as published_pairs, runs as published_runs
 from ...hardware import gpus
 from ..read.series import Series, seq_label
@@ -21,7 +21,7 @@ from ..compare.verdict import ratio
 
 BACKTEST_COLUMNS = ("pair", "source", "release", "gpus", "model", "like_for_like", "differs", "kind", "pair_class", "step",
                     "group", "metric",
-                    "seq_len", "split", "model_forecast", "forecast", "forecast_low", "forecast_high", "half_width",
+                    "seq_len", "split", "layout", "model_forecast", "forecast", "forecast_low", "forecast_high", "half_width",
                     "published", "error", "model_error", "calibrated_on", "naive_peak", "naive_mamf",
                     "naive_bandwidth", "platform")
 # The same-generation refresh the guide discusses: a backtest row needs a published workload
@@ -137,6 +137,7 @@ def backtest(records: list) -> list:
         klass, step = calibration.pair_class(base_spec, cand_spec, changed), calibration.step_kind(_config(base))
         source_key = backtest_source(cand["header"])
         _factor, stack_half, stack_words = stacks.cross_stack(base_spec, cand_spec, precision, step, source_key)
+        layout = knobs.config_factor(_config(base), _config(cand))  # the pipeline bubble each side pays
         for (metric, n), (mid, _low, _high, top, base_value, how, share) in sorted(
                 forecast_run(base, _gpu(cand), source_key).items()):
             pub = _published(cand, metric, n)
@@ -149,9 +150,10 @@ def backtest(records: list) -> list:
                          "software_differs": any(d.startswith("CONTAINER") for d in differs),
                          "kind": kind, "pair_class": klass, "step": step, "group": calibration.group_of(klass, step),
                          "base_gpu": base_spec.name, "cand_gpu": cand_spec.name,
-                         "metric": metric, "seq_len": n, "split": how, "model_forecast": mid, "published": pub,
-                         "ceiling": top,
-                         "model_error": ratio(mid, pub) - 1 if pub else None,
+                         "metric": metric, "seq_len": n, "split": how, "model_forecast": mid * layout,
+                         "published": pub, "ceiling": top * layout,
+                         "layout": knobs.factor_words(_config(base), _config(cand)),
+                         "model_error": ratio(mid * layout, pub) - 1 if pub else None,
                          **{k: base_value * v if v else None for k, v in naive.items()},
                          "source": published_pairs.source_of(cand["header"]),
                          "source_key": source_key, "base_source_key": backtest_source(base["header"]),
@@ -336,8 +338,10 @@ def method_words(rows: list) -> str:
             f"from either end, so each end holds {calibration.TAIL:.0%} on its side; with fewer than "
             f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; no correction. Same die: "
             f"symmetric, the absolute miss of rank ceil((n+1) x {calibration.COVERAGE:g}), Student-t under 4 pairs; "
-            "across releases widened by what a release moves. Configuration changed, ranged by other classes' "
-            f"pairs: widened x{math.exp(calibration.RECONFIG_ALLOWANCE):.2f} either way. Cross-vendor: widened by "
+            "across releases widened by what a release moves. Configuration changed: a dense step's forecast "
+            "times the ratio of the pipeline bubbles the two sides pay (Narayanan et al. 2021); ranged by other "
+            f"classes' pairs, an MoE step's widened x{math.exp(calibration.RECONFIG_ALLOWANCE):.2f} either way. "
+            "Cross-vendor: widened by "
             "the stack priors' spreads. A like-for-like row's ends no higher than the candidate's hardware "
             "ceiling, a reconfigured one's unbounded by it. "
             "Sources: " + "; ".join(sorted({published_pairs.SOURCE_NAMES.get(r["source_key"], r["source_key"])
@@ -361,8 +365,12 @@ def backtest_summary(rows: list, notes: list = ()) -> str:
         return (f"{_short(label, 34):34} {len({r['pair'] for r in mine}):>5} {len(mine):>4} "
                 f"{fmt(median_abs_error(mine), 'pct'):>6} {f'{hits}/{len(mine)} {hits / len(mine):.0%}':>9} "
                 f"{fmt(statistics.median(r['half_width'] for r in mine), 'pct'):>10}")
-    out = ["By pair class (each source left out in turn):", head]
-    out += [line(k, [r for r in rows if r["pair_class"] == k]) for k in sorted({r["pair_class"] for r in rows})]
+    out = ["By pair class (each source left out in turn), and its step kinds where it has several:", head]
+    for k in sorted({r["pair_class"] for r in rows}):
+        mine = [r for r in rows if r["pair_class"] == k]
+        out.append(line(k, mine))
+        steps = sorted({r["step"] for r in mine})
+        out += [line(f"- {step}", [r for r in mine if r["step"] == step]) for step in steps if len(steps) > 1]
     out += [line("all", rows), "By source:", head]
     out += [line(k, [r for r in rows if r["source_key"] == k]) for k in sorted({r["source_key"] for r in rows})]
     out += textwrap.wrap(method_words(rows), 100, break_on_hyphens=False)
