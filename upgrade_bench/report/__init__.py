@@ -15,7 +15,7 @@ node/       the node check: each measured node against a healthy node of its GPU
             references, health, check
 forecast/   what a GPU not measured would likely do: the model, its ratios' sources, calibration,
             the forecast series and its reconfiguration, the backtest
-            model, attention, comm, calibration, stacks, series, reconfig, backtest
+            model, attention, comm, calibration, stacks, knobs, series, reconfig, backtest
 analysis    the whole analysis, built once and frozen: comparisons, forecasts, node checks
 decide/     the calls, the dollars, the cost to train, the owner's cost (numbers only)
             cost, answer, dollars
