@@ -3,6 +3,8 @@ process: the launch torchrun's flags would make, the rank whose line ends a fail
 the line and exit code of one that said none. (The launch itself runs for real in
 tests/test_bench_comm.py.)"""
 import json
+import sys
+from pathlib import Path
 import signal
 from types import SimpleNamespace
 
@@ -73,3 +75,59 @@ def test_a_rank_leaves_its_line_for_the_launcher_and_prints_it_only_where_no_lau
     assert json.loads(path.read_text())["message"] == "stopped by SIGTERM: what was written is kept"
     monkeypatch.setenv(faults.ERROR_FILE_ENV, str(tmp_path / "no" / "such" / "folder"))
     faults.say("error: x")  # an error file that cannot be written costs nothing but itself
+
+
+def test_a_rank_that_said_its_error_and_was_then_stopped_in_its_teardown_is_still_the_first(tmp_path):
+    # a full disk: rank 0 said why (exit 4), then its teardown outlived rank 1's failed collective and
+    # the launcher's SIGTERM ended it; rank 1's line (a peer gone) came after rank 0's
+    first = failure(tmp_path, 0, -signal.SIGTERM, 11, "error: cannot append to x.jsonl (No space left on device)")
+    first.error_file_data.update(said_at=11.2, exit_code=faults.EXIT_WRITE_FAILED)
+    path = tmp_path / "error0.json"
+    path.write_text(json.dumps(first.error_file_data))
+    second = failure(tmp_path, 1, 1, 11, "error: all_gather at 2 MiB failed (Connection closed by peer)")
+    second.error_file_data.update(said_at=11.6, exit_code=faults.EXIT_ERROR)
+    (tmp_path / "error1.json").write_text(json.dumps(second.error_file_data))
+    rank, cause = ranks.root_cause({0: first, 1: second})
+    assert rank == 0 and ranks.code(cause) == faults.EXIT_WRITE_FAILED  # its own code, not the SIGTERM's 143
+    # the later line first in rank order: the earlier said_at still wins
+    assert ranks.root_cause({0: second, 1: first})[1] is first
+
+
+CRASH = """import os, signal, sys, time
+from upgrade_bench import faults
+if os.environ["RANK"] == "1":  # killed from outside (the OOM killer): no line of its own
+    open(sys.argv[1], "w").close()
+    os.kill(os.getpid(), signal.SIGKILL)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+time.sleep(0.2)  # its peer gone: the collective it waited in fails, and it says so, then is stopped
+faults.say("error: all_reduce at 1 MiB failed (Connection reset by peer)", code=faults.EXIT_ERROR)
+os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_a_rank_killed_from_outside_is_the_line_not_the_peer_whose_collective_failed_after_it(tmp_path, monkeypatch,
+                                                                                            capsys):
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH)
+    monkeypatch.setenv("PYTHONPATH", str(Path(ranks.__file__).parents[2]))
+    code = ranks.launch([sys.executable, str(script), str(tmp_path / "gone")], 2, ranks.Hosts(), 60)
+    err = capsys.readouterr().err
+    assert err.startswith("error: rank 1 was ended by SIGKILL without a line of its own"), err
+    assert code == 137
+
+
+def test_a_rank_stopped_from_outside_is_the_line_not_its_peers_failed_collective_after_it(tmp_path):
+    # kill -TERM of rank 0 alone: it said so (143); rank 1's collective then failed (exit 1)
+    stop = failure(tmp_path, 0, 143, 11, "stopped by SIGTERM: what was written is kept")
+    stop.error_file_data.update(said_at=11.1, exit_code=143)
+    (tmp_path / "error0.json").write_text(json.dumps(stop.error_file_data))
+    peer = failure(tmp_path, 1, 1, 11, "error: all_gather at 2 MiB failed (Connection reset by peer)")
+    peer.error_file_data.update(said_at=11.3, exit_code=1)
+    (tmp_path / "error1.json").write_text(json.dumps(peer.error_file_data))
+    rank, cause = ranks.root_cause({0: stop, 1: peer})
+    assert rank == 0 and ranks.code(cause) == 143
+    # the launcher's SIGKILL to a rank that outlived its SIGTERM (GRACE_S after) is not the cause
+    hung = failure(tmp_path, 2, -signal.SIGKILL, 11 + ranks.GRACE_S)
+    assert ranks.root_cause({1: peer, 2: hung})[0] == 1
+    assert ranks.root_cause({1: peer, 2: failure(tmp_path, 2, -signal.SIGKILL, 11)})[0] == 2  # the OOM killer's

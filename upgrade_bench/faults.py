@@ -93,24 +93,28 @@ SAYS_ENV = "UPGRADE_BENCH_LAUNCHER_SAYS"
 ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"
 
 
-def say(line: str, speak: bool = True) -> None:
-    """The one line a script ends with: on stderr (where `speak`, and no launcher says it for
-    this process), and in the error file a torch elastic launcher gave this process, if any."""
+def say(line: str, speak: bool = True, code: int | None = None) -> None:
+    """The one line a script ends with (and `code`, the exit code it ends with): on stderr (where
+    `speak`, and no launcher says it for this process), and in the error file a torch elastic
+    launcher gave this process, if any."""
     if speak and not os.environ.get(SAYS_ENV):
         sys.stderr.write(line + "\n")
     path = os.environ.get(ERROR_FILE_ENV)
     if path:
         try:
-            with open(path, "w") as f:  # the form torch's ProcessFailure reads: a message and a timestamp
-                json.dump({"message": line, "timestamp": int(time.time())}, f)
+            with open(path, "w") as f:  # the form torch's ProcessFailure reads: a message and a timestamp (whole
+                now = time.time()  # seconds); said_at orders lines said within one second, exit_code outlives a
+                json.dump({"message": line, "timestamp": int(now), "said_at": now,  # signal in the teardown
+                           "exit_code": code}, f)
         except OSError:  # a full disk, say: the line is what matters, and it was said above where it is to be
             pass
 
 
 def stop(err: BadInput | WriteFailed | EnvironmentFault, speak: bool = True) -> int:
     """Say `err` in one line (say); the exit code it ends a script with."""
-    say(f"error: {err}", speak)
-    return next(code for kind, code in STOPS.items() if isinstance(err, kind))
+    code = next(code for kind, code in STOPS.items() if isinstance(err, kind))
+    say(f"error: {err}", speak, code)
+    return code
 
 
 def run_main(main, *args) -> int:
@@ -131,7 +135,7 @@ def run_main(main, *args) -> int:
 
 def interrupted(signum: int, speak: bool = True) -> int:
     """Say in one line (say) that `signum` stopped the script; the exit code a shell would report."""
-    say(f"stopped by {signal_name(signum)}: what was written is kept", speak)
+    say(f"stopped by {signal_name(signum)}: what was written is kept", speak, exit_for_signal(signum))
     return exit_for_signal(signum)
 
 

@@ -15,6 +15,7 @@ how it ended. A Ctrl-C or SIGTERM to the launcher goes on to every rank, which s
 """
 import logging
 import os
+import signal
 import socket
 import tempfile
 import uuid
@@ -83,7 +84,7 @@ def launch(argv: list, ranks: int, hosts: Hosts, wait_s: float, unset=()) -> int
         except ChildFailedError as err:
             rank, failure = root_cause(err.failures)
             faults.say(said(failure) or ended(rank, failure))
-            return exit_code(failure.exitcode)
+            return code(failure)
         except SignalException as err:  # the agent's handler: the ranks were sent it and have ended
             raise Interrupted(err.sigval) from None
         except (DistError, RendezvousError) as err:
@@ -123,17 +124,42 @@ def said(failure) -> str | None:
     return message if isinstance(message, str) and message else None
 
 
-def stopped(code: int) -> bool:
-    """Whether a rank's exit code says a stop signal or a kill ended it: what the launcher does to
-    the ranks left once one failed."""
-    return code < 0 or any(faults.killed_by(code, signum) for signum in STOP_SIGNALS)
+def code(failure) -> int:
+    """The exit code a failed rank ends the launch with: the one its line said (a signal that ended
+    its teardown after it is the launcher's), else its own as a shell reports it."""
+    said_code = failure.error_file_data.get("exit_code") if said(failure) else None
+    return said_code if isinstance(said_code, int) else exit_code(failure.exitcode)
+
+
+def stopped(failure) -> bool:
+    """Whether a stop signal ended a rank, by its line's code (a rank that said an error was not
+    stopped, whatever ended its teardown) or, where it said none, by how it ended: what the
+    launcher does to the ranks left once one failed."""
+    return any(faults.killed_by(code(failure), signum) for signum in STOP_SIGNALS)
+
+
+def crashed(failure) -> bool:
+    """Whether a signal other than a stop signal ended a rank that said nothing (SIGSEGV, SIGABRT,
+    a SIGKILL: the OOM killer's, or the launcher's to a rank that outlived its SIGTERM)."""
+    return said(failure) is None and failure.exitcode < 0 and not stopped(failure)
 
 
 def root_cause(failures: dict) -> tuple:
-    """(rank, failure) of the rank that failed first: one that ended on its own before one that
-    was stopped, one that said why before one that did not, then the earliest, then the lowest rank."""
-    return min(failures.items(), key=lambda item: (stopped(item[1].exitcode), said(item[1]) is None,
-                                                   item[1].timestamp, item[0]))
+    """(rank, failure) of the rank that failed first: one that said nothing and was stopped (a stop
+    signal, or the launcher's SIGKILL at least GRACE_S after the first failure) last; one that
+    crashed without a line (SIGSEGV, the OOM killer) first, as its peers' failed collectives
+    follow from it; then one that said why before one that did not, then the earliest (said_at:
+    a rank stopped from outside says so before its peers fail; one the launcher stopped, after the
+    rank it stopped for), a stop before an error said at once, then the lowest rank."""
+    first_s = min(f.timestamp for f in failures.values())
+
+    def quiet_stop(f) -> bool:
+        late_kill = f.exitcode == -signal.SIGKILL and f.timestamp >= first_s + GRACE_S
+        return said(f) is None and (stopped(f) or late_kill)
+
+    return min(failures.items(), key=lambda item: (
+        quiet_stop(item[1]), not crashed(item[1]) or quiet_stop(item[1]), said(item[1]) is None,
+        item[1].error_file_data.get("said_at") or item[1].timestamp, stopped(item[1]), item[0]))
 
 
 def ended(rank: int, failure) -> str:

@@ -233,7 +233,7 @@ def measure_all() -> int:
     if failed:
         faults.say(f"error: {failed[0]['op']} at {failed[0]['size_mib']} MiB failed ({failed[0]['reason']}): the "
                    f"ranks may be out of step, so the run ends there; every record so far is written",
-                   speaks(os.environ))
+                   speaks(os.environ), faults.EXIT_ERROR)
         return faults.EXIT_ERROR
     return 0
 
@@ -292,6 +292,15 @@ def speaks(environ) -> bool:
     return not (raw.isdigit() and int(raw) > 0)
 
 
+def close_group() -> None:
+    """The process group ended, where one started: a rank that leaves with gloo's still open
+    (a record it could not write, a Ctrl-C) can abort in its C++ teardown (SIGABRT, 'terminate
+    called without an active exception') in place of its exit code."""
+    dist = sys.modules.get("torch.distributed")  # not imported yet: no process group either
+    if dist and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def main() -> int:
     """measure_all, its bad input in one line (faults.stop: this host's speaker's, or the rank's
     own), and Ctrl-C or SIGTERM at any point as one line and 128 + the signal."""
@@ -300,12 +309,13 @@ def main() -> int:
     try:
         return measure_all()
     except tuple(faults.STOPS) as err:
-        return faults.stop(err, speak=isinstance(err, RankOwn) or speaks(os.environ))
+        with ignored():  # said before the group ends: a peer's failed collective comes after this line
+            code = faults.stop(err, speak=isinstance(err, RankOwn) or speaks(os.environ))
+            close_group()
+            return code
     except Interrupted as sig:
         with ignored():
-            dist = sys.modules.get("torch.distributed")  # not imported yet: no process group either
-            if dist and dist.is_initialized():
-                dist.destroy_process_group()
+            close_group()
             return faults.interrupted(sig.signum, speak=speaks(os.environ))
     finally:
         signals.restore()
