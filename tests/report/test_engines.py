@@ -174,3 +174,23 @@ def test_nothing_is_said_of_engines_without_such_a_pair(capsys, tmp_path):
     assert "Engine on one GPU" not in out
     assert "What the engine buys" not in (tmp_path / "out" / "report.md").read_text()
     assert engine_section.engines_markdown(()) == "" and engine_section.engine_lines(()) == []
+
+
+def test_an_engine_the_suite_does_not_know_is_named_as_recorded_never_as_deepspeed(capsys, tmp_path):
+    # a hand-edited (or a later suite's) log: its engine's name is markup, a line break in it
+    odd = "fsdp3|<b>x</b>\n# hi"
+    log = [entry for entry in one_gpu_engines_log() if entry.get("run_id") in ("ds", "fs")]
+    for entry in log:
+        if entry.get("run_id") == "fs" and entry.get("kind") == "header":
+            entry["config"] = {**entry["config"], "ENGINE": odd}
+            entry["engine"] = odd
+    (r,) = [row for row in analysis_of(log).engines if row.seq_len == 8192]
+    assert "DeepSpeed" not in words.engine_words(r.other) and "ZeRO" not in words.engine_words(r.other)
+    code, out, err = cli(capsys, write_jsonl(tmp_path / "odd.jsonl", log), "--out", tmp_path / "out")
+    assert code == 0, err
+    section = (tmp_path / "out" / "report.md").read_text().split("## What the engine buys (same GPU)\n")[1]
+    row = next(line for line in section.splitlines() if line.startswith("| H100") and "| 8K |" in line)
+    assert row.count(" | ") == 7 and "<b>" not in row and "fsdp3" in row  # one row of 8 cells, shown as typed
+    said = " ".join(out.split())  # the terminal wraps its lines
+    assert ("Engine on one GPU (H100 SXM fa4, bf16, 8K): ENGINE=fsdp3|<b>x</b> # hi, compiled, no Liger steps 1.25x "
+            "as fast as DeepSpeed ZeRO-2, Liger") in said

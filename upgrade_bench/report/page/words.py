@@ -43,7 +43,7 @@ def _shown(s: Series, key: str) -> bool:
 def engine_words(s: Series) -> str:
     """The engine a series trained on, as its settings say it: 'DeepSpeed ZeRO-2, Liger', 'FSDP2,
     compiled, no Liger' (the ZeRO stage named with DeepSpeed, whose word it is: engines.refusal)."""
-    engines = [config_phrase("ENGINE", v) + (f" {_phrases(s, 'ZERO_STAGE')}" if v != "fsdp2" else "")
+    engines = [config_phrase("ENGINE", v) + (f" {_phrases(s, 'ZERO_STAGE')}" if v == "deepspeed" else "")
                for v in s.settings("ENGINE")]
     return ", ".join([" / ".join(engines)] + [_phrases(s, k) for k in ("COMPILE", "USE_LIGER") if _shown(s, k)])
 
