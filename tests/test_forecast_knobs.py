@@ -42,3 +42,14 @@ def test_a_dense_reconfigured_pair_carries_the_bubble_and_an_unwidened_range(row
         mine = [r for r in rows if r["group"] == calibration.group_of(calibration.CONFIG_CHANGED, step)]
         assert sum(map(backtest.inside, mine)) / len(mine) >= 0.8
         assert max(r["half_width"] for r in mine if not r["stack_half"]) <= 0.26
+
+
+def test_a_row_whose_figures_cannot_describe_a_pipeline_counts_no_bubble():
+    # GBS 64 over MBS 1 x DP 16 (128 GPUs, TP 2, PP 4): m 4, a bubble of 3/(4*5 + 3)
+    row = {"GBS": 64, "MBS": 1, "TP": 2, "PP": 4, "CP": 1, "VP": 5, "world_size": 128}
+    assert knobs.pipeline_efficiency(row) == pytest.approx(20 / 23)
+    # a global batch smaller than one micro-batch per data-parallel rank (m 1/2), or GPUs not a
+    # multiple of TP x PP x CP (DP 10.7): not a step Megatron runs, no bubble invented for it
+    assert knobs.microbatches(dict(row, GBS=8)) is None and knobs.pipeline_efficiency(dict(row, GBS=8)) == 1.0
+    assert knobs.microbatches(dict(row, world_size=86)) is None
+    assert knobs.microbatches(dict(row, world_size=0)) is None and knobs.microbatches(dict(row, MBS=0)) == 4

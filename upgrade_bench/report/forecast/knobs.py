@@ -19,11 +19,14 @@ from . import calibration
 
 def microbatches(config: dict) -> float | None:
     """m: micro-batches a pipeline runs per step (GBS / (MBS x DP), DP = GPUs / (TP x PP x CP)), or
-    None where the run does not publish its global batch or GPU count."""
+    None where the run does not publish its global batch or GPU count, or where its figures are
+    no step Megatron runs (DP or m not a whole number of at least one: it asserts both)."""
     gbs, mbs, gpus = config.get("GBS"), config.get("MBS") or 1, config.get("world_size")
     if not gbs or not gpus:
         return None
-    dp = gpus / ((config.get("TP") or 1) * (config.get("PP") or 1) * (config.get("CP") or 1))
+    dp, rest = divmod(gpus, (config.get("TP") or 1) * (config.get("PP") or 1) * (config.get("CP") or 1))
+    if rest or dp < 1 or gbs % (mbs * dp) or gbs < mbs * dp:
+        return None
     return gbs / (mbs * dp)
 
 
