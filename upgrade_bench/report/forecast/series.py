@@ -262,7 +262,8 @@ def beyond_memory(s: Series, hbm_gib: float) -> list:
     memory its two longest points extrapolate to (linear in tokens, as activations are), never
     less than the most any point measured (a peak that fell with length says nothing of a slope:
     then a floor); with fewer than two points, the peak-memory model's estimate of its
-    configuration there (models/peak_memory.py); none where neither is at hand."""
+    configuration there (models/peak_memory.py); none where neither is at hand. Never less than
+    the baseline's HBM, which that length outgrew (then a floor)."""
     fits = sorted((n, p["peak_mem_gib"]) for n, p in s.points.items() if p.get("peak_mem_gib"))
     out = []
     for n, err in sorted(s.errors.items()):
@@ -271,6 +272,9 @@ def beyond_memory(s: Series, hbm_gib: float) -> list:
         found = extrapolated(fits, n) if len(fits) >= 2 else estimated(s, n)
         if found:
             gib, how, floor = found
+            if s.hbm_gib and gib <= s.hbm_gib:  # yet it ran out of memory there: it needs more than it had
+                gib, how, floor = s.hbm_gib, (f"the baseline ran out of memory with {s.hbm_gib:g} GiB, more than "
+                                              f"that; {how} gives less ({gib:.1f} GiB)"), True
             out.append(Beyond(n, gib, how, floor, False if gib > hbm_gib else None if floor else True))
     return out
 
@@ -297,8 +301,5 @@ def estimated(s: Series, n: int) -> tuple | None:
     if est.floor:
         return est.peak_gib, ("the peak-memory model's optimizer step alone: it does not count this model's or "
                               "engine's activations"), True
-    if s.hbm_gib and est.peak_gib <= s.hbm_gib:  # yet the baseline ran out of memory: an underestimate here
-        return est.peak_gib, (f"the peak-memory model's estimate, a floor here: the baseline ran out of memory "
-                              f"with {s.hbm_gib:g} GiB, more than that"), True
     return est.peak_gib, (f"the peak-memory model's estimate of this configuration, within "
                           f"{peak_memory.ESTIMATE_ERROR:.0%} of every peak it was calibrated on"), False
