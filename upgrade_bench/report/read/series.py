@@ -357,7 +357,8 @@ def config_phrase(key: str, value) -> str:
                "WARMUP_STEPS": f"{value} warm-up",
                "PRECISION": str(value),
                # an engine the suite does not have (a hand-edited log) as recorded, never as another's name
-               "ENGINE": {"fsdp2": "FSDP2", "deepspeed": "DeepSpeed"}.get(value, f"ENGINE={_short(value)}"),
+               "ENGINE": ("FSDP2" if value == "fsdp2" else "DeepSpeed" if value == "deepspeed"
+                          else f"ENGINE={_short(value)}"),
                "COMPILE": "compiled" if value else "uncompiled",
                # the model's own experts (or a dense model's none): nothing to say
                "NUM_EXPERTS": "" if none else f"{value} experts",
