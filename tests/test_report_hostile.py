@@ -74,13 +74,20 @@ def test_a_file_name_with_a_markdown_heading_stays_text_on_the_page(tmp_path, ca
 def test_memory_that_falls_with_length_is_never_extrapolated_below_what_was_measured():
     data = series.load(json.loads(json.dumps(sweep(mems=(60.0, 40.0), oom_at=65536))))
     (s,) = data.series
+    # what the points say, where the baseline's HBM is not recorded
+    s.hbm_gib = None
     (b,) = forecasts.beyond_memory(s, 180.0)
     assert (b.seq_len, b.gib) == (65536, 60.0) and "did not grow with length" in b.how
     assert b.floor and b.fits is None  # a floor within the candidate's HBM says nothing of fitting
     grows = series.load(json.loads(json.dumps(sweep(mems=(40.0, 60.0), oom_at=65536)))).series[0]
+    hbm_gib, grows.hbm_gib = grows.hbm_gib, None
     (b,) = forecasts.beyond_memory(grows, 180.0)
     assert (b.seq_len, b.gib, b.floor, b.fits) == (65536, pytest.approx(60.0 + 20.0 / 24576 * 32768), False, True)
     assert forecasts.beyond_memory(grows, 80.0)[0].fits is False  # 86.7 GiB: more than the candidate's
+    # where it is: the length outgrew the baseline's HBM, so it needs at least that
+    grows.hbm_gib = hbm_gib
+    (b,) = forecasts.beyond_memory(grows, 180.0)
+    assert (b.gib, b.floor, b.fits) == (hbm_gib, True, None) and "gives less (86.7 GiB)" in b.how
 
 
 def test_a_second_file_claiming_a_published_run_is_refused_naming_both(tmp_path, capsys):
