@@ -12,6 +12,7 @@ from upgrade_bench.faults import BadInput
 from upgrade_bench.hardware import precisions
 from upgrade_bench.hardware.fingerprint import Device
 from upgrade_bench.models import cuts, flops, model
+from upgrade_bench.log import runs
 from upgrade_bench.training import resolver, variables
 
 CPU = resolver.Machine(Device(None), None, 1, frozenset({"sdpa", "eager"}), None)
@@ -66,6 +67,24 @@ def test_liger_auto_is_off_where_fsdp2_compiles_the_blocks(env, liger):
     r = resolver.resolve(training(MODEL="llama-3.1-8b", NUM_LAYERS=2, OFFLOAD_OPTIMIZER=0, **env), H200,
                          model.cheap_config("llama-3.1-8b"), [8192])
     assert r.use_liger is liger and r.config()["USE_LIGER"] is liger
+
+
+def test_fsdp2_on_one_gpu_without_liger_is_a_run_of_its_own():
+    # torchtitan's single-device path (nothing sharded) is another run than FSDP2's sharded one,
+    # which every FSDP2 run before it took, one GPU too: recorded only where taken
+    one_gpu = resolver.Machine(Device((9, 0)), "NVIDIA H100 80GB HBM3", 1, frozenset({"fa4", "sdpa"}), LIGER)
+
+    def config(machine, **env):
+        return resolver.resolve(training(MODEL="llama-3.1-8b", NUM_LAYERS=2, OFFLOAD_OPTIMIZER=0, **env), machine,
+                                model.cheap_config("llama-3.1-8b"), [8192]).config()
+
+    compiled = config(one_gpu, ENGINE="fsdp2", COMPILE=1)
+    assert compiled["SINGLE_DEVICE"] is True and compiled["USE_LIGER"] is False
+    assert "SINGLE_DEVICE" not in config(one_gpu, ENGINE="fsdp2")            # Liger on: sharded
+    assert "SINGLE_DEVICE" not in config(H200, ENGINE="fsdp2", COMPILE=1)    # 8 GPUs: sharded
+    assert "SINGLE_DEVICE" not in config(one_gpu, USE_LIGER=0)               # DeepSpeed
+    sharded_before = {k: v for k, v in compiled.items() if k != "SINGLE_DEVICE"}  # a log of 634f28b
+    assert runs.identity_difference(sharded_before, compiled) == "SINGLE_DEVICE=unset there, true asked"
 
 
 def test_liger_types_are_read_from_its_source_without_importing_it():

@@ -125,11 +125,15 @@ def conflicting_runs(records) -> dict:
     return {run_id: sorted(names) for run_id, names in seen.items() if len(names) > 1}
 
 
-def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str) -> dict:
+def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str,
+                    single_device: bool = False) -> dict:
     """The `config` a training-step header records: the settings (a settings object) as resolved
-    on the machine, with what identifies the run and nothing that would part equal runs."""
+    on the machine, with what identifies the run and nothing that would part equal runs
+    (single_device: FSDP2 shards nothing, training/engines.single_device)."""
     s = dataclasses.asdict(settings)
     s.update(USE_LIGER=use_liger, world_size=world_size)
+    if single_device:  # only then: every FSDP2 run before it sharded its weights, one GPU too
+        s["SINGLE_DEVICE"] = True
     # The caching allocator's settings move peak memory and the memory ceiling (on the
     # H200, expandable_segments took the 8-layer 32K peak from 98 to 79 GiB reserved),
     # so they are part of the configuration: RESUME, the capacity search and the
@@ -151,7 +155,8 @@ def training_config(settings, use_liger: bool, world_size: int, alloc_conf: str)
 # existed ran with it); readers take a missing key as the default. FALLBACK_KEY is no setting:
 # config_as_run adds it only where a kernel fell back, so its absence reads as none did.
 IDENTITY_DEFAULTS = {"WORKLOAD": "none", "ZERO3_LEAF_MOE": True, "PRECISION": "bf16", "NUM_EXPERTS": 0, "FP8_EXPERTS": False,
-                     "DATA": "", "ENGINE": "deepspeed", "COMPILE": False, FALLBACK_KEY: ""}
+                     "DATA": "", "ENGINE": "deepspeed", "COMPILE": False, "SINGLE_DEVICE": False,
+                     FALLBACK_KEY: ""}
 
 
 def is_default(key: str, value) -> bool:

@@ -110,7 +110,8 @@ class Resolved:
 
     def config(self, alloc_conf: str = "") -> dict:
         """The header's `config`: the settings as resolved here, a run's identity."""
-        return training_config(self.train, self.use_liger, self.world_size, alloc_conf)
+        return training_config(self.train, self.use_liger, self.world_size, alloc_conf,
+                               engines.single_device(self.train.ENGINE, self.world_size, self.use_liger))
 
 
 def resolve(train: Settings, machine: Machine, model_config, seq_lens: list) -> Resolved:

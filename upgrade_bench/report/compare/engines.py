@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ...log import runs
 from ..read.series import Series
 
-ENGINE_KEYS = ("ENGINE", "COMPILE", "USE_LIGER")
+ENGINE_KEYS = ("ENGINE", "COMPILE", "SINGLE_DEVICE", "USE_LIGER")
 
 
 def _key(s: Series) -> tuple:
@@ -29,11 +29,12 @@ def _key(s: Series) -> tuple:
 
 
 def _rank(s: Series) -> tuple:
-    """DeepSpeed first (the guide's engine), then uncompiled, then with Liger (the suite's default
-    where Liger patches the model): the first of a group is its baseline."""
-    engine, compiled, liger = (json.dumps(s.settings(k), default=str) for k in ENGINE_KEYS)
+    """DeepSpeed first (the guide's engine), then uncompiled, then sharded, then with Liger (the
+    suite's default where Liger patches the model): the first of a group is its baseline."""
+    engine, compiled, single, liger = (json.dumps(s.settings(k), default=str) for k in ENGINE_KEYS)
     return (engine != json.dumps([runs.IDENTITY_DEFAULTS["ENGINE"]]), compiled != json.dumps([False]),
-            liger != json.dumps([True]), engine, compiled, liger)
+            single != json.dumps([False]), liger != json.dumps([True]),
+            engine, compiled, single, liger)
 
 
 def engine_pairs(series: list) -> list:

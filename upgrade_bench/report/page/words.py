@@ -6,10 +6,10 @@ from ..read.series import Series, _short, config_phrase
 from ..text.escape import md_text
 
 # The settings that shape the workload, in the words of a verdict block.
-WORKLOAD_KEYS = ("ENGINE", "COMPILE", "PRECISION", "ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER",
+WORKLOAD_KEYS = ("ENGINE", "COMPILE", "SINGLE_DEVICE", "PRECISION", "ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER",
                  "PACKED_DOC_LEN", "BATCH_SIZE", "WARMUP_STEPS", "PYTORCH_CUDA_ALLOC_CONF")
 # Said only off their default: every run before ENGINE trained on DeepSpeed, uncompiled.
-SAID_OFF_DEFAULT = ("ENGINE", "COMPILE")
+SAID_OFF_DEFAULT = ("ENGINE", "COMPILE", "SINGLE_DEVICE")
 SHOWN_KEYS = ("world_size", "MODEL", "NUM_LAYERS", "ATTN_BACKEND") + WORKLOAD_KEYS
 MOST_RUNS_NAMED = 3
 
@@ -45,7 +45,8 @@ def engine_words(s: Series) -> str:
     compiled, no Liger' (the ZeRO stage named with DeepSpeed, whose word it is: engines.refusal)."""
     engines = [config_phrase("ENGINE", v) + (f" {_phrases(s, 'ZERO_STAGE')}" if v == "deepspeed" else "")
                for v in s.settings("ENGINE")]
-    return ", ".join([" / ".join(engines)] + [_phrases(s, k) for k in ("COMPILE", "USE_LIGER") if _shown(s, k)])
+    return ", ".join([" / ".join(engines)] + [_phrases(s, k) for k in ("COMPILE", "SINGLE_DEVICE", "USE_LIGER")
+                                             if _shown(s, k)])
 
 
 def _count(n: int, noun: str) -> str:

@@ -333,7 +333,7 @@ def _short(value) -> str:
 
 
 # The order differing settings are named in a series label; others follow, sorted.
-LABEL_ORDER = ("world_size", "ENGINE", "COMPILE", "MODEL", "NUM_LAYERS", "ZERO_STAGE", "OFFLOAD_OPTIMIZER",
+LABEL_ORDER = ("world_size", "ENGINE", "COMPILE", "SINGLE_DEVICE", "MODEL", "NUM_LAYERS", "ZERO_STAGE", "OFFLOAD_OPTIMIZER",
                "GRAD_CHECKPOINT", "USE_LIGER", "ATTN_BACKEND", "PACKED_DOC_LEN", "BATCH_SIZE",
                "WARMUP_STEPS")
 
@@ -360,6 +360,7 @@ def config_phrase(key: str, value) -> str:
                "ENGINE": ("FSDP2" if value == "fsdp2" else "DeepSpeed" if value == "deepspeed"
                           else f"ENGINE={_short(value)}"),
                "COMPILE": "compiled" if value else "uncompiled",
+               "SINGLE_DEVICE": "unsharded" if value else "sharded",
                # the model's own experts (or a dense model's none): nothing to say
                "NUM_EXPERTS": "" if none else f"{value} experts",
                # Said where on: off is the default and a dense model's only value.

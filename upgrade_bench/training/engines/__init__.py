@@ -16,6 +16,13 @@ ENGINES = {
 }
 
 
+def single_device(engine: str, world_size: int, use_liger: bool) -> bool:
+    """Whether FSDP2 takes torchtitan's single-device path, nothing sharded (engines/fsdp2.py says
+    why): one GPU without Liger. A run's identity records it (SINGLE_DEVICE): before it, FSDP2
+    sharded a world of one too."""
+    return engine == "fsdp2" and world_size == 1 and not use_liger
+
+
 def help_text() -> str:
     return "training engine: " + "; ".join(f"{name} = {what}" for name, what in ENGINES.items())
 

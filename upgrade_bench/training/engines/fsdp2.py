@@ -25,7 +25,7 @@ COMPILE=1 compiles the loss too where transformers computes it (USE_LIGER=0): th
 upcast and the cross-entropy fused, as torchtitan compiles its loss; Liger's fused linear
 cross-entropy is its own kernel.
 """
-from . import common
+from . import common, single_device
 from ...kernels.attention import backends as attn_backends
 
 
@@ -91,7 +91,7 @@ def build(rc, mark=None):
     backend = common.init_world_of_one(rc)
     if rc.resolved.world_size > 1:
         torch.distributed.init_process_group(backend)  # torchrun's MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
-    sharded = rc.resolved.world_size > 1 or rc.resolved.use_liger  # see the module's docstring
+    sharded = not single_device("fsdp2", rc.resolved.world_size, rc.resolved.use_liger)  # see the module's docstring
     float8_gather = sharded and rc.resolved.precision.recipe == "tensorwise"
     if s.COMPILE:
         # One graph per block would be one recompile per layer and length; past dynamo's
