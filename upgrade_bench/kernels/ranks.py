@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import tempfile
 import uuid
 from contextlib import contextmanager
@@ -69,6 +70,13 @@ def launch(argv: list, ranks: int, hosts: Hosts, wait_s: float, unset=()) -> int
     and wait for them all; 0, or the failing rank's exit code after its one line. The ranks see
     this process's environment less `unset` (the settings that asked for the launch). BadInput
     when the hosts do not meet within `wait_s`; Interrupted for a Ctrl-C or SIGTERM."""
+    # The agent's TCPStore client (C++) warns when the store's host, node 0, has ended before it:
+    # on another host the normal end of a run. Its C++ log level is read once, as torch loads
+    # (not yet, in this process): errors only, for the agent; the ranks get the user's setting.
+    cpp_level_set_here = "TORCH_CPP_LOG_LEVEL" not in os.environ and "torch" not in sys.modules
+    if cpp_level_set_here:
+        os.environ["TORCH_CPP_LOG_LEVEL"] = "ERROR"
+        unset = (*unset, "TORCH_CPP_LOG_LEVEL")
     from torch.distributed import DistError
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
