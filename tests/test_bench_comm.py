@@ -302,6 +302,26 @@ def test_a_sigterm_to_ranks_stops_every_rank_and_ends_in_one_line_with_every_rec
     assert recs[0]["kind"] == "header" and 1 <= len(recs) - 1 < 2000
 
 
+def test_a_ctrl_c_while_node_0_waits_for_the_other_hosts_ends_at_once_in_one_line(tmp_path):
+    # torch's rendezvous waits inside C++ (node 0's store, up to 5 minutes), where no Python handler
+    # runs: the launch sat out the wait after a Ctrl-C (the review of issue 55's fix)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(REPO / "bench_comm.py")], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=script_env({"NNODES": "2", "NODE_RANK": "0", "RANKS": "1", "SIZES_MIB": "1",
+                                            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # node 0's store listens: the hosts are meeting
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)  # not the rendezvous's 5 minutes
+    assert (proc.returncode, out, err) == (130, "", "stopped by Ctrl-C: what was written is kept\n")
+
+
 def test_another_rank_says_nothing_of_the_bad_input_local_rank_0_reports_but_leaves_it_for_its_launcher(
         main_in_process, monkeypatch, tmp_path):
     monkeypatch.delenv("RANK", raising=False)

@@ -11,7 +11,9 @@ failed rank ends in. Each rank writes the one line it ends with into its error f
 prints nothing; the launcher says the line of the rank that failed first (a rank the launcher
 stopped after it comes after it), or, where that rank said none (a segfault, the OOM killer),
 how it ended. A Ctrl-C or SIGTERM to the launcher goes on to every rank, which stops itself
-(each within GRACE_S, or is killed), and the launcher says it in one line.
+(each within GRACE_S, or is killed), and the launcher says it in one line; one that comes while
+the hosts still meet (torch's rendezvous waits inside C++, where no Python handler runs) ends the
+launch at once, in one line too (StopWhileMeeting).
 """
 import logging
 import os
@@ -86,7 +88,7 @@ def launch(argv: list, ranks: int, hosts: Hosts, wait_s: float, unset=()) -> int
     quiet_agent()
     with tempfile.TemporaryDirectory(prefix="ranks-") as log_dir:
         try:
-            with rank_environ(unset):
+            with rank_environ(unset), StopWhileMeeting(log_dir):
                 elastic_launch(config(ranks, hosts, wait_s, log_dir), argv[0])(*argv[1:])
             return 0
         except ChildFailedError as err:
@@ -100,6 +102,54 @@ def launch(argv: list, ranks: int, hosts: Hosts, wait_s: float, unset=()) -> int
                      else "this host")
             raise faults.BadInput(f"node {hosts.node_rank} of NNODES={hosts.nodes}: no rendezvous at {where} (where "
                                   f"the hosts meet within {wait_s:g} s): {first_line(err)}") from None
+
+
+class StopWhileMeeting:
+    """Ctrl-C and SIGTERM while the hosts meet: torch's static rendezvous waits for the other hosts
+    inside a C++ call (node 0's TCPStore, up to the wait), where Python runs no signal handler, so
+    the launch would sit out the wait. Its handlers here only note the signal; the C side also
+    writes it to a wakeup pipe, which a thread watches: while these handlers are still the
+    process's (the agent installs its own as it starts the ranks, and then stops them itself), it
+    says the line and ends the process with the signal's exit code. No rank has started then; the
+    launch's log folder `log_dir` goes with it."""
+
+    DONE = b"\0"  # no signal's number: the watcher's stop
+
+    def __init__(self, log_dir: str):
+        self.log_dir = log_dir
+
+    def __enter__(self):
+        import threading
+
+        self.read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        self.saved = {s: signal.signal(s, self._note) for s in STOP_SIGNALS}
+        self.saved_fd = signal.set_wakeup_fd(write_fd)
+        self.write_fd = write_fd
+        threading.Thread(target=self._watch, daemon=True).start()
+        return self
+
+    def _note(self, signum, frame):  # the agent's own handlers replace this one as the ranks start
+        pass
+
+    def _watch(self):
+        import shutil
+
+        while (data := os.read(self.read_fd, 1)) not in (b"", self.DONE):
+            if data[0] in STOP_SIGNALS and signal.getsignal(data[0]) == self._note:
+                shutil.rmtree(self.log_dir, ignore_errors=True)
+                os.environ.pop(faults.SAYS_ENV, None)  # set for the ranks (rank_environ): this is the launcher
+                os._exit(faults.interrupted(data[0]))
+        os.close(self.read_fd)  # here, not by the launch: no read of an fd number reused meanwhile
+
+    def __exit__(self, *exc):
+        signal.set_wakeup_fd(self.saved_fd)
+        for s, handler in self.saved.items():
+            if signal.getsignal(s) == self._note:
+                signal.signal(s, handler)
+        os.write(self.write_fd, self.DONE)
+        os.close(self.write_fd)
+        return False
 
 
 def quiet_agent() -> None:
