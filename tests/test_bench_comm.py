@@ -24,6 +24,7 @@ from upgrade_bench.hardware import collectives
 from upgrade_bench.kernels.comm import bench as comm
 from upgrade_bench.kernels import ranks as local_ranks
 from upgrade_bench.kernels.ranks import free_port
+from upgrade_bench.faults import BadInput
 from upgrade_bench.interrupts import Interrupted
 from upgrade_bench.log import checks, records
 from upgrade_bench.kernels.comm import main as bench
@@ -517,3 +518,9 @@ def test_nccl_transports_are_read_from_its_info_lines(tmp_path):
     nccl_transport.forget(folder)
     assert not os.path.exists(folder) and nccl_transport.read(folder) is None
     assert nccl_transport.ask({"NCCL_DEBUG": "WARN"}) is None  # the user's own is left alone
+
+
+def test_a_missing_master_address_says_who_sets_it_under_nnodes_too():
+    with pytest.raises(BadInput, match=r"^MASTER_ADDR='', MASTER_PORT='x': expected rank 0's host and a port from 1 to "
+                                       r"65535 \(set by the launcher, or by you on each host with NNODES\)$"):
+        bench.master_address({"MASTER_PORT": "x"})

@@ -121,7 +121,7 @@ def master_address(environ) -> tuple[str, int]:
     port = environ.get("MASTER_PORT", "")
     if not environ.get("MASTER_ADDR") or not port.isdigit() or not 0 < int(port) < 65536:
         raise BadInput(f"MASTER_ADDR={environ.get('MASTER_ADDR', '')!r}, MASTER_PORT={port!r}: expected rank 0's "
-                       f"host and a port from 1 to 65535, as a launcher sets them")
+                       f"host and a port from 1 to 65535 (set by the launcher, or by you on each host with NNODES)")
     return environ["MASTER_ADDR"], int(port)
 
 
