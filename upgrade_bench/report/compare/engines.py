@@ -1,6 +1,6 @@
 """What the engine buys on one GPU: each measured series beside the series of the same GPU,
 attention backend and configuration that ran on another engine (the engine's settings the only
-difference: ENGINE, COMPILE, and USE_LIGER as the run resolved it, since USE_LIGER=auto is off
+difference: ENGINE, COMPILE, SINGLE_DEVICE, and USE_LIGER as the run resolved it, since USE_LIGER=auto is off
 under ENGINE=fsdp2 COMPILE=1), per length: each side's TFLOPS/GPU, step time and peak memory,
 and the speedup of the step.
 
@@ -23,11 +23,6 @@ from ..read.series import Series
 ENGINE_KEYS = ("ENGINE", "COMPILE", "SINGLE_DEVICE", "USE_LIGER")
 
 
-def _key(s: Series) -> tuple:
-    config = {k: v for k, v in s.config.items() if k not in ENGINE_KEYS}
-    return s.gpu, s.backend, runs.run_identity(config)[1]
-
-
 def _rank(s: Series) -> tuple:
     """DeepSpeed first (the guide's engine), then uncompiled, then sharded, then with Liger (the
     suite's default where Liger patches the model): the first of a group is its baseline."""
@@ -43,7 +38,7 @@ def engine_pairs(series: list) -> list:
     groups = {}
     for s in series:
         if s.is_sweep and not s.reference:
-            groups.setdefault(_key(s), []).append(s)
+            groups.setdefault(s.alike_but(ENGINE_KEYS), []).append(s)
     found = []
     for members in groups.values():
         base, *others = sorted(members, key=_rank)

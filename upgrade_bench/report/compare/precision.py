@@ -15,7 +15,6 @@ format does for this workload on a GPU one has: the rows here, their table page/
 """
 from dataclasses import dataclass
 
-from ...log import runs
 from ...faults import DIVERGED
 from ..read.series import Series
 
@@ -30,13 +29,10 @@ def format_name(s: Series) -> str:
 def low_precision_pairs(series: list) -> list:
     """[(bf16 series, low-precision series)] of measured sweeps on one GPU whose configurations
     differ in the format alone."""
-    def key(s: Series) -> tuple:
-        config = {k: v for k, v in s.config.items() if k not in FORMAT_KEYS}
-        return s.gpu, s.backend, runs.run_identity(config)[1]
-
     measured = [s for s in series if s.is_sweep and not s.reference]
-    bf16 = {key(s): s for s in measured if s.settings("PRECISION") == ["bf16"]}
-    return [(bf16[key(s)], s) for s in measured if s.settings("PRECISION") != ["bf16"] and key(s) in bf16]
+    bf16 = {s.alike_but(FORMAT_KEYS): s for s in measured if s.settings("PRECISION") == ["bf16"]}
+    return [(bf16[s.alike_but(FORMAT_KEYS)], s) for s in measured
+            if s.settings("PRECISION") != ["bf16"] and s.alike_but(FORMAT_KEYS) in bf16]
 
 
 def loss_delta(base: dict, low: dict) -> float | None:

@@ -10,7 +10,7 @@ MOST_PAIRS = 2  # on the terminal; report.md has every pair
 STACK_WORDS = ("A different engine is a different software stack, as a different torch is: a verdict between "
                "GPUs never pairs two engines unless --ignore-config ENGINE asks, and then names the engine as "
                "a stack difference. Here each series stands beside one of the same GPU, attention backend and "
-               "configuration on another engine (ENGINE, COMPILE, and USE_LIGER as the run resolved it: "
+               "configuration on another engine (ENGINE, COMPILE, SINGLE_DEVICE, and USE_LIGER as the run resolved it: "
                "USE_LIGER=auto is off under ENGINE=fsdp2 COMPILE=1), DeepSpeed's (the guide's engine) the "
                "baseline where there is one. Each side's numbers are its own summaries; the speedup is the "
                "baseline's step time over the other engine's. A point that failed gives no speedup.")

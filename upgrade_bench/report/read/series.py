@@ -77,6 +77,11 @@ class Series:
         found = list(self.ignored.get(key, [])) or ([self.config[key]] if key in self.config else [])
         return found or ([runs.IDENTITY_DEFAULTS[key]] if key in runs.IDENTITY_DEFAULTS else [])
 
+    def alike_but(self, keys) -> tuple:
+        """(GPU, attention backend, run identity less `keys`): what a series shares with one that
+        differs from it in those keys alone (a number format, an engine) on the same GPU."""
+        return self.gpu, self.backend, runs.run_identity(self.config, keys)[1]
+
     @property
     def is_sweep(self) -> bool:
         return bool(self.repeats or self.errors)
