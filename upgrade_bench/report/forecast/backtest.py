@@ -8,12 +8,14 @@ pairs of the *other* sources only (leave one source out): no source's figures ca
 own forecasts. Pairs that differ in more than the GPU (batch, parallelism, precision,
 container) are kept apart from like-for-like ones, with what differs named.
 """
+import functools
 import math
 import statistics
 from dataclasses import replace
 
 from . import calibration, knobs, model as forecast_model, series as forecasts, stacks
-from ..published import pairs as published_pairs, runs as published_runs
+from ..node import check as node_check
+from ..published import measured, pairs as published_pairs, runs as published_runs
 from ...hardware import gpus
 from ..read.series import Series, seq_label
 from ..text.tables import fmt, md_table
@@ -49,11 +51,13 @@ def _config(run: dict) -> dict:
     return run["header"].get("config") or {}
 
 
-def forecast_run(run: dict, cand: str, leave_out_source: str | None = None) -> dict:
+def forecast_run(run: dict, cand: str, leave_out_source: str | None = None,
+                 node: forecasts.NodeHealth | None = None) -> dict:
     """{(metric, seq_len): (forecast, low, high, ceiling, baseline value, split, attention FLOP
     share)} of one baseline run alone; the ceiling: the most the candidate's hardware (and a
-    stack prior's allowance) can give that figure (model.ceiling). A stack prior (stacks.py) is
-    taken without `leave_out_source`'s figures."""
+    stack prior's allowance) can give that figure (model.ceiling), crediting the baseline node's
+    shortfall where its node check measured one (`node`, as the page does). A stack prior
+    (stacks.py) is taken without `leave_out_source`'s figures."""
     base = _gpu(run)
     config = _config(run)
     checkpointed, precision = bool(config.get("GRAD_CHECKPOINT")), calibration.precision_of(config)
@@ -62,10 +66,12 @@ def forecast_run(run: dict, cand: str, leave_out_source: str | None = None) -> d
     factor, widen, _words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config),
                                                leave_out_source)
     allowance = math.exp(widen) * max(factor, 1.0)
+    power_bound = node.power_bound if node else None
 
     def capped(mid, low, high, base_value, r, parts):
         """(mid, low, high) times the stack factor, and the ceiling (calibrate_leave_one_source_out caps by it)."""
-        return mid * factor, low * factor, high * factor, base_value * forecast_model.ceiling(r, parts) * allowance
+        return (mid * factor, low * factor, high * factor,
+                base_value * forecast_model.ceiling(r, parts, node.share if node else None) * allowance)
     out = {}
     if run["summary"]:
         # its decompositions too, as the page forecasts a folder: a length with one is split by it
@@ -74,7 +80,7 @@ def forecast_run(run: dict, cand: str, leave_out_source: str | None = None) -> d
         for n, (parts, how) in forecasts.series_parts(s).items():
             point = run["summary"][n]
             r = forecasts.ratios_at(base, cand, n, parts, forecasts.tflop_of(point)[1], checkpointed, backend,
-                                    precision=precision)
+                                    precision=precision, power_bound=power_bound)
             f = forecast_model.scale(parts, r)
             out["tflops_per_gpu", n] = (*capped(*forecasts.tflops_range(point["model_tflop_per_step"], f),
                                                 point["tflops_per_gpu"], r, parts),
@@ -82,7 +88,7 @@ def forecast_run(run: dict, cand: str, leave_out_source: str | None = None) -> d
     for n, dec in run["decomposition"].items():
         parts = forecast_model.bound_parts(dec)
         r = forecasts.ratios_at(base, cand, n, parts, (dec.get("everything_else") or {}).get("tflop") or 0.0,
-                                checkpointed, backend, precision=precision)
+                                checkpointed, backend, precision=precision, power_bound=power_bound)
         share = ratio(dec["buckets"]["attention"]["tflop"], dec["total"]["tflop"])
         rest = {b: ms for b, ms in parts.items() if b not in ("attention", "host")}
         for bucket, bucket_parts in (("attention", {"attention": parts.get("attention", 1.0)}),
@@ -96,6 +102,17 @@ def forecast_run(run: dict, cand: str, leave_out_source: str | None = None) -> d
         out["total_tflops", n] = (*capped(*forecasts.tflops_range(dec["total"]["tflop"], f), dec["total"]["tflops"],
                                           r, parts), dec["total"]["tflops"], "its decomposition", share)
     return out
+
+
+@functools.lru_cache(maxsize=None)  # a node folder's check reads it whole: once per run
+def node_health(run_id: str) -> forecasts.NodeHealth | None:
+    """The NodeHealth of the node that ran `run_id`, from its committed node folder's check (this
+    project's runs, published/measured.py); None for a published run, which has no node check."""
+    folder = measured.node_folder(run_id)
+    if folder is None:
+        return None
+    checks = node_check.check_folder(str(folder))
+    return forecasts.health_of(checks[0]) if len(checks) == 1 else None
 
 
 def parts_ratio(parts: dict, r: dict) -> tuple:
@@ -139,7 +156,7 @@ def backtest(records: list) -> list:
         _factor, stack_half, stack_words = stacks.cross_stack(base_spec, cand_spec, precision, step, source_key)
         layout = knobs.config_factor(_config(base), _config(cand))  # the pipeline bubble each side pays
         for (metric, n), (mid, _low, _high, top, base_value, how, share) in sorted(
-                forecast_run(base, _gpu(cand), source_key).items()):
+                forecast_run(base, _gpu(cand), source_key, node_health(base_id)).items()):
             pub = _published(cand, metric, n)
             if not pub:  # a length the candidate did not run: nothing to score
                 continue

@@ -174,16 +174,26 @@ def compute_top(base: GPUSpec, cand: GPUSpec, precision: str, hw: dict) -> Ratio
                                          f"baseline's sustained {base_sustained:.0f} TFLOPS")
 
 
-def ceiling(hw: dict, parts: dict) -> float:
+# The parts whose kernels run at the SM clock: a node whose matmuls fell short of its reference
+# (a power cap, a slow part) ran these short of its hardware too.
+CLOCK_BOUND = ("attention", "gemm", "dense")
+
+
+def ceiling(hw: dict, parts: dict, base_share: float | None = None) -> float:
     """The most the candidate's hardware can speed the baseline's step of `parts` ({bound: ms}):
     the largest, over the step's parts, of what bounds each (compute: compute_top; bandwidth:
     HBM; link: the interconnect; host: none). A sum of parts each sped up at most so is sped up
-    at most the largest."""
+    at most the largest. `base_share`: the baseline node's MAMF over its reference where the node
+    check measured it short (below 1): the ratios are the reference figures', so a candidate at its
+    own reference can give the clock-bound parts that shortfall back as well (issue 52: an H200
+    node power-capped at 94% of its reference, an H100 at 98%, ran the H100's attention 1.04x the
+    H200's on one die)."""
     compute = hw["compute_top"].mid
+    credit = 1.0 / base_share if base_share and base_share < 1.0 else 1.0
     by_bound = {"attention": max(hw["attention_peak"].mid, hw["hbm"].mid, hw.get("attention", hw["hbm"]).high),
                 "gemm": max(compute, hw["gemm"].high), "dense": max(compute, hw["other"].high), "other": max(hw["hbm"].mid, hw["other"].high),
                 "comm": hw["comm"].high, "fixed": max(1.0, hw["comm"].high), "host": 1.0}
-    return max(by_bound.get(b, compute) for b in parts)
+    return max(by_bound.get(b, compute) * (credit if b in CLOCK_BOUND else 1.0) for b in parts)
 
 
 def power_ratio(base: GPUSpec, cand: GPUSpec) -> float | None:

@@ -40,9 +40,13 @@ def node_of(checks: list, s: Series) -> NodeHealth | None:
     of the series, else the only one of its GPU; None where none."""
     runs = {run_id for _source, run_id in s.runs}
     mine = [c for c in checks if c.node.run_ids & runs] or [c for c in checks if c.node.gpu == s.gpu]
-    if len(mine) != 1:
-        return None
-    rows = [r for r in mine[0].rows if r.figure.record.get("kind") == "mamf" and r.share]
+    return health_of(mine[0]) if len(mine) == 1 else None
+
+
+def health_of(check) -> NodeHealth | None:
+    """The NodeHealth a node check (report/node/check.py's NodeCheck) measured: its bf16 MAMF row's
+    share of the reference, and the power-bound clock where the cap held it; None without one."""
+    rows = [r for r in check.rows if r.figure.record.get("kind") == "mamf" and r.share]
     rows = [r for r in rows if r.figure.label.startswith("MAMF bf16")] or rows
     if not rows:
         return None
@@ -204,7 +208,7 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
         how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)
         cal, factor, allowance = group_and_stack(s.gpu, spec.name, s.config, calibrations,
                                                  calibration.workload_kind(point.get("attn_flop_share"), precision))
-        top = forecast_model.ceiling(r, parts) * allowance
+        top = forecast_model.ceiling(r, parts, node.share if node else None) * allowance
         model = forecast_model.scale(parts, r, how)
         model = forecast_model.Forecast(model.step_ms / factor, model.step_ms_fast / factor,
                                         model.step_ms_slow / factor, model.parts_ms, how)

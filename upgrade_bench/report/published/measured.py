@@ -1,33 +1,45 @@
 """This project's own measured pairs for the forecast's backtest: one configuration measured on
 two GPUs, read from the committed result folders, as records of a source of their own
-('project'), each run re-keyed to its folder.
+('project'), each run re-keyed to its folder and files.
 
-The pair: the right-sized 8-layer Llama-3.1-8B (ZeRO-2, no offload, no checkpointing, Liger,
-FA4, bf16, 1 GPU) on an H100 80GB HBM3 (results/h100-node-10/node) and on an H200
-(results/h200-precision-7/node), one stack (torch + DeepSpeed). Each side forecasts the other
-(both directions); only the lengths both measured are scored.
+The configuration: the right-sized 8-layer Llama-3.1-8B (ZeRO-2, no offload, no checkpointing,
+Liger, FA4, 1 GPU) on one stack (torch + DeepSpeed), in bf16 on two H100 80GB HBM3 nodes
+(results/h100-node-10/node, results/h100-node-13/node) and an H200 (results/h200-precision-7/node),
+and in fp8-tensorwise on the first H100 and the H200 (each folder's fp8_tensorwise.jsonl, run in the
+lease of its node). Each side forecasts the other (both directions); only the lengths both
+measured are scored. Each run's node check (its node folder's MAMF against its reference) gives
+the baseline node's health (`node_folder`; forecast/backtest.py's node_health), which the forecast's
+ceiling credits.
 """
 import json
 
 from ...paths import REPO
 
 PROJECT = "project"
-SOURCE = ("this project's measurements: results/h100-node-10/node and results/h200-precision-7/node "
+SOURCE = ("this project's measurements: results/h100-node-10, results/h100-node-13 and results/h200-precision-7 "
           "(one stack, one configuration)")
-FOLDERS = {"project-h100-node-10": "results/h100-node-10/node",
-           "project-h200-precision-7": "results/h200-precision-7/node"}
-PAIRS = (("project-h200-precision-7", "project-h100-node-10"), ("project-h100-node-10", "project-h200-precision-7"))
+# the sweep's summary of a length last: it is the one scored
+NODE_FILES = ("decompose.jsonl", "sweep.jsonl")
+# run id: (its node folder, the files of the run in the folder given, that folder relative to the node's)
+RUNS = {"project-h100-node-10": ("results/h100-node-10/node", NODE_FILES, "."),
+        "project-h100-node-13": ("results/h100-node-13/node", NODE_FILES, "."),
+        "project-h200-precision-7": ("results/h200-precision-7/node", NODE_FILES, "."),
+        "project-h100-node-10-fp8": ("results/h100-node-10/node", ("fp8_tensorwise.jsonl",), ".."),
+        "project-h200-precision-7-fp8": ("results/h200-precision-7/node", ("fp8_tensorwise.jsonl",), "..")}
+_ONE_WAY = (("project-h200-precision-7", "project-h100-node-10"), ("project-h200-precision-7", "project-h100-node-13"),
+            ("project-h200-precision-7-fp8", "project-h100-node-10-fp8"))
+PAIRS = _ONE_WAY + tuple((cand, base) for base, cand in _ONE_WAY)
 # the settings that make the workload; the rest (output paths, lengths asked for) are the run's
 IDENTITY = ("MODEL", "NUM_LAYERS", "BATCH_SIZE", "ZERO_STAGE", "OFFLOAD_OPTIMIZER", "GRAD_CHECKPOINT", "USE_LIGER",
             "PRECISION", "world_size")
-FILES = ("decompose.jsonl", "sweep.jsonl")  # the sweep's summary of a length last: it is the one scored
 
 
-def folder_records(run_id: str, folder: str) -> list:
-    """A folder's header (its first with a model), summaries and decompositions under `run_id`."""
+def run_records(run_id: str) -> list:
+    """A run's header (its files' first with a model), summaries and decompositions under `run_id`."""
+    node, files, where = RUNS[run_id]
     header, out = None, []
-    for name in FILES:
-        for line in (REPO / folder / name).read_text().splitlines():
+    for name in files:
+        for line in (REPO / node / where / name).read_text().splitlines():
             r = json.loads(line)
             if r.get("kind") == "header" and (r.get("config") or {}).get("MODEL") and header is None:
                 config = {k: r["config"][k] for k in IDENTITY if k in r["config"]}
@@ -38,4 +50,10 @@ def folder_records(run_id: str, folder: str) -> list:
 
 
 def records() -> list:
-    return [r for run_id, folder in FOLDERS.items() for r in folder_records(run_id, folder)]
+    return [r for run_id in RUNS for r in run_records(run_id)]
+
+
+def node_folder(run_id: str):
+    """The committed node folder (a Path) whose node check measured the node that ran `run_id`;
+    None for a run not of this project."""
+    return REPO / RUNS[run_id][0] if run_id in RUNS else None
