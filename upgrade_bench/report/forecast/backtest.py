@@ -166,6 +166,7 @@ def backtest(records: list) -> list:
                          "differs": "; ".join(differs),
                          "software_differs": any(d.startswith("CONTAINER") for d in differs),
                          "kind": kind, "pair_class": klass, "step": step, "group": calibration.group_of(klass, step),
+                         "move": calibration.pair_class(base_spec, cand_spec),
                          "base_gpu": base_spec.name, "cand_gpu": cand_spec.name,
                          "metric": metric, "seq_len": n, "split": how, "model_forecast": mid * layout,
                          "published": pub, "ceiling": top * layout,

@@ -5,11 +5,12 @@ see shows as a miss on published pairs, and how far a pair moves decides how lar
 can be. So a forecast belongs to a **group**: its pair's class and its step's kind.
 
 Classes (`pair_class`): *same die* (one compute die, board power or memory differ: H100/H200,
-B200/GB200, B300/GB300, MI300X/MI325X), *same vendor, another die* (a refresh or the next
-generation: B200 -> B300, H100 -> B200), *cross-vendor* (another vendor's GPU and software
-stack), and *configuration changed* (a published pair whose two runs differ in batch,
-parallelism or precision as well: what the candidate allowed, not what the GPU did). Step kinds
-(`step_kind`): dense pre-training, MoE pre-training, fine-tuning (SFT, LoRA).
+B200/GB200, B300/GB300, MI300X/MI325X), *same-generation refresh* (another die
+of one die family: B200 -> B300, GB200 -> GB300), *next generation* (the same vendor's next die family:
+H100 -> B200), *cross-vendor* (another vendor's GPU and software stack), and *configuration
+changed* (a published pair whose two runs differ in batch, parallelism or precision as well: what
+the candidate allowed, not what the GPU did). Step kinds (`step_kind`): dense pre-training, MoE
+pre-training, fine-tuning (SFT, LoRA).
 
 A range is a split-conformal interval (Vovk et al., *Algorithmic Learning in a Random World*,
 2005; Lei et al., *Distribution-Free Predictive Inference for Regression*, JASA 2018): from the
@@ -40,6 +41,14 @@ normal miss of mean zero is used instead: t(n, TAIL) times the misses' root mean
 fewer the pairs (Student, Biometrika 1908; Geisser, Predictive Inference, 1993, ch. 2). A same-die
 pair across software releases is widened by how far a release moves one GPU's figure of one
 configuration (`release_half`, from the other sources' tables), not ranged as if one stack.
+
+*Next generation* is ranged by the next-generation pairs of other sources, their configuration
+changed or not, but for an MoE step's change: a new architecture moves a stack's kernels (young
+libraries, other kernel choices) by more than a refresh does, and the publishers change their
+recipe with the generation; a dense step's change is modelled where it can be (the pipeline
+bubble), so such a pair's miss is the move's and what is left of the recipe's, at least as wide as
+the move alone needs (issue 52, sixth pass; a refresh's pairs, forecast low, ranged the guide's
+H200 -> B200 before, and held 7 of its 9 figures).
 
 *Configuration changed* is ranged by its own pairs where there are enough; where too few, by the
 range of every pair (most of them like for like), and an MoE step's is widened either way by
@@ -79,8 +88,8 @@ T_TAIL = {1: 3.078, 2: 1.886, 3: 1.638, 4: 1.533, 5: 1.476, 6: 1.440, 7: 1.415, 
 # the same change loses it), so its class's range is widened by it on both ends.
 RECONFIG_ALLOWANCE = math.log(1.69 / 1.19)
 
-SAME_DIE, OTHER_DIE, CROSS_VENDOR, CONFIG_CHANGED = ("same die", "same vendor, another die", "cross-vendor",
-                                                     "configuration changed")
+SAME_DIE, REFRESH, NEXT_GENERATION, CROSS_VENDOR, CONFIG_CHANGED = (
+    "same die", "same-generation refresh", "next generation", "cross-vendor", "configuration changed")
 DENSE, MOE, FINE_TUNING = "dense", "MoE", "fine-tuning"
 MOE_MODELS = ("qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss", "deepseek", "mixtral")  # published models with experts
 
@@ -114,7 +123,9 @@ def pair_class(base, cand, config_changed: bool = False) -> str:
         return CONFIG_CHANGED
     if base.vendor and cand.vendor and base.vendor != cand.vendor:
         return CROSS_VENDOR
-    return SAME_DIE if base.die and base.die == cand.die else OTHER_DIE
+    if base.die and base.die == cand.die:
+        return SAME_DIE
+    return REFRESH if base.family and base.family == cand.family else NEXT_GENERATION
 
 
 def group_of(klass: str, step: str) -> str:
@@ -250,9 +261,18 @@ WIDE = math.log(2)  # no pair at all: a factor of 2 either way, said as such
 def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str = "") -> Calibration:
     """A group's Calibration from backtest rows, without `leave_out_source`'s pairs: its own pairs,
     too few: its class's, too few: every pair."""
-    klass = group.rsplit(", ", 1)[0]
+    klass, step = group.rsplit(", ", 1)
     misses = pair_misses(rows, leave_out_source, same_stack=klass == SAME_DIE)
     where = {r["pair"]: (r["group"], r["pair_class"]) for r in rows}
+    pair_class_of = {r["pair"]: r["pair_class"] for r in rows}
+    if klass == NEXT_GENERATION:
+        # a move to another die family: the publishers' own such pairs change their recipe with it;
+        # where the change is a dense step's (its pipeline bubble modelled, knobs.py), their misses
+        # are the architecture move's plus the recipe's: at least as wide as the move alone needs
+        moves = {r["pair"]: r.get("move") == NEXT_GENERATION and (r["pair_class"] == NEXT_GENERATION or
+                                                                   r["step"] != MOE) for r in rows}
+        where = {p: ((f"{NEXT_GENERATION}, {step}" if r["step"] == step else r["group"]), NEXT_GENERATION)
+                 if moves[p] else (r["group"], r["pair_class"]) for p, r in ((r["pair"], r) for r in rows)}
     for fallback, chosen in (("", [m for m in misses if where[m.pair][0] == group]),
                              ("class", [m for m in misses if where[m.pair][1] == klass]),
                              ("all", misses)):
@@ -267,6 +287,10 @@ def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str =
     else:
         low, high = conformal_ends([m.value for m in chosen])
     extra, extra_half = "", 0.0
+    changed = sum(1 for m in chosen if klass == NEXT_GENERATION and pair_class_of[m.pair] == CONFIG_CHANGED)
+    if changed:
+        extra = (f"{changed} of those pairs with the publisher's recipe changed with the GPU (a dense step's "
+                 "pipeline bubble modelled)")
     if klass == CONFIG_CHANGED and fallback == "all" and group.rsplit(", ", 1)[1] == MOE:
         # ranged by pairs whose configuration did not change, for a change the model does not see
         extra, extra_half = (f"widened x{math.exp(RECONFIG_ALLOWANCE):.2f} either way for an MoE step's configuration "
