@@ -361,6 +361,7 @@ def test_a_cross_vendor_forecast_says_which_stack_prior_it_used():
 @pytest.mark.parametrize("folder, cand, measured_speedup, word", [
     ("results/h100-node-10/node", "H200", 424.1 / 386.6, "dearer"),
     ("results/h200-precision-7/node", "H100", 386.6 / 424.1, "cheaper"),
+    ("results/h100-node-13/node", "H200", 424.1 / 385.8, "dearer"),  # a second H100 machine
 ])
 def test_the_measured_h100_h200_pair_is_held_by_the_forecast_both_ways(folder, cand, measured_speedup, word,
                                                                        tmp_path, capsys):
