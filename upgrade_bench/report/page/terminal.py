@@ -142,6 +142,9 @@ def estimate_words(o, candidate: str) -> str:
     return f"which {candidate}'s memory would not hold either by estimate ({need_words(b)}, more than its HBM)"
 
 
+NO_FIT_WORDS = "does not fit"  # a verb of its own: "is cheaper at 8K; does not fit at 32K"
+
+
 def bottom_line(number: int, w) -> list:
     """Per candidate of workload `w` (yours): its calls by lengths, the price it pays off below, and
     the lengths only one GPU of the pair runs."""
@@ -154,7 +157,7 @@ def bottom_line(number: int, w) -> list:
                 runs[-1][2] = r.seq_lens[-1]
             else:
                 runs.append([r.word, r.seq_lens[0], r.seq_lens[-1]])
-        calls = "; ".join(f"{SHORT_CALLS[word] if word != NO_FIT else 'does not fit'} at {seq_label(first)}"
+        calls = "; ".join(f"{SHORT_CALLS[word] if word != NO_FIT else NO_FIT_WORDS} at {seq_label(first)}"
                           + (f"-{seq_label(last)}" if last != first else "") for word, first, last in runs)
         only = only_words([o for o in w.only if (o.candidate, o.source) == cand], cand[0])
         if not (calls or only):
@@ -162,7 +165,8 @@ def bottom_line(number: int, w) -> list:
         pays = [p for r in regimes if r.word not in (None, NO_FIT) for ends in r.break_even_ends for p in ends]
         price = regimes[0].prices[1] if regimes else None
         text = (f"Bottom line [{number}]: {cand[0]} ({cand[1]})"
-                + (f" at ${price:.2f}/GPU-hour" if price else ", without a price,") + (f" is {calls}" if calls else "")
+                + (f" at ${price:.2f}/GPU-hour" if price else ", without a price,")
+                + ((f" {calls}" if calls.startswith(NO_FIT_WORDS) else f" is {calls}") if calls else "")
                 + (f"; it pays off below ${_range(pays)}/GPU-hour" if pays else "")
                 + (f"{'; ' if calls else ': '}{only}" if only else "") + ".")
         out += _wrapped(text, "")
