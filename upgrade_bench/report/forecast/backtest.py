@@ -21,8 +21,8 @@ from ..read.series import Series, seq_label
 from ..text.tables import fmt, md_table
 from ..compare.verdict import ratio
 
-BACKTEST_COLUMNS = ("pair", "source", "release", "gpus", "model", "like_for_like", "differs", "kind", "pair_class", "step",
-                    "group", "metric",
+BACKTEST_COLUMNS = ("pair", "source", "release", "gpus", "model", "like_for_like", "differs", "kind", "pair_class", "move",
+                    "step", "group", "metric",
                     "seq_len", "split", "layout", "model_forecast", "forecast", "forecast_low", "forecast_high", "half_width",
                     "published", "error", "model_error", "calibrated_on", "naive_peak", "naive_mamf",
                     "naive_bandwidth", "platform")

@@ -66,6 +66,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
+from . import model as forecast_model
 from ..read.series import normalise_dtype
 
 ATTENTION_BOUND_SHARE = 0.5   # more of the step's FLOPs in quadratic attention than in the rest
@@ -125,7 +126,7 @@ def pair_class(base, cand, config_changed: bool = False) -> str:
         return CROSS_VENDOR
     if base.die and base.die == cand.die:
         return SAME_DIE
-    return REFRESH if base.family and base.family == cand.family else NEXT_GENERATION
+    return REFRESH if forecast_model.move_of(base, cand) == forecast_model.SAME_FAMILY else NEXT_GENERATION
 
 
 def group_of(klass: str, step: str) -> str:
@@ -263,6 +264,8 @@ def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str =
     too few: its class's, too few: every pair."""
     klass, step = group.rsplit(", ", 1)
     misses = pair_misses(rows, leave_out_source, same_stack=klass == SAME_DIE)
+    if klass == SAME_DIE:
+        misses = one_per_mirror(misses)
     where = {r["pair"]: (r["group"], r["pair_class"]) for r in rows}
     pair_class_of = {r["pair"]: r["pair_class"] for r in rows}
     if klass == NEXT_GENERATION:
@@ -289,8 +292,8 @@ def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str =
     extra, extra_half = "", 0.0
     changed = sum(1 for m in chosen if klass == NEXT_GENERATION and pair_class_of[m.pair] == CONFIG_CHANGED)
     if changed:
-        extra = (f"{changed} of those pairs with the publisher's recipe changed with the GPU (a dense step's "
-                 "pipeline bubble modelled)")
+        extra = (f"{changed} of those pairs with the publisher's recipe changed with the GPU (of the changes only a "
+                 "pipeline bubble is modelled)")
     if klass == CONFIG_CHANGED and fallback == "all" and group.rsplit(", ", 1)[1] == MOE:
         # ranged by pairs whose configuration did not change, for a change the model does not see
         extra, extra_half = (f"widened x{math.exp(RECONFIG_ALLOWANCE):.2f} either way for an MoE step's configuration "
@@ -299,11 +302,34 @@ def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str =
                        kind=kind, extra=extra, extra_half=extra_half, how=how)
 
 
+def one_per_mirror(misses: list) -> list:
+    """[Miss] with a pair and its mirror (the same two runs, each forecast from the other) as one:
+    their mean, the mirror's miss negated. A same-die pair is read either way (reciprocity), so its
+    two readings are one observation of the pair, not two."""
+    out, at = [], {}
+    for m in misses:
+        base, _, cand = m.pair.partition(" -> ")  # "base run -> candidate run"
+        if cand and (cand, base) in at:
+            i = at[(cand, base)]
+            out[i] = replace(out[i], value=(out[i].value - m.value) / 2)
+        else:
+            at[(base, cand)] = len(out)
+            out.append(m)
+    return out
+
+
+CLASSES = (SAME_DIE, REFRESH, NEXT_GENERATION, CROSS_VENDOR, CONFIG_CHANGED)
+STEPS = (DENSE, MOE, FINE_TUNING)
+
+
 def calibration(rows: list) -> dict:
     """{group: Calibration} for forecasts on the page, from every backtest row (none of them is
-    the workload forecast), each with its leave-one-source-out coverage in the backtest."""
+    the workload forecast), each with its leave-one-source-out coverage in the backtest; every
+    class and step kind's group, with no published figure of its own where none has one (its
+    class's pairs range it, said so)."""
     out = {}
-    for group in sorted({r["group"] for r in rows}):
+    groups = {r["group"] for r in rows} | ({group_of(k, s) for k in CLASSES for s in STEPS} if rows else set())
+    for group in sorted(groups):
         cal = fit(rows, group)
         mine = [r for r in rows if r["group"] == group and r.get("published")]
         inside = sum(1 for r in mine if r["forecast_low"] <= r["published"] <= r["forecast_high"])

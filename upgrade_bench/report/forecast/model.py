@@ -175,7 +175,8 @@ def compute_top(base: GPUSpec, cand: GPUSpec, precision: str, hw: dict) -> Ratio
 
 
 # The parts whose kernels run at the SM clock: a node whose matmuls fell short of its reference
-# (a power cap, a slow part) ran these short of its hardware too.
+# (a power cap, a slow part) ran these short of its hardware too (the ceiling's credit and a healthy
+# candidate's forecast, series.healthy_tflops).
 CLOCK_BOUND = ("attention", "gemm", "dense")
 
 
@@ -184,16 +185,18 @@ def ceiling(hw: dict, parts: dict, base_share: float | None = None) -> float:
     the largest, over the step's parts, of what bounds each (compute: compute_top; bandwidth:
     HBM; link: the interconnect; host: none). A sum of parts each sped up at most so is sped up
     at most the largest. `base_share`: the baseline node's MAMF over its reference where the node
-    check measured it short (below 1): the ratios are the reference figures', so a candidate at its
-    own reference can give the clock-bound parts that shortfall back as well (issue 52: an H200
-    node power-capped at 94% of its reference, an H100 at 98%, ran the H100's attention 1.04x the
-    H200's on one die)."""
-    compute = hw["compute_top"].mid
+    check measured it short (below 1; the reference the node check used: the published MAMF, or a
+    --reference node's): the ratios are the reference figures', so a candidate at its own reference
+    can give the compute bounds of the clock-bound parts (CLOCK_BOUND) that shortfall back as well,
+    not their bandwidth bounds (issue 52: an H200 node power-capped at 94% of its reference, an
+    H100 at 98%, ran the H100's attention 1.04x the H200's on one die)."""
     credit = 1.0 / base_share if base_share and base_share < 1.0 else 1.0
-    by_bound = {"attention": max(hw["attention_peak"].mid, hw["hbm"].mid, hw.get("attention", hw["hbm"]).high),
-                "gemm": max(compute, hw["gemm"].high), "dense": max(compute, hw["other"].high), "other": max(hw["hbm"].mid, hw["other"].high),
+    compute = hw["compute_top"].mid * credit
+    attention = max(hw["attention_peak"].mid, hw.get("attention", hw["hbm"]).high) * credit
+    by_bound = {"attention": max(attention, hw["hbm"].mid), "gemm": max(compute, hw["gemm"].high * credit),
+                "dense": max(compute, hw["other"].high), "other": max(hw["hbm"].mid, hw["other"].high),
                 "comm": hw["comm"].high, "fixed": max(1.0, hw["comm"].high), "host": 1.0}
-    return max(by_bound.get(b, compute) * (credit if b in CLOCK_BOUND else 1.0) for b in parts)
+    return max(by_bound.get(b, compute) for b in parts)
 
 
 def power_ratio(base: GPUSpec, cand: GPUSpec) -> float | None:

@@ -11,7 +11,7 @@ candidate's hardware can give the step (model.ceiling); each row says how often 
 The candidate is assumed at the same share of its reference (MAMF) as the baseline node reached:
 the ratios are the reference figures' and the baseline's step carries its node's shortfall.
 Where the node check measured that share below 100%, each row also gives a healthy candidate's
-TFLOPS (at its full reference), the GEMM-bound parts sped up by the shortfall.
+TFLOPS (at its full reference), the clock-bound parts (attention, GEMMs) sped up by the shortfall.
 """
 import math
 from dataclasses import dataclass, field, replace
@@ -23,7 +23,6 @@ from ..read.series import Series
 from ..compare.verdict import break_even_usd_per_gpu_hour, call, ratio, tokens_per_s_per_gpu, usd_per_mtok
 
 FORECAST = "forecast"
-GEMM_BOUND = ("gemm", "dense")  # the parts a node's matmul shortfall slows
 
 
 @dataclass(frozen=True)
@@ -237,10 +236,11 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
 def healthy_tflops(parts: dict, r: dict, factor: float, cal: calibration.Calibration, node: NodeHealth | None,
                    point: dict) -> float | None:
     """The middle TFLOPS of a healthy candidate (at its full reference) where the baseline node's
-    MAMF fell short of its reference: the GEMM-bound parts sped up by the shortfall; else None."""
-    if not node or not node.share or node.share >= 1.0 or not any(b in parts for b in GEMM_BOUND):
+    MAMF fell short of its reference: the clock-bound parts (model.CLOCK_BOUND) sped up by the
+    shortfall; else None."""
+    if not node or not node.share or node.share >= 1.0 or not any(b in parts for b in forecast_model.CLOCK_BOUND):
         return None
-    healthy = {b: (replace(x, mid=x.mid / node.share) if b in GEMM_BOUND else x) for b, x in r.items()}
+    healthy = {b: (replace(x, mid=x.mid / node.share) if b in forecast_model.CLOCK_BOUND else x) for b, x in r.items()}
     step_ms = cal.step_ms(forecast_model.scale(parts, healthy).step_ms / factor)[0]
     return point["model_tflop_per_step"] / step_ms * 1e3
 
