@@ -385,6 +385,35 @@ def test_a_cross_vendor_forecast_says_which_stack_prior_it_used():
     assert not any("mlperf" in str(f).lower() for f in stacks.figures())
 
 
+def test_a_stack_prior_missing_its_kind_takes_its_vendors_stacks_and_one_figure_is_never_exact():
+    h100, mi300x, mi355x = (gpus.lookup(n) for n in ("H100", "MI300X", "MI355X"))
+    # NeMo publishes no bf16 dense step: NVIDIA's stacks together (torchtitan's 33-58%, this project's 39-55%)
+    pooled, words = stacks.prior_for(stacks.NEMO, "bf16", "dense")
+    by_hand = sorted([0.33, 0.39, 0.563, 0.582] + [t / 989 for t in (386.6, 424.1, 504.2, 546.1)])
+    assert pooled.figures == 8 and pooled.mid == pytest.approx((by_hand[3] + by_hand[4]) / 2)
+    assert "NVIDIA's published stacks together" in words
+    # ROCm's bf16 dense prior is one figure: its spread is the table's widest, not zero
+    rocm, _ = stacks.prior_for(stacks.ROCM, "bf16", "dense")
+    assert rocm.figures == 1 and rocm.spread == 0.0 and stacks.spread_of(rocm) == stacks.widest_spread()
+    factor, widen, words = stacks.cross_stack(mi300x, h100, "bf16", "dense")
+    assert widen == pytest.approx(stacks.widest_spread() + pooled.spread) and "under 3 figures" in words
+    assert factor == 1.0 and "not applied" in words  # one figure of another workload moves no middle
+    # a fine-tuning step where ROCm publishes none: its dense steps' (NVIDIA's SFT/LoRA sit at their dense MFU)
+    rocm_fp8, words = stacks.prior_for(stacks.ROCM, "fp8", "fine-tuning")
+    assert rocm_fp8 == stacks.priors()[(stacks.ROCM, "fp8", "dense")] and "dense steps'" in words
+    nemo_ft = stacks.priors()[(stacks.NEMO, "fp8", "fine-tuning")]
+    factor, _widen, _words = stacks.cross_stack(h100, mi300x, "fp8", "fine-tuning")  # no fp8 MAMF of the MI300X
+    assert factor == pytest.approx(rocm_fp8.mid / nemo_ft.mid)
+    # a page's baseline is this suite's logs: its own stack's prior, not NeMo's (fp8: NVIDIA's stacks together)
+    cal, factor, _allowance = forecasts.group_and_stack("H100 SXM", "MI355X", {}, {}, "dense-bound, bf16")
+    assert "over this project (torch + DeepSpeed) bf16 dense" in cal.stack and factor == 1.0
+    cal, factor, _allowance = forecasts.group_and_stack("H100 SXM", "MI355X", {"PRECISION": "fp8-tensorwise"}, {},
+                                                        "dense-bound, fp8")
+    nvidia_fp8, _ = stacks.prior_for(stacks.PROJECT, "fp8", "dense")
+    assert "over NVIDIA's published stacks fp8 dense" in cal.stack and nvidia_fp8.figures >= 30
+    assert factor == pytest.approx(stacks.priors()[(stacks.ROCM, "fp8", "dense")].mid / nvidia_fp8.mid)
+
+
 @pytest.mark.parametrize("folder, cand, measured_speedup, word", [
     ("results/h100-node-10/node", "H200", 424.1 / 386.6, "dearer"),
     ("results/h200-precision-7/node", "H100", 386.6 / 424.1, "cheaper"),

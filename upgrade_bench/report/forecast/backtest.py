@@ -64,7 +64,7 @@ def forecast_run(run: dict, cand: str, leave_out_source: str | None = None,
     backend = run["header"].get("attn_backend")
     base_spec, cand_spec = gpus.lookup(base), gpus.lookup(cand)
     factor, widen, _words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config),
-                                               leave_out_source)
+                                               leave_out_source, base_stack_of(run["header"]))
     allowance = math.exp(widen) * max(factor, 1.0)
     power_bound = node.power_bound if node else None
 
@@ -115,6 +115,11 @@ def node_health(run_id: str) -> forecasts.NodeHealth | None:
     return forecasts.health_of(checks[0]) if len(checks) == 1 else None
 
 
+def base_stack_of(run_header: dict) -> str | None:
+    """The training stack (stacks.py) a published baseline run trained with: its source's."""
+    return stacks.SOURCE_STACK.get(backtest_source(run_header))
+
+
 def parts_ratio(parts: dict, r: dict) -> tuple:
     """(mid, low, high) speedup of the kernel parts `parts` ({bound: ms}) together, each at its own
     ratio: a bucket that holds several (a decomposition's "everything else": its GEMMs and other
@@ -153,7 +158,8 @@ def backtest(records: list) -> list:
         changed = any(not d.startswith("CONTAINER") for d in differs)
         klass, step = calibration.pair_class(base_spec, cand_spec, changed), calibration.step_kind(_config(base))
         source_key = backtest_source(cand["header"])
-        _factor, stack_half, stack_words = stacks.cross_stack(base_spec, cand_spec, precision, step, source_key)
+        _factor, stack_half, stack_words = stacks.cross_stack(base_spec, cand_spec, precision, step, source_key,
+                                                              base_stack_of(base["header"]))
         layout = knobs.config_factor(_config(base), _config(cand))  # the pipeline bubble each side pays
         for (metric, n), (mid, _low, _high, top, base_value, how, share) in sorted(
                 forecast_run(base, _gpu(cand), source_key, node_health(base_id)).items()):

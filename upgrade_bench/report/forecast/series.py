@@ -175,7 +175,9 @@ def group_and_stack(base: str, cand: str, config: dict, calibrations: dict, kind
     step = calibration.step_kind(config)
     group = calibration.group_of(calibration.pair_class(base_spec, cand_spec), step)
     cal = calibration.for_group(calibrations, group, kind)
-    factor, widen, words = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step)
+    # the baseline is this suite's logs (or the guide's published series, its scripts the same stack)
+    factor, widen, words = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step,
+                                              base_stack=stacks.PROJECT)
     cal = replace(cal, stack=words, stack_half=widen)
     return cal, factor, math.exp(widen) * max(factor, 1.0)
 

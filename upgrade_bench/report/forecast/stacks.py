@@ -6,9 +6,13 @@ The forecast's ratios carry the baseline's software efficiency over to the candi
 where the buyer's own stack moves with them (one vendor: the same torch, DeepSpeed, NeMo). Across
 vendors it does not: the candidate runs another vendor's stack, whose share of its peak is its
 own. There the forecast applies the two stacks' priors (`cross_stack`): the candidate's MFU
-prior over the baseline's, over what the MAMF ratio the model used already says of the two
-parts' matmul efficiency; and widens the range by both priors' spreads. A stack with no published
-figure of a kind gets no factor and the table's widest spread, said so.
+prior (its vendor's stack) over the baseline's (the stack it ran: this project's for a page's
+logs, a published run's source's in the backtest), over what the MAMF ratio the model used already
+says of the two parts' matmul efficiency; and widens the range by both priors' spreads. A stack
+with no figure of the precision and step kind takes its vendor's stacks' figures of that kind
+together, and a fine-tuning step the stack's dense steps' (`prior_for`); a prior of fewer than
+MIN_FIGURES figures moves nothing and carries the table's widest spread, not its own (one figure:
+none); with no figure at all, no factor and the widest spread, said so.
 
 MLPerf Training results are not here and never fitted: they are the forecast's independent check.
 
@@ -40,8 +44,15 @@ from . import calibration, model as forecast_model
 NEMO, TORCHTITAN, PROJECT, ROCM = ("NVIDIA NeMo / Megatron-Bridge", "torchtitan", "this project (torch + DeepSpeed)",
                                    "AMD ROCm (Primus / Megatron-LM)")
 VENDOR_STACK = {"nvidia": NEMO, "amd": ROCM}  # the stack a candidate of a vendor is assumed to train with
+STACK_VENDOR = {NEMO: "nvidia", TORCHTITAN: "nvidia", PROJECT: "nvidia", ROCM: "amd"}
+VENDOR_NAME = {"nvidia": "NVIDIA", "amd": "AMD"}
+# the stack each published source's runs trained with; the guide's scripts are this project's stack
+# (transformers and DeepSpeed), as is every log of this suite (a page's baseline)
 SOURCE_STACK = {published_runs.MEGATRON_BRIDGE: NEMO, published_runs.NEMO_FRAMEWORK: NEMO,
-                published_runs.AMD_PRIMUS: ROCM}  # the stack each published source's runs trained with
+                published_runs.AMD_PRIMUS: ROCM, "guide": PROJECT, "project": PROJECT}
+# A prior of fewer figures has no spread to speak of (one figure: none at all): it takes the widest
+# spread of the priors that have this many, rather than claim it is exact.
+MIN_FIGURES = 3
 
 TORCHTITAN_SOURCE = ("torchtitan docs/performance.md, https://github.com/pytorch/torchtitan/blob/"
                      "eaea6f6a2fa940f03a10906be1df3489cf30af85/docs/performance.md")
@@ -78,7 +89,7 @@ class Prior:
 
     def words(self) -> str:
         return (f"{self.stack} {self.precision} {self.step}: MFU {self.mid:.0%} ({self.low:.0%}-{self.high:.0%}, "
-                f"{self.figures} published figures)")
+                f"{self.figures} published figure{'s' if self.figures != 1 else ''})")
 
 
 def figures() -> list:
@@ -108,30 +119,68 @@ def priors(leave_out_source: str | None = None) -> dict:
 
 
 def widest_spread() -> float:
-    return max(p.spread for p in priors().values())
+    """The widest spread of the priors of MIN_FIGURES figures or more."""
+    return max(p.spread for p in priors().values() if p.figures >= MIN_FIGURES)
 
 
-def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | None = None) -> tuple:
+def spread_of(p: Prior) -> float:
+    """A prior's half log range, or the table's widest where it has too few figures to show one."""
+    return p.spread if p.figures >= MIN_FIGURES else max(p.spread, widest_spread())
+
+
+def prior_for(stack: str, precision: str, step: str, leave_out_source: str | None = None) -> tuple:
+    """(Prior or None, words of any stand-in) a side training with `stack` is given: the stack's own
+    prior of the precision and step kind; else its vendor's stacks' figures of that kind together;
+    for a fine-tuning step without either, the dense pre-training step's (NVIDIA's published SFT
+    and LoRA steps sit at their dense steps' MFU: 36.5% against 37.1% at fp8)."""
+    table = priors(leave_out_source)
+    vendor = STACK_VENDOR[stack]
+    for kind in ((step, calibration.DENSE) if step == calibration.FINE_TUNING else (step,)):
+        stand_in = "" if kind == step else f"; its {kind} steps' for a {step} step"
+        if (stack, precision, kind) in table:
+            return table[(stack, precision, kind)], stand_in.removeprefix("; ")
+        pooled = [mfu for s, _gpu, prec, k, mfu, _src, key in figures()
+                  if STACK_VENDOR[s] == vendor and prec == precision and k == kind and key != leave_out_source]
+        if pooled:
+            name = f"{VENDOR_NAME[vendor]}'s published stacks"
+            words = f"none of {stack} ({precision}, {kind}): {name} together" + stand_in
+            return Prior(name, precision, kind, statistics.median(pooled), min(pooled), max(pooled),
+                         len(pooled)), words
+    return None, ""
+
+
+def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | None = None,
+                base_stack: str | None = None) -> tuple:
     """(factor on the candidate's forecast TFLOPS, log half width it adds, words) where the
     baseline and candidate GPUs (GPUSpecs) are of different vendors; (1.0, 0.0, '') otherwise.
-    The factor: the candidate stack's MFU prior over the baseline's, over what the model's MAMF
-    ratio already carries (the candidate's MAMF/peak over the baseline's, where both have one); priors without
-    `leave_out_source`'s figures (the backtest's source predicted)."""
+    The factor: the candidate stack's MFU prior (its vendor's, VENDOR_STACK) over the baseline's
+    (`base_stack`, the stack the baseline ran: this project's for a page's logs; its vendor's
+    where not said), over what the model's MAMF ratio already carries (the candidate's MAMF/peak
+    over the baseline's, where both have one); priors without `leave_out_source`'s figures (the
+    backtest's source predicted), each found by prior_for, each adding its spread (spread_of)."""
     if not (base.vendor and cand.vendor) or base.vendor == cand.vendor:
         return 1.0, 0.0, ""
-    table = priors(leave_out_source)
-    mine = [table.get((VENDOR_STACK[spec.vendor], precision, step)) for spec in (base, cand)]
+    stacks = (base_stack or VENDOR_STACK[base.vendor], VENDOR_STACK[cand.vendor])
+    found = [prior_for(stack, precision, step, leave_out_source) for stack in stacks]
+    stand_ins = "; ".join(words for _p, words in found if words)
+    mine = [p for p, _words in found]
     if not all(mine):
-        missing = " and ".join(VENDOR_STACK[spec.vendor] for spec, p in zip((base, cand), mine) if not p)
-        half = widest_spread() * sum(1 for p in mine if not p) + sum(p.spread for p in mine if p)
+        missing = " and ".join(stack for stack, p in zip(stacks, mine) if not p)
+        half = widest_spread() * sum(1 for p in mine if not p) + sum(spread_of(p) for p in mine if p)
         return 1.0, half, (f"stack prior: none published here for {missing} ({precision}, {step}); the model's "
                            f"middle, ranged wider by the widest prior spread of the table")
     pb, pc = mine
+    half = spread_of(pb) + spread_of(pc)
+    few = [p for p in (pb, pc) if p.figures < MIN_FIGURES]
+    if few:  # a figure or two of another workload: not enough to move the middle, only to widen the range
+        return 1.0, half, (f"stack prior not applied: {pc.words()} over {pb.words()}"
+                           + (f" ({stand_ins})" if stand_ins else "") + f"; {' and '.join(p.stack for p in few)}: "
+                           f"under {MIN_FIGURES} figures, the model's middle, ranged wider by the table's widest spread")
     # the model's matmul ratio is the sustained (MAMF) ratio only where both parts have one; else the
     # peak and bandwidth ratios, which carry no efficiency of either part
     sustained = [forecast_model.sustained_mamf(spec, precision)[0] for spec in (base, cand)]
     efficiency = ([m / spec.peak_tflops(precision) for m, spec in zip(sustained, (base, cand))]
                   if all(sustained) else [1.0, 1.0])
     factor = (pc.mid / pb.mid) / (efficiency[1] / efficiency[0])
-    return factor, pb.spread + pc.spread, (f"stack prior applied, x{factor:.2f}: {pc.words()} over {pb.words()}, "
-                                           "over the MAMF-to-peak ratio the model already used")
+    return factor, half, (f"stack prior applied, x{factor:.2f}: {pc.words()} over {pb.words()}, over the "
+                          "MAMF-to-peak ratio the model already used" + (f" ({stand_ins})" if stand_ins else ""))
