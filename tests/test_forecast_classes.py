@@ -414,6 +414,24 @@ def test_a_stack_prior_missing_its_kind_takes_its_vendors_stacks_and_one_figure_
     assert factor == pytest.approx(stacks.priors()[(stacks.ROCM, "fp8", "dense")].mid / nvidia_fp8.mid)
 
 
+def test_a_stack_prior_over_mamf_is_its_own_gpus_share_of_their_mamf(monkeypatch):
+    # ROCm's bf16 figure ran on an MI325X (MAMF 784.9 of its 1300 peak), not on the MI300X forecast (668.4)
+    one = stacks.prior_of("rocm", "bf16", "dense", [(0.397, "MI325X")])
+    assert one.mamf_share == pytest.approx(0.397 * 1300 / 784.9)
+    assert stacks.prior_of("rocm", "fp8", "dense", [(0.3, "MI325X")]).mamf_share is None  # no fp8 MAMF
+    # with three ROCm bf16 figures (two made up here) the factor is the two stacks' shares of their own
+    # GPUs' MAMF: the MI300X's lower MAMF is the model's matmul ratio already, not the prior's
+    published = stacks.priors()[(stacks.ROCM, "bf16", "dense")].mid  # AMD's 70B BF16 run: 39.7%
+    extra = [(stacks.ROCM, "MI325X", "bf16", "dense", mfu, "made up", "made-up") for mfu in (0.35, 0.45)]
+    real = stacks.figures()
+    monkeypatch.setattr(stacks, "figures", lambda: real + extra)
+    factor, _widen, words = stacks.cross_stack(gpus.lookup("H100"), gpus.lookup("MI300X"), "bf16", "dense",
+                                               base_stack=stacks.PROJECT)
+    project = sorted(t / 794.5 for t in (386.6, 424.1, 504.2, 546.1))
+    rocm = published * 1300 / 784.9  # the median of 0.35, 0.397 and 0.45, each over 784.9 / 1300
+    assert factor == pytest.approx(rocm / ((project[1] + project[2]) / 2)) and "over its GPUs' MAMF" in words
+
+
 @pytest.mark.parametrize("folder, cand, measured_speedup, word", [
     ("results/h100-node-10/node", "H200", 424.1 / 386.6, "dearer"),
     ("results/h200-precision-7/node", "H100", 386.6 / 424.1, "cheaper"),

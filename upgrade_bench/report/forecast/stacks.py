@@ -7,8 +7,9 @@ where the buyer's own stack moves with them (one vendor: the same torch, DeepSpe
 vendors it does not: the candidate runs another vendor's stack, whose share of its peak is its
 own. There the forecast applies the two stacks' priors (`cross_stack`): the candidate's MFU
 prior (its vendor's stack) over the baseline's (the stack it ran: this project's for a page's
-logs, a published run's source's in the backtest), over what the MAMF ratio the model used already
-says of the two parts' matmul efficiency; and widens the range by both priors' spreads. A stack
+logs, a published run's source's in the backtest); where the model's matmul ratio is the two
+parts' MAMF ratio, each prior as a share of its own figures' GPUs' MAMF (Prior.mamf_share), not of
+their peaks; and widens the range by both priors' spreads. A stack
 with no figure of the precision and step kind takes its vendor's stacks' figures of that kind
 together, and a fine-tuning step the stack's dense steps' (`prior_for`); a prior of fewer than
 MIN_FIGURES figures moves nothing and carries the table's widest spread, not its own (one figure:
@@ -81,6 +82,7 @@ class Prior:
     low: float
     high: float
     figures: int
+    mamf_share: float | None = None  # the median of its figures over their GPUs' sustained matmul rate (MAMF)
 
     @property
     def spread(self) -> float:
@@ -109,13 +111,26 @@ def figures() -> list:
     return out + list(OTHER_FIGURES)
 
 
+def prior_of(stack: str, precision: str, step: str, found: list) -> Prior:
+    """The Prior of `found` [(MFU, GPU table name)]: their median MFU, its range, and the median of
+    each over its GPU's MAMF-to-peak ratio where every GPU has a sustained MAMF of the precision."""
+    mfus = [mfu for mfu, _gpu in found]
+    shares = []
+    for mfu, gpu in found:
+        spec = gpus.lookup(gpu)
+        mamf = forecast_model.sustained_mamf(spec, precision)[0]
+        shares.append(mfu * spec.peak_tflops(precision) / mamf if mamf and spec.peak_tflops(precision) else None)
+    return Prior(stack, precision, step, statistics.median(mfus), min(mfus), max(mfus), len(mfus),
+                 statistics.median(shares) if all(shares) else None)
+
+
 def priors(leave_out_source: str | None = None) -> dict:
     """{(stack, precision, step kind): Prior} over figures(), without `leave_out_source`'s."""
     found = {}
-    for stack, _gpu, precision, step, mfu, _source, key in figures():
+    for stack, gpu, precision, step, mfu, _source, key in figures():
         if key != leave_out_source:
-            found.setdefault((stack, precision, step), []).append(mfu)
-    return {key: Prior(*key, statistics.median(v), min(v), max(v), len(v)) for key, v in found.items()}
+            found.setdefault((stack, precision, step), []).append((mfu, gpu))
+    return {key: prior_of(*key, v) for key, v in found.items()}
 
 
 def widest_spread() -> float:
@@ -139,13 +154,12 @@ def prior_for(stack: str, precision: str, step: str, leave_out_source: str | Non
         stand_in = "" if kind == step else f"; its {kind} steps' for a {step} step"
         if (stack, precision, kind) in table:
             return table[(stack, precision, kind)], stand_in.removeprefix("; ")
-        pooled = [mfu for s, _gpu, prec, k, mfu, _src, key in figures()
+        pooled = [(mfu, gpu) for s, gpu, prec, k, mfu, _src, key in figures()
                   if STACK_VENDOR[s] == vendor and prec == precision and k == kind and key != leave_out_source]
         if pooled:
             name = f"{VENDOR_NAME[vendor]}'s published stacks"
             words = f"none of {stack} ({precision}, {kind}): {name} together" + stand_in
-            return Prior(name, precision, kind, statistics.median(pooled), min(pooled), max(pooled),
-                         len(pooled)), words
+            return prior_of(name, precision, kind, pooled), words
     return None, ""
 
 
@@ -176,11 +190,12 @@ def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | N
         return 1.0, half, (f"stack prior not applied: {pc.words()} over {pb.words()}"
                            + (f" ({stand_ins})" if stand_ins else "") + f"; {' and '.join(p.stack for p in few)}: "
                            f"under {MIN_FIGURES} figures, the model's middle, ranged wider by the table's widest spread")
-    # the model's matmul ratio is the sustained (MAMF) ratio only where both parts have one; else the
-    # peak and bandwidth ratios, which carry no efficiency of either part
-    sustained = [forecast_model.sustained_mamf(spec, precision)[0] for spec in (base, cand)]
-    efficiency = ([m / spec.peak_tflops(precision) for m, spec in zip(sustained, (base, cand))]
-                  if all(sustained) else [1.0, 1.0])
-    factor = (pc.mid / pb.mid) / (efficiency[1] / efficiency[0])
-    return factor, half, (f"stack prior applied, x{factor:.2f}: {pc.words()} over {pb.words()}, over the "
-                          "MAMF-to-peak ratio the model already used" + (f" ({stand_ins})" if stand_ins else ""))
+    # the model's matmul ratio is the sustained (MAMF) ratio where both parts have one: a stack's share of
+    # its GPUs' MAMF is what it adds (each prior's own GPUs', not the pair's); else the peak and bandwidth
+    # ratios, which carry no efficiency of either part: its share of the peak (MFU)
+    on_mamf = all(forecast_model.sustained_mamf(spec, precision)[0] for spec in (base, cand)) and \
+        pb.mamf_share and pc.mamf_share
+    factor = pc.mamf_share / pb.mamf_share if on_mamf else pc.mid / pb.mid
+    return factor, half, (f"stack prior applied, x{factor:.2f}: {pc.words()} over {pb.words()}"
+                          + (", each over its GPUs' MAMF, as the model's matmul ratio is" if on_mamf else "")
+                          + (f" ({stand_ins})" if stand_ins else ""))
