@@ -388,30 +388,39 @@ def test_a_cross_vendor_forecast_says_which_stack_prior_it_used():
 def test_a_stack_prior_missing_its_kind_takes_its_vendors_stacks_and_one_figure_is_never_exact():
     h100, mi300x, mi355x = (gpus.lookup(n) for n in ("H100", "MI300X", "MI355X"))
     # NeMo publishes no bf16 dense step: NVIDIA's stacks together (torchtitan's 33-58%, this project's 39-55%)
-    pooled, words = stacks.prior_for(stacks.NEMO, "bf16", "dense")
+    pooled = stacks.prior_for(stacks.NEMO, "bf16", "dense")
     by_hand = sorted([0.33, 0.39, 0.563, 0.582] + [t / 989 for t in (386.6, 424.1, 504.2, 546.1)])
     assert pooled.figures == 8 and pooled.mid == pytest.approx((by_hand[3] + by_hand[4]) / 2)
-    assert "NVIDIA's published stacks together" in words
-    # ROCm's bf16 dense prior is one figure: its spread is the table's widest, not zero
-    rocm, _ = stacks.prior_for(stacks.ROCM, "bf16", "dense")
+    assert "NVIDIA's published stacks together" in pooled.stand_in
+    # ROCm's bf16 dense prior is one figure: its spread is the table's widest, not zero, and it moves no middle
+    rocm = stacks.prior_for(stacks.ROCM, "bf16", "dense")
     assert rocm.figures == 1 and rocm.spread == 0.0 and stacks.spread_of(rocm) == stacks.widest_spread()
     factor, widen, words = stacks.cross_stack(mi300x, h100, "bf16", "dense")
     assert widen == pytest.approx(stacks.widest_spread() + pooled.spread) and "under 3 figures" in words
-    assert factor == 1.0 and "not applied" in words  # one figure of another workload moves no middle
-    # a fine-tuning step where ROCm publishes none: its dense steps' (NVIDIA's SFT/LoRA sit at their dense MFU)
-    rocm_fp8, words = stacks.prior_for(stacks.ROCM, "fp8", "fine-tuning")
-    assert rocm_fp8 == stacks.priors()[(stacks.ROCM, "fp8", "dense")] and "dense steps'" in words
+    assert factor == 1.0 and "not applied" in words and "MFU 40% (1 figure)" in words
+    # a fine-tuning step where ROCm publishes none: its dense steps' (NVIDIA's SFT/LoRA sit at their dense MFU),
+    # the middle moved, the range as wide as the table's widest spread allows: a borrowed spread is no spread
+    rocm_fp8 = stacks.prior_for(stacks.ROCM, "fp8", "fine-tuning")
+    assert rocm_fp8.mid == stacks.priors()[(stacks.ROCM, "fp8", "dense")].mid
+    assert rocm_fp8.stand_in == f"{stacks.ROCM}: its dense steps' for a fine-tuning step"
     nemo_ft = stacks.priors()[(stacks.NEMO, "fp8", "fine-tuning")]
-    factor, _widen, _words = stacks.cross_stack(h100, mi300x, "fp8", "fine-tuning")  # no fp8 MAMF of the MI300X
+    factor, widen, words = stacks.cross_stack(h100, mi300x, "fp8", "fine-tuning")  # no fp8 MAMF of the MI300X
     assert factor == pytest.approx(rocm_fp8.mid / nemo_ft.mid)
+    assert widen == pytest.approx(nemo_ft.spread + stacks.widest_spread())
+    # both sides borrowing the same way say it once, each with its stack
+    _f, _w, words = stacks.cross_stack(mi300x, h100, "bf16", "fine-tuning")
+    assert words.count("its dense steps' for a fine-tuning step") == 2 and stacks.ROCM + ": its dense" in words
     # a page's baseline is this suite's logs: its own stack's prior, not NeMo's (fp8: NVIDIA's stacks together)
     cal, factor, _allowance = forecasts.group_and_stack("H100 SXM", "MI355X", {}, {}, "dense-bound, bf16")
     assert "over this project (torch + DeepSpeed) bf16 dense" in cal.stack and factor == 1.0
     cal, factor, _allowance = forecasts.group_and_stack("H100 SXM", "MI355X", {"PRECISION": "fp8-tensorwise"}, {},
                                                         "dense-bound, fp8")
-    nvidia_fp8, _ = stacks.prior_for(stacks.PROJECT, "fp8", "dense")
+    nvidia_fp8 = stacks.prior_for(stacks.PROJECT, "fp8", "dense")
     assert "over NVIDIA's published stacks fp8 dense" in cal.stack and nvidia_fp8.figures >= 30
     assert factor == pytest.approx(stacks.priors()[(stacks.ROCM, "fp8", "dense")].mid / nvidia_fp8.mid)
+    # this project's figures are of NVIDIA parts: an AMD baseline's logs take ROCm's prior, not them
+    cal, _factor, _allowance = forecasts.group_and_stack("MI300X", "H100 SXM", {}, {}, "dense-bound, bf16")
+    assert "this project" not in cal.stack and f"over {stacks.ROCM} bf16 dense" in cal.stack
 
 
 def test_a_stack_prior_over_mamf_is_its_own_gpus_share_of_their_mamf(monkeypatch):
@@ -430,6 +439,17 @@ def test_a_stack_prior_over_mamf_is_its_own_gpus_share_of_their_mamf(monkeypatch
     project = sorted(t / 794.5 for t in (386.6, 424.1, 504.2, 546.1))
     rocm = published * 1300 / 784.9  # the median of 0.35, 0.397 and 0.45, each over 784.9 / 1300
     assert factor == pytest.approx(rocm / ((project[1] + project[2]) / 2)) and "over its GPUs' MAMF" in words
+    # a pair on MAMF whose candidate prior has no MAMF share (ROCm's fp8 figures: the MI325X has no fp8 MAMF):
+    # its MFU over the pair's MAMF-to-peak ratios, not the bare MFU ratio the model's MAMF ratio would double
+    made_up = {"MI300X": 1800.0}  # an fp8 MAMF the MI300X does not publish, for this case alone
+    real_mamf = forecast_model.sustained_mamf
+    monkeypatch.setattr(forecast_model, "sustained_mamf", lambda spec, dtype: (
+        (made_up[spec.name], "") if dtype == "fp8" and spec.name in made_up else real_mamf(spec, dtype)))
+    factor, _widen, words = stacks.cross_stack(gpus.lookup("H100"), gpus.lookup("MI300X"), "fp8", "dense")
+    nemo, rocm_fp8 = (stacks.priors()[(stack, "fp8", "dense")] for stack in (stacks.NEMO, stacks.ROCM))
+    assert rocm_fp8.mamf_share is None and nemo.mamf_share
+    assert factor == pytest.approx((rocm_fp8.mid / nemo.mid) / ((1800.0 / 2610) / (1402.6 / 1979)))
+    assert "the pair's MAMF-to-peak ratio" in words
 
 
 @pytest.mark.parametrize("folder, cand, measured_speedup, word", [

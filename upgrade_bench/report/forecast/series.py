@@ -177,7 +177,7 @@ def group_and_stack(base: str, cand: str, config: dict, calibrations: dict, kind
     cal = calibration.for_group(calibrations, group, kind)
     # the baseline is this suite's logs (or the guide's published series, its scripts the same stack)
     factor, widen, words = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step,
-                                              base_stack=stacks.PROJECT)
+                                              base_stack=stacks.own_stack(base_spec))
     cal = replace(cal, stack=words, stack_half=widen)
     return cal, factor, math.exp(widen) * max(factor, 1.0)
 

@@ -29,17 +29,18 @@ Sources (the figures as published; MFU over the part's dense peak of `hardware/g
 - AMD ROCm (Primus / Megatron-LM): the MI325X runs of published/runs.py (AMD_PRIMUS: Primus's
   validation table, whose 8-node figures are those of AMD's ROCm Performance Results page), their
   tokens/s/GPU at NVIDIA's FLOP count of the same model over the MI325X's dense peak. A stack with
-  no figure of a precision and step kind is ranged by the table's widest spread instead.
+  no figure of a precision and step kind takes its vendor's stacks' figures of it (prior_for), or
+  with none, no factor and the table's widest spread.
 
 The backtest takes each prior without the figures of the source it predicts (leave one source
 out): an AMD candidate of AMD's own table is forecast with no ROCm prior at all.
 """
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...hardware import gpus
-from ..published import runs as published_runs
+from ..published import measured, pairs as published_pairs, runs as published_runs
 from . import calibration, model as forecast_model
 
 NEMO, TORCHTITAN, PROJECT, ROCM = ("NVIDIA NeMo / Megatron-Bridge", "torchtitan", "this project (torch + DeepSpeed)",
@@ -50,7 +51,7 @@ VENDOR_NAME = {"nvidia": "NVIDIA", "amd": "AMD"}
 # the stack each published source's runs trained with; the guide's scripts are this project's stack
 # (transformers and DeepSpeed), as is every log of this suite (a page's baseline)
 SOURCE_STACK = {published_runs.MEGATRON_BRIDGE: NEMO, published_runs.NEMO_FRAMEWORK: NEMO,
-                published_runs.AMD_PRIMUS: ROCM, "guide": PROJECT, "project": PROJECT}
+                published_runs.AMD_PRIMUS: ROCM, published_pairs.GUIDE: PROJECT, measured.PROJECT: PROJECT}
 # A prior of fewer figures has no spread to speak of (one figure: none at all): it takes the widest
 # spread of the priors that have this many, rather than claim it is exact.
 MIN_FIGURES = 3
@@ -83,6 +84,8 @@ class Prior:
     high: float
     figures: int
     mamf_share: float | None = None  # the median of its figures over their GPUs' sustained matmul rate (MAMF)
+    stand_in: str = ""               # what it borrowed: another stack's figures, another step kind's
+    other_step: bool = False         # measured on another step kind than the one it stands for
 
     @property
     def spread(self) -> float:
@@ -90,8 +93,9 @@ class Prior:
         return math.log(self.high / self.low) / 2
 
     def words(self) -> str:
-        return (f"{self.stack} {self.precision} {self.step}: MFU {self.mid:.0%} ({self.low:.0%}-{self.high:.0%}, "
-                f"{self.figures} published figure{'s' if self.figures != 1 else ''})")
+        spread = f"{self.low:.0%}-{self.high:.0%}, " if self.figures > 1 else ""
+        return (f"{self.stack} {self.precision} {self.step}: MFU {self.mid:.0%} ({spread}{self.figures} "
+                f"figure{'s' if self.figures != 1 else ''})")
 
 
 def figures() -> list:
@@ -133,69 +137,86 @@ def priors(leave_out_source: str | None = None) -> dict:
     return {key: prior_of(*key, v) for key, v in found.items()}
 
 
-def widest_spread() -> float:
-    """The widest spread of the priors of MIN_FIGURES figures or more."""
-    return max(p.spread for p in priors().values() if p.figures >= MIN_FIGURES)
+def widest_spread(leave_out_source: str | None = None) -> float:
+    """The widest spread of the priors of MIN_FIGURES figures or more (without `leave_out_source`'s
+    figures); the whole table's where none has that many."""
+    table = priors(leave_out_source)
+    return max((p.spread for p in table.values() if p.figures >= MIN_FIGURES),
+               default=max((p.spread for p in priors().values()), default=0.0))
 
 
-def spread_of(p: Prior) -> float:
-    """A prior's half log range, or the table's widest where it has too few figures to show one."""
-    return p.spread if p.figures >= MIN_FIGURES else max(p.spread, widest_spread())
+def spread_of(p: Prior, leave_out_source: str | None = None) -> float:
+    """A prior's half log range; the table's widest where it has too few figures to show one, or
+    stands in for another step kind (its spread is of the steps it was measured on)."""
+    if p.figures >= MIN_FIGURES and not p.other_step:
+        return p.spread
+    return max(p.spread, widest_spread(leave_out_source))
 
 
-def prior_for(stack: str, precision: str, step: str, leave_out_source: str | None = None) -> tuple:
-    """(Prior or None, words of any stand-in) a side training with `stack` is given: the stack's own
-    prior of the precision and step kind; else its vendor's stacks' figures of that kind together;
-    for a fine-tuning step without either, the dense pre-training step's (NVIDIA's published SFT
-    and LoRA steps sit at their dense steps' MFU: 36.5% against 37.1% at fp8)."""
+def prior_for(stack: str, precision: str, step: str, leave_out_source: str | None = None) -> Prior | None:
+    """The Prior a side training with `stack` is given, its `stand_in` saying what it borrowed: the
+    stack's own prior of the precision and step kind; else its vendor's stacks' figures of that
+    kind together; for a fine-tuning step without either, the same of the dense pre-training step
+    (NVIDIA's published SFT and LoRA steps sit at their dense steps' MFU: 36.5% against 37.1% at
+    fp8); None where none is published."""
     table = priors(leave_out_source)
     vendor = STACK_VENDOR[stack]
     for kind in ((step, calibration.DENSE) if step == calibration.FINE_TUNING else (step,)):
-        stand_in = "" if kind == step else f"; its {kind} steps' for a {step} step"
+        other_kind = "" if kind == step else f"its {kind} steps' for a {step} step"
         if (stack, precision, kind) in table:
-            return table[(stack, precision, kind)], stand_in.removeprefix("; ")
+            return replace(table[(stack, precision, kind)], stand_in=f"{stack}: {other_kind}" if other_kind else "",
+                           other_step=bool(other_kind))
         pooled = [(mfu, gpu) for s, gpu, prec, k, mfu, _src, key in figures()
                   if STACK_VENDOR[s] == vendor and prec == precision and k == kind and key != leave_out_source]
         if pooled:
             name = f"{VENDOR_NAME[vendor]}'s published stacks"
-            words = f"none of {stack} ({precision}, {kind}): {name} together" + stand_in
-            return prior_of(name, precision, kind, pooled), words
-    return None, ""
+            words = "; ".join(w for w in (f"none of {stack} ({precision}, {kind}): {name} together", other_kind) if w)
+            return replace(prior_of(name, precision, kind, pooled), stand_in=words, other_step=bool(other_kind))
+    return None
+
+
+def own_stack(spec) -> str:
+    """The stack a page's baseline (this suite's logs) ran on `spec`: this project's, whose figures are
+    of NVIDIA parts; on another vendor's part its vendor's stack stands for it."""
+    return PROJECT if spec.vendor == STACK_VENDOR[PROJECT] else VENDOR_STACK[spec.vendor]
 
 
 def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | None = None,
                 base_stack: str | None = None) -> tuple:
     """(factor on the candidate's forecast TFLOPS, log half width it adds, words) where the
     baseline and candidate GPUs (GPUSpecs) are of different vendors; (1.0, 0.0, '') otherwise.
-    The factor: the candidate stack's MFU prior (its vendor's, VENDOR_STACK) over the baseline's
-    (`base_stack`, the stack the baseline ran: this project's for a page's logs; its vendor's
-    where not said), over what the model's MAMF ratio already carries (the candidate's MAMF/peak
-    over the baseline's, where both have one); priors without `leave_out_source`'s figures (the
-    backtest's source predicted), each found by prior_for, each adding its spread (spread_of)."""
+    The candidate's stack is its vendor's (VENDOR_STACK), the baseline's `base_stack` (the stack it
+    ran: own_stack for a page's logs, a published run's source's; its vendor's where not said),
+    each prior found by prior_for without `leave_out_source`'s figures (the backtest's source
+    predicted) and adding its spread (spread_of). The factor, where both priors have MIN_FIGURES
+    figures: the candidate's prior over the baseline's, as shares of their own GPUs' MAMF where the
+    model's matmul ratio is the pair's MAMF ratio (where a prior lacks that share: MFU over the
+    pair's MAMF-to-peak ratios), else as MFU; with fewer, none (the middle unmoved)."""
     if not (base.vendor and cand.vendor) or base.vendor == cand.vendor:
         return 1.0, 0.0, ""
     stacks = (base_stack or VENDOR_STACK[base.vendor], VENDOR_STACK[cand.vendor])
-    found = [prior_for(stack, precision, step, leave_out_source) for stack in stacks]
-    stand_ins = "; ".join(words for _p, words in found if words)
-    mine = [p for p, _words in found]
+    mine = [prior_for(stack, precision, step, leave_out_source) for stack in stacks]
     if not all(mine):
         missing = " and ".join(stack for stack, p in zip(stacks, mine) if not p)
-        half = widest_spread() * sum(1 for p in mine if not p) + sum(spread_of(p) for p in mine if p)
+        half = (widest_spread(leave_out_source) * sum(1 for p in mine if not p)
+                + sum(spread_of(p, leave_out_source) for p in mine if p))
         return 1.0, half, (f"stack prior: none published here for {missing} ({precision}, {step}); the model's "
                            f"middle, ranged wider by the widest prior spread of the table")
     pb, pc = mine
-    half = spread_of(pb) + spread_of(pc)
+    half = spread_of(pb, leave_out_source) + spread_of(pc, leave_out_source)
+    borrowed = "; ".join(dict.fromkeys(p.stand_in for p in (pb, pc) if p.stand_in))
+    said = f"{pc.words()} over {pb.words()}" + (f" ({borrowed})" if borrowed else "")
     few = [p for p in (pb, pc) if p.figures < MIN_FIGURES]
     if few:  # a figure or two of another workload: not enough to move the middle, only to widen the range
-        return 1.0, half, (f"stack prior not applied: {pc.words()} over {pb.words()}"
-                           + (f" ({stand_ins})" if stand_ins else "") + f"; {' and '.join(p.stack for p in few)}: "
-                           f"under {MIN_FIGURES} figures, the model's middle, ranged wider by the table's widest spread")
-    # the model's matmul ratio is the sustained (MAMF) ratio where both parts have one: a stack's share of
-    # its GPUs' MAMF is what it adds (each prior's own GPUs', not the pair's); else the peak and bandwidth
-    # ratios, which carry no efficiency of either part: its share of the peak (MFU)
-    on_mamf = all(forecast_model.sustained_mamf(spec, precision)[0] for spec in (base, cand)) and \
-        pb.mamf_share and pc.mamf_share
-    factor = pc.mamf_share / pb.mamf_share if on_mamf else pc.mid / pb.mid
-    return factor, half, (f"stack prior applied, x{factor:.2f}: {pc.words()} over {pb.words()}"
-                          + (", each over its GPUs' MAMF, as the model's matmul ratio is" if on_mamf else "")
-                          + (f" ({stand_ins})" if stand_ins else ""))
+        return 1.0, half, (f"stack prior not applied: {said}; {' and '.join(p.stack for p in few)}: under "
+                           f"{MIN_FIGURES} figures, the model's middle, ranged wider by the table's widest spread")
+    sustained = [forecast_model.sustained_mamf(spec, precision)[0] for spec in (base, cand)]
+    if not all(sustained):  # the model's matmul ratio is the peak's: the stacks' shares of their peaks
+        factor, how = pc.mid / pb.mid, ""
+    elif pb.mamf_share and pc.mamf_share:  # the model's is MAMF's: each stack's share of its own GPUs' MAMF
+        factor, how = pc.mamf_share / pb.mamf_share, ", each over its GPUs' MAMF, as the model's matmul ratio is"
+    else:  # a prior without its GPUs' MAMF: its MFU over the pair's MAMF-to-peak ratios
+        efficiency = [m / spec.peak_tflops(precision) for m, spec in zip(sustained, (base, cand))]
+        factor = (pc.mid / pb.mid) / (efficiency[1] / efficiency[0])
+        how = ", over the pair's MAMF-to-peak ratio the model already used"
+    return factor, half, f"stack prior applied, x{factor:.2f}: {said}{how}"
