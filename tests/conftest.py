@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import types
@@ -24,6 +25,14 @@ from upgrade_bench.sweep import plan as sweep_plan
 # for the others, with OpenMP's threads spinning meanwhile (a quarter of a tiny benchmark run's
 # CPU time). Set before any test module imports torch; every process a test starts inherits it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# A suite started in the background of a non-interactive shell (`setsid nohup bash .ci/run &`)
+# inherits SIGINT ignored, in its xdist workers too, and so would every script a test starts:
+# Python keeps an inherited SIG_IGN, so the Ctrl-C tests' SIGINT would be dropped and the script run
+# on. A terminal's Ctrl-C reaches a foreground process, whose SIGINT is not ignored: that is what
+# they test, so this process (and what it starts) gets Python's default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 # DeepSpeed's JIT-built ops in this checkout's cache whatever the shell says: built once for all of
