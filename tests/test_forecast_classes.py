@@ -394,7 +394,7 @@ def test_a_stack_prior_missing_its_kind_takes_its_vendors_stacks_and_one_figure_
     assert "NVIDIA's published stacks together" in pooled.stand_in
     # ROCm's bf16 dense prior is one figure: its spread is the table's widest, not zero, and it moves no middle
     rocm = stacks.prior_for(stacks.ROCM, "bf16", "dense")
-    assert rocm.figures == 1 and rocm.spread == 0.0 and stacks.spread_of(rocm) == stacks.widest_spread()
+    assert rocm.figures == 1 and rocm.spread == 0.0 and stacks.spread_of(rocm, "dense") == stacks.widest_spread()
     factor, widen, words = stacks.cross_stack(mi300x, h100, "bf16", "dense")
     assert widen == pytest.approx(stacks.widest_spread() + pooled.spread) and "under 3 figures" in words
     assert factor == 1.0 and "not applied" in words and "MFU 40% (1 figure)" in words

@@ -266,16 +266,18 @@ def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str =
     misses = pair_misses(rows, leave_out_source, same_stack=klass == SAME_DIE)
     if klass == SAME_DIE:
         misses = one_per_mirror(misses)
-    where = {r["pair"]: (r["group"], r["pair_class"]) for r in rows}
-    pair_class_of = {r["pair"]: r["pair_class"] for r in rows}
-    if klass == NEXT_GENERATION:
-        # a move to another die family: the publishers' own such pairs change their recipe with it;
-        # where the change is a dense step's (its pipeline bubble modelled, knobs.py), their misses
-        # are the architecture move's plus the recipe's: at least as wide as the move alone needs
-        moves = {r["pair"]: r.get("move") == NEXT_GENERATION and (r["pair_class"] == NEXT_GENERATION or
-                                                                   r["step"] != MOE) for r in rows}
-        where = {p: ((f"{NEXT_GENERATION}, {step}" if r["step"] == step else r["group"]), NEXT_GENERATION)
-                 if moves[p] else (r["group"], r["pair_class"]) for p, r in ((r["pair"], r) for r in rows)}
+    by_pair = {r["pair"]: r for r in rows}
+
+    def ranged_as(r) -> tuple:
+        """(group, class) a pair ranges: its own; for a next-generation forecast, a next-generation
+        move's whose recipe changed with it too, but for an MoE step's: the publishers change their
+        recipe with the generation, and a dense step's change is modelled where it can be (the
+        pipeline bubble, knobs.py), so its miss is the move's plus what is left of the recipe's"""
+        if klass == NEXT_GENERATION and r.get("move") == NEXT_GENERATION and (
+                r["pair_class"] == NEXT_GENERATION or r["step"] != MOE):
+            return group_of(NEXT_GENERATION, r["step"]), NEXT_GENERATION
+        return r["group"], r["pair_class"]
+    where = {p: ranged_as(r) for p, r in by_pair.items()}
     for fallback, chosen in (("", [m for m in misses if where[m.pair][0] == group]),
                              ("class", [m for m in misses if where[m.pair][1] == klass]),
                              ("all", misses)):
@@ -290,7 +292,7 @@ def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str =
     else:
         low, high = conformal_ends([m.value for m in chosen])
     extra, extra_half = "", 0.0
-    changed = sum(1 for m in chosen if klass == NEXT_GENERATION and pair_class_of[m.pair] == CONFIG_CHANGED)
+    changed = sum(1 for m in chosen if klass == NEXT_GENERATION and by_pair[m.pair]["pair_class"] == CONFIG_CHANGED)
     if changed:
         extra = (f"{changed} of those pairs with the publisher's recipe changed with the GPU (of the changes only a "
                  "pipeline bubble is modelled)")

@@ -85,7 +85,6 @@ class Prior:
     figures: int
     mamf_share: float | None = None  # the median of its figures over their GPUs' sustained matmul rate (MAMF)
     stand_in: str = ""               # what it borrowed: another stack's figures, another step kind's
-    other_step: bool = False         # measured on another step kind than the one it stands for
 
     @property
     def spread(self) -> float:
@@ -140,15 +139,14 @@ def priors(leave_out_source: str | None = None) -> dict:
 def widest_spread(leave_out_source: str | None = None) -> float:
     """The widest spread of the priors of MIN_FIGURES figures or more (without `leave_out_source`'s
     figures); the whole table's where none has that many."""
-    table = priors(leave_out_source)
-    return max((p.spread for p in table.values() if p.figures >= MIN_FIGURES),
-               default=max((p.spread for p in priors().values()), default=0.0))
+    thick = [p.spread for p in priors(leave_out_source).values() if p.figures >= MIN_FIGURES]
+    return max(thick) if thick else max((p.spread for p in priors().values()), default=0.0)
 
 
-def spread_of(p: Prior, leave_out_source: str | None = None) -> float:
-    """A prior's half log range; the table's widest where it has too few figures to show one, or
-    stands in for another step kind (its spread is of the steps it was measured on)."""
-    if p.figures >= MIN_FIGURES and not p.other_step:
+def spread_of(p: Prior, step: str, leave_out_source: str | None = None) -> float:
+    """A prior's half log range as one of `step`'s; the table's widest where it has too few figures
+    to show one, or was measured on another step kind (its spread is of those steps)."""
+    if p.figures >= MIN_FIGURES and p.step == step:
         return p.spread
     return max(p.spread, widest_spread(leave_out_source))
 
@@ -164,14 +162,13 @@ def prior_for(stack: str, precision: str, step: str, leave_out_source: str | Non
     for kind in ((step, calibration.DENSE) if step == calibration.FINE_TUNING else (step,)):
         other_kind = "" if kind == step else f"its {kind} steps' for a {step} step"
         if (stack, precision, kind) in table:
-            return replace(table[(stack, precision, kind)], stand_in=f"{stack}: {other_kind}" if other_kind else "",
-                           other_step=bool(other_kind))
+            return replace(table[(stack, precision, kind)], stand_in=f"{stack}: {other_kind}" if other_kind else "")
         pooled = [(mfu, gpu) for s, gpu, prec, k, mfu, _src, key in figures()
                   if STACK_VENDOR[s] == vendor and prec == precision and k == kind and key != leave_out_source]
         if pooled:
             name = f"{VENDOR_NAME[vendor]}'s published stacks"
             words = "; ".join(w for w in (f"none of {stack} ({precision}, {kind}): {name} together", other_kind) if w)
-            return replace(prior_of(name, precision, kind, pooled), stand_in=words, other_step=bool(other_kind))
+            return replace(prior_of(name, precision, kind, pooled), stand_in=words)
     return None
 
 
@@ -199,11 +196,11 @@ def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | N
     if not all(mine):
         missing = " and ".join(stack for stack, p in zip(stacks, mine) if not p)
         half = (widest_spread(leave_out_source) * sum(1 for p in mine if not p)
-                + sum(spread_of(p, leave_out_source) for p in mine if p))
+                + sum(spread_of(p, step, leave_out_source) for p in mine if p))
         return 1.0, half, (f"stack prior: none published here for {missing} ({precision}, {step}); the model's "
                            f"middle, ranged wider by the widest prior spread of the table")
     pb, pc = mine
-    half = spread_of(pb, leave_out_source) + spread_of(pc, leave_out_source)
+    half = spread_of(pb, step, leave_out_source) + spread_of(pc, step, leave_out_source)
     borrowed = "; ".join(dict.fromkeys(p.stand_in for p in (pb, pc) if p.stand_in))
     said = f"{pc.words()} over {pb.words()}" + (f" ({borrowed})" if borrowed else "")
     few = [p for p in (pb, pc) if p.figures < MIN_FIGURES]

@@ -18,14 +18,21 @@ from ...paths import REPO
 PROJECT = "project"
 SOURCE = ("this project's measurements: results/h100-node-10, results/h100-node-13 and results/h200-precision-7 "
           "(one stack, one configuration)")
-# the sweep's summary of a length last: it is the one scored
-NODE_FILES = ("decompose.jsonl", "sweep.jsonl")
-# run id: (its node folder, the files of the run in the folder given, that folder relative to the node's)
-RUNS = {"project-h100-node-10": ("results/h100-node-10/node", NODE_FILES, "."),
-        "project-h100-node-13": ("results/h100-node-13/node", NODE_FILES, "."),
-        "project-h200-precision-7": ("results/h200-precision-7/node", NODE_FILES, "."),
-        "project-h100-node-10-fp8": ("results/h100-node-10/node", ("fp8_tensorwise.jsonl",), ".."),
-        "project-h200-precision-7-fp8": ("results/h200-precision-7/node", ("fp8_tensorwise.jsonl",), "..")}
+
+
+def _node_run(folder: str) -> tuple:
+    """(a result folder, the step logs of its node/: the sweep's summary of a length last, the one scored)."""
+    return folder, (f"{folder}/node/decompose.jsonl", f"{folder}/node/sweep.jsonl")
+
+
+# run id: (the result folder whose node/ the node check measured the run's node in, the run's logs),
+# each relative to the repository
+RUNS = {"project-h100-node-10": _node_run("results/h100-node-10"),
+        "project-h100-node-13": _node_run("results/h100-node-13"),
+        "project-h200-precision-7": _node_run("results/h200-precision-7"),
+        "project-h100-node-10-fp8": ("results/h100-node-10", ("results/h100-node-10/fp8_tensorwise.jsonl",)),
+        "project-h200-precision-7-fp8": ("results/h200-precision-7",
+                                         ("results/h200-precision-7/fp8_tensorwise.jsonl",))}
 _ONE_WAY = (("project-h200-precision-7", "project-h100-node-10"), ("project-h200-precision-7", "project-h100-node-13"),
             ("project-h200-precision-7-fp8", "project-h100-node-10-fp8"))
 PAIRS = _ONE_WAY + tuple((cand, base) for base, cand in _ONE_WAY)
@@ -36,10 +43,9 @@ IDENTITY = ("MODEL", "NUM_LAYERS", "BATCH_SIZE", "ZERO_STAGE", "OFFLOAD_OPTIMIZE
 
 def run_records(run_id: str) -> list:
     """A run's header (its files' first with a model), summaries and decompositions under `run_id`."""
-    node, files, where = RUNS[run_id]
     header, out = None, []
-    for name in files:
-        for line in (REPO / node / where / name).read_text().splitlines():
+    for path in RUNS[run_id][1]:
+        for line in (REPO / path).read_text().splitlines():
             r = json.loads(line)
             if r.get("kind") == "header" and (r.get("config") or {}).get("MODEL") and header is None:
                 config = {k: r["config"][k] for k in IDENTITY if k in r["config"]}
@@ -56,4 +62,4 @@ def records() -> list:
 def node_folder(run_id: str):
     """The committed node folder (a Path) whose node check measured the node that ran `run_id`;
     None for a run not of this project."""
-    return REPO / RUNS[run_id][0] if run_id in RUNS else None
+    return REPO / RUNS[run_id][0] / "node" if run_id in RUNS else None
