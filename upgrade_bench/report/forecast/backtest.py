@@ -176,6 +176,7 @@ def backtest(records: list) -> list:
                          "base_gpu": base_spec.name, "cand_gpu": cand_spec.name,
                          "metric": metric, "seq_len": n, "split": how, "model_forecast": mid * layout,
                          "published": pub, "ceiling": top * layout,
+                         "datasheet_peak": cand_spec.peak_tflops(precision) or cand_spec.bf16,
                          "layout": knobs.factor_words(_config(base), _config(cand)),
                          "model_error": ratio(mid * layout, pub) - 1 if pub else None,
                          **{k: base_value * v if v else None for k, v in naive.items()},
@@ -268,7 +269,8 @@ def calibrate_leave_one_source_out(rows: list, runs: dict | None = None) -> list
             half, words = release_half(runs, r["source_key"])
             cal = replace(cal, extra=words, extra_half=half)
             r["ceiling"] *= math.exp(half)  # another release is not the same step's software: its reach too
-        top = math.inf if r["pair_class"] == calibration.CONFIG_CHANGED else r["ceiling"]
+        # another configuration is not the baseline's step, but no step outruns the candidate's datasheet peak
+        top = r["datasheet_peak"] if r["pair_class"] == calibration.CONFIG_CHANGED else r["ceiling"]
         r["forecast"], r["forecast_low"], r["forecast_high"] = (min(x, top) for x in cal.apply(r["model_forecast"]))
         r["half_width"] = cal.half_width()
         r["error"] = ratio(r["forecast"], r["published"]) - 1 if r["published"] else None
@@ -367,7 +369,7 @@ def method_words(rows: list) -> str:
             f"classes' pairs, an MoE step's widened x{math.exp(calibration.RECONFIG_ALLOWANCE):.2f} either way. "
             "Cross-vendor: widened by "
             "the stack priors' spreads. A like-for-like row's ends no higher than the candidate's hardware "
-            "ceiling, a reconfigured one's unbounded by it. "
+            "ceiling, a reconfigured one's no higher than the candidate's datasheet peak. "
             "Sources: " + "; ".join(sorted({published_pairs.SOURCE_NAMES.get(r["source_key"], r["source_key"])
                                              for r in rows})) + ".")
 
