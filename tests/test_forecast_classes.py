@@ -37,6 +37,25 @@ def test_each_gpu_row_names_its_die_family_and_vendor_and_no_matmul_estimate_exc
     assert forecast_model.sustained_mamf(gpus.lookup("GB300"), "bf16")[0] == pytest.approx(1822 * 1400 / 1200)
 
 
+# the fp8 MAMF's share of the fp8 peak over the bf16 one's, on each part publishing both (the Open Book's table)
+FP8_OVER_BF16 = sorted((fp8 / fp8_peak) / (bf16 / bf16_peak) for fp8, fp8_peak, bf16, bf16_peak in (
+    (1402.6, 1979, 794.5, 989), (1453.4, 1979, 794.5, 989), (1535.0, 1979, 828.6, 989),  # H100, H200, GH200
+    (3615.6, 5000, 1822.0, 2500), (3353.3, 4500, 1769.0, 2250), (3432.5, 4500, 1745.0, 2250)))  # GB200, B300, B200
+
+
+def test_a_part_without_an_fp8_mamf_keeps_its_bf16_share_of_peak_as_the_parts_publishing_both_do():
+    median = (FP8_OVER_BF16[2] + FP8_OVER_BF16[3]) / 2
+    assert forecast_model.cross_precision_share("bf16", "fp8") == pytest.approx(median)
+    assert 0.88 < FP8_OVER_BF16[0] and FP8_OVER_BF16[-1] < 1.0
+    # the MI325X: 784.9 of its 1300 bf16 peak, so about 56.6% of its 2610 fp8 peak; no sibling has one
+    mamf, how = forecast_model.sustained_mamf(gpus.lookup("MI325X"), "fp8")
+    assert mamf == pytest.approx(2610 * 784.9 / 1300 * median) and "its bf16 MAMF's 60.4% of peak" in how
+    # a published figure or a sibling's comes first: the H100's own, the GB300's from the GB200
+    assert forecast_model.sustained_mamf(gpus.lookup("H100"), "fp8") == (1402.6, "")
+    assert forecast_model.sustained_mamf(gpus.lookup("GB300"), "fp8")[0] == pytest.approx(3615.6 * 1400 / 1200)
+    assert forecast_model.sustained_mamf(gpus.lookup("A100 SXM"), "fp8") == (None, "")  # no fp8 at all
+
+
 def test_power_buys_clock_only_where_the_baseline_ran_power_bound():
     b200, gb200, h100, h200 = (gpus.lookup(n) for n in ("B200", "GB200", "H100", "H200"))
     flat = forecast_model.hardware_ratios(b200, gb200)
@@ -370,18 +389,28 @@ def test_the_backtest_credits_the_baseline_nodes_shortfall_in_its_ceiling(rows):
 
 def test_a_cross_vendor_forecast_says_which_stack_prior_it_used():
     h100, mi300x, b200 = (gpus.lookup(n) for n in ("H100", "MI300X", "B200"))
-    assert stacks.cross_stack(h100, b200, "bf16", "dense") == (1.0, 0.0, "")  # one vendor: the buyer's stack moves
+    # one vendor: the buyer's stack moves
+    assert stacks.cross_stack(h100, b200, "bf16", "dense", model_speedup=2.0) == (1.0, 0.0, "")
     nemo, rocm = (stacks.priors()[(stack, "fp8", "dense")] for stack in (stacks.NEMO, stacks.ROCM))
     assert 0.2 < nemo.low <= nemo.mid <= nemo.high < 0.6 and nemo.figures >= 10
     # AMD's MI325X Llama 3.1 runs at NVIDIA's FLOP count: 8B 1 and 8 nodes, 70B; MFU over its 2610 fp8 peak,
-    # the median the 8B's on 8 nodes
+    # the median the 8B's on 8 nodes; over the MI325X's fp8 MAMF (its bf16 share carried), about 56%
     assert rocm.figures == 3 and rocm.mid == pytest.approx(16186 * 1576 / 30624 / 2610)
-    # the MI300X has no fp8 MAMF: the model's matmul ratio carries no efficiency, the factor is the priors'
-    factor, widen, words = stacks.cross_stack(h100, mi300x, "fp8", "dense")
-    assert factor == pytest.approx(rocm.mid / nemo.mid) and widen == pytest.approx(nemo.spread + rocm.spread)
-    assert "stack prior applied" in words
+    mi325x_fp8 = forecast_model.sustained_mamf(gpus.lookup("MI325X"), "fp8")[0]
+    assert rocm.mamf_share == pytest.approx(16186 * 1576 / 30624 / mi325x_fp8)
+    # the step at the MAMF ratio times the stacks' shares of MAMF: the model's own 1.3x does not count
+    mi300x_fp8 = forecast_model.sustained_mamf(mi300x, "fp8")[0]
+    speedup = mi300x_fp8 / 1402.6 * rocm.mamf_share / nemo.mamf_share
+    factor, widen, words = stacks.cross_stack(h100, mi300x, "fp8", "dense", model_speedup=1.3)
+    assert factor == pytest.approx(speedup / 1.3) and widen == pytest.approx(nemo.spread + rocm.spread)
+    assert "stack prior applied" in words and "the step at the MAMF ratio 0.90" in words
+    # the other way, the inverse: A -> B and B -> A agree
+    back, _widen, _words = stacks.cross_stack(mi300x, h100, "fp8", "dense", base_stack=stacks.ROCM,
+                                              model_speedup=1.0)
+    assert back * speedup == pytest.approx(1.0)
     # without AMD's own figures (the backtest predicting them): none, the widest spread instead
-    factor, widen, words = stacks.cross_stack(h100, mi300x, "fp8", "dense", leave_out_source="amd-primus")
+    factor, widen, words = stacks.cross_stack(h100, mi300x, "fp8", "dense", leave_out_source="amd-primus",
+                                              model_speedup=1.3)
     assert factor == 1.0 and "none published here for AMD ROCm" in words
     assert widen == pytest.approx(stacks.widest_spread() + stacks.priors("amd-primus")[(stacks.NEMO, "fp8",
                                                                                         "dense")].spread)
@@ -399,7 +428,7 @@ def test_a_stack_prior_missing_its_kind_takes_its_vendors_stacks_and_one_figure_
     # ROCm's bf16 dense prior is one figure: its spread is the table's widest, not zero, and it moves no middle
     rocm = stacks.prior_for(stacks.ROCM, "bf16", "dense")
     assert rocm.figures == 1 and rocm.spread == 0.0 and stacks.spread_of(rocm, "dense") == stacks.widest_spread()
-    factor, widen, words = stacks.cross_stack(mi300x, h100, "bf16", "dense")
+    factor, widen, words = stacks.cross_stack(mi300x, h100, "bf16", "dense", model_speedup=1.2)
     assert widen == pytest.approx(stacks.widest_spread() + pooled.spread) and "under 3 figures" in words
     assert factor == 1.0 and "not applied" in words and "MFU 40% (1 figure)" in words
     # a fine-tuning step where ROCm publishes none: its dense steps' (NVIDIA's SFT/LoRA sit at their dense MFU),
@@ -408,22 +437,25 @@ def test_a_stack_prior_missing_its_kind_takes_its_vendors_stacks_and_one_figure_
     assert rocm_fp8.mid == stacks.priors()[(stacks.ROCM, "fp8", "dense")].mid
     assert rocm_fp8.stand_in == f"{stacks.ROCM}: its dense steps' for a fine-tuning step"
     nemo_ft = stacks.priors()[(stacks.NEMO, "fp8", "fine-tuning")]
-    factor, widen, words = stacks.cross_stack(h100, mi300x, "fp8", "fine-tuning")  # no fp8 MAMF of the MI300X
-    assert factor == pytest.approx(rocm_fp8.mid / nemo_ft.mid)
+    factor, widen, words = stacks.cross_stack(h100, mi300x, "fp8", "fine-tuning", model_speedup=1.0)
+    mamf_ratio = forecast_model.sustained_mamf(mi300x, "fp8")[0] / 1402.6
+    assert factor == pytest.approx(mamf_ratio * rocm_fp8.mamf_share / nemo_ft.mamf_share)
     assert widen == pytest.approx(nemo_ft.spread + stacks.widest_spread())
     # both sides borrowing the same way say it once, each with its stack
-    _f, _w, words = stacks.cross_stack(mi300x, h100, "bf16", "fine-tuning")
+    _f, _w, words = stacks.cross_stack(mi300x, h100, "bf16", "fine-tuning", model_speedup=1.0)
     assert words.count("its dense steps' for a fine-tuning step") == 2 and stacks.ROCM + ": its dense" in words
     # a page's baseline is this suite's logs: its own stack's prior, not NeMo's (fp8: NVIDIA's stacks together)
-    cal, factor, _allowance = forecasts.group_and_stack("H100 SXM", "MI355X", {}, {}, "dense-bound, bf16")
+    cal, factor, _allowance = forecasts.group_and_stack("H100 SXM", "MI355X", {}, {}, "dense-bound, bf16", 1.5)
     assert "over this project (torch + DeepSpeed) bf16 dense" in cal.stack and factor == 1.0
     cal, factor, _allowance = forecasts.group_and_stack("H100 SXM", "MI355X", {"PRECISION": "fp8-tensorwise"}, {},
-                                                        "dense-bound, fp8")
+                                                        "dense-bound, fp8", 1.5)
     nvidia_fp8 = stacks.prior_for(stacks.PROJECT, "fp8", "dense")
     assert "over NVIDIA's published stacks fp8 dense" in cal.stack and nvidia_fp8.figures >= 30
-    assert factor == pytest.approx(stacks.priors()[(stacks.ROCM, "fp8", "dense")].mid / nvidia_fp8.mid)
+    mamf_ratio = forecast_model.sustained_mamf(gpus.lookup("MI355X"), "fp8")[0] / 1402.6
+    assert factor == pytest.approx(mamf_ratio * stacks.priors()[(stacks.ROCM, "fp8", "dense")].mamf_share
+                                   / nvidia_fp8.mamf_share / 1.5)
     # this project's figures are of NVIDIA parts: an AMD baseline's logs take ROCm's prior, not them
-    cal, _factor, _allowance = forecasts.group_and_stack("MI300X", "H100 SXM", {}, {}, "dense-bound, bf16")
+    cal, _factor, _allowance = forecasts.group_and_stack("MI300X", "H100 SXM", {}, {}, "dense-bound, bf16", 1.0)
     assert "this project" not in cal.stack and f"over {stacks.ROCM} bf16 dense" in cal.stack
 
 
@@ -431,29 +463,31 @@ def test_a_stack_prior_over_mamf_is_its_own_gpus_share_of_their_mamf(monkeypatch
     # ROCm's bf16 figure ran on an MI325X (MAMF 784.9 of its 1300 peak), not on the MI300X forecast (668.4)
     one = stacks.prior_of("rocm", "bf16", "dense", [(0.397, "MI325X")])
     assert one.mamf_share == pytest.approx(0.397 * 1300 / 784.9)
-    assert stacks.prior_of("rocm", "fp8", "dense", [(0.3, "MI325X")]).mamf_share is None  # no fp8 MAMF
-    # with three ROCm bf16 figures (two made up here) the factor is the two stacks' shares of their own
-    # GPUs' MAMF: the MI300X's lower MAMF is the model's matmul ratio already, not the prior's
+    mi325x_fp8 = forecast_model.sustained_mamf(gpus.lookup("MI325X"), "fp8")[0]  # its bf16 share carried
+    assert stacks.prior_of("rocm", "fp8", "dense", [(0.3, "MI325X")]).mamf_share == pytest.approx(0.3 * 2610 / mi325x_fp8)
+    # with three ROCm bf16 figures (two made up here) the step is the MAMF ratio times the two stacks' shares
+    # of their own GPUs' MAMF: the MI300X's lower MAMF is the rate's, not the prior's
     published = stacks.priors()[(stacks.ROCM, "bf16", "dense")].mid  # AMD's 70B BF16 run: 39.7%
     extra = [(stacks.ROCM, "MI325X", "bf16", "dense", mfu, "made up", "made-up") for mfu in (0.35, 0.45)]
     real = stacks.figures()
     monkeypatch.setattr(stacks, "figures", lambda: real + extra)
     factor, _widen, words = stacks.cross_stack(gpus.lookup("H100"), gpus.lookup("MI300X"), "bf16", "dense",
-                                               base_stack=stacks.PROJECT)
+                                               base_stack=stacks.PROJECT, model_speedup=0.9)
     project = sorted(t / 794.5 for t in (386.6, 424.1, 504.2, 546.1))
     rocm = published * 1300 / 784.9  # the median of 0.35, 0.397 and 0.45, each over 784.9 / 1300
-    assert factor == pytest.approx(rocm / ((project[1] + project[2]) / 2)) and "over its GPUs' MAMF" in words
-    # a pair on MAMF whose candidate prior has no MAMF share (ROCm's fp8 figures: the MI325X has no fp8 MAMF):
-    # its MFU over the pair's MAMF-to-peak ratios, not the bare MFU ratio the model's MAMF ratio would double
-    made_up = {"MI300X": 1800.0}  # an fp8 MAMF the MI300X does not publish, for this case alone
+    speedup = 668.4 / 794.5 * rocm / ((project[1] + project[2]) / 2)
+    assert factor == pytest.approx(speedup / 0.9) and "the step at the MAMF ratio 0.84" in words
+    # a GPU added to the table without a MAMF or a sibling with one (the H100 here, made so): no prior has a
+    # MAMF share either, so the peak ratio and the stacks' MFUs
     real_mamf = forecast_model.sustained_mamf
     monkeypatch.setattr(forecast_model, "sustained_mamf", lambda spec, dtype: (
-        (made_up[spec.name], "") if dtype == "fp8" and spec.name in made_up else real_mamf(spec, dtype)))
-    factor, _widen, words = stacks.cross_stack(gpus.lookup("H100"), gpus.lookup("MI300X"), "fp8", "dense")
-    nemo, rocm_fp8 = (stacks.priors()[(stack, "fp8", "dense")] for stack in (stacks.NEMO, stacks.ROCM))
-    assert rocm_fp8.mamf_share is None and nemo.mamf_share
-    assert factor == pytest.approx((rocm_fp8.mid / nemo.mid) / ((1800.0 / 2610) / (1402.6 / 1979)))
-    assert "the pair's MAMF-to-peak ratio" in words
+        (None, "") if spec.name == "H100 SXM" else real_mamf(spec, dtype)))
+    assert stacks.prior_of("x", "bf16", "dense", [(0.3, "H100")]).mamf_share is None
+    factor, _widen, words = stacks.cross_stack(gpus.lookup("H100"), gpus.lookup("MI300X"), "bf16", "dense",
+                                               base_stack=stacks.PROJECT, model_speedup=1.0)
+    project_mfu = sorted(t / 989 for t in (386.6, 424.1, 504.2, 546.1))
+    assert factor == pytest.approx(1300 / 989 * published / ((project_mfu[1] + project_mfu[2]) / 2))
+    assert "the step at the bf16 peak ratio 1.31" in words
 
 
 @pytest.mark.parametrize("folder, cand, measured_speedup, word", [

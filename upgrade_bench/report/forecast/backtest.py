@@ -53,25 +53,26 @@ def _config(run: dict) -> dict:
 
 def forecast_run(run: dict, cand: str, leave_out_source: str | None = None,
                  node: forecasts.NodeHealth | None = None) -> dict:
-    """{(metric, seq_len): (forecast, low, high, ceiling, baseline value, split, attention FLOP
-    share)} of one baseline run alone; the ceiling: the most the candidate's hardware (and a
-    stack prior's allowance) can give that figure (model.ceiling), crediting the baseline node's
-    shortfall where its node check measured one (`node`, as the page does). A stack prior
-    (stacks.py) is taken without `leave_out_source`'s figures."""
+    """{(metric, seq_len): (forecast, low, high, ceiling, (stack prior's log half width, its words),
+    baseline value, split, attention FLOP share)} of one baseline run alone; the ceiling: the most
+    the candidate's hardware (and a stack prior's allowance) can give that figure (model.ceiling),
+    crediting the baseline node's shortfall where its node check measured one (`node`, as the page
+    does). A stack prior (stacks.py) is taken without `leave_out_source`'s figures."""
     base = _gpu(run)
     config = _config(run)
     checkpointed, precision = bool(config.get("GRAD_CHECKPOINT")), calibration.precision_of(config)
     backend = run["header"].get("attn_backend")
     base_spec, cand_spec = gpus.lookup(base), gpus.lookup(cand)
-    factor, widen, _words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config),
-                                               leave_out_source, base_stack_of(run["header"]))
-    allowance = math.exp(widen) * max(factor, 1.0)
     power_bound = node.power_bound if node else None
 
     def capped(mid, low, high, base_value, r, parts):
         """(mid, low, high) times the stack factor, and the ceiling (calibrate_leave_one_source_out caps by it)."""
+        factor, widen, words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config),
+                                                  leave_out_source, base_stack_of(run["header"]),
+                                                  model_speedup=mid / base_value)
+        allowance = math.exp(widen) * max(factor, 1.0)
         return (mid * factor, low * factor, high * factor,
-                base_value * forecast_model.ceiling(r, parts, node.share if node else None) * allowance)
+                base_value * forecast_model.ceiling(r, parts, node.share if node else None) * allowance, (widen, words))
     out = {}
     if run["summary"]:
         # its decompositions too, as the page forecasts a folder: a length with one is split by it
@@ -158,10 +159,8 @@ def backtest(records: list) -> list:
         changed = any(not d.startswith("CONTAINER") for d in differs)
         klass, step = calibration.pair_class(base_spec, cand_spec, changed), calibration.step_kind(_config(base))
         source_key = backtest_source(cand["header"])
-        _factor, stack_half, stack_words = stacks.cross_stack(base_spec, cand_spec, precision, step, source_key,
-                                                              base_stack_of(base["header"]))
         layout = knobs.config_factor(_config(base), _config(cand))  # the pipeline bubble each side pays
-        for (metric, n), (mid, _low, _high, top, base_value, how, share) in sorted(
+        for (metric, n), (mid, _low, _high, top, (stack_half, stack_words), base_value, how, share) in sorted(
                 forecast_run(base, _gpu(cand), source_key, node_health(base_id)).items()):
             pub = _published(cand, metric, n)
             if not pub:  # a length the candidate did not run: nothing to score
@@ -260,12 +259,13 @@ def calibrate_leave_one_source_out(rows: list, runs: dict | None = None) -> list
     the candidate: a like-for-like row's ends stay below it; a row whose configuration changed
     with the GPU is not that step, and its class's own misses range it (reconfig.py plans such
     changes on the page). A cross-vendor row is widened by its stack priors' spreads (stacks.py),
-    a same-die row across releases by release_half of `runs` (backtest's)."""
+    a row across releases of one vendor's stack by release_half of `runs` (backtest's): its pairs
+    compare two releases as well as two GPUs, and no other source's pair of its class does."""
     fitted = [dict(r) for r in rows]  # the model's forecasts, read while the rows change
     for r in rows:
         cal = calibration.fit(fitted, r["group"], leave_out_source=r["source_key"])
         cal = replace(cal, stack=r.get("stack_words", ""), stack_half=r.get("stack_half", 0.0))
-        if r["pair_class"] == calibration.SAME_DIE and r.get("software_differs") and runs:
+        if r.get("software_differs") and r["move"] != calibration.CROSS_VENDOR and runs:
             half, words = release_half(runs, r["source_key"])
             cal = replace(cal, extra=words, extra_half=half)
             r["ceiling"] *= math.exp(half)  # another release is not the same step's software: its reach too
@@ -363,8 +363,8 @@ def method_words(rows: list) -> str:
             f"their group (pair class and step kind): the signed misses of rank ceil((n+1) x {calibration.TAIL:g}) "
             f"from either end, so each end holds {calibration.TAIL:.0%} on its side; with fewer than "
             f"{calibration.MIN_PAIRS} such pairs by their class's, then every pair's; no correction. Same die: "
-            f"symmetric, the absolute miss of rank ceil((n+1) x {calibration.COVERAGE:g}), Student-t under 4 pairs; "
-            "across releases widened by what a release moves. Configuration changed: a dense step's forecast "
+            f"symmetric, the absolute miss of rank ceil((n+1) x {calibration.COVERAGE:g}), Student-t under 4 pairs. "
+            "A pair across releases of one vendor's stack: widened by what a release moves. Configuration changed: a dense step's forecast "
             "times the ratio of the pipeline bubbles the two sides pay (Narayanan et al. 2021); ranged by other "
             f"classes' pairs, an MoE step's widened x{math.exp(calibration.RECONFIG_ALLOWANCE):.2f} either way. "
             "Cross-vendor: widened by "

@@ -27,11 +27,13 @@ and ranged on published pairs of other workloads (calibration.py).
 
 The platform a GPU comes in (hardware/gpus.py) moves the ratios too: within one die family the
 MAMF ratio and the board-power ratio bound the sustained matmul ratio, a part without a
-published MAMF sustains its sibling's at its board power (`sustained_mamf`), the same die at a
-higher clock speeds other kernels up to that ratio, and Blackwell Ultra's exponent units speed
-the attention kernels' forward (`exponent_ratio`).
+published MAMF sustains its sibling's at its board power, or else its other precision's share of
+its peak (`sustained_mamf`), the same die at a higher clock speeds other kernels up to that
+ratio, and Blackwell Ultra's exponent units speed the attention kernels' forward
+(`exponent_ratio`).
 """
 import math
+import statistics
 from dataclasses import dataclass
 
 from ...hardware.gpus import GPUSpec
@@ -212,18 +214,42 @@ def sustained_mamf(spec: GPUSpec, dtype: str) -> tuple[float | None, str]:
     on that part, at its own power); else its die-family sibling's of the same platform (or the
     nearest board power), scaled by the board-power ratio: a sustained GEMM runs at the power cap,
     and the same silicon at more power holds a higher clock (published runs of one die at 1000 W
-    against 750 W trained 1.35x faster). None where no sibling has one."""
+    against 750 W trained 1.35x faster); else its own MAMF at the other precision, as the same
+    share of this precision's peak times what that share moves by between precisions on the parts
+    that publish both (cross_precision_share). None where none of these is published."""
     own = spec.mamf_tflops(dtype)
     if own:
         return own, ""
-    siblings = [s for s in gpus_of_family(spec) if s.mamf_tflops(dtype) and power_ratio(s, spec)]
-    if not siblings:
-        return None, ""
-    sib = min(siblings, key=lambda s: (s.power_class != spec.power_class, abs(s.tdp_w - spec.tdp_w)))
-    power = power_ratio(sib, spec)
     top = spec.peak_tflops(dtype) or math.inf  # never above the part's own datasheet peak
-    return min(sib.mamf_tflops(dtype) * power, top), (f"{spec.name}'s unpublished: {sib.name}'s "
-                                                      f"{sib.mamf_tflops(dtype):g} at {spec.tdp_w:g} / {sib.tdp_w:g} W")
+    siblings = [s for s in gpus_of_family(spec) if s.mamf_tflops(dtype) and power_ratio(s, spec)]
+    if siblings:
+        sib = min(siblings, key=lambda s: (s.power_class != spec.power_class, abs(s.tdp_w - spec.tdp_w)))
+        power = power_ratio(sib, spec)
+        return min(sib.mamf_tflops(dtype) * power, top), (f"{spec.name}'s unpublished: {sib.name}'s "
+                                                          f"{sib.mamf_tflops(dtype):g} at {spec.tdp_w:g} / {sib.tdp_w:g} W")
+    other = OTHER_PRECISION.get(dtype)
+    if other and spec.mamf_tflops(other) and spec.peak_tflops(other) and spec.peak_tflops(dtype):
+        share = spec.mamf_tflops(other) / spec.peak_tflops(other) * cross_precision_share(other, dtype)
+        return min(share * spec.peak_tflops(dtype), top), (
+            f"{spec.name}'s {dtype} unpublished: its {other} MAMF's {spec.mamf_tflops(other) / spec.peak_tflops(other):.1%} "
+            f"of peak, x{cross_precision_share(other, dtype):.2f} as on the parts publishing both")
+    return None, ""
+
+
+# The MAMF table's two precisions: a part with one published estimates the other from it.
+OTHER_PRECISION = {"fp8": "bf16", "bf16": "fp8"}
+
+
+def cross_precision_share(known: str, wanted: str) -> float:
+    """The median, over the GPU table's parts with a published MAMF at both precisions, of the
+    `wanted` MAMF's share of its peak over the `known` one's: how much of its peak a part's matmuls
+    keep at the other precision (H100 0.88, H200 0.91, GH200 0.93, B300 0.95, B200 0.98, GB200 0.99
+    of the bf16 share at fp8). Per-tensor FP8 GEMMs carry their scaling and run nearer the power cap."""
+    from ...hardware import gpus  # the table, read lazily: this module's formulas take specs
+    shares = [(s.mamf_tflops(wanted) / s.peak_tflops(wanted)) / (s.mamf_tflops(known) / s.peak_tflops(known))
+              for _, s in gpus._TABLE
+              if s.mamf_tflops(wanted) and s.mamf_tflops(known) and s.peak_tflops(wanted) and s.peak_tflops(known)]
+    return statistics.median(shares)
 
 
 def gpus_of_family(spec: GPUSpec) -> list:

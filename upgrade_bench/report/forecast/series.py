@@ -168,16 +168,18 @@ def bounded(model: forecast_model.Forecast, cal: calibration.Calibration, base_s
     return forecast_model.Forecast(max(mid, floor_ms), max(fast, floor_ms), max(slow, floor_ms), model.parts_ms, how)
 
 
-def group_and_stack(base: str, cand: str, config: dict, calibrations: dict, kind: str) -> tuple:
-    """(Calibration with any stack prior's widening, stack factor, allowance on the ceiling) of a
-    forecast of `cand` from a `base` series of `config`."""
+def group_and_stack(base: str, cand: str, config: dict, calibrations: dict, kind: str,
+                    model_speedup: float) -> tuple:
+    """(Calibration with any stack prior's widening, stack factor on the model's forecast, allowance
+    on the ceiling) of a forecast of `cand` from a `base` series of `config` whose model speedup is
+    `model_speedup`."""
     base_spec, cand_spec = gpus.lookup(base), gpus.lookup(cand)
     step = calibration.step_kind(config)
     group = calibration.group_of(calibration.pair_class(base_spec, cand_spec), step)
     cal = calibration.for_group(calibrations, group, kind)
     # the baseline is this suite's logs (or the guide's published series, its scripts the same stack)
     factor, widen, words = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step,
-                                              base_stack=stacks.own_stack(base_spec))
+                                              base_stack=stacks.own_stack(base_spec), model_speedup=model_speedup)
     cal = replace(cal, stack=words, stack_half=widen)
     return cal, factor, math.exp(widen) * max(factor, 1.0)
 
@@ -207,10 +209,11 @@ def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, meas
         for b in parts:
             out.ratio_sources.setdefault(b, {}).setdefault(r[b].source, {})[r[b].note] = None
         how += "; ratios " + ", ".join(f"{b} {r[b].mid:.2f}x" for b in parts)
-        cal, factor, allowance = group_and_stack(s.gpu, spec.name, s.config, calibrations,
-                                                 calibration.workload_kind(point.get("attn_flop_share"), precision))
-        top = forecast_model.ceiling(r, parts, node.share if node else None) * allowance
         model = forecast_model.scale(parts, r, how)
+        cal, factor, allowance = group_and_stack(s.gpu, spec.name, s.config, calibrations,
+                                                 calibration.workload_kind(point.get("attn_flop_share"), precision),
+                                                 point["step_ms"] / model.step_ms)
+        top = forecast_model.ceiling(r, parts, node.share if node else None) * allowance
         model = forecast_model.Forecast(model.step_ms / factor, model.step_ms_fast / factor,
                                         model.step_ms_slow / factor, model.parts_ms, how)
         f = bounded(model, cal, point["step_ms"], top, how)

@@ -5,11 +5,11 @@ published training tables and this project's measurements.
 The forecast's ratios carry the baseline's software efficiency over to the candidate. That holds
 where the buyer's own stack moves with them (one vendor: the same torch, DeepSpeed, NeMo). Across
 vendors it does not: the candidate runs another vendor's stack, whose share of its peak is its
-own. There the forecast applies the two stacks' priors (`cross_stack`): the candidate's MFU
-prior (its vendor's stack) over the baseline's (the stack it ran: this project's for a page's
-logs, a published run's source's in the backtest); where the model's matmul ratio is the two
-parts' MAMF ratio, each prior as a share of its own figures' GPUs' MAMF (Prior.mamf_share), not of
-their peaks; and widens the range by both priors' spreads. A stack
+own. There the two stacks' priors set the step (`cross_stack`): the candidate's speedup is the
+pair's MAMF ratio times the candidate's prior (its vendor's stack) over the baseline's (the stack
+it ran: this project's for a page's logs, a published run's source's in the backtest), each as a
+share of its own figures' GPUs' MAMF (Prior.mamf_share), not the model's parts, which are the
+baseline vendor's kernels; and the range is widened by both priors' spreads. A stack
 with no figure of the precision and step kind takes its vendor's stacks' figures of that kind
 together, and a fine-tuning step the stack's dense steps' (`prior_for`); a prior of fewer than
 MIN_FIGURES figures moves nothing and carries the table's widest spread, not its own (one figure:
@@ -179,16 +179,19 @@ def own_stack(spec) -> str:
 
 
 def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | None = None,
-                base_stack: str | None = None) -> tuple:
+                base_stack: str | None = None, *, model_speedup: float) -> tuple:
     """(factor on the candidate's forecast TFLOPS, log half width it adds, words) where the
     baseline and candidate GPUs (GPUSpecs) are of different vendors; (1.0, 0.0, '') otherwise.
     The candidate's stack is its vendor's (VENDOR_STACK), the baseline's `base_stack` (the stack it
     ran: own_stack for a page's logs, a published run's source's; its vendor's where not said),
     each prior found by prior_for without `leave_out_source`'s figures (the backtest's source
-    predicted) and adding its spread (spread_of). The factor, where both priors have MIN_FIGURES
-    figures: the candidate's prior over the baseline's, as shares of their own GPUs' MAMF where the
-    model's matmul ratio is the pair's MAMF ratio (where a prior lacks that share: MFU over the
-    pair's MAMF-to-peak ratios), else as MFU; with fewer, none (the middle unmoved)."""
+    predicted) and adding its spread (spread_of). Where both priors have MIN_FIGURES figures they set
+    the whole step (stack_rates): the candidate's speedup is the pair's MAMF ratio times the candidate
+    stack's share of its GPUs' MAMF over the baseline stack's (where a GPU or prior has no MAMF: the
+    peak ratio times their MFUs' ratio), and the factor is that over `model_speedup`, the model's
+    speedup of this step: every kernel of the candidate's step is the other vendor's, so the
+    baseline's split into parts (the rest of its dense time at the HBM ratio) does not carry, while
+    the priors, whole steps of each stack, do. With fewer, none (the middle unmoved)."""
     if not (base.vendor and cand.vendor) or base.vendor == cand.vendor:
         return 1.0, 0.0, ""
     stacks = (base_stack or VENDOR_STACK[base.vendor], VENDOR_STACK[cand.vendor])
@@ -207,13 +210,19 @@ def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | N
     if few:  # a figure or two of another workload: not enough to move the middle, only to widen the range
         return 1.0, half, (f"stack prior not applied: {said}; {' and '.join(p.stack for p in few)}: under "
                            f"{MIN_FIGURES} figures, the model's middle, ranged wider by the table's widest spread")
+    rate, shares, on = stack_rates(base, cand, precision, pb, pc)
+    factor = rate * shares / model_speedup
+    how = (f"; the step at the {on} ratio {rate:.2f} times the stacks' shares of it, x{shares:.2f}, "
+           f"not the model's parts ({model_speedup:.2f}x): every kernel is the other vendor's")
+    return factor, half, f"stack prior applied, x{factor:.2f} on the model: {said}{how}"
+
+
+def stack_rates(base, cand, precision: str, pb: Prior, pc: Prior) -> tuple:
+    """(the pair's reference-rate ratio, the candidate stack's share of its rate over the baseline
+    stack's, 'MAMF' or 'peak'): each stack's share of its own GPUs' sustained matmul rate (MAMF,
+    Prior.mamf_share) where both GPUs and both priors have one, else its MFU, on the peak ratio."""
     sustained = [forecast_model.sustained_mamf(spec, precision)[0] for spec in (base, cand)]
-    if not all(sustained):  # the model's matmul ratio is the peak's: the stacks' shares of their peaks
-        factor, how = pc.mid / pb.mid, ""
-    elif pb.mamf_share and pc.mamf_share:  # the model's is MAMF's: each stack's share of its own GPUs' MAMF
-        factor, how = pc.mamf_share / pb.mamf_share, ", each over its GPUs' MAMF, as the model's matmul ratio is"
-    else:  # a prior without its GPUs' MAMF: its MFU over the pair's MAMF-to-peak ratios
-        efficiency = [m / spec.peak_tflops(precision) for m, spec in zip(sustained, (base, cand))]
-        factor = (pc.mid / pb.mid) / (efficiency[1] / efficiency[0])
-        how = ", over the pair's MAMF-to-peak ratio the model already used"
-    return factor, half, f"stack prior applied, x{factor:.2f}: {said}{how}"
+    if all(sustained) and pb.mamf_share and pc.mamf_share:
+        return sustained[1] / sustained[0], pc.mamf_share / pb.mamf_share, "MAMF"
+    what = precision if base.peak_tflops(precision) and cand.peak_tflops(precision) else "bf16"
+    return cand.peak_tflops(what) / base.peak_tflops(what), pc.mid / pb.mid, f"{what} peak"
