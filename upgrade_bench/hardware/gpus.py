@@ -160,6 +160,11 @@ def table_name(name: str) -> str | None:
     return spec.name if spec else None
 
 
+def specs() -> list:
+    """The GPU table's rows, in its order."""
+    return [spec for _pattern, spec in _TABLE]
+
+
 def names() -> list:
     """The GPU table's names, for a message that lists what is known."""
-    return [spec.name for _pattern, spec in _TABLE]
+    return [spec.name for spec in specs()]

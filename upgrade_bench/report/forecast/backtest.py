@@ -66,13 +66,16 @@ def forecast_run(run: dict, cand: str, leave_out_source: str | None = None,
     power_bound = node.power_bound if node else None
 
     def capped(mid, low, high, base_value, r, parts):
-        """(mid, low, high) times the stack factor, and the ceiling (calibrate_leave_one_source_out caps by it)."""
-        factor, widen, words = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config),
-                                                  leave_out_source, base_stack_of(run["header"]),
-                                                  model_speedup=mid / base_value)
-        allowance = math.exp(widen) * max(factor, 1.0)
-        return (mid * factor, low * factor, high * factor,
-                base_value * forecast_model.ceiling(r, parts, node.share if node else None) * allowance, (widen, words))
+        """(mid, low, high) times the stack factor, the ceiling (calibrate_leave_one_source_out caps by
+        it), and (the stack priors' log half width, their words)."""
+        crossing = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config),
+                                      leave_out_source, base_stack_of(run["header"]),
+                                      model_speedup=mid / base_value if base_value else 1.0)
+        allowance = math.exp(crossing.half) * max(crossing.stacks, 1.0)
+        f = crossing.factor
+        return (mid * f, low * f, high * f,
+                base_value * forecast_model.ceiling(r, parts, node.share if node else None) * allowance,
+                (crossing.half, crossing.words))
     out = {}
     if run["summary"]:
         # its decompositions too, as the page forecasts a folder: a length with one is split by it
@@ -242,7 +245,7 @@ def release_pairs(runs: dict) -> list:
 
 
 def release_half(runs: dict, leave_out_source: str | None) -> tuple:
-    """(log half width, words) a same-die pair across releases is widened by: the symmetric range
+    """(log half width, words) a pair across releases of one stack is widened by: the symmetric range
     (calibration.symmetric_half_width) of release_pairs' moves of the other sources; (0, '') where
     none is published."""
     moves = [m for source, m in release_pairs(runs) if source != leave_out_source]

@@ -38,9 +38,10 @@ ceil((n + 1) * COVERAGE) among the n pairs' absolute misses (split-conformal on 
 2 * TAIL - 1, the two-sided share the asymmetric rule holds too). Where n is too small for that
 rank (n < 4), no distribution-free range exists, and the Student-t prediction interval of a
 normal miss of mean zero is used instead: t(n, TAIL) times the misses' root mean square, wider the
-fewer the pairs (Student, Biometrika 1908; Geisser, Predictive Inference, 1993, ch. 2). A same-die
-pair across software releases is widened by how far a release moves one GPU's figure of one
-configuration (`release_half`, from the other sources' tables), not ranged as if one stack.
+fewer the pairs (Student, Biometrika 1908; Geisser, Predictive Inference, 1993, ch. 2). A pair
+across releases of one vendor's stack (of any class but cross-vendor) is widened by how far a
+release moves one GPU's figure of one configuration (`backtest.release_half`, from the other
+sources' tables), not ranged as if one stack.
 
 *Next generation* is ranged by the next-generation pairs of other sources, their configuration
 changed or not, but for an MoE step's change: a new architecture moves a stack's kernels (young

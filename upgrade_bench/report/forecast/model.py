@@ -71,9 +71,8 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
     interconnect's measured on both GPUs (forecast_comm), replaces the datasheets'. `power_bound`:
     the baseline's SM clock under load over its maximum where its telemetry showed the power cap
     holding it (clock_gain), else None."""
-    what, base_peak, cand_peak = precision, base.peak_tflops(precision), cand.peak_tflops(precision)
-    if not (base_peak and cand_peak):  # a precision one of them lacks: its bf16 peak
-        what, base_peak, cand_peak = "bf16", base.bf16, cand.bf16
+    what = peak_precision(base, cand, precision)
+    base_peak, cand_peak = base.peak_tflops(what), cand.peak_tflops(what)
     hbm = cand.hbm_tbps / base.hbm_tbps
     out = {"peak": Ratio.exact(cand_peak / base_peak, f"{what} peak {cand_peak:g} / {base_peak:g} TFLOPS (datasheets)"),
            "attention_peak": Ratio.exact(cand.bf16 / base.bf16,
@@ -113,6 +112,12 @@ def hardware_ratios(base: GPUSpec, cand: GPUSpec, precision: str = "bf16", comm:
     out["fixed"] = Ratio(1.0, min(1.0, out["comm"].low), max(1.0, out["comm"].high), "host time and exposed "
                          f"communication: unchanged, up to the interconnect ratio ({out['comm'].source})")
     return out
+
+
+def peak_precision(base: GPUSpec, cand: GPUSpec, precision: str) -> str:
+    """The precision whose datasheet peaks a pair's ratios read: the training precision where both
+    parts have a peak of it, else bf16 (every part of the table has that)."""
+    return precision if base.peak_tflops(precision) and cand.peak_tflops(precision) else "bf16"
 
 
 def one_die_attention(mamf: float, gain: Ratio, base: GPUSpec, cand: GPUSpec) -> Ratio:
@@ -163,7 +168,7 @@ def compute_top(base: GPUSpec, cand: GPUSpec, precision: str, hw: dict) -> Ratio
     its own datasheet peak; another die (Blackwell Ultra over Blackwell, another architecture)
     has its own power efficiency, so only its datasheet peak bounds it. Never below the peak or
     sustained matmul ratios the model uses."""
-    what = precision if base.peak_tflops(precision) and cand.peak_tflops(precision) else "bf16"
+    what = peak_precision(base, cand, precision)
     base_sustained = sustained_mamf(base, what)[0] or base.peak_tflops(what)
     full = cand.peak_tflops(what) / base_sustained
     floor = max(hw["peak"].mid, hw["gemm"].high)
@@ -209,6 +214,10 @@ def power_ratio(base: GPUSpec, cand: GPUSpec) -> float | None:
     return None
 
 
+# The MAMF table's two precisions: a part with one published estimates the other from it.
+OTHER_PRECISION = {"fp8": "bf16", "bf16": "fp8"}
+
+
 def sustained_mamf(spec: GPUSpec, dtype: str) -> tuple[float | None, str]:
     """(sustained matmul TFLOPS, how, '' where published) of a part: its published MAMF (measured
     on that part, at its own power); else its die-family sibling's of the same platform (or the
@@ -229,25 +238,22 @@ def sustained_mamf(spec: GPUSpec, dtype: str) -> tuple[float | None, str]:
                                                           f"{sib.mamf_tflops(dtype):g} at {spec.tdp_w:g} / {sib.tdp_w:g} W")
     other = OTHER_PRECISION.get(dtype)
     if other and spec.mamf_tflops(other) and spec.peak_tflops(other) and spec.peak_tflops(dtype):
-        share = spec.mamf_tflops(other) / spec.peak_tflops(other) * cross_precision_share(other, dtype)
-        return min(share * spec.peak_tflops(dtype), top), (
-            f"{spec.name}'s {dtype} unpublished: its {other} MAMF's {spec.mamf_tflops(other) / spec.peak_tflops(other):.1%} "
-            f"of peak, x{cross_precision_share(other, dtype):.2f} as on the parts publishing both")
+        own_share, moves = spec.mamf_tflops(other) / spec.peak_tflops(other), cross_precision_share(other, dtype)
+        return min(own_share * moves * spec.peak_tflops(dtype), top), (
+            f"{spec.name}'s {dtype} unpublished: its {other} MAMF's {own_share:.1%} of peak, x{moves:.2f} as on "
+            f"the parts publishing both")
     return None, ""
-
-
-# The MAMF table's two precisions: a part with one published estimates the other from it.
-OTHER_PRECISION = {"fp8": "bf16", "bf16": "fp8"}
 
 
 def cross_precision_share(known: str, wanted: str) -> float:
     """The median, over the GPU table's parts with a published MAMF at both precisions, of the
     `wanted` MAMF's share of its peak over the `known` one's: how much of its peak a part's matmuls
-    keep at the other precision (H100 0.88, H200 0.91, GH200 0.93, B300 0.95, B200 0.98, GB200 0.99
-    of the bf16 share at fp8). Per-tensor FP8 GEMMs carry their scaling and run nearer the power cap."""
+    keep at the other precision (the Open Book's H100 0.88, H200 0.91, GH200 0.93, B300 0.95, B200
+    0.98, GB200 0.99 of the bf16 share at fp8; an H100 measured here, results/h100-mamf-14: 0.905
+    by mamf-finder.py, 0.916 by the guide's)."""
     from ...hardware import gpus  # the table, read lazily: this module's formulas take specs
     shares = [(s.mamf_tflops(wanted) / s.peak_tflops(wanted)) / (s.mamf_tflops(known) / s.peak_tflops(known))
-              for _, s in gpus._TABLE
+              for s in gpus.specs()
               if s.mamf_tflops(wanted) and s.mamf_tflops(known) and s.peak_tflops(wanted) and s.peak_tflops(known)]
     return statistics.median(shares)
 
@@ -255,7 +261,7 @@ def cross_precision_share(known: str, wanted: str) -> float:
 def gpus_of_family(spec: GPUSpec) -> list:
     """The GPU table's other parts of `spec`'s die family."""
     from ...hardware import gpus  # the table, read lazily: this module's formulas take specs
-    return [s for _, s in gpus._TABLE if s.name != spec.name and s.die and die_family(s) == die_family(spec)]
+    return [s for s in gpus.specs() if s.name != spec.name and s.die and die_family(s) == die_family(spec)]
 
 
 NEW_ARCHITECTURE, SAME_FAMILY = "new architecture", "same die family"

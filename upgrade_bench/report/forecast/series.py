@@ -178,10 +178,10 @@ def group_and_stack(base: str, cand: str, config: dict, calibrations: dict, kind
     group = calibration.group_of(calibration.pair_class(base_spec, cand_spec), step)
     cal = calibration.for_group(calibrations, group, kind)
     # the baseline is this suite's logs (or the guide's published series, its scripts the same stack)
-    factor, widen, words = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step,
-                                              base_stack=stacks.own_stack(base_spec), model_speedup=model_speedup)
-    cal = replace(cal, stack=words, stack_half=widen)
-    return cal, factor, math.exp(widen) * max(factor, 1.0)
+    crossing = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step,
+                                  base_stack=stacks.own_stack(base_spec), model_speedup=model_speedup)
+    cal = replace(cal, stack=crossing.words, stack_half=crossing.half)
+    return cal, crossing.factor, math.exp(crossing.half) * max(crossing.stacks, 1.0)
 
 
 def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, measured: Series | None = None,

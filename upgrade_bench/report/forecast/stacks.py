@@ -38,6 +38,7 @@ out): an AMD candidate of AMD's own table is forecast with no ROCm prior at all.
 import math
 import statistics
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ...hardware import gpus
 from ..published import measured, pairs as published_pairs, runs as published_runs
@@ -178,10 +179,21 @@ def own_stack(spec) -> str:
     return PROJECT if spec.vendor == STACK_VENDOR[PROJECT] else VENDOR_STACK[spec.vendor]
 
 
+class Crossing(NamedTuple):
+    """What the two stacks' priors do to a forecast across vendors (cross_stack)."""
+    factor: float       # on the model's forecast TFLOPS
+    half: float         # the log half width the priors' spreads add to its range
+    words: str
+    stacks: float = 1.0  # the candidate stack's share over the baseline's: the most they add to the ceiling
+
+
+SAME_STACK = Crossing(1.0, 0.0, "")
+
+
 def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | None = None,
-                base_stack: str | None = None, *, model_speedup: float) -> tuple:
-    """(factor on the candidate's forecast TFLOPS, log half width it adds, words) where the
-    baseline and candidate GPUs (GPUSpecs) are of different vendors; (1.0, 0.0, '') otherwise.
+                base_stack: str | None = None, *, model_speedup: float) -> Crossing:
+    """The Crossing where the baseline and candidate GPUs (GPUSpecs) are of different vendors;
+    SAME_STACK otherwise.
     The candidate's stack is its vendor's (VENDOR_STACK), the baseline's `base_stack` (the stack it
     ran: own_stack for a page's logs, a published run's source's; its vendor's where not said),
     each prior found by prior_for without `leave_out_source`'s figures (the backtest's source
@@ -193,14 +205,14 @@ def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | N
     baseline's split into parts (the rest of its dense time at the HBM ratio) does not carry, while
     the priors, whole steps of each stack, do. With fewer, none (the middle unmoved)."""
     if not (base.vendor and cand.vendor) or base.vendor == cand.vendor:
-        return 1.0, 0.0, ""
+        return SAME_STACK
     stacks = (base_stack or VENDOR_STACK[base.vendor], VENDOR_STACK[cand.vendor])
     mine = [prior_for(stack, precision, step, leave_out_source) for stack in stacks]
     if not all(mine):
         missing = " and ".join(stack for stack, p in zip(stacks, mine) if not p)
         half = (widest_spread(leave_out_source) * sum(1 for p in mine if not p)
                 + sum(spread_of(p, step, leave_out_source) for p in mine if p))
-        return 1.0, half, (f"stack prior: none published here for {missing} ({precision}, {step}); the model's "
+        return Crossing(1.0, half, f"stack prior: none published here for {missing} ({precision}, {step}); the model's "
                            f"middle, ranged wider by the widest prior spread of the table")
     pb, pc = mine
     half = spread_of(pb, step, leave_out_source) + spread_of(pc, step, leave_out_source)
@@ -208,21 +220,22 @@ def cross_stack(base, cand, precision: str, step: str, leave_out_source: str | N
     said = f"{pc.words()} over {pb.words()}" + (f" ({borrowed})" if borrowed else "")
     few = [p for p in (pb, pc) if p.figures < MIN_FIGURES]
     if few:  # a figure or two of another workload: not enough to move the middle, only to widen the range
-        return 1.0, half, (f"stack prior not applied: {said}; {' and '.join(p.stack for p in few)}: under "
-                           f"{MIN_FIGURES} figures, the model's middle, ranged wider by the table's widest spread")
+        return Crossing(1.0, half, f"stack prior not applied: {said}; {' and '.join(p.stack for p in few)}: "
+                        f"under {MIN_FIGURES} figures, the model's middle, ranged wider by the table's widest spread")
     rate, shares, on = stack_rates(base, cand, precision, pb, pc)
     factor = rate * shares / model_speedup
     how = (f"; the step at the {on} ratio {rate:.2f} times the stacks' shares of it, x{shares:.2f}, "
            f"not the model's parts ({model_speedup:.2f}x): every kernel is the other vendor's")
-    return factor, half, f"stack prior applied, x{factor:.2f} on the model: {said}{how}"
+    return Crossing(factor, half, f"stack prior applied, x{factor:.2f} on the model: {said}{how}", shares)
 
 
 def stack_rates(base, cand, precision: str, pb: Prior, pc: Prior) -> tuple:
     """(the pair's reference-rate ratio, the candidate stack's share of its rate over the baseline
-    stack's, 'MAMF' or 'peak'): each stack's share of its own GPUs' sustained matmul rate (MAMF,
-    Prior.mamf_share) where both GPUs and both priors have one, else its MFU, on the peak ratio."""
+    stack's, 'MAMF' or '<precision> peak'): each stack's share of its own GPUs' sustained matmul
+    rate (MAMF, Prior.mamf_share) where both GPUs and both priors have one, else its MFU, on the
+    peak ratio."""
     sustained = [forecast_model.sustained_mamf(spec, precision)[0] for spec in (base, cand)]
     if all(sustained) and pb.mamf_share and pc.mamf_share:
         return sustained[1] / sustained[0], pc.mamf_share / pb.mamf_share, "MAMF"
-    what = precision if base.peak_tflops(precision) and cand.peak_tflops(precision) else "bf16"
+    what = forecast_model.peak_precision(base, cand, precision)
     return cand.peak_tflops(what) / base.peak_tflops(what), pc.mid / pb.mid, f"{what} peak"
