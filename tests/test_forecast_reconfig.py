@@ -105,6 +105,9 @@ def test_a_b200_series_reconfigured_for_a_b300_and_a_gb200(cand, plans):
     page = forecast_page.forecast_markdown(fc)
     spec = gpus.lookup(cand)
     assert f"Platform: B200 SXM HGX, 1000 W, NVLink domain 8 -> {forecast_model.platform_words(spec)}" in page
+    # the GB200 carries its own Grace CPU where the B200's board runs on the server's: the page says so
+    moved = "the host CPU changes here: the server's host CPU -> the GB200's Grace CPU"
+    assert (moved in page) == (cand == "GB200") and ("Grace CPU" in page) == (cand == "GB200")
 
 
 def h200_series(label: str, config: dict, step_ms: dict, peak_gib: dict) -> Series:

@@ -11,8 +11,10 @@ at the power cap moves with the board power), `family` (dies whose tensor cores 
 field of its own, never parsed from `die`), `vendor` (whose software stack trains on it:
 report/forecast/stacks.py), `power_class` (the board: an 8-GPU HGX baseboard,
 a GPU of an NVL72 rack, a PCIe card), `nvlink_domain` (GPUs one NVLink fabric joins: the
-tensor and expert parallelism that stays on NVLink) and `attention_exp_factor` (the
-exponent/SFU throughput of softmax over the part's predecessor: Blackwell Ultra doubles it).
+tensor and expert parallelism that stays on NVLink), `attention_exp_factor` (the
+exponent/SFU throughput of softmax over the part's predecessor: Blackwell Ultra doubles it) and
+`host_cpu` (the Grace CPU a superchip or NVL72 part carries, where the others run on the server's
+host: what drives the GPU's kernels changes with it).
 `mamf_bf16`/`mamf_fp8` are measured Maximum Achievable Matmul FLOPS (mean of 100 iterations
 after 50 warm-up, the best shape found), from MAMF_SOURCE, the table the guide
 (insights/when-to-upgrade-gpus) quotes. An unknown device gets no figure at all: MFU is then
@@ -44,6 +46,7 @@ class GPUSpec:
     power_class: str = ""           # "HGX" (8-GPU baseboard), "NVL72" (rack part), "PCIe", "superchip", "OAM"
     nvlink_domain: int | None = None  # GPUs in one NVLink (or Infinity Fabric) domain
     attention_exp_factor: float = 1.0  # softmax exponent (SFU) throughput over the die's first part
+    host_cpu: str = ""              # a CPU on the GPU's own module (NVIDIA Grace); "": the server's host CPU
     cited: tuple = ()               # (field, document) for figures not from `datasheet`
 
     def mamf_tflops(self, dtype: str) -> float | None:
@@ -69,12 +72,12 @@ _TABLE = [
     # HBM is the 96 GB HBM3 version's; the MAMF was measured on the 144 GB HBM3e one at 900 W.
     (_CHIP + r"gh200", GPUSpec("GH200", 989, 1979, None, 96, 4.0, 900, 828.6, 1535.0,
                        datasheet="NVIDIA GH200 Grace Hopper Superchip datasheet", link_gbps=900, die="hopper", family="hopper", vendor="nvidia",
-                       power_class="superchip", nvlink_domain=1)),
+                       power_class="superchip", nvlink_domain=1, host_cpu="Grace")),
     # Per GPU: the NVL72 rack's figures divided by its 72 GPUs. The datasheet gives no power per
     # GPU; 1200 W is the B200 die's rating in the NVL72 rack (GB300's 1400 W is its "200 W more").
     (_CHIP + r"gb200", GPUSpec("GB200", 2500, 5000, 10000, 186, 8.0, 1200, 1822.0, 3615.6,
                        datasheet="NVIDIA GB200 NVL72 datasheet", link_gbps=1800, die="blackwell", family="blackwell", vendor="nvidia",
-                       power_class="NVL72", nvlink_domain=72,
+                       power_class="NVL72", nvlink_domain=72, host_cpu="Grace",
                        cited=(("hbm_gib", DGXC_SOURCE + ": 186 GB HBM3e per GPU"),
                               ("tdp_w", "NVIDIA GB200 NVL72: Blackwell GPU rated 1200 W in the rack (public "
                                         "coverage of the NVL72 design; not on the datasheet)")))),
@@ -82,7 +85,7 @@ _TABLE = [
     # (BF16/FP8 as GB200's, FP4 1.5x). No MAMF is published for it.
     (_CHIP + r"gb300", GPUSpec("GB300", 2500, 5000, 15000, 279, 8.0, 1400, None, None,
                        datasheet="NVIDIA GB300 NVL72 datasheet", link_gbps=1800, die="blackwell-ultra", family="blackwell", vendor="nvidia",
-                       power_class="NVL72", nvlink_domain=72, attention_exp_factor=2.0,
+                       power_class="NVL72", nvlink_domain=72, attention_exp_factor=2.0, host_cpu="Grace",
                        cited=(("hbm_gib", DGXC_SOURCE + ": 279 GB HBM3e per GPU"),
                               ("tdp_w", DGXC_SOURCE + ": TDP configurable up to 1,400 W"),
                               ("attention_exp_factor", ULTRA_ATTENTION_SOURCE)))),

@@ -274,9 +274,20 @@ def move_of(base: GPUSpec, cand: GPUSpec) -> str:
 
 
 def platform_words(spec: GPUSpec) -> str:
-    """'GB200 NVL72, 1200 W, NVLink domain 72': the platform figures a forecast part used."""
+    """'GB200 NVL72, 1200 W, NVLink domain 72, Grace CPU': the platform figures a forecast part used."""
     return (f"{spec.name} {spec.power_class}".strip() + (f", {spec.tdp_w:g} W" if spec.tdp_w else "")
-            + (f", NVLink domain {spec.nvlink_domain}" if spec.nvlink_domain else ""))
+            + (f", NVLink domain {spec.nvlink_domain}" if spec.nvlink_domain else "")
+            + (f", {spec.host_cpu} CPU" if spec.host_cpu else ""))
+
+
+def host_change(base: GPUSpec, cand: GPUSpec) -> str:
+    """'the server's host CPU -> the GB200's Grace CPU' where the CPU that drives the GPU changes
+    (a Grace part against one in a server), else '': the model carries host time over unchanged."""
+    if base.host_cpu == cand.host_cpu:
+        return ""
+    def cpu(spec: GPUSpec) -> str:
+        return f"the {spec.name}'s {spec.host_cpu} CPU" if spec.host_cpu else "the server's host CPU"
+    return f"{cpu(base)} -> {cpu(cand)}"
 
 
 # FlashAttention's forward on Blackwell is bound by the tensor cores and the softmax's

@@ -74,8 +74,10 @@ def forecast_markdown(fc: SeriesForecast) -> str:
     for b in fc.beyond:
         lines.append(f"At {seq_label(b.seq_len)} the baseline ran out of memory; it needs {need_words(b)} per GPU "
                      f"({b.how}), {fit_words(b, fc.candidate, fc.hbm_gib)} (a memory estimate, no step time).")
+    host = forecast_model.host_change(gpus.lookup(fc.base.gpu), gpus.lookup(fc.candidate))
     lines.append("Blind spots: kernels that change between GPUs (another attention backend, beta kernels), "
-                 "a young cuBLAS, and host CPUs that differ (host time is carried over unchanged).")
+                 "a young cuBLAS, and host CPUs that differ (host time is carried over unchanged)"
+                 + (f"; the host CPU changes here: {host}" if host else "") + ".")
     return "\n".join(lines)
 
 
