@@ -15,7 +15,7 @@ from upgrade_bench.report.forecast import attention as forecast_attention, backt
     model as forecast_model, series as forecasts, stacks
 from upgrade_bench.report.published import pairs as published_pairs
 
-SPECS = [spec for _pattern, spec in gpus._TABLE]
+SPECS = gpus.specs()
 
 
 @pytest.fixture(scope="module")
@@ -407,17 +407,26 @@ def test_a_cross_vendor_forecast_says_which_stack_prior_it_used():
     mi300x_fp8 = forecast_model.sustained_mamf(mi300x, "fp8")[0]
     speedup = mi300x_fp8 / 1402.6 * rocm.mamf_share / nemo.mamf_share
     there = stacks.cross_stack(h100, mi300x, "fp8", "dense", model_speedup=1.3)
-    assert there.factor == pytest.approx(speedup / 1.3) and there.half == pytest.approx(nemo.spread + rocm.spread)
+    assert there.factor == pytest.approx(speedup / 1.3) and there.log_half_width == pytest.approx(nemo.spread + rocm.spread)
     assert "stack prior applied" in there.words and "the step at the MAMF ratio 0.90" in there.words
-    # what the stacks add to the hardware's ceiling is their shares' ratio, not the factor on the model
-    assert there.stacks == pytest.approx(rocm.mamf_share / nemo.mamf_share)
+    # what the stacks add to the hardware's ceiling is their spreads and shares' ratio, not the factor on the
+    # model: with a model speedup of 0.5 the factor (about 1.76) passes the shares' ratio (about 1.09)
+    assert there.share_ratio == pytest.approx(rocm.mamf_share / nemo.mamf_share)
+    slow_model = stacks.cross_stack(h100, mi300x, "fp8", "dense", model_speedup=0.5)
+    assert slow_model.factor > slow_model.share_ratio > 1.0
+    allowance = math.exp(nemo.spread + rocm.spread) * rocm.mamf_share / nemo.mamf_share
+    assert slow_model.allowance == pytest.approx(allowance)
+    _cal, _factor, page_allowance = forecasts.group_and_stack("H100 SXM", "MI300X", {"PRECISION": "fp8-tensorwise"},
+                                                              {}, "dense-bound, fp8", 0.5)
+    nvidia = stacks.prior_for(stacks.PROJECT, "fp8", "dense")
+    assert page_allowance == pytest.approx(math.exp(nvidia.spread + rocm.spread) * rocm.mamf_share / nvidia.mamf_share)
     # the other way, with the same two priors, the inverse: A -> B and B -> A agree
     back = stacks.cross_stack(mi300x, h100, "fp8", "dense", base_stack=stacks.ROCM, model_speedup=1.0)
     assert back.factor * speedup == pytest.approx(1.0)
     # without AMD's own figures (the backtest predicting them): none, the widest spread instead
     left_out = stacks.cross_stack(h100, mi300x, "fp8", "dense", leave_out_source="amd-primus", model_speedup=1.3)
     assert left_out.factor == 1.0 and "none published here for AMD ROCm" in left_out.words
-    assert left_out.half == pytest.approx(stacks.widest_spread() + stacks.priors("amd-primus")[(stacks.NEMO, "fp8",
+    assert left_out.log_half_width == pytest.approx(stacks.widest_spread() + stacks.priors("amd-primus")[(stacks.NEMO, "fp8",
                                                                                                "dense")].spread)
     # no MLPerf figure is a prior: its results are the forecast's independent check
     assert not any("mlperf" in str(f).lower() for f in stacks.figures())
@@ -434,7 +443,7 @@ def test_a_stack_prior_missing_its_kind_takes_its_vendors_stacks_and_one_figure_
     rocm = stacks.prior_for(stacks.ROCM, "bf16", "dense")
     assert rocm.figures == 1 and rocm.spread == 0.0 and stacks.spread_of(rocm, "dense") == stacks.widest_spread()
     few = stacks.cross_stack(mi300x, h100, "bf16", "dense", model_speedup=1.2)
-    assert few.half == pytest.approx(stacks.widest_spread() + pooled.spread) and "under 3 figures" in few.words
+    assert few.log_half_width == pytest.approx(stacks.widest_spread() + pooled.spread) and "under 3 figures" in few.words
     assert few.factor == 1.0 and "not applied" in few.words and "MFU 40% (1 figure)" in few.words
     # a fine-tuning step where ROCm publishes none: its dense steps' (NVIDIA's SFT/LoRA sit at their dense MFU),
     # the middle moved, the range as wide as the table's widest spread allows: a borrowed spread is no spread
@@ -445,7 +454,7 @@ def test_a_stack_prior_missing_its_kind_takes_its_vendors_stacks_and_one_figure_
     borrowed = stacks.cross_stack(h100, mi300x, "fp8", "fine-tuning", model_speedup=1.0)
     mamf_ratio = forecast_model.sustained_mamf(mi300x, "fp8")[0] / 1402.6
     assert borrowed.factor == pytest.approx(mamf_ratio * rocm_fp8.mamf_share / nemo_ft.mamf_share)
-    assert borrowed.half == pytest.approx(nemo_ft.spread + stacks.widest_spread())
+    assert borrowed.log_half_width == pytest.approx(nemo_ft.spread + stacks.widest_spread())
     # both sides borrowing the same way say it once, each with its stack
     words = stacks.cross_stack(mi300x, h100, "bf16", "fine-tuning", model_speedup=1.0).words
     assert words.count("its dense steps' for a fine-tuning step") == 2 and stacks.ROCM + ": its dense" in words
@@ -478,6 +487,8 @@ def test_a_page_forecast_across_vendors_is_the_mamf_ratio_times_the_stacks_share
     mamf_ratio = forecast_model.sustained_mamf(gpus.lookup("MI300X"), "fp8")[0] / 1402.6
     by_hand = mamf_ratio * rocm.mamf_share / nvidia.mamf_share
     assert point == pytest.approx(by_hand, abs=0.005) and "every kernel is the other vendor's" in page
+    # by hand: 1257.1 / 1402.6 x 0.5643 / 0.5183
+    assert point == 0.98
 
 
 def test_a_stack_prior_over_mamf_is_its_own_gpus_share_of_their_mamf(monkeypatch):

@@ -44,7 +44,7 @@ def test_a_dense_reconfigured_pair_carries_the_bubble_and_an_unwidened_range(row
         assert sum(map(backtest.inside, mine)) / len(mine) >= 0.8
         assert max(r["half_width"] for r in mine if not (r["stack_half"] or r["software_differs"])) <= 0.26
         across = [r for r in mine if r["software_differs"] and not r["stack_half"]]
-        assert all("release change" in r["calibrated_on"] for r in across) and len(across) == 4 * (step == "dense")
+        assert all("release change" in r["calibrated_on"] for r in across) and len(across) == 4 * (step == calibration.DENSE)
 
 
 def test_a_row_whose_figures_cannot_describe_a_pipeline_counts_no_bubble():

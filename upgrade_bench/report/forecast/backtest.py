@@ -71,11 +71,10 @@ def forecast_run(run: dict, cand: str, leave_out_source: str | None = None,
         crossing = stacks.cross_stack(base_spec, cand_spec, precision, calibration.step_kind(config),
                                       leave_out_source, base_stack_of(run["header"]),
                                       model_speedup=mid / base_value if base_value else 1.0)
-        allowance = math.exp(crossing.half) * max(crossing.stacks, 1.0)
         f = crossing.factor
         return (mid * f, low * f, high * f,
-                base_value * forecast_model.ceiling(r, parts, node.share if node else None) * allowance,
-                (crossing.half, crossing.words))
+                base_value * forecast_model.ceiling(r, parts, node.share if node else None) * crossing.allowance,
+                (crossing.log_half_width, crossing.words))
     out = {}
     if run["summary"]:
         # its decompositions too, as the page forecasts a folder: a length with one is split by it

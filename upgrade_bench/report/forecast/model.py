@@ -250,7 +250,7 @@ def cross_precision_share(known: str, wanted: str) -> float:
     `wanted` MAMF's share of its peak over the `known` one's: how much of its peak a part's matmuls
     keep at the other precision (the Open Book's H100 0.88, H200 0.91, GH200 0.93, B300 0.95, B200
     0.98, GB200 0.99 of the bf16 share at fp8; an H100 measured here, results/h100-mamf-14: 0.905
-    by mamf-finder.py, 0.916 by the guide's)."""
+    by the suite's mamf-finder.py, 0.916 by the guide's)."""
     from ...hardware import gpus  # the table, read lazily: this module's formulas take specs
     shares = [(s.mamf_tflops(wanted) / s.peak_tflops(wanted)) / (s.mamf_tflops(known) / s.peak_tflops(known))
               for s in gpus.specs()

@@ -180,8 +180,8 @@ def group_and_stack(base: str, cand: str, config: dict, calibrations: dict, kind
     # the baseline is this suite's logs (or the guide's published series, its scripts the same stack)
     crossing = stacks.cross_stack(base_spec, cand_spec, calibration.precision_of(config), step,
                                   base_stack=stacks.own_stack(base_spec), model_speedup=model_speedup)
-    cal = replace(cal, stack=crossing.words, stack_half=crossing.half)
-    return cal, crossing.factor, math.exp(crossing.half) * max(crossing.stacks, 1.0)
+    cal = replace(cal, stack=crossing.words, stack_half=crossing.log_half_width)
+    return cal, crossing.factor, crossing.allowance
 
 
 def forecast_series(s: Series, cand: str, prices: dict, calibrations: dict, measured: Series | None = None,

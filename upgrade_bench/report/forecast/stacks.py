@@ -38,7 +38,6 @@ out): an AMD candidate of AMD's own table is forecast with no ROCm prior at all.
 import math
 import statistics
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 from ...hardware import gpus
 from ..published import measured, pairs as published_pairs, runs as published_runs
@@ -179,12 +178,20 @@ def own_stack(spec) -> str:
     return PROJECT if spec.vendor == STACK_VENDOR[PROJECT] else VENDOR_STACK[spec.vendor]
 
 
-class Crossing(NamedTuple):
+@dataclass(frozen=True)
+class Crossing:
     """What the two stacks' priors do to a forecast across vendors (cross_stack)."""
-    factor: float       # on the model's forecast TFLOPS
-    half: float         # the log half width the priors' spreads add to its range
+    factor: float               # on the model's forecast TFLOPS
+    log_half_width: float       # what the priors' spreads add to its range, in log
     words: str
-    stacks: float = 1.0  # the candidate stack's share over the baseline's: the most they add to the ceiling
+    share_ratio: float = 1.0    # the candidate stack's share of its rate over the baseline stack's
+
+    @property
+    def allowance(self) -> float:
+        """The most the stacks add to the hardware's ceiling: their spreads and, where the
+        candidate's stack is the better, their shares' ratio (the MAMF ratio in `factor` is
+        hardware, bounded by the ceiling already)."""
+        return math.exp(self.log_half_width) * max(self.share_ratio, 1.0)
 
 
 SAME_STACK = Crossing(1.0, 0.0, "")
