@@ -165,6 +165,29 @@ def test_every_pair_of_the_table_forecasts_the_same_answer_both_ways(base_parts)
         assert there * back == pytest.approx(1.0, abs=0.03), (a, b, there, back)
 
 
+@pytest.mark.parametrize("config", [{}, {"PRECISION": "fp8-tensorwise"}])
+def test_every_cross_vendor_pair_with_its_stack_priors_forecasts_the_same_answer_both_ways(config):
+    # a page's baseline on each vendor's part (its own stack: this project's on NVIDIA, ROCm's on AMD), the
+    # candidate on its vendor's stack: the stack factors too give A -> B x B -> A within 3% of 1
+    parts, precision = {"attention": 30.0, "dense": 250.0, "host": 20.0}, calibration.precision_of(config)
+    kind = calibration.workload_kind(0.1, precision)
+
+    def speedup(base: str, cand: str, base_parts: dict) -> tuple:
+        r = forecasts.ratios_at(base, cand, 8192, base_parts, 100.0, False, "fa4", precision=precision)
+        model = sum(base_parts.values()) / forecast_model.scale(base_parts, r).step_ms
+        _cal, factor, _allowance = forecasts.group_and_stack(base, cand, config, {}, kind, model)
+        return model * factor, {b: ms / (r[b].mid * factor) for b, ms in base_parts.items()}
+    applied = 0
+    for a, b in itertools.permutations([s for s in SPECS if s.peak_tflops(precision)], 2):
+        if a.vendor == b.vendor:
+            continue
+        there, like = speedup(a.name, b.name, parts)
+        back, _ = speedup(b.name, a.name, like)
+        assert there * back == pytest.approx(1.0, abs=0.03), (a.name, b.name, there, back)
+        applied += "applied" in forecasts.group_and_stack(a.name, b.name, config, {}, kind, 1.0)[0].stack
+    assert applied > 0 or precision == "bf16"  # fp8: both vendors' priors published, the factors at work
+
+
 def _row(pair, source, forecast, published, group="same-generation refresh, dense", **more):
     return {"pair": pair, "source_key": source, "group": group, "pair_class": group.rsplit(", ", 1)[0],
             "base_gpu": "B200 SXM", "cand_gpu": "B300 SXM", "model_forecast": forecast, "published": published,
