@@ -293,11 +293,12 @@ def fit(rows: list, group: str, leave_out_source: str | None = None, kind: str =
     else:
         low, high = conformal_ends([m.value for m in chosen])
     extra, extra_half = "", 0.0
-    changed = sum(1 for m in chosen if klass == NEXT_GENERATION and by_pair[m.pair]["pair_class"] == CONFIG_CHANGED)
+    changed = (sum(1 for m in chosen if by_pair[m.pair]["pair_class"] == CONFIG_CHANGED)
+               if klass == NEXT_GENERATION else 0)
     if changed:
         extra = (f"{changed} of those pairs with the publisher's recipe changed with the GPU (of the changes only a "
                  "pipeline bubble is modelled)")
-    if klass == CONFIG_CHANGED and fallback == "all" and group.rsplit(", ", 1)[1] == MOE:
+    if klass == CONFIG_CHANGED and fallback == "all" and step == MOE:
         # ranged by pairs whose configuration did not change, for a change the model does not see
         extra, extra_half = (f"widened x{math.exp(RECONFIG_ALLOWANCE):.2f} either way for an MoE step's configuration "
                              "change (the guide's H200 -> B200: 1.19x long-context, 1.69x right-sized)"), RECONFIG_ALLOWANCE

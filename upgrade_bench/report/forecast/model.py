@@ -32,6 +32,7 @@ its peak (`sustained_mamf`), the same die at a higher clock speeds other kernels
 ratio, and Blackwell Ultra's exponent units speed the attention kernels' forward
 (`exponent_ratio`).
 """
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -245,6 +246,7 @@ def sustained_mamf(spec: GPUSpec, dtype: str) -> tuple[float | None, str]:
     return None, ""
 
 
+@functools.lru_cache(maxsize=None)  # of the constant GPU table: one median per precision pair, not one a lookup
 def cross_precision_share(known: str, wanted: str) -> float:
     """The median, over the GPU table's parts with a published MAMF at both precisions, of the
     `wanted` MAMF's share of its peak over the `known` one's: how much of its peak a part's matmuls
